@@ -1,0 +1,152 @@
+"""Run an assignment's public tests against the code in its notebook.
+
+The public tests (``test_public.py`` beside each notebook) never import the
+notebook itself: they take a fixture ``nb``, a module built from the notebook's
+*module cells* only. Those are
+
+* the code cells nbgrader marks as solution cells (where your code goes), and
+* the code cells tagged ``module`` (the notebook's imports).
+
+Cells that plot, demonstrate or run checks are not executed, so importing is
+fast and has no side effects. Two ways in:
+
+* ``pytest`` in an assignment's folder (this file is loaded as a pytest plugin
+  by ``pytest.ini``), or
+* ``check(part, globals())`` in the notebook, which runs the same tests for one
+  part against the kernel's live objects.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+import types
+from pathlib import Path
+
+import pytest
+
+MODULE_TAG = "module"
+
+
+class NotebookError(Exception):
+    """The notebook cannot be read or one of its module cells fails to run."""
+
+
+def is_module_cell(cell: dict) -> bool:
+    """True for code cells that define the assignment's importable names."""
+    if cell.get("cell_type") != "code":
+        return False
+    meta = cell.get("metadata", {})
+    return bool(meta.get("nbgrader", {}).get("solution")) or MODULE_TAG in meta.get("tags", [])
+
+
+def cell_label(cell: dict, index: int) -> str:
+    """The cell's nbgrader grade_id where it has one, else its position."""
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or f"cell {index}"
+
+
+def source_of(cell: dict) -> str:
+    """Cell source as Python: IPython magics and shell escapes are commented out."""
+    src = cell.get("source", "")
+    if isinstance(src, list):
+        src = "".join(src)
+    lines = src.splitlines()
+    return "\n".join("# " + l if l.lstrip().startswith(("%", "!")) else l for l in lines) + "\n"
+
+
+def read_notebook(path: str | Path) -> dict:
+    """The notebook's JSON, or a NotebookError that says what is wrong with the file."""
+    path = Path(path)
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NotebookError(f"{path}: no such notebook") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise NotebookError(f"{path.name} is not a readable notebook (not JSON: {e}); "
+                            "download it again from JupyterLab with File > Save") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise NotebookError(f"{path.name} is JSON but not a Jupyter notebook (no 'cells' list)")
+    return nb
+
+
+def load(path: str | Path, name: str | None = None) -> types.ModuleType:
+    """Execute the module cells of the notebook at ``path``; return them as a module."""
+    path = Path(path)
+    nb = read_notebook(path)
+    module = types.ModuleType(name or f"notebook_{path.stem.replace('-', '_')}")
+    module.__file__ = str(path)
+    sys.modules[module.__name__] = module  # dataclasses and pickling look modules up here
+    for index, cell in enumerate(nb["cells"]):
+        if not is_module_cell(cell):
+            continue
+        label = cell_label(cell, index)
+        try:
+            exec(compile(source_of(cell), f"{path.name}[{label}]", "exec"), module.__dict__)
+        except Exception as e:
+            detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+            raise NotebookError(f"{path.name}: cell '{label}' fails when run on its own: "
+                                f"{detail}") from e
+    return module
+
+
+def notebook_beside(test_file: str | Path) -> Path:
+    """The single .ipynb in the test file's folder."""
+    folder = Path(test_file).resolve().parent
+    found = sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
+    if len(found) != 1:
+        raise NotebookError(f"expected exactly one notebook in {folder}, found "
+                            f"{[p.name for p in found] or 'none'}")
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def nb(request) -> types.ModuleType:
+    """The module cells of the notebook beside the test file."""
+    try:
+        return load(notebook_beside(request.path))
+    except NotebookError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+STUB_HINT = ("not implemented yet: a function this test calls still raises "
+             "NotImplementedError. Replace `raise NotImplementedError()` with your code.")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Report an untouched stub in one line instead of a traceback."""
+    report = yield
+    if call.excinfo is not None and call.excinfo.errisinstance(NotImplementedError):
+        report.longrepr = f"{item.name}: {STUB_HINT}"
+    return report
+
+
+def check(part: int, namespace: dict, tests_file: str | Path = "test_public.py") -> None:
+    """Run the public tests of one part against the notebook's live ``namespace``.
+
+    Prints one line per test; raises AssertionError if any failed.
+    """
+    spec_path = Path(tests_file).resolve()
+    tests = types.ModuleType("public_tests")
+    tests.__file__ = str(spec_path)
+    exec(compile(spec_path.read_text(encoding="utf-8"), str(spec_path), "exec"), tests.__dict__)
+    names = sorted(n for n in vars(tests) if n.startswith(f"test_part{part}_"))
+    live = types.SimpleNamespace(**namespace)
+    failed = []
+    for name in names:
+        try:
+            getattr(tests, name)(live)
+        except NotImplementedError:
+            failed.append(name)
+            print(f"  not done  {name}: still the stub (NotImplementedError)")
+        except BaseException as e:  # pytest.fail raises a BaseException subclass
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            failed.append(name)
+            print(f"  FAILED    {name}: {str(e).strip() or type(e).__name__}")
+        else:
+            print(f"  passed    {name}")
+    print(f"Part {part}: {len(names) - len(failed)} of {len(names)} public tests passed.")
+    if failed:
+        raise AssertionError(f"{len(failed)} public test(s) of part {part} failed: "
+                             + ", ".join(failed))

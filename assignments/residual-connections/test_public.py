@@ -1,0 +1,241 @@
+"""Public tests for residual-connections: run `pytest` in this folder.
+
+Each test takes `nb`, the code of your notebook's solution cells. These tests use
+fixed inputs and give fast feedback; the graded tests are different, use inputs
+drawn at grading time, and check more. Passing here is necessary, not sufficient.
+"""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+
+# ---------------------------------------------------------------- Part 1
+
+def test_part1_residual_add_values_and_shape(nb):
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    fx = torch.full((2, 3, 4), 0.5)
+    out = nb.residual_add(x, fx)
+    assert isinstance(out, torch.Tensor), f"residual_add must return a Tensor, got {type(out).__name__}"
+    assert out.shape == x.shape, f"output shape {tuple(out.shape)}, expected {tuple(x.shape)}"
+    assert torch.equal(out, x + fx), "residual_add(x, fx) must equal x + fx element by element"
+
+
+def test_part1_residual_add_rejects_broadcasting(nb):
+    x, fx = torch.zeros(2, 3, 1), torch.zeros(2, 3, 8)
+    with pytest.raises(ValueError) as err:
+        nb.residual_add(x, fx)
+    msg = str(err.value)
+    assert "(2, 3, 1)" in msg and "(2, 3, 8)" in msg, (
+        f"the ValueError must name both shapes, (2, 3, 1) and (2, 3, 8); it said: {msg!r}")
+
+
+def test_part1_residual_add_rejects_other_shapes(nb):
+    with pytest.raises(ValueError, match="768"):
+        nb.residual_add(torch.zeros(4, 768), torch.zeros(4, 3072))
+
+
+def test_part1_residual_add_leaves_inputs_alone(nb):
+    x, fx = torch.ones(3, 5), torch.full((3, 5), 2.0)
+    out = nb.residual_add(x, fx)
+    assert torch.equal(x, torch.ones(3, 5)) and torch.equal(fx, torch.full((3, 5), 2.0)), (
+        "in-place add: residual_add changed one of its inputs (x += fx or x.add_(fx)); "
+        "the stream x is still needed, return a new tensor")
+    assert out.data_ptr() not in (x.data_ptr(), fx.data_ptr()), (
+        "in-place add: the result shares memory with an input")
+
+
+def test_part1_residual_add_gradients_reach_both(nb):
+    x = torch.randn(2, 3, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    fx = torch.randn(2, 3, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    nb.residual_add(x, fx).sum().backward()
+    for name, t in (("x", x), ("fx", fx)):
+        assert t.grad is not None, f"no gradient reached {name}: the add was detached"
+        assert torch.equal(t.grad, torch.ones(2, 3)), (
+            f"d(sum)/d{name} must be all ones through an unscaled add; got {t.grad.tolist()}")
+
+
+def test_part1_residual_zero_sublayer_is_identity(nb):
+    lin = nn.Linear(6, 6)
+    nn.init.zeros_(lin.weight)
+    nn.init.zeros_(lin.bias)
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(nb.Residual(lin)(x), x), (
+        "Residual with a zero sublayer must return x exactly: forward is x + sublayer(x)")
+
+
+def test_part1_projection_shortcut(nb):
+    same = nb.ProjectionShortcut(768, 768)
+    assert sum(p.numel() for p in same.parameters()) == 0, (
+        "an identity shortcut (d_in == d_out) must have no parameters")
+    x = torch.randn(2, 768)
+    assert torch.equal(same(x), x), "ProjectionShortcut(768, 768) must return x unchanged"
+    proj = nb.ProjectionShortcut(768, 3072)
+    assert isinstance(getattr(proj, "proj", None), nn.Linear), "expected attribute proj = nn.Linear"
+    assert proj.proj.bias is None, "the projection is x W_s: nn.Linear(d_in, d_out, bias=False)"
+    assert proj(x).shape == (2, 3072)
+    assert torch.allclose(proj(x), x @ proj.proj.weight.T)
+
+
+def test_part1_residual_ffn_shapes(nb):
+    block = nb.ResidualFFN(768, 768)
+    widths = [m.out_features for m in block.ffn if isinstance(m, nn.Linear)]
+    assert widths == [3072, 768], f"expected the FFN to widen to 3072 and come back to 768, got {widths}"
+    x = torch.randn(2, 5, 768)
+    out = block(x)
+    assert out.shape == (2, 5, 768), f"(2, 5, 768) in must give (2, 5, 768) out, got {tuple(out.shape)}"
+    assert torch.allclose(out, x + block.ffn(x), atol=1e-6), "forward must be shortcut(x) + ffn(x)"
+    wide = nb.ResidualFFN(16, 32, expansion=2)
+    y = torch.randn(3, 16)
+    assert torch.allclose(wide(y), wide.shortcut(y) + wide.ffn(y), atol=1e-6), (
+        "with d_in != d_out the shortcut must project x before the add")
+
+
+# ---------------------------------------------------------------- Part 2
+
+def _square_branch():
+    return (lambda x: 0.1 * x ** 2, lambda x: 0.2 * x)
+
+
+def test_part2_worked_example(nb):
+    got = nb.chain_rule_grad(2.0, [_square_branch()], upstream=5.0)
+    assert math.isclose(got, 7.0, rel_tol=1e-12), (
+        f"x0 = 2, F(x) = 0.1 x^2, upstream 5: dL/dx0 = 5 * (1 + 0.2*2) = 7.0, got {got}")
+
+
+def test_part2_two_blocks(nb):
+    # x1 = 2.4, x2 = 2.4 + 0.576 = 2.976; dL/dx0 = 5 * (1 + 0.48) * (1 + 0.4) = 10.36
+    got = nb.chain_rule_grad(2.0, [_square_branch(), _square_branch()], upstream=5.0)
+    assert math.isclose(got, 10.36, rel_tol=1e-12), (
+        f"two blocks: each derivative is taken at that block's own input (x0 = 2, then x1 = 2.4); "
+        f"expected 10.36, got {got}")
+
+
+def test_part2_math_branches_and_alpha(nb):
+    branches = [(math.sin, math.cos), (math.tanh, lambda x: 1 - math.tanh(x) ** 2)]
+    x0, up, alpha = 0.3, 2.0, 0.5
+    x1 = alpha * x0 + math.sin(x0)
+    expected = up * (alpha + math.cos(x0)) * (alpha + 1 - math.tanh(x1) ** 2)
+    got = nb.chain_rule_grad(x0, branches, upstream=up, alpha=alpha)
+    assert math.isclose(got, expected, rel_tol=1e-9), (
+        f"scaled shortcut: each block's local derivative is alpha + F'(x_l); expected {expected}, got {got}")
+
+
+def test_part2_split_gradient(nb):
+    identity, branch = nb.split_gradient(2.0, lambda x: 0.2 * x, 5.0)
+    assert math.isclose(identity, 5.0) and math.isclose(branch, 2.0), (
+        f"the identity path carries upstream * 1 = 5.0 and the branch upstream * F'(x0) = 2.0; "
+        f"got ({identity}, {branch})")
+
+
+# ---------------------------------------------------------------- Part 3
+
+def _zero_branch(x):
+    return torch.zeros_like(x)
+
+
+def test_part3_shape_and_last_entry(nb):
+    norms = nb.gradient_norms(torch.ones(4), [_zero_branch] * 3)
+    assert isinstance(norms, torch.Tensor) and norms.shape == (4,), (
+        f"expected a tensor of shape (len(branches) + 1,) = (4,), got {getattr(norms, 'shape', norms)}")
+    assert math.isclose(float(norms[-1]), 1.0), "the last entry is ||dL/dx_L|| / ||dL/dx_L|| = 1"
+
+
+def test_part3_scaled_shortcut_decays(nb):
+    for depth in (1, 10, 40):
+        norms = nb.gradient_norms(torch.ones(8), [_zero_branch] * depth, alpha=0.5)
+        assert math.isclose(float(norms[0]), 0.5 ** depth, rel_tol=1e-6), (
+            f"scaled shortcut 0.5 x: after {depth} blocks the gradient is 0.5**{depth} = "
+            f"{0.5 ** depth:.3g}, got {float(norms[0]):.3g}")
+
+
+def test_part3_identity_survives_depth_100(nb):
+    norms = nb.gradient_norms(torch.ones(8), [_zero_branch] * 100)
+    assert torch.allclose(norms.double(), torch.ones(101, dtype=torch.float64)), (
+        "with alpha = 1 and zero branches every entry must be 1: the identity path alone carries "
+        "the gradient back through 100 blocks")
+
+
+def test_part3_plain_stack(nb):
+    norms = nb.gradient_norms(torch.ones(5), [lambda x: 0.5 * x] * 4, shortcut=False)
+    expected = torch.tensor([0.5 ** 4, 0.5 ** 3, 0.5 ** 2, 0.5, 1.0], dtype=torch.float64)
+    assert torch.allclose(norms.double(), expected), (
+        f"shortcut=False builds x_(l+1) = F(x_l) with no identity path; expected "
+        f"{expected.tolist()}, got {norms.tolist()}")
+
+
+# ---------------------------------------------------------------- Part 4
+
+def _reference_layer(block, norm_first):
+    d = block.ln1.normalized_shape[0]
+    ref = nn.TransformerEncoderLayer(d, block.attn.num_heads, dim_feedforward=4 * d, dropout=0.0,
+                                     activation="gelu", batch_first=True, norm_first=norm_first)
+    ref.self_attn.load_state_dict(block.attn.state_dict())
+    ref.linear1.load_state_dict(block.ffn[0].state_dict())
+    ref.linear2.load_state_dict(block.ffn[2].state_dict())
+    ref.norm1.load_state_dict(block.ln1.state_dict())
+    ref.norm2.load_state_dict(block.ln2.state_dict())
+    return ref.double().eval()
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_part4_matches_encoder_layer(nb, norm):
+    torch.manual_seed(3)
+    block = nb.TransformerBlock(16, 4, norm=norm).double().eval()
+    ref = _reference_layer(block, norm_first=(norm == "pre"))
+    x = torch.randn(2, 5, 16, dtype=torch.float64)
+    mask = nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.float64)
+    for causal in (False, True):
+        got = block(x, causal=causal)
+        want = ref(x, src_mask=mask if causal else None, is_causal=causal)
+        assert got.shape == x.shape, f"shape {tuple(got.shape)}, expected {tuple(x.shape)}"
+        err = (got - want).abs().max().item()
+        other = "post" if norm == "pre" else "pre"
+        assert err < 1e-6, (
+            f"norm={norm!r}, causal={causal}: differs from the {norm}-LN reference by {err:.2e}. "
+            f"Check the order of LayerNorm and the add (is this the {other}-LN layout?) "
+            f"and, for causal, that position t attends only to positions <= t")
+
+
+def test_part4_built_from_parts(nb):
+    block = nb.TransformerBlock(8, 2, norm="pre")
+    assert isinstance(block.attn, nn.MultiheadAttention) and block.attn.batch_first, (
+        "attn must be nn.MultiheadAttention(d_model, n_heads, batch_first=True)")
+    assert isinstance(block.ln1, nn.LayerNorm) and isinstance(block.ln2, nn.LayerNorm)
+    assert not any(isinstance(m, nn.TransformerEncoderLayer) for m in block.modules()), (
+        "build the block from attn, ln1, ln2 and ffn; do not wrap nn.TransformerEncoderLayer")
+
+
+def test_part4_bad_norm(nb):
+    with pytest.raises(ValueError) as err:
+        nb.TransformerBlock(8, 2, norm="mid")
+    assert "pre" in str(err.value) and "post" in str(err.value), (
+        f"the ValueError must name the two choices, 'pre' and 'post'; it said {str(err.value)!r}")
+
+
+def test_part4_pre_ln_zero_outputs_is_identity(nb):
+    block = nb.TransformerBlock(8, 2, norm="pre")
+    with torch.no_grad():
+        for lin in (block.attn.out_proj, block.ffn[2]):
+            lin.weight.zero_()
+            lin.bias.zero_()
+    x = torch.randn(2, 3, 8)
+    assert torch.equal(block(x), x), (
+        "a Pre-LN block whose output projections are zero must return x exactly: "
+        "the stream is never normalised, only the branch inputs are")
+
+
+def test_part4_residual_stream_norms(nb):
+    x = torch.tensor([[[3.0, 4.0], [0.0, 1.0]]])  # token norms 5 and 1, mean 3
+    blocks = [nn.Identity(), _Double()]
+    norms = nb.residual_stream_norms(blocks, x)
+    assert isinstance(norms, list) and len(norms) == 3, (
+        f"expected a list of len(blocks) + 1 = 3 floats, got {norms!r}")
+    assert [round(float(v), 6) for v in norms] == [3.0, 3.0, 6.0], (
+        f"the mean per-token L2 norm before the blocks and after each: expected [3, 3, 6], got {norms}")
+
+
+class _Double(nn.Module):
+    def forward(self, x):
+        return 2 * x

@@ -1,0 +1,1 @@
+"""Instructor-side tooling: course.toml, the student release, and (to come) grading."""

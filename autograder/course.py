@@ -1,0 +1,166 @@
+"""course.toml, loaded and checked in one place.
+
+    course = load()                      # the repository's course.toml
+    a = course.assignment("residual-connections")
+    a.auto[1], a.max_auto, a.notebook_path(ROOT / "solutions")
+
+Every problem is one CourseError naming the file and the key.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COURSE_FILE = ROOT / "course.toml"
+SOLUTIONS = ROOT / "solutions"
+LMS_KINDS = ("canvas", "gradescope")
+
+
+class CourseError(ValueError):
+    """course.toml is missing a key, has a wrong type, or names something that does not exist."""
+
+
+@dataclass(frozen=True)
+class Assignment:
+    name: str
+    notebook: str
+    deadline: dt.datetime
+    auto: dict[int, int]      # part -> points from hidden tests
+    manual: dict[int, int]    # part -> points from written answers
+
+    @property
+    def parts(self) -> list[int]:
+        return sorted(set(self.auto) | set(self.manual))
+
+    @property
+    def max_auto(self) -> int:
+        return sum(self.auto.values())
+
+    @property
+    def max_manual(self) -> int:
+        return sum(self.manual.values())
+
+    def notebook_path(self, folder: Path) -> Path:
+        """Where this assignment's notebook sits under solutions/, assignments/, ..."""
+        return Path(folder) / self.name / self.notebook
+
+
+@dataclass(frozen=True)
+class Grading:
+    timeout_s: float
+    memory_mb: int
+    workers: int
+
+
+@dataclass(frozen=True)
+class Lms:
+    kind: str
+    canvas_course_id: int
+
+
+@dataclass(frozen=True)
+class Course:
+    name: str
+    id: str
+    grading: Grading
+    lms: Lms
+    assignments: dict[str, Assignment]
+
+    def assignment(self, name: str) -> Assignment:
+        try:
+            return self.assignments[name]
+        except KeyError:
+            raise CourseError(f"unknown assignment {name!r}; course.toml has: "
+                              + ", ".join(sorted(self.assignments))) from None
+
+
+class _Reader:
+    """Typed access to one TOML table, with errors that name the file and the key."""
+
+    def __init__(self, path: Path, table: dict, prefix: str):
+        self.path, self.table, self.prefix = path, table, prefix
+
+    def error(self, key: str, problem: str) -> CourseError:
+        where = f"{self.prefix}.{key}" if self.prefix else key
+        return CourseError(f"{self.path}: {where}: {problem}")
+
+    def get(self, key: str, kind: type | tuple[type, ...], label: str):
+        if key not in self.table:
+            raise self.error(key, f"missing (expected {label})")
+        value = self.table[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise self.error(key, f"expected {label}, got {type(value).__name__} {value!r}")
+        return value
+
+    def sub(self, key: str) -> _Reader:
+        table = self.get(key, dict, "a table")
+        return _Reader(self.path, table, f"{self.prefix}.{key}" if self.prefix else key)
+
+    def only(self, *keys: str) -> None:
+        for key in self.table:
+            if key not in keys:
+                raise self.error(key, f"unknown key (expected one of: {', '.join(keys)})")
+
+    def points(self, key: str) -> dict[int, int]:
+        table = self.sub(key)
+        out = {}
+        for part, value in table.table.items():
+            if not str(part).isdigit() or int(part) < 1:
+                raise table.error(part, "parts are numbered 1, 2, ...")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise table.error(part, f"expected a whole number of points >= 0, got {value!r}")
+            out[int(part)] = value
+        return out
+
+
+def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> Course:
+    """Read and validate course.toml; every assignment must exist under solutions/."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CourseError(f"{path}: file not found") from None
+    except tomllib.TOMLDecodeError as e:
+        raise CourseError(f"{path}: not valid TOML: {e}") from None
+    top = _Reader(path, data, "")
+    top.only("course", "grading", "lms", "assignments")
+
+    course = top.sub("course")
+    course.only("name", "id")
+    grading = top.sub("grading")
+    grading.only("timeout_s", "memory_mb", "workers")
+    lms = top.sub("lms")
+    lms.only("kind", "canvas_course_id")
+    kind = lms.get("kind", str, "a string")
+    if kind not in LMS_KINDS:
+        raise lms.error("kind", f"expected one of {', '.join(LMS_KINDS)}, got {kind!r}")
+
+    assignments = {}
+    table = top.sub("assignments")
+    if not table.table:
+        raise CourseError(f"{path}: assignments: no assignments listed")
+    for name in table.table:
+        a = table.sub(name)
+        a.only("notebook", "deadline", "auto", "manual")
+        deadline = a.get("deadline", dt.datetime, "a date-time such as 2027-02-15T23:59:00Z")
+        if deadline.tzinfo is None:
+            raise a.error("deadline", "needs a time zone, e.g. 2027-02-15T23:59:00Z")
+        assignment = Assignment(name=name, notebook=a.get("notebook", str, "a file name"),
+                                deadline=deadline, auto=a.points("auto"), manual=a.points("manual"))
+        source = assignment.notebook_path(Path(solutions))
+        if not source.is_file():
+            raise a.error("notebook", f"unknown assignment: no source notebook at {source}")
+        assignments[name] = assignment
+
+    return Course(
+        name=course.get("name", str, "a string"),
+        id=course.get("id", str, "a string"),
+        grading=Grading(timeout_s=float(grading.get("timeout_s", (int, float), "a number of seconds")),
+                        memory_mb=grading.get("memory_mb", int, "a whole number of MiB"),
+                        workers=grading.get("workers", int, "a whole number (0 = one per core)")),
+        lms=Lms(kind=kind, canvas_course_id=lms.get("canvas_course_id", int, "a whole number")),
+        assignments=assignments,
+    )

@@ -1,0 +1,23 @@
+"""nbgrader settings: run plain `nbgrader ...` commands from the repository root.
+
+The flow is visible in the folder names: solutions/ (nbgrader's source step)
+-> assignments/ (its release step) -> instructor/ (submitted, autograded and
+feedback, git-ignored) -> grades.
+"""
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
+
+c.CourseDirectory.root = str(ROOT)
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "assignments"
+c.CourseDirectory.submitted_directory = "instructor/submitted"
+c.CourseDirectory.autograded_directory = "instructor/autograded"
+c.CourseDirectory.feedback_directory = "instructor/feedback"
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".pytest_cache", "feedback"]
+c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'instructor' / 'gradebook.db'}"
+
+# The release carries no outputs or execution counts.
+c.ClearOutput.enabled = True
