@@ -18,6 +18,7 @@ fast and has no side effects. Two ways in:
 from __future__ import annotations
 
 import json
+import linecache
 import sys
 import traceback
 import types
@@ -80,8 +81,13 @@ def load(path: str | Path, name: str | None = None) -> types.ModuleType:
         if not is_module_cell(cell):
             continue
         label = cell_label(cell, index)
+        source, filename = source_of(cell), f"{path.resolve()}[{label}]"
+        # Keep the cell's source where inspect finds it, as IPython does for its cells:
+        # @triton.jit reads a kernel's source and refuses code it cannot find. The full
+        # path keeps two notebooks with the same name (reference, submission) apart.
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         try:
-            exec(compile(source_of(cell), f"{path.name}[{label}]", "exec"), module.__dict__)
+            exec(compile(source, filename, "exec"), module.__dict__)
         except Exception as e:
             detail = "".join(traceback.format_exception_only(type(e), e)).strip()
             raise NotebookError(f"{path.name}: cell '{label}' fails when run on its own: "
@@ -121,32 +127,39 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-def check(part: int, namespace: dict, tests_file: str | Path = "test_public.py") -> None:
-    """Run the public tests of one part against the notebook's live ``namespace``.
+STILL_STUB = "still the stub (NotImplementedError)"
 
-    Prints one line per test; raises AssertionError if any failed.
-    """
-    spec_path = Path(tests_file).resolve()
+
+def run_public(part: int, namespace: dict, tests_file: str | Path = "test_public.py") -> dict:
+    """Run the public tests of one part against ``namespace``: {test name: None or the failure}."""
+    path = Path(tests_file).resolve()
     tests = types.ModuleType("public_tests")
-    tests.__file__ = str(spec_path)
-    exec(compile(spec_path.read_text(encoding="utf-8"), str(spec_path), "exec"), tests.__dict__)
-    names = sorted(n for n in vars(tests) if n.startswith(f"test_part{part}_"))
+    tests.__file__ = str(path)
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), tests.__dict__)
     live = types.SimpleNamespace(**namespace)
-    failed = []
-    for name in names:
+    results = {}
+    for name in sorted(n for n in vars(tests) if n.startswith(f"test_part{part}_")):
         try:
             getattr(tests, name)(live)
         except NotImplementedError:
-            failed.append(name)
-            print(f"  not done  {name}: still the stub (NotImplementedError)")
-        except BaseException as e:  # pytest.fail raises a BaseException subclass
-            if isinstance(e, KeyboardInterrupt):
-                raise
-            failed.append(name)
-            print(f"  FAILED    {name}: {str(e).strip() or type(e).__name__}")
+            results[name] = STILL_STUB
+        except (Exception, pytest.fail.Exception) as e:
+            results[name] = str(e).strip() or type(e).__name__
         else:
-            print(f"  passed    {name}")
-    print(f"Part {part}: {len(names) - len(failed)} of {len(names)} public tests passed.")
+            results[name] = None
+    return results
+
+
+def check(part: int, namespace: dict, tests_file: str | Path = "test_public.py") -> None:
+    """In the notebook: run one part's public tests on the live objects, one line per test.
+
+    Raises AssertionError if any failed, so the cell shows as failed.
+    """
+    results = run_public(part, namespace, tests_file)
+    for name, problem in results.items():
+        status = "passed   " if problem is None else ("not done " if problem == STILL_STUB else "FAILED   ")
+        print(f"  {status} {name}" + (f": {problem}" if problem else ""))
+    failed = [name for name, problem in results.items() if problem is not None]
+    print(f"Part {part}: {len(results) - len(failed)} of {len(results)} public tests passed.")
     if failed:
-        raise AssertionError(f"{len(failed)} public test(s) of part {part} failed: "
-                             + ", ".join(failed))
+        raise AssertionError(f"{len(failed)} public test(s) of part {part} failed: " + ", ".join(failed))

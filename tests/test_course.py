@@ -1,0 +1,72 @@
+"""course.toml: loaded, validated, and consistent with the notebooks' points."""
+import re
+from pathlib import Path
+
+import nbtest
+import pytest
+
+from autograder import course
+from autograder.course import CourseError
+from conftest import ROOT, SOURCE_NB
+
+GOOD = (ROOT / "course.toml").read_text()
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "course.toml"
+    path.write_text(text)
+    return path
+
+
+def test_loads_the_repository_course():
+    c = course.load()
+    a = c.assignment("residual-connections")
+    assert a.auto == {1: 20, 2: 15, 3: 15, 4: 25} and a.max_auto == 75
+    assert a.parts == [1, 2, 3, 4]
+    assert a.notebook_path(ROOT / "solutions") == SOURCE_NB
+
+
+@pytest.mark.parametrize("edit, key, problem", [
+    (lambda s: s.replace('id = "resid-2027"\n', ""), "course.id", "missing"),
+    (lambda s: s.replace("timeout_s = 20", 'timeout_s = "20"'), "grading.timeout_s", "expected a number"),
+    (lambda s: s.replace("memory_mb = 4096", "memory_mb = 4.5"), "grading.memory_mb", "expected a whole"),
+    (lambda s: s.replace("2027-02-15T23:59:00Z", '"next friday"'), "residual-connections.deadline",
+     "expected a date-time"),
+    (lambda s: s.replace("2027-02-15T23:59:00Z", "2027-02-15T23:59:00"), "deadline", "time zone"),
+    (lambda s: s.replace("1 = 20", "1 = -20"), "auto.1", "whole number of points"),
+    (lambda s: s.replace('kind = "canvas"', 'kind = "moodle"'), "lms.kind", "canvas, gradescope"),
+    (lambda s: s.replace("[grading]", "[grading]\ntimout_s = 3"), "grading.timout_s", "unknown key"),
+    (lambda s: s.replace("[assignments.residual-connections]", "[assignments.no-such-thing]"),
+     "no-such-thing.notebook", "unknown assignment"),
+])
+def test_bad_course_file_names_file_and_key(tmp_path, edit, key, problem):
+    path = write(tmp_path, edit(GOOD))
+    with pytest.raises(CourseError) as err:
+        course.load(path)
+    msg = str(err.value)
+    assert str(path) in msg and key in msg and problem in msg, msg
+
+
+def test_not_toml(tmp_path):
+    with pytest.raises(CourseError, match="not valid TOML"):
+        course.load(write(tmp_path, "[course\nname = 1"))
+
+
+def test_unknown_assignment_lists_valid_ones():
+    with pytest.raises(CourseError, match="unknown assignment 'resnet'.*residual-connections"):
+        course.load().assignment("resnet")
+
+
+def test_notebook_points_match_course():
+    """Each grade cell partN-tests / partN-written carries the points course.toml gives part N."""
+    nb = nbtest.read_notebook(SOURCE_NB)
+    auto, manual = {}, {}
+    for cell in nb["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if not meta.get("grade"):
+            continue
+        part, kind = re.fullmatch(r"part(\d)-(tests|written)", meta["grade_id"]).groups()
+        (auto if kind == "tests" else manual)[int(part)] = meta["points"]
+    a = course.load().assignment("residual-connections")
+    assert auto == a.auto
+    assert manual == a.manual

@@ -1,0 +1,106 @@
+"""The reference solution does what SPEC.md says (beyond the public tests' fixed inputs)."""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+SQUARE = (lambda x: 0.1 * x ** 2, lambda x: 0.2 * x)
+
+
+def test_worked_example(reference):
+    assert 2.0 + SQUARE[0](2.0) == pytest.approx(2.4)                      # x1
+    assert reference.chain_rule_grad(2.0, [SQUARE], upstream=1.0) == pytest.approx(1.4)  # dx1/dx0
+    assert reference.chain_rule_grad(2.0, [SQUARE], upstream=5.0) == pytest.approx(7.0)
+    assert reference.split_gradient(2.0, SQUARE[1], 5.0) == pytest.approx((5.0, 2.0))
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1.0])
+def test_zero_branches_give_alpha_to_the_depth(reference, alpha):
+    for depth in range(1, 101):
+        norms = reference.gradient_norms(torch.randn(6), [torch.zeros_like] * depth, alpha=alpha)
+        assert norms.shape == (depth + 1,)
+        assert norms[0].item() == pytest.approx(alpha ** depth, rel=1e-9), depth
+
+
+def test_plain_stack_of_constant_branches_has_no_gradient(reference):
+    norms = reference.gradient_norms(torch.ones(3), [torch.zeros_like] * 4, shortcut=False)
+    assert norms.tolist() == [0.0, 0.0, 0.0, 0.0, 1.0]
+
+
+def test_chain_rule_grad_agrees_with_autograd(reference):
+    branches = [(math.sin, math.cos), (lambda x: 0.3 * x ** 3, lambda x: 0.9 * x ** 2)]
+    x0 = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    x = x0
+    for f in (torch.sin, lambda t: 0.3 * t ** 3):
+        x = 0.8 * x + f(x)
+    (3.0 * x).backward()
+    assert reference.chain_rule_grad(0.7, branches, 3.0, alpha=0.8) == pytest.approx(x0.grad.item())
+
+
+def encoder_layer(block, norm):
+    d = block.ln1.normalized_shape[0]
+    ref = nn.TransformerEncoderLayer(d, block.attn.num_heads, 4 * d, dropout=0.0, activation="gelu",
+                                     batch_first=True, norm_first=(norm == "pre")).double()
+    ref.self_attn.load_state_dict(block.attn.state_dict())
+    ref.linear1.load_state_dict(block.ffn[0].state_dict())
+    ref.linear2.load_state_dict(block.ffn[2].state_dict())
+    ref.norm1.load_state_dict(block.ln1.state_dict())
+    ref.norm2.load_state_dict(block.ln2.state_dict())
+    return ref
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("d_model, n_heads, T", [(12, 3, 7), (32, 4, 1), (48, 8, 9)])
+def test_block_equals_encoder_layer(reference, norm, causal, d_model, n_heads, T):
+    torch.manual_seed(d_model + T)
+    block = reference.TransformerBlock(d_model, n_heads, norm=norm).double()
+    with torch.no_grad():  # non-trivial LayerNorm affine parameters
+        for ln in (block.ln1, block.ln2):
+            ln.weight.uniform_(0.5, 1.5)
+            ln.bias.uniform_(-0.5, 0.5)
+    ref = encoder_layer(block, norm)
+    x = torch.randn(3, T, d_model, dtype=torch.float64)
+    mask = nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64) if causal else None
+    got, want = block(x, causal=causal), ref(x, src_mask=mask, is_causal=causal)
+    assert got.shape == x.shape
+    assert (got - want).abs().max().item() < 1e-6
+
+
+def zero_output_projections(block):
+    with torch.no_grad():
+        for lin in (block.attn.out_proj, block.ffn[2]):
+            lin.weight.zero_()
+            lin.bias.zero_()
+    return block
+
+
+def test_pre_ln_with_zero_outputs_is_identity_post_ln_is_not(reference):
+    x = torch.randn(2, 6, 16) * 3 + 1
+    pre = zero_output_projections(reference.TransformerBlock(16, 4, norm="pre"))
+    post = zero_output_projections(reference.TransformerBlock(16, 4, norm="post"))
+    assert torch.equal(pre(x, causal=True), x) and torch.equal(pre(x), x)
+    assert not torch.allclose(post(x), x, atol=1e-2)
+
+
+@pytest.mark.parametrize("a, b", [((2, 3, 1), (2, 3, 8)), ((4,), (1,)), ((5, 768), (768,)), ((2, 2), (3, 2))])
+def test_residual_add_refuses_any_shape_mismatch(reference, a, b):
+    with pytest.raises(ValueError) as err:
+        reference.residual_add(torch.zeros(a), torch.zeros(b))
+    assert str(a) in str(err.value) and str(b) in str(err.value)
+
+
+def test_bad_norm_names_both_choices(reference):
+    with pytest.raises(ValueError, match="'pre' or 'post'.*'mid'"):
+        reference.TransformerBlock(8, 2, norm="mid")
+
+
+def test_residual_stream_norms_grow_in_pre_ln_and_reset_in_post_ln(reference):
+    torch.manual_seed(0)
+    x = torch.randn(2, 8, 32)
+    pre = reference.residual_stream_norms([reference.TransformerBlock(32, 4, "pre") for _ in range(8)], x)
+    post = reference.residual_stream_norms([reference.TransformerBlock(32, 4, "post") for _ in range(8)], x)
+    assert len(pre) == len(post) == 9
+    assert pre[-1] > pre[0] * 1.2
+    assert all(v == pytest.approx(math.sqrt(32), rel=1e-3) for v in post[1:])

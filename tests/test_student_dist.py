@@ -1,0 +1,68 @@
+"""dist/student/ works on its own: copied out of the repository, installed in a fresh venv."""
+import json
+import os
+import subprocess
+import sys
+import venv
+
+import nbtest
+import pytest
+
+from autograder import release
+from conftest import SOURCE_NB
+from test_public_tests import N_PUBLIC
+
+pytestmark = pytest.mark.slow
+
+
+def paste_solutions(notebook, source):
+    """Replace each solution cell of `notebook` by the source notebook's cell of the same grade_id."""
+    nb = json.loads(notebook.read_text())
+    answers = {nbtest.cell_label(c, i): c["source"] for i, c in enumerate(nbtest.read_notebook(source)["cells"])
+               if nbtest.is_module_cell(c)}
+    for i, cell in enumerate(nb["cells"]):
+        if cell["metadata"].get("nbgrader", {}).get("solution") and cell["cell_type"] == "code":
+            cell["source"] = answers[nbtest.cell_label(cell, i)]
+    notebook.write_text(json.dumps(nb))
+
+
+@pytest.fixture(scope="module")
+def student(tmp_path_factory):
+    """A student's machine: the release outside the repository, in a venv of its own."""
+    home = tmp_path_factory.mktemp("student")
+    dist = release.build_student(home / "course")
+    env_dir = home / ".venv"
+    venv.create(env_dir, with_pip=True)
+    pin = home / "pin.txt"
+    pin.write_text("torch==2.13.0\n")  # the CPU build on this machine's disk
+    subprocess.run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", "-r", "requirements.txt",
+                    "-c", pin], cwd=dist, check=True, capture_output=True)
+    return dist, env_dir / "bin" / "python"
+
+
+def student_pytest(student):
+    dist, python = student
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    proc = subprocess.run([python, "-m", "pytest"], cwd=dist / "residual-connections",
+                          capture_output=True, text=True, env=env, timeout=300)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_fresh_venv_has_no_course_code(student):
+    _, python = student
+    probe = subprocess.run([python, "-c", "import autograder"], capture_output=True, text=True,
+                           cwd="/", env={"PATH": os.environ["PATH"]})
+    assert probe.returncode != 0 and sys.executable != str(python)
+
+
+def test_public_tests_fail_on_the_stubs(student):
+    code, out = student_pytest(student)
+    assert code == 1 and f"{N_PUBLIC} failed" in out, out
+    assert out.count("not implemented yet") >= N_PUBLIC
+
+
+def test_public_tests_pass_once_the_solutions_are_pasted_in(student):
+    dist, _ = student
+    paste_solutions(dist / "residual-connections" / "residual-connections.ipynb", SOURCE_NB)
+    code, out = student_pytest(student)
+    assert code == 0 and f"{N_PUBLIC} passed" in out, out
