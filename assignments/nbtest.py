@@ -128,6 +128,7 @@ def pytest_runtest_makereport(item, call):
 
 
 STILL_STUB = "still the stub (NotImplementedError)"
+SKIPPED = "skipped: "
 
 
 def run_public(part: int, namespace: dict, tests_file: str | Path = "test_public.py") -> dict:
@@ -143,6 +144,8 @@ def run_public(part: int, namespace: dict, tests_file: str | Path = "test_public
             getattr(tests, name)(live)
         except NotImplementedError:
             results[name] = STILL_STUB
+        except pytest.skip.Exception as e:
+            results[name] = SKIPPED + str(e)
         except (Exception, pytest.fail.Exception) as e:
             results[name] = str(e).strip() or type(e).__name__
         else:
@@ -157,9 +160,16 @@ def check(part: int, namespace: dict, tests_file: str | Path = "test_public.py")
     """
     results = run_public(part, namespace, tests_file)
     for name, problem in results.items():
-        status = "passed   " if problem is None else ("not done " if problem == STILL_STUB else "FAILED   ")
-        print(f"  {status} {name}" + (f": {problem}" if problem else ""))
-    failed = [name for name, problem in results.items() if problem is not None]
-    print(f"Part {part}: {len(results) - len(failed)} of {len(results)} public tests passed.")
+        if problem is None:
+            print(f"  passed    {name}")
+        elif problem.startswith(SKIPPED):
+            print(f"  skipped   {name}: {problem[len(SKIPPED):]}")
+        else:
+            print(f"  {'not done' if problem == STILL_STUB else 'FAILED  '}  {name}: {problem}")
+    skipped = [name for name, problem in results.items() if problem and problem.startswith(SKIPPED)]
+    failed = [name for name, problem in results.items() if problem is not None and name not in skipped]
+    passed = len(results) - len(failed) - len(skipped)
+    print(f"Part {part}: {passed} of {len(results)} public tests passed"
+          + (f", {len(skipped)} skipped." if skipped else "."))
     if failed:
         raise AssertionError(f"{len(failed)} public test(s) of part {part} failed: " + ", ".join(failed))

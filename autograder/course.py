@@ -17,10 +17,23 @@ ROOT = Path(__file__).resolve().parent.parent
 COURSE_FILE = ROOT / "course.toml"
 SOLUTIONS = ROOT / "solutions"
 LMS_KINDS = ("canvas", "gradescope")
+WITHOUT_CUDA = ("redistribute", "skip")
+DTYPES = ("float16", "bfloat16", "float32")
 
 
 class CourseError(ValueError):
     """course.toml is missing a key, has a wrong type, or names something that does not exist."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A graded speed test that needs CUDA: the student's kernel against eager PyTorch."""
+    part: int
+    rows: int
+    width: int
+    dtype: str
+    min_speedup: float        # eager time / student time, measured in the same run
+    without_cuda: str         # "redistribute": its points go to the other parts; "skip": not graded
 
 
 @dataclass(frozen=True)
@@ -30,6 +43,7 @@ class Assignment:
     deadline: dt.datetime
     auto: dict[int, int]      # part -> points from hidden tests
     manual: dict[int, int]    # part -> points from written answers
+    timing: Timing | None = None
 
     @property
     def parts(self) -> list[int]:
@@ -116,6 +130,21 @@ class _Reader:
         return out
 
 
+def _timing(t: _Reader, auto: dict[int, int]) -> Timing:
+    t.only("part", "rows", "width", "dtype", "min_speedup", "without_cuda")
+    timing = Timing(part=t.get("part", int, "a part number"), rows=t.get("rows", int, "a whole number"),
+                    width=t.get("width", int, "a whole number"), dtype=t.get("dtype", str, "a dtype name"),
+                    min_speedup=float(t.get("min_speedup", (int, float), "a number")),
+                    without_cuda=t.get("without_cuda", str, "a string"))
+    if timing.part not in auto:
+        raise t.error("part", f"part {timing.part} has no automatic points in auto")
+    if timing.dtype not in DTYPES:
+        raise t.error("dtype", f"expected one of {', '.join(DTYPES)}, got {timing.dtype!r}")
+    if timing.without_cuda not in WITHOUT_CUDA:
+        raise t.error("without_cuda", f"expected one of {', '.join(WITHOUT_CUDA)}, got {timing.without_cuda!r}")
+    return timing
+
+
 def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> Course:
     """Read and validate course.toml; every assignment must exist under solutions/."""
     path = Path(path)
@@ -144,12 +173,14 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
         raise CourseError(f"{path}: assignments: no assignments listed")
     for name in table.table:
         a = table.sub(name)
-        a.only("notebook", "deadline", "auto", "manual")
+        a.only("notebook", "deadline", "auto", "manual", "timing")
         deadline = a.get("deadline", dt.datetime, "a date-time such as 2027-02-15T23:59:00Z")
         if deadline.tzinfo is None:
             raise a.error("deadline", "needs a time zone, e.g. 2027-02-15T23:59:00Z")
+        auto = a.points("auto")
         assignment = Assignment(name=name, notebook=a.get("notebook", str, "a file name"),
-                                deadline=deadline, auto=a.points("auto"), manual=a.points("manual"))
+                                deadline=deadline, auto=auto, manual=a.points("manual"),
+                                timing=_timing(a.sub("timing"), auto) if "timing" in a.table else None)
         source = assignment.notebook_path(Path(solutions))
         if not source.is_file():
             raise a.error("notebook", f"unknown assignment: no source notebook at {source}")

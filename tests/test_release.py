@@ -6,39 +6,43 @@ import nbtest
 import pytest
 import torch
 
-from autograder import release
-from conftest import RELEASE_NB, SOURCE_NB
+from autograder import course, release
+from autograder.course import ROOT
 
 SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
+ASSIGNMENTS = list(course.load().assignments.values())
+NAMES = [a.name for a in ASSIGNMENTS]
 
 
-def solution_lines() -> set[str]:
+def solution_lines(a) -> set[str]:
     """Non-trivial lines that occur in the source notebook only between solution markers."""
-    src = "\n".join(nbtest.source_of(c) for c in nbtest.read_notebook(SOURCE_NB)["cells"])
+    source = a.notebook_path(ROOT / "solutions")
+    src = "\n".join(nbtest.source_of(c) for c in nbtest.read_notebook(source)["cells"])
     inside = {l.strip() for r in SOLUTION_REGION.findall(src) for l in r.splitlines() if len(l.strip()) > 12}
-    outside = {l.strip() for l in SOLUTION_REGION.sub("", src).splitlines()}
-    outside |= {l.strip() for l in (SOURCE_NB.parent / "test_public.py").read_text().splitlines()}
-    return inside - outside
+    outside = SOLUTION_REGION.sub("", src) + (source.parent / "test_public.py").read_text()
+    return {l for l in inside if l not in outside}
 
 
-def test_source_has_solution_regions():
-    assert len(solution_lines()) > 30
+@pytest.mark.parametrize("a", ASSIGNMENTS, ids=NAMES)
+def test_source_has_solution_regions(a):
+    assert len(solution_lines(a)) > 10
 
 
-def test_release_has_no_solution_text():
-    text = RELEASE_NB.read_text()
+@pytest.mark.parametrize("a", ASSIGNMENTS, ids=NAMES)
+def test_release_has_no_solution_text(a):
+    text = a.notebook_path(ROOT / "assignments").read_text()
     assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text
-    leaked = [l for l in solution_lines() if l in text]
-    assert leaked == []
+    assert [l for l in solution_lines(a) if l in text] == []
 
 
-def test_release_has_no_outputs_or_execution_counts():
-    for cell in json.loads(RELEASE_NB.read_text())["cells"]:
+@pytest.mark.parametrize("a", ASSIGNMENTS, ids=NAMES)
+def test_release_has_no_outputs_or_execution_counts(a):
+    for cell in json.loads(a.notebook_path(ROOT / "assignments").read_text())["cells"]:
         if cell["cell_type"] == "code":
             assert cell["outputs"] == [] and cell["execution_count"] is None, cell["id"]
 
 
-def test_every_stub_raises_not_implemented(release):
+def test_every_stub_of_assignment_1_raises_not_implemented(release):
     calls = {
         "residual_add": lambda: release.residual_add(torch.zeros(2), torch.zeros(2)),
         "Residual": lambda: release.Residual(torch.nn.Identity())(torch.zeros(2)),
@@ -62,9 +66,8 @@ def test_regenerating_the_release_reproduces_assignments():
 def test_student_dist_holds_the_release_and_nothing_else(tmp_path):
     out = release.build_student(tmp_path / "student")
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert files == ["README.md", "nbtest.py", "pytest.ini", "requirements.txt",
-                     "residual-connections/residual-connections.ipynb",
-                     "residual-connections/test_public.py"]
+    assert files == sorted(["README.md", "nbtest.py", "pytest.ini", "requirements.txt"]
+                           + [f"{a.name}/{name}" for a in ASSIGNMENTS for name in (a.notebook, "test_public.py")])
     everything = "\n".join(p.read_text() for p in out.rglob("*") if p.is_file())
-    assert [l for l in solution_lines() if l in everything] == []
+    assert [l for a in ASSIGNMENTS for l in solution_lines(a) if l in everything] == []
     assert "autograder" not in everything

@@ -1,0 +1,172 @@
+"""Public tests for fused-add-norm: run `pytest` in this folder.
+
+Each test takes `nb`, the code of your notebook's setup and solution cells. Without a
+GPU your kernel runs on CPU tensors in Triton's interpreter, one program after
+another, so Part 1 uses small fp32 inputs. Part 2 times your kernel on a CUDA GPU
+and is skipped without one. The graded tests are different: they draw shapes, eps,
+weights and (on a GPU) fp16 inputs at grading time, and check more. Passing here is
+necessary, not sufficient.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _inputs(*shape, dtype=torch.float32, seed=0):
+    """x and fx of the given shape (*, n), weight and bias of shape (n,), on DEVICE."""
+    g = torch.Generator().manual_seed(seed)
+    x, fx = torch.randn(2, *shape, generator=g)
+    weight = 1 + 0.5 * torch.randn(shape[-1], generator=g)
+    bias = torch.randn(shape[-1], generator=g)
+    return [t.to(DEVICE, dtype) for t in (x, fx, weight, bias)]
+
+
+def _fused(nb, x, fx, weight, bias, eps=1e-5):
+    """Call the student's wrapper; check that it returns a tuple (h, y) shaped like x."""
+    out = nb.fused_add_layernorm(x, fx, weight, bias, eps=eps)
+    assert isinstance(out, tuple) and len(out) == 2, (
+        f"fused_add_layernorm must return the tuple (h, y), got {type(out).__name__}")
+    for name, t in zip("hy", out):
+        assert isinstance(t, torch.Tensor) and t.shape == x.shape and t.dtype == x.dtype, (
+            f"{name} must be a tensor of x's shape {tuple(x.shape)} and dtype {x.dtype}, got "
+            f"{getattr(t, 'shape', type(t).__name__)} {getattr(t, 'dtype', '')}")
+    return out
+
+
+def _check(nb, x, fx, weight, bias, eps=1e-5, hint=""):
+    """Compare the wrapper's h with x + fx and y with F.layer_norm, both computed first."""
+    h_ref = x + fx
+    y_ref = F.layer_norm(h_ref, x.shape[-1:], weight, bias, eps)
+    h, y = _fused(nb, x, fx, weight, bias, eps)
+    where = f"at width {x.shape[-1]}, shape {tuple(x.shape)}"
+    assert torch.equal(h, h_ref), (
+        f"h differs from x + fx {where}: h is the residual stream, returned as it is (not "
+        f"normalised) for the next block to add to. {hint}")
+    err = (y - y_ref).abs().max().item()
+    assert torch.allclose(y, y_ref, rtol=1e-4, atol=1e-4), (
+        f"y differs from F.layer_norm(x + fx) by up to {err:.3g} {where}. {hint}")
+
+
+def _value_error(call) -> str:
+    """The message of the ValueError that call() raises; fails the test if it raises none."""
+    try:
+        call()
+    except ValueError as e:
+        return str(e)
+    except NotImplementedError:
+        raise
+    except Exception as e:
+        pytest.fail(f"expected a ValueError that says what is wrong with the input, got "
+                    f"{type(e).__name__}: {e}", pytrace=False)
+    pytest.fail("expected a ValueError that says what is wrong with the input; got none, so a "
+                "bad input went through (or was broadcast) silently", pytrace=False)
+
+
+# ---------------------------------------------------------------- Part 1
+
+def test_part1_returns_h_and_y(nb):
+    _check(nb, *_inputs(4, 256))
+
+
+def test_part1_widths_not_powers_of_two(nb):
+    for width in (50, 768, 1000):
+        block = 1 << (width - 1).bit_length()
+        _check(nb, *_inputs(3, width, seed=width), hint=(
+            f"BLOCK = next_power_of_2({width}) = {block} lanes, of which {width} are real: mask "
+            "every load and store, zero the masked lanes before summing (h - mean) ** 2, and "
+            "divide by the width (not BLOCK, not width - 1)."))
+
+
+def test_part1_leading_dimensions(nb):
+    _check(nb, *_inputs(2, 3, 50, seed=1), hint=(
+        "A (2, 3, 50) input is 6 rows of width 50: normalise each row over the last dim only."))
+
+
+def test_part1_non_contiguous_input(nb):
+    x, fx, weight, bias = _inputs(6, 64, seed=2)
+    x, fx = (t.T.contiguous().T for t in (x, fx))  # same values, rows no longer contiguous
+    _check(nb, x, fx, weight, bias, hint=(
+        "The input was non-contiguous (a transposed view): a kernel that reads row r at "
+        "r * n_cols needs contiguous rows, so make them contiguous in the wrapper."))
+
+
+def test_part1_eps_weight_and_bias(nb):
+    x, fx, weight, bias = _inputs(4, 100, seed=3)
+    _check(nb, 0.05 * x, 0.05 * fx, weight, bias, eps=0.1, hint=(
+        "This input has a small variance, so eps = 0.1 matters: y must use the eps passed in, "
+        "inside the square root, y = (h - mean) / sqrt(var + eps) * weight + bias."))
+
+
+def test_part1_inputs_untouched(nb):
+    inputs = _inputs(4, 96, seed=4)
+    before = [t.clone() for t in inputs]
+    h, y = _fused(nb, *inputs)
+    for name, t, old in zip(("x", "fx", "weight", "bias"), inputs, before):
+        assert torch.equal(t, old), (
+            f"in-place: fused_add_layernorm changed {name}; the caller still needs its inputs, "
+            "so store h and y in new tensors")
+    for name, out in (("h", h), ("y", y)):
+        assert out.data_ptr() not in (inputs[0].data_ptr(), inputs[1].data_ptr()), (
+            f"in-place: {name} shares memory with x or fx")
+
+
+def test_part1_rejects_bad_input(nb):
+    msg = _value_error(lambda: nb.fused_add_layernorm(*_inputs(2, 8193)))
+    assert "8192" in msg, f"a width over 8192 must be refused with a message naming 8192; it said: {msg!r}"
+    x, _, weight, bias = _inputs(4, 50)
+    msg = _value_error(lambda: nb.fused_add_layernorm(x, torch.zeros(4, 51, device=DEVICE), weight, bias))
+    assert "(4, 50)" in msg and "(4, 51)" in msg, (
+        f"the ValueError for x (4, 50) and fx (4, 51) must name both shapes; it said: {msg!r}")
+
+
+def _counting(run, launches: list):
+    """run, recording each call in launches."""
+    def counted(*args, **kwargs):
+        launches.append(args)
+        return run(*args, **kwargs)
+    return counted
+
+
+def test_part1_launches_your_kernel(nb):
+    from triton.runtime.jit import KernelInterface  # after the notebook chose the interpreter
+
+    kernels = [v for v in vars(nb).values() if isinstance(v, KernelInterface)]
+    assert kernels, "no @triton.jit kernel among the notebook's names: write the kernel first"
+    launches = []
+    for kernel in kernels:  # kernel[grid](...) calls kernel.run: count those calls
+        kernel.run = _counting(kernel.run, launches)
+    try:
+        _fused(nb, *_inputs(4, 64, seed=5))
+    finally:
+        for kernel in kernels:
+            del kernel.run
+    assert launches, (
+        "fused_add_layernorm calls torch ops instead of your kernel: it never launched a "
+        "@triton.jit kernel. Compute h and y in the kernel, launched as kernel[grid](...)")
+
+
+# ---------------------------------------------------------------- Part 2
+
+def test_part2_faster_than_eager(nb):
+    _fused(nb, *_inputs(2, 64, seed=6))  # a timing means nothing for a wrapper that does not run
+    if DEVICE != "cuda":
+        pytest.skip("the timing test needs a CUDA GPU; the interpreter's timings mean nothing")
+    from triton.testing import do_bench
+
+    rows, width = 8192, 4096
+    x, fx, weight, bias = _inputs(rows, width, dtype=torch.float16)
+    h, y = _fused(nb, x, fx, weight, bias)
+    assert torch.allclose(y.float(), F.layer_norm((x + fx).float(), (width,), weight.float(),
+                                                  bias.float()), atol=2e-2, rtol=1e-2), (
+        "wrong y in fp16: load, convert to fp32, compute, convert back on store")
+    yours = do_bench(lambda: nb.fused_add_layernorm(x, fx, weight, bias))
+    eager = do_bench(lambda: F.layer_norm(x + fx, (width,), weight, bias))
+    moved = 4 * x.numel() * x.element_size()  # read x and fx, write h and y
+    report = (f"{rows} x {width} fp16: yours {yours:.3f} ms ({moved / yours / 1e6:.0f} GB/s), "
+              f"eager {eager:.3f} ms ({moved / eager / 1e6:.0f} GB/s), {eager / yours:.2f}x")
+    print(report)
+    assert eager / yours >= 1.2, (
+        f"{report}; expected at least 1.2x. A fused kernel should move only x, fx, h and y once: "
+        "look for copies in the wrapper (.float(), .clone(), torch ops on the data) and try num_warps")

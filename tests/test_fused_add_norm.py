@@ -1,0 +1,107 @@
+"""Assignment 2, fused-add-norm, on a machine without a GPU (CUDA is hidden from every subprocess):
+the public tests pass on the reference and fail on the release, the source notebook runs,
+the loader keeps kernel sources for Triton, and the benchmark says it needs CUDA."""
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import nbformat
+import nbtest
+import pytest
+import torch
+from nbclient import NotebookClient
+
+from autograder.course import ROOT
+
+NAME = "fused-add-norm"
+SOURCE_NB = ROOT / "solutions" / NAME / f"{NAME}.ipynb"
+RELEASE_NB = ROOT / "assignments" / NAME / f"{NAME}.ipynb"
+PUBLIC = re.findall(r"^def (test_part\d_\w+)", (SOURCE_NB.parent / "test_public.py").read_text(), re.M)
+NO_CUDA = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+
+
+def public_results(folder, tmp_path) -> dict[str, tuple[str, str]]:
+    """`pytest` in folder, as a student types it: {test name: (outcome, message)}."""
+    report = tmp_path / "report.xml"
+    subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={report}"],
+                   cwd=folder, env=NO_CUDA, capture_output=True, text=True, timeout=300)
+    results = {}
+    for case in ET.parse(report).iter("testcase"):
+        outcome = next(iter(case), None)
+        results[case.get("name")] = ("passed", "") if outcome is None else (
+            outcome.tag, f"{outcome.get('message', '')}\n{outcome.text or ''}")
+    return results
+
+
+def test_reference_passes_every_public_test(tmp_path):
+    results = public_results(SOURCE_NB.parent, tmp_path)
+    assert sorted(results) == sorted(PUBLIC)
+    for name, (outcome, message) in results.items():
+        if name.startswith("test_part2_"):
+            assert outcome == "skipped" and "needs a CUDA GPU" in message, (name, outcome, message)
+        else:
+            assert outcome == "passed", (name, outcome, message)
+
+
+def test_release_fails_every_public_test_with_a_clear_message(tmp_path):
+    results = public_results(RELEASE_NB.parent, tmp_path)
+    assert sorted(results) == sorted(PUBLIC)
+    for name, (outcome, message) in results.items():
+        assert outcome == "failure" and "not implemented yet" in message, (name, outcome, message)
+        assert "Traceback" not in message, name
+
+
+def test_source_notebook_runs_top_to_bottom_on_cpu():
+    nb = nbformat.read(SOURCE_NB, as_version=4)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CUDA_VISIBLE_DEVICES", "")  # the kernel process inherits it
+        NotebookClient(nb, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(SOURCE_NB.parent)}}).execute()
+    cells = {cell.id: cell for cell in nb.cells if cell.cell_type == "code"}
+    text = {cid: "".join(o.get("text", "") for o in cell.outputs) for cid, cell in cells.items()}
+    n_part1 = sum(name.startswith("test_part1_") for name in PUBLIC)
+    assert f"Part 1: {n_part1} of {n_part1} public tests passed." in text["part1-tests"]
+    assert "kernel [10.0, 35.0, 60.0]  torch [10.0, 35.0, 60.0]" in text["primer-demo"]
+    assert "refused: x and fx must have the same shape" in text["part1-demo"]
+    assert "needs a CUDA GPU" in text["part2-benchmark"]
+    assert "skipped" in text["part2-tests"]
+    for cid, cell in cells.items():
+        assert not [o for o in cell.outputs if o.get("name") == "stderr" or o.output_type == "error"], cid
+
+
+def test_loaded_kernel_compiles_from_its_cell_source():
+    """On a CUDA grader @triton.jit builds a JITFunction, which needs the kernel's source."""
+    script = ("import torch, nbtest\n"
+              "torch.cuda.is_available = lambda: True  # the notebook's setup then skips the interpreter\n"
+              f"kernel = nbtest.load({str(SOURCE_NB)!r}).fused_add_layernorm_kernel\n"
+              "print(type(kernel).__name__)\n"
+              "print(kernel.src)\n")
+    env = {k: v for k, v in NO_CUDA.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("JITFunction\ndef fused_add_layernorm_kernel(x_ptr, fx_ptr,"), proc.stdout
+    assert "tl.store(y_ptr + offs" in proc.stdout
+
+
+def test_reference_and_release_loaded_together_keep_their_own_kernels():
+    """A grader loads the reference and a submission of the same file name in one process."""
+    reference = nbtest.load(SOURCE_NB, name="fan_reference")
+    release = nbtest.load(RELEASE_NB, name="fan_release")
+    x, fx = torch.randn(2, 3, 50, device=reference.DEVICE)
+    weight, bias = torch.randn(2, 50, device=reference.DEVICE)
+    h, y = reference.fused_add_layernorm(x, fx, weight, bias)
+    assert torch.equal(h, x + fx)
+    assert torch.allclose(y, torch.nn.functional.layer_norm(x + fx, (50,), weight, bias), atol=1e-5)
+    with pytest.raises(NotImplementedError):
+        release.fused_add_layernorm(x, fx, weight, bias)
+
+
+def test_benchmark_on_cpu_says_it_needs_cuda_and_exits_0(tmp_path):
+    out = tmp_path / "bench"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fused_add_norm.py"), "--out", str(out)],
+                          env=NO_CUDA, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "needs a CUDA GPU" in proc.stdout
+    assert not out.exists()
