@@ -21,3 +21,13 @@ c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'instructor' / 'gradebook.db'}"
 
 # The release carries no outputs or execution counts.
 c.ClearOutput.enabled = True
+
+# Canvas (autograder/canvas.py, autograder/nbgrader_plugins.py). Put Canvas's "Download
+# Submissions" zip in instructor/downloaded/ASSIGNMENT/archive/, then
+# `nbgrader zip_collect ASSIGNMENT` fills instructor/submitted/CANVAS_ID/ASSIGNMENT/.
+# `nbgrader export` writes instructor/canvas/grades.csv for Canvas's gradebook import.
+# Both need the roster first: `python -m autograder roster EXPORT.csv`.
+c.ZipCollectApp.downloaded_directory = "instructor/downloaded"
+c.ZipCollectApp.extractor_plugin = "autograder.nbgrader_plugins.CanvasExtractorPlugin"
+c.ZipCollectApp.collector_plugin = "autograder.nbgrader_plugins.CanvasCollectorPlugin"
+c.ExportApp.plugin_class = "autograder.nbgrader_plugins.CanvasExportPlugin"

@@ -6,14 +6,14 @@
 import argparse
 import sys
 
-from . import demo, grade, release
+from . import canvas, demo, grade, release
 from .course import CourseError
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (release, grade, demo):
+    for module in (release, grade, demo, canvas):
         module.add_parser(commands)
     args = parser.parse_args(argv)
     try:
