@@ -1,33 +1,50 @@
 """nbgrader settings: run plain `nbgrader ...` commands from the repository root.
 
 The flow is visible in the folder names: solutions/ (nbgrader's source step)
--> assignments/ (its release step) -> instructor/ (submitted, autograded and
-feedback, git-ignored) -> grades.
+-> assignments/ (its release step) -> instructor/ (downloaded, submitted, autograded
+and feedback, plus gradebook.db; git-ignored) -> grades for Canvas.
+COURSE_INSTRUCTOR_DIR moves that working area (`make demo` uses its own).
 """
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
+INSTRUCTOR = ROOT / os.environ.get("COURSE_INSTRUCTOR_DIR", "instructor")
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 
 c.CourseDirectory.root = str(ROOT)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "assignments"
-c.CourseDirectory.submitted_directory = "instructor/submitted"
-c.CourseDirectory.autograded_directory = "instructor/autograded"
-c.CourseDirectory.feedback_directory = "instructor/feedback"
+c.CourseDirectory.submitted_directory = str(INSTRUCTOR / "submitted")
+c.CourseDirectory.autograded_directory = str(INSTRUCTOR / "autograded")
+c.CourseDirectory.feedback_directory = str(INSTRUCTOR / "feedback")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".pytest_cache", "feedback"]
-c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'instructor' / 'gradebook.db'}"
+c.CourseDirectory.db_url = f"sqlite:///{INSTRUCTOR / 'gradebook.db'}"
 
 # The release carries no outputs or execution counts.
 c.ClearOutput.enabled = True
+
+# Autograde without running the student's notebook in a kernel: HiddenSuiteGrades (in place
+# of nbgrader's Execute) scores each part with the hidden suites, out of kernel, and writes
+# the scores into the grade cells as partial credit (autograder/autograde.py).
+c.Autograde.autograde_preprocessors = [
+    "autograder.nbgrader_plugins.HiddenSuiteGrades",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 
 # Canvas (autograder/canvas.py, autograder/nbgrader_plugins.py). Put Canvas's "Download
 # Submissions" zip in instructor/downloaded/ASSIGNMENT/archive/, then
 # `nbgrader zip_collect ASSIGNMENT` fills instructor/submitted/CANVAS_ID/ASSIGNMENT/.
 # `nbgrader export` writes instructor/canvas/grades.csv for Canvas's gradebook import.
 # Both need the roster first: `python -m autograder roster EXPORT.csv`.
-c.ZipCollectApp.downloaded_directory = "instructor/downloaded"
+# (zip_collect joins this to the root as text, so it must be relative)
+c.ZipCollectApp.downloaded_directory = os.path.relpath(INSTRUCTOR / "downloaded", ROOT)
 c.ZipCollectApp.extractor_plugin = "autograder.nbgrader_plugins.CanvasExtractorPlugin"
 c.ZipCollectApp.collector_plugin = "autograder.nbgrader_plugins.CanvasCollectorPlugin"
 c.ExportApp.plugin_class = "autograder.nbgrader_plugins.CanvasExportPlugin"

@@ -16,7 +16,6 @@ import csv
 import dataclasses
 import io
 import json
-import os
 import re
 import shutil
 import sys
@@ -27,10 +26,10 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook
-from sqlalchemy.engine import make_url
 
 from . import course as course_mod
 from .course import ROOT
+from .gradebook import GradebookError, beside_gradebook, open_gradebook
 
 # Canvas's student columns, in its order, and the RosterStudent field each fills.
 FIELDS = {"Student": "name", "ID": "id", "SIS User ID": "sis_user_id", "SIS Login ID": "sis_login_id",
@@ -174,10 +173,10 @@ def _assignment_columns(header: list[str], assignments: tuple[str, ...]) -> dict
 
 def canvas_dir(db_url) -> Path:
     """The canvas/ folder beside the SQLite gradebook that db_url (str or SQLAlchemy URL) names."""
-    url = make_url(db_url)
-    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
-        raise CanvasError(f"gradebook {url}: the Canvas data is kept beside a SQLite gradebook file")
-    return Path(url.database).resolve().parent / "canvas"
+    try:
+        return beside_gradebook(db_url) / "canvas"
+    except GradebookError as e:
+        raise CanvasError(str(e)) from None
 
 
 def _write_json(path: Path, data) -> Path:
@@ -193,7 +192,7 @@ def import_roster(path: str | Path, db_url: str, course_id: str = "") -> Roster:
         raise CanvasError(f"{path}: no students found")
     folder = canvas_dir(db_url)
     folder.mkdir(parents=True, exist_ok=True)  # also the gradebook's folder
-    with Gradebook(db_url, course_id) as gb:
+    with open_gradebook(db_url, course_id) as gb:
         for s in roster.students:
             gb.update_or_create_student(s.id, first_name=s.first_name, last_name=s.last_name)
     _write_json(folder / "roster.json",
@@ -434,7 +433,11 @@ def _assignment_notes(assignment: str, roster: Roster, rows: list[RosterStudent]
     if strangers := sorted(set(scores) - roster.ids):
         notes.append(f"{assignment}: graded in nbgrader but not in the Canvas roster, so not exported: "
                      f"{', '.join(strangers)}")
-    if missing:
+    unusable = [s for s in missing if any(f"_{s.id}_" in p for p in record.get("problems", []))]
+    if unusable:
+        notes.append(f"{assignment}: uploaded nothing usable (the collection's problems say why), "
+                     f"exported as 0: {names(unusable)}")
+    if missing := [s for s in missing if s not in unusable]:
         notes.append(f"{assignment}: MISSING, exported as 0: {names(missing)}")
     if not_graded := [s for s in missing if s.id in collected]:
         notes.append(f"{assignment}: collected but not autograded (run `nbgrader autograde {assignment}`): "
@@ -486,8 +489,6 @@ def _reporting(run):
 
 def run_roster(args) -> int:
     db_url = args.db or nbgrader_config().CourseDirectory.db_url
-    # nbgrader runs `alembic` when it creates a gradebook: this interpreter's tools first on PATH
-    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     roster = import_roster(args.csv, db_url)
     for problem in roster.problems:
         print(f"warning: {problem}", file=sys.stderr)

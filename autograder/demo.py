@@ -1,41 +1,120 @@
-"""`make demo`: the course's main job on the bundled notebooks, no setup or network needed.
+"""`make demo`: a semester's grading loop on the bundled sample class, offline, no setup.
 
-For now: the public tests of each assignment against its reference solution and its
-untouched release, part by part.
+A Canvas roster and a Canvas bulk download (built from submissions/) go through the
+same steps an instructor runs: import the roster, nbgrader zip_collect, autograde
+out of kernel (in parallel), nbgrader generate_feedback, nbgrader export to Canvas's
+gradebook CSV. Everything is written to dist/demo-class/, never to instructor/.
 """
 from __future__ import annotations
 
-import contextlib
-import io
+import csv
+import os
+import shutil
+import sys
+from pathlib import Path
 
-import nbtest
-
+from . import autograde, canvas
 from . import course as course_mod
 from .course import ROOT
 
+ASSIGNMENT = "residual-connections"
+SAMPLES = ROOT / "submissions" / ASSIGNMENT
+ROSTER = ROOT / "submissions" / "roster.csv"
+AREA = ROOT / "dist" / "demo-class"
+# The class, in roster order; the roster's last student submits nothing.
+CLASS = ["full-marks", "partly-right", "untouched-release", "silent-broadcasting", "in-place-add",
+         "scaled-shortcut-ignored", "hard-coded-example", "pre-post-swapped", "missing-causal-mask",
+         "crash-at-import", "invalid-json", "checker-cheat", "locked-cells-deleted"]
+LATE = {"51005"}          # Canvas marks this upload LATE
+RESUBMITTED = {"51002"}   # an older upload (the untouched release) is superseded by a newer one
 
-def public_results(notebook, tests_file, parts) -> dict[int, tuple[int, int]]:
-    """{part: (passed, total)} for the public tests run on the notebook's module cells."""
-    module = nbtest.load(notebook)
-    with contextlib.redirect_stdout(io.StringIO()):  # the notebook's own prints
-        results = {part: nbtest.run_public(part, vars(module), tests_file) for part in parts}
-    return {part: (sum(r is None for r in res.values()), len(res)) for part, res in results.items()}
+
+def step(text: str) -> None:
+    print(f"\n== {text}", flush=True)
+
+
+def run_loop(area: Path = AREA, workers: int | None = None) -> Path:
+    """Run the whole loop in `area` (emptied first); return the Canvas CSV it exported."""
+    if area.exists():
+        shutil.rmtree(area)
+    area.mkdir(parents=True)
+    before = os.environ.get("COURSE_INSTRUCTOR_DIR")
+    os.environ["COURSE_INSTRUCTOR_DIR"] = str(area)  # read by nbgrader_config.py, here and in nbgrader
+    try:
+        return _loop(area, workers)
+    finally:
+        if before is None:
+            del os.environ["COURSE_INSTRUCTOR_DIR"]
+        else:
+            os.environ["COURSE_INSTRUCTOR_DIR"] = before
+
+
+def _loop(area: Path, workers: int | None) -> Path:
+    config = canvas.nbgrader_config()
+    db_url = config.CourseDirectory.db_url
+    a = course_mod.load().assignment(ASSIGNMENT)
+
+    step(f"register {ASSIGNMENT} in the gradebook (nbgrader generate_assignment)")
+    autograde.register(ASSIGNMENT, db_url)
+
+    step(f"import the Canvas roster {ROSTER.relative_to(ROOT)}")
+    roster = canvas.import_roster(ROSTER, db_url)
+    print(f"{len(roster.students)} students")
+
+    step("Canvas 'Download Submissions' zip")
+    uploads = canvas.pair_uploads(roster, [SAMPLES / f"{name}.ipynb" for name in CLASS], late=LATE,
+                                  resubmitted=RESUBMITTED, earlier=a.notebook_path(ROOT / "assignments"))
+    archive = ROOT / config.ZipCollectApp.downloaded_directory / ASSIGNMENT / "archive" / "submissions.zip"
+    canvas.build_bulk_download(archive, uploads, a.notebook)
+    print(f"{archive.relative_to(ROOT)}: {len(uploads)} students uploaded, "
+          f"{len(roster.students) - len(uploads)} did not")
+
+    step("collect (nbgrader zip_collect)")
+    _nbgrader("zip_collect", ASSIGNMENT, "--force")
+
+    step("autograde out of kernel, in parallel (python -m autograder autograde)")
+    from nbgrader.coursedir import CourseDirectory
+    found = autograde.submitted(CourseDirectory(config=config), ASSIGNMENT)
+    autograde.grade_class(ASSIGNMENT, found, db_url, workers)
+    _nbgrader("autograde", ASSIGNMENT, "--force")
+
+    step("feedback (nbgrader generate_feedback)")
+    _nbgrader("generate_feedback", ASSIGNMENT, "--force")
+
+    step("Canvas gradebook CSV (nbgrader export)")
+    _nbgrader("export")
+    return canvas.canvas_dir(db_url) / "grades.csv"
+
+
+def _nbgrader(*args: str) -> None:
+    code = autograde.nbgrader(*args, "--log-level=WARN")
+    if code != 0:
+        raise SystemExit(f"nbgrader {' '.join(args)} failed (exit {code})")
+
+
+def grade_table(grades_csv: Path) -> str:
+    """The exported CSV as the instructor checks it before uploading."""
+    with grades_csv.open(encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    header, body = rows[0], [r for r in rows[1:] if r[0].strip() != "Points Possible"]
+    possible = next(r for r in rows[1:] if r[0].strip() == "Points Possible")
+    column = header.index(next(h for h in header[5:] if h))
+    lines = [f"{'Student':<28} {'Canvas ID':<10} {header[column]} (of {possible[column]})"]
+    lines += [f"{r[0]:<28} {r[1]:<10} {r[column]}" for r in body]
+    return "\n".join(lines)
 
 
 def add_parser(commands) -> None:
-    p = commands.add_parser("demo", help="run the course's main job on the bundled notebooks",
+    p = commands.add_parser("demo", help="the grading loop on the bundled sample class, in dist/demo-class/",
                             description=__doc__.split("\n\n")[0])
+    p.add_argument("--workers", type=int, help="parallel graders (default: course.toml grading.workers)")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    course = course_mod.load()
-    print(f"{course.name} ({course.id}): public tests, passed / total per part\n")
-    for a in course.assignments.values():
-        tests_file = ROOT / "solutions" / a.name / "test_public.py"
-        header = "".join(f"  part {p:<3}" for p in a.parts)
-        print(f"{a.name:<40}{header}")
-        for label, folder in (("reference (solutions/)", "solutions"), ("release (assignments/)", "assignments")):
-            scores = public_results(a.notebook_path(ROOT / folder), tests_file, a.parts)
-            print(f"  {label:<38}" + "".join(f"  {f'{s[0]}/{s[1]}':<8}" for s in scores.values()))
+    grades = run_loop(workers=args.workers)
+    step(f"done: {grades.relative_to(ROOT)} (upload in Canvas: Grades > Import)")
+    print(grade_table(grades))
+    print(f"\nfeedback to hand back: {(AREA / 'feedback').relative_to(ROOT)}/CANVAS_ID/{ASSIGNMENT}/*.html",
+          file=sys.stdout)
     return 0

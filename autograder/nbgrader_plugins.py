@@ -1,6 +1,7 @@
-"""nbgrader plugins for Canvas, named in nbgrader_config.py; the work is done in canvas.py.
+"""nbgrader plugins, named in nbgrader_config.py; the work is done in canvas.py and autograde.py.
 
     nbgrader zip_collect ASSIGNMENT   CanvasExtractorPlugin, CanvasCollectorPlugin
+    nbgrader autograde ASSIGNMENT     HiddenSuiteGrades
     nbgrader export                   CanvasExportPlugin
 """
 from __future__ import annotations
@@ -9,8 +10,9 @@ import os
 from pathlib import Path
 
 from nbgrader.plugins import ExportPlugin, ExtractorPlugin, FileNameCollectorPlugin
+from nbgrader.preprocessors import NbGraderPreprocessor
 
-from . import canvas
+from . import autograde, canvas
 from . import course as course_mod
 from .course import CourseError
 
@@ -75,3 +77,15 @@ class CanvasExportPlugin(ExportPlugin):
         for note in notes:
             self.log.warning(note)
         self.log.info("Canvas gradebook CSV: %s (Canvas: Grades > Import)", dest)
+
+
+class HiddenSuiteGrades(NbGraderPreprocessor):
+    """In place of nbgrader's Execute: score each part with the hidden suites, out of kernel."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        result = autograde.result_for(nb, info["assignment"], info["db_url"])
+        autograde.write_grades(nb, result, info["assignment"])
+        self.log.info("%s: %s / %s automatic points from the hidden suite",
+                      info["student"], result["score"], result["max_score"])
+        return nb, resources

@@ -1,0 +1,244 @@
+"""nbgrader autograde, scored by the hidden suites outside the student's kernel.
+
+nbgrader_config.py replaces nbgrader's Execute preprocessor with HiddenSuiteGrades
+(nbgrader_plugins.py): the sanitised notebook goes to the out-of-kernel grader, and
+each part's score goes into that part's grade cell as nbgrader partial credit, with
+the per-test results printed above it for the feedback. The student's code never
+runs in a Jupyter kernel on the grading machine.
+
+    nbgrader autograde ASSIGNMENT                 # plain nbgrader: one student at a time
+    python -m autograder autograde ASSIGNMENT     # a class: graded in parallel, then nbgrader
+
+Results are kept in grading/ASSIGNMENT/ beside the gradebook, keyed by a hash of the
+code that was graded, with one seed per assignment drawn at its first grading. A rerun,
+or a class interrupted half way, regrades nothing it has and gives identical grades.
+"""
+from __future__ import annotations
+
+import atexit
+import copy
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from . import course as course_mod
+from .course import SOLUTIONS, CourseError
+from .extract import NotebookError, Template, nbtest
+from .gradebook import beside_gradebook, open_gradebook
+from .report import Progress
+
+PART_CELL = re.compile(r"part(\d+)-tests")   # grade_id of a part's autograded cell
+
+
+# --- where results live -----------------------------------------------------------------
+
+class Results:
+    """grading/ASSIGNMENT/ beside the gradebook: the assignment's seed and one JSON per graded code."""
+
+    def __init__(self, db_url, assignment: str):
+        self.folder = beside_gradebook(db_url) / "grading" / assignment
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.template = Template(course_mod.load().assignment(assignment).notebook_path(SOLUTIONS))
+
+    @property
+    def seed(self) -> int:
+        """Drawn at the assignment's first grading, then the same for every student and rerun."""
+        path = self.folder / "seed"
+        if not path.exists():
+            from .score import new_seed
+            _write_atomic(path, f"{new_seed()}\n")
+        return int(path.read_text())
+
+    def key(self, notebook: Path) -> str:
+        """A hash of exactly what the grader runs: the submission's solution cells in the template."""
+        try:
+            extracted = self.template.fill(notebook)
+            data = json.dumps([extracted.cells, sorted(extracted.problems.items())]).encode()
+        except NotebookError:
+            data = b"unreadable:" + notebook.read_bytes()
+        return hashlib.sha256(data).hexdigest()
+
+    def get(self, key: str) -> dict | None:
+        path = self.folder / f"{key}.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+    def put(self, key: str, result: dict) -> None:
+        _write_atomic(self.folder / f"{key}.json", json.dumps(result, indent=1) + "\n")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write a whole file or nothing: an interrupted run never leaves half a result."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# --- grading ----------------------------------------------------------------------------
+
+_graders: dict[str, object] = {}
+
+
+def _grader(assignment: str):
+    """One Grader per assignment and process (its fork server is started once), closed at exit."""
+    if assignment not in _graders:
+        from .score import Grader
+        _graders[assignment] = grader = Grader(assignment)
+        atexit.register(grader.close)
+    return _graders[assignment]
+
+
+def result_for(nb, assignment: str, db_url) -> dict:
+    """The grader's result for a notebook (an nbformat node), from the results kept or graded now."""
+    results = Results(db_url, assignment)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "submission.ipynb"
+        nbformat.write(nb, str(path))
+        key = results.key(path)
+        result = results.get(key)
+        if result is None:
+            result = _grader(assignment).grade(path, results.seed)
+            results.put(key, result)
+    return result
+
+
+def grade_class(assignment: str, submissions: dict[str, Path], db_url, workers: int | None = None,
+                progress: bool = True) -> dict[str, dict]:
+    """{student: result}: the ones not graded before are graded in parallel, each kept as it finishes."""
+    from .grade import grade_many
+    results = Results(db_url, assignment)
+    keys = {student: results.key(path) for student, path in submissions.items()}
+    todo = {str(path): keys[student] for student, path in submissions.items() if results.get(keys[student]) is None}
+    if todo:
+        grade_many(assignment, list(todo), seed=results.seed, workers=workers, progress=progress,
+                   on_result=lambda r: results.put(todo[r["submission"]], r))
+    return {student: results.get(key) for student, key in keys.items()}
+
+
+# --- into the notebook ------------------------------------------------------------------
+
+def part_scores(result: dict) -> dict[int, tuple[float, float]]:
+    """{part: (score, max_score)} summed over the result's tests."""
+    parts: dict[int, tuple[float, float]] = {}
+    for t in result["tests"]:
+        score, top = parts.get(t["part"], (0, 0))
+        parts[t["part"]] = (score + t["score"], top + t["max_score"])
+    return parts
+
+
+def feedback_text(part: int, result: dict) -> str:
+    """What the student reads in the part's grade cell: each hidden test, its score and message."""
+    lines = [f"Part {part}, graded by hidden tests run outside your notebook (seed {result['seed']}):"]
+    for t in result["tests"]:
+        if t["part"] == part:
+            mark = "passed" if t["score"] == t["max_score"] else "FAILED"
+            lines.append(f"  {mark:<6} {t['score']:>2} / {t['max_score']:<2} {t['name']}")
+            if t["score"] < t["max_score"]:
+                lines += ["           " + line for line in t["output"].splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def write_grades(nb, result: dict, assignment: str) -> None:
+    """Put each part's score into its grade cell (restored from the source if it was deleted).
+
+    A grade cell's points are fixed in the notebook; it gets the same fraction of them as
+    the part's hidden tests gave. A part with no hidden tests in this result (a timing part
+    graded without CUDA) takes the fraction of the parts that were graded.
+    """
+    source = nbformat.read(course_mod.load().assignment(assignment).notebook_path(SOLUTIONS), as_version=4)
+    present = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells}
+    for cell in source.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if PART_CELL.fullmatch(grade_id) and grade_id not in present:
+            nb.cells.append(copy.deepcopy(cell))
+    parts = part_scores(result)
+    graded = sum(top for _, top in parts.values())
+    overall = sum(score for score, _ in parts.values()) / graded if graded else 0.0
+    for cell in nb.cells:
+        match = PART_CELL.fullmatch(cell.metadata.get("nbgrader", {}).get("grade_id", ""))
+        if not match or cell.cell_type != "code":
+            continue
+        part = int(match.group(1))
+        score, top = parts.get(part, (0, 0))
+        fraction = score / top if top else overall
+        points = round(float(cell.metadata["nbgrader"]["points"]) * fraction, 2)
+        cell.outputs = [
+            nbformat.v4.new_output("stream", name="stdout", text=feedback_text(part, result)),
+            nbformat.v4.new_output("execute_result", data={"text/plain": repr(points)}, execution_count=1),
+        ]
+        cell.execution_count = 1
+
+
+# --- the class at once ------------------------------------------------------------------
+
+def submitted(coursedir, assignment: str) -> dict[str, Path]:
+    """{student id: notebook} for every student folder under nbgrader's submitted directory."""
+    notebook = course_mod.load().assignment(assignment).notebook
+    root = Path(coursedir.format_path(coursedir.submitted_directory, "*", assignment)).parent.parent
+    found = {}
+    for folder in sorted(root.glob(f"*/{assignment}")):
+        path = folder / notebook
+        if path.exists():
+            found[folder.parent.name] = path
+    return found
+
+
+def register(assignment: str, db_url) -> None:
+    """Put the assignment's cells in the gradebook (nbgrader generate_assignment), if not there yet.
+
+    nbgrader autograde needs them; the release is written to a scratch folder, so assignments/
+    is left alone.
+    """
+    from nbgrader.api import MissingEntry
+    with open_gradebook(db_url) as gb:
+        try:
+            gb.find_assignment(assignment)
+            return
+        except MissingEntry:
+            pass
+    with tempfile.TemporaryDirectory() as tmp:
+        code = nbgrader("generate_assignment", assignment, "--force", "--log-level=WARN",
+                        f"--CourseDirectory.release_directory={tmp}", f"--CourseDirectory.db_url={db_url}")
+    if code != 0:
+        raise CourseError(f"nbgrader generate_assignment {assignment} failed (exit {code})")
+
+
+def nbgrader(*args: str) -> int:
+    """Run an nbgrader command from the repository root with this environment's tools on PATH."""
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+           "PYTHONWARNINGS": "ignore::Warning:nbgrader.api"}   # SQLAlchemy chatter inside nbgrader
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course_mod.ROOT, env=env).returncode
+
+
+def add_parser(commands) -> None:
+    p = commands.add_parser("autograde", help="autograde a whole class in parallel, then record it with nbgrader",
+                            description=__doc__.split("\n\n")[0])
+    p.add_argument("assignment", help="an assignment named in course.toml")
+    p.add_argument("--workers", type=int, help="parallel graders (default: course.toml grading.workers)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from nbgrader.coursedir import CourseDirectory
+
+    from .canvas import nbgrader_config
+    course_mod.load().assignment(args.assignment)
+    coursedir = CourseDirectory(config=nbgrader_config())
+    found = submitted(coursedir, args.assignment)
+    if not found:
+        raise CourseError(f"no submissions of {args.assignment} under {coursedir.submitted_directory}/: "
+                          "collect them first (nbgrader zip_collect or nbgrader collect)")
+    register(args.assignment, coursedir.db_url)
+    print(f"grading {len(found)} submissions of {args.assignment} out of kernel", file=sys.stderr)
+    results = grade_class(args.assignment, found, coursedir.db_url, args.workers)
+    print("recording grades with nbgrader autograde", file=sys.stderr)
+    code = nbgrader("autograde", args.assignment, "--force", "--log-level=WARN")
+    for student, result in results.items():
+        print(f"  {student:<12} {result['score']:>5} / {result['max_score']}")
+    return code

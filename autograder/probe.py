@@ -1,0 +1,254 @@
+"""Child side: call the submission on the grader's inputs and report what happened.
+
+Runs inside a sandbox child and is imported before any student code, so every
+function it relies on is bound here, at import. It never judges: it sends back
+raw observations (returned values as plain tensors and numbers, the inputs
+after the call, gradients, exceptions, module structure) and the grader, in
+another process, decides.
+
+Requests (dicts) and what they return:
+
+    {"op": "call", "fn": NAME, "args": [...], "kwargs": {...},
+     "grad": UPSTREAM or None, "grad_args": [i, ...]}
+        -> {"result", "args_after", "shares_input", "grads"}
+    {"op": "new", "cls": NAME, "args", "kwargs", "double": bool}
+        -> {"handle", "structure"}
+    {"op": "load", "handle": H, "weights": {"ffn.0.weight": TENSOR, ...}}  -> {}
+    {"op": "invoke", "handle": H, "args", "kwargs"}  -> like "call"
+
+Any of them may instead return {"error": {"type", "message", "is": [...]}}, and
+{"missing": NAME} when the submission does not define NAME. Arguments are
+tensors (cloned before the call), plain data, {"handle": H} for an object made
+by "new", or {"spec": [KIND, ...]} for an object built by the assignment's
+SPECS table (branches, sublayers).
+"""
+from __future__ import annotations
+
+import builtins
+import numbers
+
+import torch
+from torch import nn
+
+_isinstance, _type, _len, _str = builtins.isinstance, builtins.type, builtins.len, builtins.str
+_float, _int, _bool, _list, _tuple, _dict = float, int, bool, list, tuple, dict
+_getattr, _enumerate, _sum, _next, _any = getattr, enumerate, sum, next, any
+_Tensor, _Module = torch.Tensor, nn.Module
+_detach, _clone, _to = torch.Tensor.detach, torch.Tensor.clone, torch.Tensor.to
+_numel, _requires_grad_, _copy = torch.Tensor.numel, torch.Tensor.requires_grad_, torch.Tensor.copy_
+_storage = torch.Tensor.untyped_storage
+_storage_ptr = torch.UntypedStorage.data_ptr
+_double, _eval = nn.Module.double, nn.Module.eval
+_named_modules, _parameters = nn.Module.named_modules, nn.Module.parameters
+_backward, _tsum, _mul = torch.autograd.backward, torch.sum, torch.mul
+_no_grad, _set_grad_enabled, _set_default_dtype = torch.no_grad, torch.set_grad_enabled, torch.set_default_dtype
+_float32, _cpu, _strided = torch.float32, torch.device("cpu"), torch.strided
+_Real = numbers.Real
+_NOTED_ERRORS = (ValueError, TypeError, RuntimeError, NotImplementedError, NameError, AttributeError,
+                 MemoryError, RecursionError)
+# torch.nn classes a module may be built on, named in structure reports
+_KNOWN = (nn.TransformerEncoderLayer, nn.TransformerEncoder, nn.TransformerDecoderLayer, nn.Transformer,
+          nn.MultiheadAttention, nn.LayerNorm, nn.Linear, nn.GELU, nn.ReLU, nn.Sequential,
+          nn.ModuleList, nn.Identity)
+
+MAX_ELEMENTS = 1 << 24   # larger tensors are reported by type only
+MAX_ITEMS = 1000         # list / module entries reported
+MAX_TEXT = 500           # characters of any string reported
+
+
+def warm_up() -> None:
+    """Run in the fork server once, so that children do not each pay first-call costs
+    (the first attention call initialises its kernels)."""
+    x = torch.ones(1, 2, 2, requires_grad=True)
+    _backward(_tsum(nn.MultiheadAttention(2, 1, batch_first=True)(x, x, x, need_weights=False)[0]))
+
+
+class Missing(Exception):
+    """The submission does not define a name the grader asked for."""
+
+
+def serve_request(module, specs: dict, objects: dict, request: dict) -> dict:
+    """Run one request against the submission's module; never raises."""
+    _set_grad_enabled(True)          # undo global switches left by earlier calls or cells
+    _set_default_dtype(_float32)
+    try:
+        return _OPS[request["op"]](module, specs, objects, request)
+    except Missing as e:
+        name = e.args[0]
+        return {"missing": name, "error": {"type": "NameError", "message": f"{name} is not defined",
+                                           "is": ["NameError"]}}
+    except BaseException as e:       # SystemExit, KeyboardInterrupt and the like from student code too
+        return {"error": describe_error(e)}
+
+
+def describe_error(e: BaseException) -> dict:
+    try:
+        message = _str(e)
+    except BaseException:
+        message = "<the exception's message could not be read>"
+    return {"type": _text(_getattr(_type(e), "__name__", "?")), "message": _text(message),
+            "is": [c.__name__ for c in _NOTED_ERRORS if _isinstance(e, c)]}
+
+
+def _lookup(module, name: str):
+    if name not in module.__dict__:
+        raise Missing(name)
+    return module.__dict__[name]
+
+
+def _decode(value, specs: dict, objects: dict):
+    """Request value -> argument: tensors cloned, specs and handles resolved."""
+    if _type(value) is _Tensor:
+        return _clone(value)
+    if _type(value) is _dict and "spec" in value:
+        return build(specs, value["spec"])
+    if _type(value) is _dict and "handle" in value:
+        return objects[value["handle"]]
+    if _type(value) in (_list, _tuple):
+        return _type(value)(_decode(v, specs, objects) for v in value)
+    return value
+
+
+def build(specs: dict, spec: list):
+    """The object a spec [KIND, *params] describes: specs[KIND](*params)."""
+    kind, *params = spec
+    return specs[kind](*params)
+
+
+def _call(module, specs, objects, request):
+    return _observe(_lookup(module, request["fn"]), request, specs, objects)
+
+
+def _invoke(module, specs, objects, request):
+    return _observe(objects[request["handle"]], request, specs, objects)
+
+
+def _observe(fn, request, specs, objects) -> dict:
+    args = [_decode(a, specs, objects) for a in request.get("args", [])]
+    kwargs = {k: _decode(v, specs, objects) for k, v in request.get("kwargs", {}).items()}
+    for i in request.get("grad_args", []):
+        _requires_grad_(args[i], True)
+    result = fn(*args, **kwargs)
+    out = {"result": encode(result),
+           "args_after": [encode(a) if _type(a) is _Tensor else None for a in args],
+           "shares_input": _shares_storage(result, [a for a in args if _type(a) is _Tensor])}
+    if request.get("grad") is not None:
+        out["grads"] = _grads(result, args, request)
+    return out
+
+
+def _shares_storage(result, tensors) -> bool:
+    if _type(result) is not _Tensor:
+        return False
+    ptr = _storage_ptr(_storage(result))
+    return _any(_storage_ptr(_storage(t)) == ptr for t in tensors)
+
+
+def _grads(result, args, request):
+    """Gradients of sum(result * upstream) with respect to the chosen arguments."""
+    if _type(result) is not _Tensor or not result.requires_grad:
+        return {"error": {"type": "Detached", "message": "the result does not require grad", "is": []}}
+    try:
+        # not backward(result, grad_tensors=...): its first use imports sympy, 0.4 s per child
+        _backward(_tsum(_mul(result, request["grad"])))
+    except BaseException as e:
+        return {"error": describe_error(e)}
+    return [encode(args[i].grad) for i in request["grad_args"]]
+
+
+def _new(module, specs, objects, request):
+    cls = _lookup(module, request["cls"])
+    args = [_decode(a, specs, objects) for a in request.get("args", [])]
+    kwargs = {k: _decode(v, specs, objects) for k, v in request.get("kwargs", {}).items()}
+    obj = cls(*args, **kwargs)
+    if request.get("double"):
+        if not _isinstance(obj, _Module):
+            return {"error": {"type": "TypeError", "is": [],
+                              "message": f"{request['cls']}(...) is a {_type(obj).__name__}, not an nn.Module"}}
+        _eval(_double(obj))
+    handle = _len(objects)
+    objects[handle] = obj
+    return {"handle": handle, "structure": structure(obj)}
+
+
+def _load(module, specs, objects, request):
+    """Copy the grader's tensors into the object's parameters, by dotted path."""
+    obj = objects[request["handle"]]
+    with _no_grad():
+        for path, value in request["weights"].items():
+            target = obj
+            for part in path.split("."):
+                target = _getattr(target, part)
+            if not _isinstance(target, _Tensor):
+                return {"error": {"type": "AttributeError", "is": [],
+                                  "message": f"{path} is a {_type(target).__name__}, not a tensor"}}
+            if _tuple(target.shape) != _tuple(value.shape):
+                return {"error": {"type": "ShapeMismatch", "is": [],
+                                  "message": f"{path} has shape {_tuple(target.shape)}, "
+                                             f"expected {_tuple(value.shape)}"}}
+            _copy(target, value)
+    return {}
+
+
+_OPS = {"call": _call, "invoke": _invoke, "new": _new, "load": _load}
+
+
+def encode(value, depth: int = 0):
+    """A returned value as plain data: {"kind": ..., ...}."""
+    if _type(value) is _Tensor:
+        if value.layout is not _strided or _numel(value) > MAX_ELEMENTS:
+            return {"kind": "object", "type": f"Tensor ({value.layout}, {_numel(value)} elements)"}
+        return {"kind": "tensor", "value": _clone(_to(_detach(value), _cpu)),
+                "requires_grad": _bool(value.requires_grad)}
+    if _isinstance(value, _Tensor):
+        return {"kind": "object", "type": f"{_type(value).__name__} (it passes isinstance(x, Tensor) but is no "
+                                          "plain torch.Tensor)"}
+    if _type(value) is _bool or value is None:
+        return {"kind": "bool" if value is not None else "none", "value": value}
+    if _type(value) in (_int, _float) or _isinstance(value, _Real):
+        try:
+            number = _float(value)
+        except BaseException:
+            return {"kind": "object", "type": _text(_type(value).__name__)}
+        return {"kind": "number", "value": number, "type": _text(_type(value).__name__)}
+    if _type(value) in (_list, _tuple) and depth < 3:
+        return {"kind": _type(value).__name__, "length": _len(value),
+                "items": [encode(v, depth + 1) for v in value[:MAX_ITEMS]]}
+    if _type(value) is _str:
+        return {"kind": "str", "value": _text(value)}
+    return {"kind": "object", "type": _text(_getattr(_type(value), "__qualname__", "?"))}
+
+
+def structure(obj) -> dict:
+    """What an object is built from: its modules, their torch.nn base classes and sizes."""
+    if not _isinstance(obj, _Module):
+        return {"type": _text(_type(obj).__qualname__), "module": False}
+    modules = []
+    for i, (path, m) in _enumerate(_named_modules(obj)):
+        if i >= MAX_ITEMS:
+            break
+        modules.append(_describe_module(path, m))
+    return {"type": _text(_type(obj).__qualname__), "module": True, "modules": modules,
+            "parameters": _int(_sum(_numel(p) for p in _parameters(obj)))}
+
+
+def _describe_module(path: str, m) -> dict:
+    mro = _type(m).__mro__
+    base = _next((k.__name__ for k in mro if k in _KNOWN), None)
+    entry = {"path": _text(path), "type": _text(_type(m).__qualname__), "base": base,
+             "mro": [_text(k.__qualname__) for k in mro[:20]],
+             "parameters": _int(_sum(_numel(p) for p in _parameters(m)))}
+    for attr in ("in_features", "out_features", "embed_dim", "num_heads", "batch_first",
+                 "normalized_shape", "elementwise_affine"):
+        value = m.__dict__.get(attr)
+        if _type(value) in (_int, _bool):
+            entry[attr] = value
+        elif _type(value) is _tuple and all(_type(v) is _int for v in value):
+            entry[attr] = _list(value)
+    if "bias" in m._parameters:   # nn.Linear(bias=False) registers bias as None
+        entry["has_bias"] = m._parameters["bias"] is not None
+    return entry
+
+
+def _text(s: str) -> str:
+    return s if _len(s) <= MAX_TEXT else s[:MAX_TEXT] + " ..."

@@ -1,0 +1,405 @@
+"""Run a submission's code in child processes the grader can time out, kill and restart.
+
+    zygote = Zygote(["autograder.probe", SPECS_MODULE])       # torch imported once, here
+    with Sandbox(zygote, cells, SPECS_MODULE, limits) as box:
+        reply = box.request({"op": "call", ...}, deadline)   # raises Hung or Died
+
+The zygote is a fork server: a process that has imported torch and the child-side
+probe code and forks one child per submission (and per restart after a hang or
+crash). Each child leaves the zygote's session, drops to one thread, takes the
+memory limit, is confined by Landlock (reads only the Python installation, writes
+only its scratch folder, signals nothing outside), then runs the submission's
+cells one by one and answers requests until the grader hangs up. Frames both ways
+are codec frames; the grader never unpickles anything a child wrote.
+"""
+from __future__ import annotations
+
+import gc
+import importlib
+import os
+import resource
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import types
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import torch
+
+from . import codec, landlock, suites
+from .course import ROOT, SOLUTIONS
+
+MAX_FRAME = 256 << 20        # bytes; a larger reply is treated as garbage
+STATUS_WAIT_S = 2.0          # how long to wait for a dead child's exit status
+PROBE = "autograder.probe"
+
+
+class Hung(Exception):
+    """The child did not answer before the deadline; it has been killed."""
+
+
+class Died(Exception):
+    """The child ended (or sent garbage) before answering; the message says how."""
+
+
+class GraderError(RuntimeError):
+    """The sandbox machinery itself failed: not the submission's fault."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float     # per request (a hidden test) and for loading the notebook's cells
+    memory_mb: int       # address-space limit of each child
+
+
+# ------------------------------------------------------------------ the zygote
+
+class Zygote:
+    """A fork server with torch and the child-side modules already imported.
+
+    By default a fresh interpreter. With fork=True it is forked from this process,
+    which saves a second torch import (~1.5 s), but children inherit this process's
+    memory: ask for it only where that holds nothing a student may not see (the CLI
+    grading one notebook does). It is refused once solutions or hidden suites are loaded.
+    """
+
+    def __init__(self, preload: list[str], fork: bool = False):
+        self.preload = list(preload)
+        self._lock = threading.Lock()
+        self.closed = False
+        self._start(fork=fork and process_is_clean())
+
+    def _start(self, fork: bool) -> None:
+        ours, theirs = socket.socketpair()
+        if fork:
+            _preload(self.preload)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    ours.close()
+                    _serve(theirs)
+                finally:
+                    os._exit(0)
+            self._process = None
+        else:
+            code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+                    "from autograder.sandbox import zygote_main; zygote_main()")
+            self._process = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno()), *self.preload],
+                                             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
+            pid = self._process.pid
+        theirs.close()
+        self.pid, self._control = pid, ours
+
+    def spawn(self) -> "Child":
+        """A new child, waiting for its configuration frame."""
+        ours, theirs = socket.socketpair()
+        status_r, status_w = os.pipe()
+        try:
+            with self._lock:
+                if self.closed:
+                    raise GraderError("the grader has been closed")
+                try:
+                    pid = self._ask(theirs.fileno(), status_w)
+                except OSError:               # the zygote died (killed by someone): start a fresh one
+                    self._stop()
+                    self._start(fork=False)
+                    pid = self._ask(theirs.fileno(), status_w)
+        finally:
+            theirs.close()
+            os.close(status_w)
+        return Child(Connection(ours.detach()), pid, status_r)
+
+    def _ask(self, data_fd: int, status_fd: int) -> int:
+        socket.send_fds(self._control, [b"F"], [data_fd, status_fd])
+        reply = self._control.recv(8)
+        if len(reply) != 8:
+            raise OSError("the zygote hung up")
+        return struct.unpack("q", reply)[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            self._stop()
+
+    def _stop(self) -> None:
+        self._control.close()      # the zygote exits when its control socket closes
+        if self._process is not None:
+            self._process.wait()
+        else:
+            os.waitpid(self.pid, 0)
+
+
+def process_is_clean() -> bool:
+    """True when forking this process hands children nothing secret and no other thread."""
+    if threading.active_count() != 1:
+        return False
+    for name, module in list(sys.modules.items()):
+        if suites.is_hidden(name):
+            return False
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and Path(file).resolve().is_relative_to(SOLUTIONS):
+            return False
+    return True
+
+
+def zygote_main() -> None:
+    """Entry point of a zygote started as a fresh interpreter: argv = [fd, module, ...]."""
+    fd, *preload = sys.argv[1:]
+    _preload(preload)
+    _serve(socket.socket(fileno=int(fd)))
+
+
+def _preload(names: list[str]) -> None:
+    """Import the child-side modules, single-threaded, and run their warm_up() if they have one."""
+    torch.set_num_threads(1)
+    for name in names:
+        module = importlib.import_module(name)
+        if hasattr(module, "warm_up"):
+            module.warm_up()
+
+
+def _serve(control: socket.socket) -> None:
+    """The zygote's loop: fork a child per request, write each child's exit status to its pipe."""
+    gc.freeze()   # torch's million objects: out of every child's garbage collections
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the grader's to handle
+    status_fds: dict[int, int] = {}
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    while True:
+        ready, _, _ = select.select([control, wake_r], [], [])
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+            _reap(status_fds)
+        if control in ready:
+            try:
+                msg, fds, _, _ = socket.recv_fds(control, 1, 2)
+            except OSError:
+                return
+            if not msg or len(fds) != 2:
+                return
+            pid = os.fork()
+            if pid == 0:
+                signal.set_wakeup_fd(-1)
+                for sig in (signal.SIGCHLD, signal.SIGINT):
+                    signal.signal(sig, signal.SIG_DFL)
+                _child(fds[0])
+            os.close(fds[0])
+            status_fds[pid] = fds[1]
+            control.sendall(struct.pack("q", pid))
+
+
+def _reap(status_fds: dict[int, int]) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        fd = status_fds.pop(pid, None)
+        if fd is not None:
+            try:
+                os.write(fd, struct.pack("i", status))
+            except OSError:
+                pass       # the grader stopped listening
+            os.close(fd)
+
+
+# ------------------------------------------------------------------ the child
+
+def _child(data_fd: int) -> None:
+    """A sandbox child: limits, isolation, the submission's cells, then requests until EOF."""
+    try:
+        os.setsid()                          # its own process group: killed as a whole
+        os.closerange(3, data_fd)
+        os.closerange(data_fd + 1, os.sysconf("SC_OPEN_MAX"))
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):                 # student prints go nowhere
+            os.dup2(null, fd)
+        conn = Connection(data_fd)
+        config = codec.loads(conn.recv_bytes())
+        probe = sys.modules[PROBE]
+        specs = importlib.import_module(config["specs"]).SPECS if config["specs"] else {}
+        isolation = _isolate(config["scratch"], config["memory_mb"])
+        module = types.ModuleType("submission")
+        sys.modules["submission"] = module
+        problems = {}
+        for label, source in config["cells"]:
+            conn.send_bytes(codec.dumps({"cell": label}))
+            try:
+                exec(compile(source, f"<cell {label}>", "exec"), module.__dict__)
+            except BaseException as e:       # SyntaxError, SystemExit, anything
+                problems[label] = probe.describe_error(e)
+        conn.send_bytes(codec.dumps({"ready": problems, "isolation": isolation}))
+        objects: dict = {}
+        while True:
+            try:
+                request = codec.loads(conn.recv_bytes())
+            except EOFError:
+                break
+            conn.send_bytes(codec.dumps(probe.serve_request(module, specs, objects, request)))
+    finally:
+        os._exit(0)
+
+
+def _isolate(scratch: str, memory_mb: int) -> str:
+    """Apply the limits; returns a line saying how the child is confined."""
+    torch.set_num_threads(1)
+    limit = memory_mb << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    os.chdir(scratch)
+    readable = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/etc",
+                "/proc/self", "/proc/cpuinfo", "/sys/devices/system/cpu"}
+    readable = [p for p in readable if not SOLUTIONS.is_relative_to(p)]
+    try:
+        abi = landlock.confine(readable, [scratch, os.devnull])
+    except OSError as e:
+        return f"no filesystem isolation ({e})"
+    return f"landlock ABI {abi}"
+
+
+class Child:
+    """The grader's end of one child: send a frame, receive one before a deadline."""
+
+    def __init__(self, conn: Connection, pid: int, status_fd: int):
+        self.conn, self.pid, self._status_fd = conn, pid, status_fd
+        self._status: int | None = None
+
+    def send(self, obj) -> None:
+        try:
+            self.conn.send_bytes(codec.dumps(obj))
+        except OSError:
+            raise Died(self.exit_reason()) from None
+
+    def receive(self, deadline: float) -> dict:
+        if not self.conn.poll(max(0.0, deadline - time.monotonic())):
+            self.kill()
+            raise Hung()
+        try:
+            reply = codec.loads(self.conn.recv_bytes(MAX_FRAME))
+        except (EOFError, OSError):
+            raise Died(self.exit_reason()) from None
+        except codec.CodecError as e:
+            self.kill()
+            raise Died(f"it sent an unreadable reply: {e}") from None
+        if not isinstance(reply, dict):
+            self.kill()
+            raise Died("it sent a reply that is not a dict")
+        return reply
+
+    def exit_reason(self) -> str:
+        if self._status is None and select.select([self._status_fd], [], [], STATUS_WAIT_S)[0]:
+            data = os.read(self._status_fd, 4)
+            self._status = struct.unpack("i", data)[0] if len(data) == 4 else None
+        self.kill()
+        status = self._status
+        if status is None:
+            return "the process ended"
+        if os.WIFSIGNALED(status):
+            name = signal.Signals(os.WTERMSIG(status)).name
+            hint = " (a segmentation fault)" if name == "SIGSEGV" else ""
+            return f"the process was killed by {name}{hint}"
+        return f"the process exited with code {os.WEXITSTATUS(status)} (sys.exit or os._exit?)"
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.pid, signal.SIGKILL)   # the child and anything it started
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.conn.close()
+
+    def close(self) -> None:
+        self.kill()
+        if self._status_fd >= 0:
+            os.close(self._status_fd)
+            self._status_fd = -1
+
+
+# ------------------------------------------------------------------ one submission
+
+class Sandbox:
+    """One submission's child: started on first use, restarted after a hang or a crash.
+
+    `problems` maps a cell label to why that cell did not load (an exception at
+    import, a crash or a hang, in which case the cell is left out of later starts).
+    """
+
+    def __init__(self, zygote: Zygote, cells: list[tuple[str, str]], specs: str | None, limits: Limits):
+        self.zygote, self.specs, self.limits = zygote, specs, limits
+        self.cells = list(cells)
+        self.problems: dict[str, str] = {}
+        self.hung: set[str] = set()   # functions and classes that ran out of time once: not run again
+        self.isolation = ""
+        self.closed = False
+        self._child: Child | None = None
+        self._scratch = tempfile.mkdtemp(prefix="autograder-")
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def request(self, message: dict, deadline: float) -> dict:
+        """Send one request, wait until the deadline; raises Hung or Died (the child is then gone)."""
+        self.start()
+        child = self._child
+        try:
+            child.send(message)
+            return child.receive(deadline)
+        except (Hung, Died):
+            self._child = None
+            child.close()
+            raise
+
+    def start(self) -> None:
+        """Start a child and load the cells, unless one is running; a cell that hangs or kills it is left out."""
+        if self.closed:
+            raise GraderError("this sandbox has been closed")
+        while self._child is None:
+            child = self.zygote.spawn()
+            current = None
+            try:
+                child.send({"cells": self.cells, "specs": self.specs, "scratch": self._scratch,
+                            "memory_mb": self.limits.memory_mb})
+                deadline = time.monotonic() + self.limits.timeout_s
+                while True:
+                    frame = child.receive(deadline)
+                    if "cell" in frame:
+                        current = frame["cell"]
+                    else:
+                        break
+            except (Hung, Died) as e:
+                child.close()
+                if current is None:
+                    raise GraderError(f"a sandbox child failed before running any cell: {e or 'no answer'} "
+                                      f"(is course.toml grading.memory_mb = {self.limits.memory_mb} enough? "
+                                      "torch alone takes about 1 GiB of address space)") from None
+                why = (f"did not finish loading within {self.limits.timeout_s:g} s (an endless loop at the top level?)"
+                       if isinstance(e, Hung) else f"stopped the grading process while loading: {e}")
+                self.problems[current] = f"cell '{current}' {why}"
+                self.cells = [(label, src) for label, src in self.cells if label != current]
+                continue
+            for label, error in frame.get("ready", {}).items():
+                self.problems[label] = f"cell '{label}' raised {error['type']} when loaded: {error['message']}"
+            self.isolation = str(frame.get("isolation", ""))
+            self._child = child
+
+    def close(self) -> None:
+        self.closed = True
+        if self._child is not None:
+            self._child.close()
+            self._child = None
+        shutil.rmtree(self._scratch, ignore_errors=True)

@@ -1,0 +1,313 @@
+"""What a hidden test sees, and how it fails.
+
+    SUITE = Suite("residual-connections")
+
+    @SUITE.test(1, 2, "residual_add returns x + fx on odd shapes")
+    def _(t: Trial):
+        x, fx = t.randn(3, 5), t.randn(3, 5)
+        out = t.tensor(t.call("residual_add", x, fx).result, "residual_add(x, fx)")
+        t.check(out, x + fx, "residual_add(x, fx)", "must be x + fx")
+
+A test runs in the grader process. t.call, t.new and t.invoke run the submission
+in its sandbox child and return raw observations; every comparison happens here,
+against values computed here. A test passes by returning and fails by raising
+Failed (t.fail), all or nothing; the message names the misconception it caught.
+"""
+from __future__ import annotations
+
+import random
+import re
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from . import probe
+from .course import CourseError
+from .sandbox import Hung
+
+SHOWN_VALUES = 6   # tensor entries shown in "yours / expected"
+
+
+class Failed(Exception):
+    """A hidden test's verdict: the message says what is wrong and why."""
+
+
+@dataclass(frozen=True)
+class Test:
+    name: str
+    part: int
+    points: int
+    check: Callable[["Trial"], None]
+
+
+class Suite:
+    """An assignment's hidden tests, in the order they run."""
+
+    def __init__(self, assignment: str):
+        self.assignment = assignment
+        self.tests: list[Test] = []
+
+    def test(self, part: int, points: int, name: str):
+        def register(check: Callable[[Trial], None]) -> Callable[[Trial], None]:
+            self.tests.append(Test(name, part, points, check))
+            return check
+        return register
+
+    def check_points(self, auto: dict[int, int]) -> None:
+        """The points of each part must add up to course.toml's `auto` table."""
+        got = {part: sum(t.points for t in self.tests if t.part == part) for part in {t.part for t in self.tests}}
+        if got != {p: v for p, v in auto.items() if v}:
+            raise CourseError(f"hidden suite of {self.assignment}: points per part {dict(sorted(got.items()))} "
+                              f"differ from course.toml auto = {dict(sorted(auto.items()))}")
+
+
+class Observation:
+    """A reply from the sandbox: the raw result of one call."""
+
+    def __init__(self, reply: dict):
+        self.reply = reply
+
+    @property
+    def error(self) -> dict | None:
+        return self.reply.get("error")
+
+    @property
+    def result(self) -> dict:
+        return self.reply.get("result", {"kind": "none"})
+
+    @property
+    def args_after(self) -> list:
+        return self.reply.get("args_after", [])
+
+    @property
+    def grads(self):
+        return self.reply.get("grads")
+
+    @property
+    def shares_input(self) -> bool:
+        return self.reply.get("shares_input") is True
+
+
+@dataclass(frozen=True)
+class Remote:
+    """An object made in the sandbox by t.new: its handle and its structure report."""
+    handle: int
+    label: str
+    structure: dict
+
+    def module(self, path: str) -> dict | None:
+        """The structure entry of the submodule at `path` ("ffn.0"), or None."""
+        return next((m for m in self.structure.get("modules", []) if m.get("path") == path), None)
+
+
+class Trial:
+    """One run of one test: seeded inputs, the reference, and calls into the sandbox."""
+
+    def __init__(self, test: Test, seed: int, sandbox, timeout_s: float, reference, specs: dict,
+                 explain: Callable[[str], str]):
+        self.rng = random.Random(f"{seed}/{test.name}")
+        self.gen = torch.Generator().manual_seed(self.rng.getrandbits(63))
+        self.ref, self.specs, self._explain = reference, specs, explain
+        self._sandbox, self._timeout_s, self._deadline = sandbox, timeout_s, None
+        self.current = "the notebook's code"   # what was running, for timeout messages
+
+    # ---------------------------------------------------------------- inputs
+
+    def size(self, lo: int = 3, hi: int = 11) -> int:
+        """A random odd size in [lo, hi]."""
+        return self.rng.randrange(lo | 1, hi + 1, 2)
+
+    def uniform(self, lo: float, hi: float) -> float:
+        return self.rng.uniform(lo, hi)
+
+    def choice(self, options):
+        return self.rng.choice(list(options))
+
+    def randn(self, *shape: int, dtype: torch.dtype = torch.float32, scale: float = 1.0) -> torch.Tensor:
+        return (scale * torch.randn(*shape, generator=self.gen, dtype=torch.float64)).to(dtype)
+
+    def build(self, spec: dict):
+        """The grader's own copy of an object described by a spec, for the reference."""
+        return probe.build(self.specs, spec["spec"])
+
+    # ---------------------------------------------------------------- the sandbox
+
+    def call(self, fn: str, *args, grad=None, grad_args=(), expect_error=False, **kwargs) -> Observation:
+        """fn(*args, **kwargs) in the submission; with grad, also backward(grad) into args[grad_args]."""
+        return self._ask({"op": "call", "fn": fn, "args": _wire(args), "kwargs": _wire(kwargs),
+                          "grad": grad, "grad_args": list(grad_args)}, f"{fn}(...)", expect_error)
+
+    def new(self, cls: str, *args, double: bool = False, expect_error: bool = False, **kwargs):
+        """cls(*args, **kwargs) in the submission (as float64 in eval mode with double); a Remote."""
+        label = f"{cls}({', '.join([*map(_short, args), *(f'{k}={_short(v)}' for k, v in kwargs.items())])})"
+        obs = self._ask({"op": "new", "cls": cls, "args": _wire(args), "kwargs": _wire(kwargs),
+                         "double": double}, label, expect_error)
+        if expect_error:
+            return obs
+        return Remote(obs.reply["handle"], label, obs.reply["structure"])
+
+    def load(self, obj: Remote, weights: dict[str, torch.Tensor]) -> None:
+        """Copy tensors into obj's parameters, by dotted path ("ffn.0.weight")."""
+        obs = self._ask({"op": "load", "handle": obj.handle, "weights": weights}, obj.label, True)
+        if obs.error:
+            self.fail(f"{obj.label}: the grader could not set its weights: {obs.error['message']}. "
+                      "Use the attribute names the assignment gives (e.g. ffn[0], ffn[2], shortcut.proj, "
+                      "attn, ln1, ln2) so that the layers can be checked.")
+
+    def invoke(self, obj: Remote, *args, expect_error=False, **kwargs) -> Observation:
+        """obj(*args, **kwargs) in the submission."""
+        return self._ask({"op": "invoke", "handle": obj.handle, "args": _wire(args), "kwargs": _wire(kwargs)},
+                         f"{obj.label}(...)", expect_error)
+
+    def _ask(self, request: dict, label: str, expect_error: bool) -> Observation:
+        self.current = label
+        code = request.get("fn") or request.get("cls") or label
+        if code in self._sandbox.hung:   # one endless loop costs one time limit, not one per test
+            self.fail(f"{label} ran out of time in an earlier test (an endless loop, or far too slow), "
+                      "so it was not run again")
+        self._sandbox.start()
+        if self._deadline is None:       # the clock runs from the first call, after the cells loaded
+            self._deadline = time.monotonic() + self._timeout_s
+        try:
+            obs = Observation(self._sandbox.request(request, self._deadline))
+        except Hung:
+            self._sandbox.hung.add(code)
+            raise
+        missing = obs.reply.get("missing")
+        if missing:
+            self.fail(f"{missing} is not defined: {self._explain(missing)}")
+        if obs.error and (not expect_error or "NotImplementedError" in obs.error.get("is", [])):
+            self.fail(self.raised(label, obs.error))
+        return obs
+
+    def raised(self, label: str, error: dict) -> str:
+        """A readable line for an exception the submission raised."""
+        if "NotImplementedError" in error.get("is", []):
+            return f"{label} is not implemented yet: it still raises NotImplementedError."
+        text = f"{label} raised {error['type']}: {error['message']}"
+        name = re.search(r"name '(\w+)' is not defined", error["message"])
+        if name:
+            text += f" ({self._explain(name.group(1))})"
+        return text
+
+    # ---------------------------------------------------------------- observations
+
+    def fail(self, message: str):
+        raise Failed(message)
+
+    def tensor(self, value: dict, what: str) -> torch.Tensor:
+        """The tensor a call returned, or a failure saying what came back instead."""
+        if value.get("kind") == "tensor" and type(value.get("value")) is torch.Tensor:
+            return value["value"]
+        self.fail(f"{what} returned {describe(value)}, expected a torch.Tensor")
+
+    def number(self, value: dict, what: str) -> float:
+        """A returned real number (a Python or NumPy number, or a one-element tensor)."""
+        if value.get("kind") == "number" and type(value.get("value")) is float:
+            return value["value"]
+        if value.get("kind") == "tensor" and type(value.get("value")) is torch.Tensor and value["value"].numel() == 1:
+            return float(value["value"].double().item())
+        self.fail(f"{what} returned {describe(value)}, expected a float")
+
+    def numbers(self, value: dict, what: str, length: int, kinds=("list", "tuple")) -> list[float]:
+        """A returned list (or tuple) of `length` real numbers."""
+        if value.get("kind") not in kinds:
+            self.fail(f"{what} returned {describe(value)}, expected a {' or '.join(kinds)} of {length} floats")
+        if value.get("length") != length:
+            self.fail(f"{what} returned {value.get('length')} values, expected {length}")
+        return [self.number(item, f"{what}, entry {i},") for i, item in enumerate(value["items"])]
+
+    def check(self, got, want, what: str, why: str, *, rtol: float = 1e-5, atol: float = 1e-8,
+              exact: bool = False, alternatives=()) -> None:
+        """got must match want (tensors, numbers or lists of numbers).
+
+        On a mismatch the message leads with the misconception of the first
+        alternative (text, value) that got matches, else with `why`.
+        """
+        shown = f"\n  yours:    {_display(got)}\n  expected: {_display(want)}\n"
+        got, want = _as_tensor(got), _as_tensor(want)
+        if got.is_complex() or got.dtype == torch.bool:
+            self.fail(f"{what}: returned a {got.dtype} tensor; {why}")
+        if got.shape != want.shape:
+            self.fail(f"{what}: returned shape {tuple(got.shape)}, expected {tuple(want.shape)}; {why}")
+        if _matches(got, want, rtol, atol, exact):
+            return
+        headline = next((text for text, alt in alternatives
+                         if _as_tensor(alt).shape == got.shape and _matches(got, _as_tensor(alt), rtol, atol, exact)),
+                        why)
+        diff = (got.double() - want.double()).abs()
+        diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
+        where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape)) if diff.dim() else ()
+        self.fail(f"{what}: {headline}{shown}"
+                  f"  largest difference {diff.max().item():.3g}" + (f" at index {where}" if where else ""))
+
+
+def _matches(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float, exact: bool) -> bool:
+    if exact:
+        return got.dtype == want.dtype and torch.equal(got, want)
+    return bool(torch.allclose(got.double(), want.double(), rtol=rtol, atol=atol))
+
+
+def _as_tensor(value) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value
+    return torch.tensor(value, dtype=torch.float64)
+
+
+def _wire(value):
+    """Request arguments: Remote objects become handles; tensors, specs and plain data pass as they are."""
+    if isinstance(value, Remote):
+        return {"handle": value.handle}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_wire(v) for v in value)
+    if isinstance(value, dict) and "spec" not in value:
+        return {k: _wire(v) for k, v in value.items()}
+    return value
+
+
+def _short(value) -> str:
+    """An argument in a label: tensor(3, 5), <branch linear>, 'pre', 7."""
+    if isinstance(value, torch.Tensor):
+        return f"tensor{tuple(value.shape)}"
+    if isinstance(value, dict) and "spec" in value:
+        return "<" + " ".join(p for p in value["spec"] if isinstance(p, str)) + ">"
+    return repr(value)
+
+
+def _display(value) -> str:
+    """A value as the student wrote it: tensors by show(), numbers and lists of numbers as such."""
+    if isinstance(value, torch.Tensor):
+        return show(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(f"{v:.10g}" for v in value) + "]"
+    return f"{value:.10g}"
+
+
+def show(t: torch.Tensor) -> str:
+    """A tensor in one line: shape, dtype and its first few values."""
+    if t.dim() == 0:
+        return f"{t.item():.10g}"
+    flat = t.reshape(-1)
+    values = ", ".join(f"{v:.6g}" for v in flat[:SHOWN_VALUES].tolist())
+    more = ", ..." if flat.numel() > SHOWN_VALUES else ""
+    return f"tensor of shape {tuple(t.shape)}, {str(t.dtype).removeprefix('torch.')}: [{values}{more}]"
+
+
+def describe(value: dict) -> str:
+    """What came back, in words, for something that is not what the test wanted."""
+    kind = value.get("kind")
+    if kind == "tensor" and type(value.get("value")) is torch.Tensor:
+        return show(value["value"])
+    if kind == "number":
+        return f"the {value.get('type', 'number')} {value.get('value')!r}"
+    if kind in ("list", "tuple"):
+        return f"a {kind} of {value.get('length')} items"
+    if kind == "none":
+        return "None"
+    if kind == "bool":
+        return f"the bool {value.get('value')}"
+    if kind == "str":
+        return f"the string {value.get('value')!r}"
+    return f"an object of type {value.get('type', '?')}"

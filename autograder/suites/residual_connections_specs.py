@@ -1,0 +1,77 @@
+"""Objects the residual-connections tests hand to a submission, built from plain data.
+
+A spec is [KIND, *params]; SPECS[KIND](*params) builds the object. The grader
+builds the same objects for the reference, and the sandbox child builds them
+for the student's functions, so both see identical branches. Imported in the
+child before any student code: the torch and math functions used are bound here.
+
+    ["pair", family, a, b]      (F, dF) for the scalar stack of Part 2: float -> float, math only
+    ["derivative", family, a, b]   dF alone
+    ["branch", kind, *tensors]  an nn.Module x -> F(x) for Parts 1, 3 and 4 (see Branch)
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+_sin, _cos, _tanh, _exp, _log1p = math.sin, math.cos, math.tanh, math.exp, math.log1p
+_t_tanh, _t_zeros_like, _linear = torch.tanh, torch.zeros_like, torch.nn.functional.linear
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + _exp(-z))
+
+
+# family -> (F, dF) as functions of (a, b, x); smooth on the whole real line
+MATH = {
+    "sin": (lambda a, b, x: a * _sin(b * x), lambda a, b, x: a * b * _cos(b * x)),
+    "tanh": (lambda a, b, x: a * _tanh(b * x), lambda a, b, x: a * b * (1.0 - _tanh(b * x) ** 2)),
+    "square": (lambda a, b, x: a * x * x + b * x, lambda a, b, x: 2.0 * a * x + b),
+    "bump": (lambda a, b, x: a * _exp(-b * x * x), lambda a, b, x: -2.0 * a * b * x * _exp(-b * x * x)),
+    "softplus": (lambda a, b, x: a * _log1p(_exp(b * x)), lambda a, b, x: a * b * _sigmoid(b * x)),
+}
+
+
+def pair(family: str, a: float, b: float):
+    """(F, dF) for one block of the scalar stack."""
+    f, df = MATH[family]
+    return (lambda x: f(a, b, x)), (lambda x: df(a, b, x))
+
+
+def derivative(family: str, a: float, b: float):
+    return pair(family, a, b)[1]
+
+
+class Branch(nn.Module):
+    """A branch or block, (*, d) -> (*, d) (or (*, d_out) for "linear"):
+
+        zero             0 (ignores its input)
+        scale c          c * x
+        linear W b       x W^T + b
+        tanh W b         tanh(x W^T + b)
+        residual W b     x + tanh(x W^T + b)
+    """
+
+    def __init__(self, kind: str, *params):
+        super().__init__()
+        self.kind = kind
+        self.c = params[0] if kind == "scale" else None
+        for name, value in zip(("weight", "bias"), params if kind in ("linear", "tanh", "residual") else ()):
+            self.register_buffer(name, value)
+
+    def forward(self, x):
+        if self.kind == "zero":
+            return _t_zeros_like(x)
+        if self.kind == "scale":
+            return self.c * x
+        z = _linear(x, self.weight, self.bias)
+        if self.kind == "linear":
+            return z
+        if self.kind == "tanh":
+            return _t_tanh(z)
+        return x + _t_tanh(z)
+
+
+SPECS = {"pair": pair, "derivative": derivative, "branch": Branch}

@@ -1,0 +1,270 @@
+"""The out-of-kernel grader: reference and release, the sample class, cheats, bad input.
+
+One Grader (one fork server) serves the whole module; the sample class is graded once,
+with a seed drawn per run and named in every failure message.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from autograder import codec, course, suites
+from autograder.course import ROOT, CourseError
+from autograder.extract import NotebookError, Template
+from autograder.score import MAX_OUTPUT, Grader
+
+ASSIGNMENT = "residual-connections"
+SAMPLES = ROOT / "submissions" / ASSIGNMENT
+EXPECTED = json.loads((SAMPLES / "expected.json").read_text())["samples"]
+SOLUTION = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+RELEASE = ROOT / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+SEED = random.randrange(2 ** 31)
+TIMEOUT_S = 3.0   # per hidden test; the course's 20 s would make the hanging sample slow
+
+
+@pytest.fixture(scope="module")
+def grader():
+    with Grader(ASSIGNMENT, timeout_s=TIMEOUT_S) as g:
+        yield g
+
+
+@pytest.fixture(scope="module")
+def graded(grader) -> dict[str, dict]:
+    """Every sample's result, graded once with SEED."""
+    return {name: grader.grade(SAMPLES / name, SEED) for name in EXPECTED}
+
+
+def scores(result: dict) -> dict[str, int]:
+    return {t["name"]: t["score"] for t in result["tests"]}
+
+
+def notebook_with(tmp_path: Path, name: str, **sources: str) -> Path:
+    """The reference solution (as a student would fill it) with some solution cells replaced."""
+    nb = json.loads((SAMPLES / "full-marks.ipynb").read_text())
+    for cell in nb["cells"]:
+        label = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if label in sources:
+            cell["source"] = sources[label]
+    path = tmp_path / name
+    path.write_text(json.dumps(nb))
+    return path
+
+
+# ---------------------------------------------------------------- reference and release
+
+def test_reference_scores_full_marks(grader):
+    for seed in (SEED, SEED + 1):
+        result = grader.grade(SOLUTION, seed)
+        failed = {t["name"]: t["output"] for t in result["tests"] if t["score"] != t["max_score"]}
+        assert not failed, f"seed {seed}: the reference lost points: {failed}"
+        assert result["score"] == result["max_score"] == course.load().assignment(ASSIGNMENT).max_auto
+
+
+def test_release_scores_zero_and_is_reported_not_crashed(grader):
+    result = grader.grade(RELEASE, SEED)
+    assert result["score"] == 0
+    for t in result["tests"]:
+        assert "not implemented yet" in t["output"], (t["name"], t["output"])
+
+
+def test_points_per_part_match_course_toml():
+    suite = suites.load(ASSIGNMENT)
+    auto = course.load().assignment(ASSIGNMENT).auto
+    suite.check_points(auto)
+    assert all(t.points > 0 and t.part in auto and len(t.name) > 15 for t in suite.tests)
+    assert len({t.name for t in suite.tests}) == len(suite.tests), "test names must be unique"
+    with pytest.raises(CourseError, match="differ from course.toml"):
+        suite.check_points({**auto, 1: auto[1] + 1})
+
+
+# ---------------------------------------------------------------- the sample class
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_sample_gets_expected_scores(graded, name):
+    got, want = scores(graded[name]), EXPECTED[name]["tests"]
+    diff = {test: f"got {got[test]}, expected {want[test]}: {out}" for test, out in
+            ((t["name"], t["output"]) for t in graded[name]["tests"]) if got[test] != want[test]}
+    assert not diff, f"{name} with seed {SEED}: {json.dumps(diff, indent=1)}"
+    assert graded[name]["score"] == EXPECTED[name]["score"]
+
+
+def test_sample_class_is_up_to_date():
+    spec = importlib.util.spec_from_file_location("make_samples", ROOT / "submissions" / "make_samples.py")
+    make_samples = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_samples)
+    assert make_samples.stale(make_samples.render()) == [], "run: python submissions/make_samples.py"
+    assert len(EXPECTED) >= 12
+
+
+def test_checker_cheat_scores_exactly_the_wrong_answers(graded):
+    cheat, honest = graded["checker-cheat.ipynb"], graded["wrong-answers.ipynb"]
+    assert [(t["name"], t["score"]) for t in cheat["tests"]] == [(t["name"], t["score"]) for t in honest["tests"]]
+    assert 0 < cheat["score"] < cheat["max_score"]
+
+
+def test_always_equal_object_scores_nothing_it_returns(graded):
+    result = graded["always-equal.ipynb"]
+    returned = [t for t in result["tests"] if "AlwaysEqual" in t["output"]]
+    assert returned and all(t["score"] == 0 for t in returned)
+    assert "no plain torch.Tensor" in returned[0]["output"]
+
+
+def test_infinite_loop_costs_only_the_tests_that_call_it(graded):
+    result = graded["infinite-loop.ipynb"]
+    lost = {t["name"]: t["output"] for t in result["tests"] if t["score"] < t["max_score"]}
+    assert list(lost) == ["split_gradient: the identity path's and the branch's share"]
+    assert "timed out" in next(iter(lost.values()))
+
+
+def test_crashes_at_import_cost_only_the_affected_tests(graded):
+    reasons = {name: {t["output"] for t in graded[name]["tests"] if t["score"] == 0}
+               for name in ("crash-at-import.ipynb", "segfault-at-import.ipynb", "exits-at-import.ipynb")}
+    assert any("ModuleNotFoundError" in r for r in reasons["crash-at-import.ipynb"])
+    assert any("SIGSEGV" in r for r in reasons["segfault-at-import.ipynb"])
+    assert any("SystemExit" in r for r in reasons["exits-at-import.ipynb"])
+    for name in reasons:
+        assert 0 < graded[name]["score"] < graded[name]["max_score"], name
+
+
+@pytest.mark.parametrize("source, reason", [
+    ("def split_gradient(x0, dF, upstream)\n    return 1, 2\n", "raised SyntaxError when loaded"),
+    ("import os\nos._exit(3)\n", "exited with code 3"),
+])
+def test_syntax_error_and_os_exit_cost_only_their_cell(grader, tmp_path, source, reason):
+    result = grader.grade(notebook_with(tmp_path, "broken.ipynb", split_gradient=source), SEED)
+    lost = [t for t in result["tests"] if t["score"] < t["max_score"]]
+    assert [t["name"] for t in lost] == ["split_gradient: the identity path's and the branch's share"]
+    assert reason in lost[0]["output"] and "cell 'split_gradient'" in lost[0]["output"]
+
+
+def test_solutions_are_not_readable_from_student_code(graded):
+    result = graded["reads-solutions.ipynb"]
+    assert result["score"] == 0, "a sandbox child read solutions/ from disk (is Landlock available?)"
+
+
+def test_output_never_contains_hidden_or_solution_source(graded):
+    hidden = Path(importlib.import_module(suites.hidden_name(ASSIGNMENT)).__file__).read_text()
+    solution_lines = [c[1] for c in Template(SOLUTION).cells if c[2]]
+    secret = {line.strip() for text in [hidden, *solution_lines] for line in text.splitlines()
+              if len(line.strip()) > 25 and not line.strip().startswith(("def ", "class ", '"""', "#"))}
+    for name, result in graded.items():
+        for t in result["tests"]:
+            leaked = [line for line in secret if line in t["output"]]
+            assert not leaked, f"{name} / {t['name']} shows source: {leaked}"
+            assert len(t["output"]) <= MAX_OUTPUT
+
+
+# ---------------------------------------------------------------- the result format
+
+def test_result_schema(graded):
+    for result in graded.values():
+        assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]
+        assert result["assignment"] == ASSIGNMENT and result["seed"] == SEED
+        assert result["score"] == sum(t["score"] for t in result["tests"])
+        assert result["max_score"] == sum(t["max_score"] for t in result["tests"]) == 75
+        for t in result["tests"]:
+            assert list(t) == ["name", "part", "score", "max_score", "output"]
+            assert isinstance(t["name"], str) and t["part"] in (1, 2, 3, 4)
+            assert t["score"] in (0, t["max_score"]) and isinstance(t["output"], str) and t["output"]
+        json.dumps(result)
+
+
+def test_same_seed_same_inputs_same_feedback(grader, graded):
+    again = grader.grade(SAMPLES / "pre-post-swapped.ipynb", SEED)
+    assert again == graded["pre-post-swapped.ipynb"]
+
+
+# ---------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("content, reason", [
+    (b"%PDF-1.4 \x00\xff binary", "not a readable notebook"),
+    (b'{"hello": "world"}', "not a Jupyter notebook"),
+    (b"", "not a readable notebook"),
+])
+def test_unreadable_files_score_zero_with_a_reason(grader, tmp_path, content, reason):
+    path = tmp_path / "upload.ipynb"
+    path.write_bytes(content)
+    result = grader.grade(path, SEED)
+    assert result["score"] == 0 and len(result["tests"]) == 33
+    assert all(reason in t["output"] for t in result["tests"])
+
+
+def test_missing_file_scores_zero(grader, tmp_path):
+    result = grader.grade(tmp_path / "nothing.ipynb", SEED)
+    assert result["score"] == 0 and "no such notebook" in result["tests"][0]["output"]
+
+
+def test_notebook_without_solution_cells(grader, tmp_path):
+    path = tmp_path / "empty.ipynb"
+    path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": "hi"}],
+                                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    result = grader.grade(path, SEED)
+    assert result["score"] == 0
+    assert "solution cell 'residual_add' is missing from the notebook" in result["tests"][0]["output"]
+
+
+def test_unknown_assignment_lists_the_valid_ones():
+    with pytest.raises(CourseError, match="residual-connections"):
+        Grader("no-such-assignment")
+
+
+def test_locked_cells_come_from_the_source_notebook(tmp_path):
+    nb = json.loads((SAMPLES / "full-marks.ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "setup":
+            cell["source"] = "import torch\ntorch.allclose = lambda *a, **k: True\n"
+    path = tmp_path / "edited-setup.ipynb"
+    path.write_text(json.dumps(nb))
+    extracted = Template(SOLUTION).fill(path)
+    setup = dict(extracted.cells)["setup"]
+    assert "allclose" not in setup and "from torch import Tensor, nn" in setup
+    assert extracted.problems == {}
+    with pytest.raises(NotebookError):
+        Template(SOLUTION).fill(SAMPLES / "invalid-json.ipynb")
+
+
+# ---------------------------------------------------------------- the sandbox's limits
+
+def test_memory_limit_fails_the_test_not_the_grader(grader, tmp_path):
+    path = notebook_with(tmp_path, "greedy.ipynb", residual_add=(
+        "def residual_add(x, fx):\n    big = torch.empty(6 << 30, dtype=torch.uint8)\n    return x + fx\n"))
+    result = grader.grade(path, SEED)
+    first = result["tests"][0]
+    assert first["score"] == 0 and ("memory" in first["output"].lower() or "alloc" in first["output"].lower())
+    assert grader.grade(SOLUTION, SEED)["score"] == 75
+
+
+def test_student_code_cannot_kill_the_fork_server(grader, tmp_path):
+    path = notebook_with(tmp_path, "killer.ipynb", split_gradient=(
+        "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\n"
+        "def split_gradient(x0, dF, upstream):\n    return upstream, upstream * dF(x0)\n"))
+    assert grader.grade(path, SEED)["score"] == 75
+    assert grader.grade(SOLUTION, SEED)["score"] == 75
+
+
+def test_huge_messages_are_capped(grader, tmp_path):
+    path = notebook_with(tmp_path, "chatty.ipynb", residual_add=(
+        "def residual_add(x, fx):\n    raise ValueError('(2, 3) ' * 100000)\n"))
+    result = grader.grade(path, SEED)
+    assert max(len(t["output"]) for t in result["tests"]) <= MAX_OUTPUT
+
+
+def test_child_frames_are_read_without_running_code(tmp_path):
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (marker.touch, ())
+
+    import pickle
+    with pytest.raises(codec.CodecError):
+        codec.loads(pickle.dumps({"result": Evil()}, protocol=2))
+    assert not marker.exists()
+    frame = {"result": {"kind": "tensor", "value": torch.ones(2)}, "list": [1, 2.5, None, "s"]}
+    assert str(codec.loads(codec.dumps(frame))) == str(frame)

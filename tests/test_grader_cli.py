@@ -1,0 +1,72 @@
+"""`python -m autograder grade` end to end: one notebook, a batch, resuming, bad names."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.course import ROOT
+from autograder.grade import read_results
+
+SAMPLES = ROOT / "submissions" / "residual-connections"
+EXPECTED = json.loads((SAMPLES / "expected.json").read_text())["samples"]
+
+
+def grade(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", "grade", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_one_notebook_json_is_exactly_the_spec_object():
+    proc = grade("residual-connections", str(SAMPLES / "pre-post-swapped.ipynb"), "--json", "--seed", "7")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]
+    assert result["seed"] == 7 and result["score"] == EXPECTED["pre-post-swapped.ipynb"]["score"]
+    assert all(list(t) == ["name", "part", "score", "max_score", "output"] for t in result["tests"])
+    assert "Pre/Post swapped" in json.dumps(result)
+    again = json.loads(grade("residual-connections", str(SAMPLES / "pre-post-swapped.ipynb"), "--json",
+                             "--seed", "7").stdout)
+    assert again == result, "--seed must reproduce a grade exactly"
+
+
+@pytest.mark.slow
+def test_table_and_unreadable_file_exit_zero(tmp_path):
+    junk = tmp_path / "essay.ipynb"
+    junk.write_bytes(b"\x89PNG not a notebook")
+    proc = grade("residual-connections", str(junk))
+    assert proc.returncode == 0, proc.stderr
+    assert "0 / 75" in proc.stdout and "could not read the notebook" in proc.stdout
+
+
+@pytest.mark.slow
+def test_unknown_assignment_exits_2_listing_valid_names():
+    proc = grade("no-such-assignment", str(SAMPLES / "full-marks.ipynb"))
+    assert proc.returncode == 2
+    assert "unknown assignment 'no-such-assignment'" in proc.stderr and "residual-connections" in proc.stderr
+
+
+@pytest.mark.slow
+def test_batch_writes_one_line_per_submission_and_resumes(tmp_path):
+    out = tmp_path / "results.jsonl"
+    names = sorted(EXPECTED)
+    # a run killed mid-write left one result and a torn line behind
+    first = {"submission": str(SAMPLES / names[0]), "assignment": "residual-connections", "score": -1,
+             "max_score": 75, "seed": 11, "tests": []}
+    out.write_text(json.dumps(first) + "\n" + '{"submission": "torn')
+    proc = grade("residual-connections", str(SAMPLES), "--out", str(out), "--timeout", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "1 graded before, skipped" in proc.stdout
+    results = read_results(out)
+    assert sorted(Path(r["submission"]).name for r in results) == names
+    assert {r["seed"] for r in results} == {11}, "a resumed batch keeps the batch's seed"
+    for r in results[1:]:
+        assert r["score"] == EXPECTED[Path(r["submission"]).name]["score"], r["submission"]
+    assert "[" in proc.stderr and f"{len(names) - 1}/{len(names) - 1}" in proc.stderr   # the progress bar
+    rerun = grade("residual-connections", str(SAMPLES), "--out", str(out))
+    assert rerun.returncode == 0 and f"({len(names)} graded before, skipped)" in rerun.stdout
+    assert len(read_results(out)) == len(names)
