@@ -39,6 +39,9 @@ check-release: $(READY)
 
 bench: $(READY)
 	$(BIN)/python benchmarks/public_tests.py
+	$(BIN)/python benchmarks/grade_speed.py
+	$(BIN)/python benchmarks/autograde_speed.py
+	$(BIN)/python benchmarks/fused_add_norm.py --out dist/bench
 
 clean:
 	rm -rf $(VENV) dist instructor .pytest_cache

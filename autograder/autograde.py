@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import copy
+import functools
 import hashlib
 import json
 import os
@@ -94,9 +95,14 @@ def _grader(assignment: str):
     return _graders[assignment]
 
 
+@functools.lru_cache
+def _results(db_url: str, assignment: str) -> Results:
+    return Results(db_url, assignment)
+
+
 def result_for(nb, assignment: str, db_url) -> dict:
     """The grader's result for a notebook (an nbformat node), from the results kept or graded now."""
-    results = Results(db_url, assignment)
+    results = _results(str(db_url), assignment)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "submission.ipynb"
         nbformat.write(nb, str(path))
@@ -144,6 +150,14 @@ def feedback_text(part: int, result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+@functools.lru_cache
+def _part_cells(assignment: str) -> dict:
+    """{grade_id: cell} of the source notebook's part grade cells."""
+    source = nbformat.read(course_mod.load().assignment(assignment).notebook_path(SOLUTIONS), as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: c for c in source.cells
+            if PART_CELL.fullmatch(c.metadata.get("nbgrader", {}).get("grade_id", ""))}
+
+
 def write_grades(nb, result: dict, assignment: str) -> None:
     """Put each part's score into its grade cell (restored from the source if it was deleted).
 
@@ -151,11 +165,9 @@ def write_grades(nb, result: dict, assignment: str) -> None:
     the part's hidden tests gave. A part with no hidden tests in this result (a timing part
     graded without CUDA) takes the fraction of the parts that were graded.
     """
-    source = nbformat.read(course_mod.load().assignment(assignment).notebook_path(SOLUTIONS), as_version=4)
     present = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells}
-    for cell in source.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-        if PART_CELL.fullmatch(grade_id) and grade_id not in present:
+    for grade_id, cell in _part_cells(assignment).items():
+        if grade_id not in present:
             nb.cells.append(copy.deepcopy(cell))
     parts = part_scores(result)
     graded = sum(top for _, top in parts.values())
@@ -209,11 +221,36 @@ def register(assignment: str, db_url) -> None:
         raise CourseError(f"nbgrader generate_assignment {assignment} failed (exit {code})")
 
 
-def nbgrader(*args: str) -> int:
-    """Run an nbgrader command from the repository root with this environment's tools on PATH."""
+def nbgrader_command(*args: str) -> tuple[list[str], dict]:
+    """The command line and environment of an nbgrader command, with this environment's tools on PATH."""
     env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
            "PYTHONWARNINGS": "ignore::Warning:nbgrader.api"}   # SQLAlchemy chatter inside nbgrader
-    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course_mod.ROOT, env=env).returncode
+    return [sys.executable, "-m", "nbgrader", *args], env
+
+
+def nbgrader(*args: str) -> int:
+    """Run an nbgrader command from the repository root; its exit status."""
+    command, env = nbgrader_command(*args)
+    return subprocess.run(command, cwd=course_mod.ROOT, env=env).returncode
+
+
+def record(assignment: str, students: list[str], skip=(), workers: int | None = None) -> int:
+    """nbgrader autograde for these students (not those in skip), sharded over processes that share
+    the one gradebook.
+
+    The scores come from the results kept (grade_class first), so each shard only records.
+    A shard that fails loses nothing: run the command again.
+    """
+    shards = max(1, min(workers or course_mod.load().grading.workers or os.cpu_count() or 1, len(students)))
+    groups = [students[i::shards] for i in range(shards)]
+    print(f"recording {len(students)} students with nbgrader autograde ({shards} at a time)", file=sys.stderr)
+    running = []
+    for group in groups:
+        others = [s for s in students if s not in group] + list(skip)
+        command, env = nbgrader_command("autograde", assignment, "--force", "--log-level=ERROR",
+                                        f"--CourseDirectory.student_id_exclude={','.join(others)}")
+        running.append(subprocess.Popen(command, cwd=course_mod.ROOT, env=env))
+    return max(p.wait() for p in running)
 
 
 def add_parser(commands) -> None:
@@ -224,21 +261,35 @@ def add_parser(commands) -> None:
     p.set_defaults(run=run)
 
 
+def autograde_class(assignment: str, coursedir, workers: int | None = None) -> int:
+    """Grade every collected submission (in parallel), record the class with nbgrader, print a table."""
+    found = submitted(coursedir, assignment)
+    if not found:
+        raise CourseError(f"no submissions of {assignment} under {coursedir.submitted_directory}/: "
+                          "collect them first (nbgrader zip_collect or nbgrader collect)")
+    register(assignment, coursedir.db_url)
+    print(f"grading {len(found)} submissions of {assignment} out of kernel", file=sys.stderr)
+    results = grade_class(assignment, found, coursedir.db_url, workers)
+    unreadable = {student: problem for student, path in found.items() if (problem := _unreadable(path))}
+    code = record(assignment, [s for s in found if s not in unreadable], unreadable, workers)
+    for student, result in results.items():
+        note = f"  NOT in the gradebook: {unreadable[student]}" if student in unreadable else ""
+        print(f"  {student:<12} {result['score']:>5} / {result['max_score']}{note}")
+    return code
+
+
 def run(args) -> int:
     from nbgrader.coursedir import CourseDirectory
 
     from .canvas import nbgrader_config
     course_mod.load().assignment(args.assignment)
-    coursedir = CourseDirectory(config=nbgrader_config())
-    found = submitted(coursedir, args.assignment)
-    if not found:
-        raise CourseError(f"no submissions of {args.assignment} under {coursedir.submitted_directory}/: "
-                          "collect them first (nbgrader zip_collect or nbgrader collect)")
-    register(args.assignment, coursedir.db_url)
-    print(f"grading {len(found)} submissions of {args.assignment} out of kernel", file=sys.stderr)
-    results = grade_class(args.assignment, found, coursedir.db_url, args.workers)
-    print("recording grades with nbgrader autograde", file=sys.stderr)
-    code = nbgrader("autograde", args.assignment, "--force", "--log-level=WARN")
-    for student, result in results.items():
-        print(f"  {student:<12} {result['score']:>5} / {result['max_score']}")
-    return code
+    return autograde_class(args.assignment, CourseDirectory(config=nbgrader_config()), args.workers)
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why nbgrader cannot open this notebook (it would stop on it), or None."""
+    try:
+        nbformat.read(str(path), as_version=4)
+    except Exception as e:   # nbformat raises several kinds for a broken file
+        return f"{path.name} is not a readable notebook ({type(e).__name__}); its score is 0"
+    return None

@@ -74,9 +74,8 @@ def _loop(area: Path, workers: int | None) -> Path:
 
     step("autograde out of kernel, in parallel (python -m autograder autograde)")
     from nbgrader.coursedir import CourseDirectory
-    found = autograde.submitted(CourseDirectory(config=config), ASSIGNMENT)
-    autograde.grade_class(ASSIGNMENT, found, db_url, workers)
-    _nbgrader("autograde", ASSIGNMENT, "--force")
+    if autograde.autograde_class(ASSIGNMENT, CourseDirectory(config=config), workers) != 0:
+        raise SystemExit("nbgrader autograde failed")
 
     step("feedback (nbgrader generate_feedback)")
     _nbgrader("generate_feedback", ASSIGNMENT, "--force")
