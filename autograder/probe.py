@@ -15,12 +15,19 @@ Requests (dicts) and what they return:
         -> {"handle", "structure"}
     {"op": "load", "handle": H, "weights": {"ffn.0.weight": TENSOR, ...}}  -> {}
     {"op": "invoke", "handle": H, "args", "kwargs"}  -> like "call"
+    {"op": "time", "fn": NAME, "args", "kwargs", "against": {LABEL: SPEC, ...},
+     "reps": R, "inner": K, "budget_ms": B}
+        -> {"ms": {"fn": [...], LABEL: [...]}, "device": NAME}   (CUDA only)
 
 Any of them may instead return {"error": {"type", "message", "is": [...]}}, and
 {"missing": NAME} when the submission does not define NAME. Arguments are
-tensors (cloned before the call), plain data, {"handle": H} for an object made
-by "new", or {"spec": [KIND, ...]} for an object built by the assignment's
-SPECS table (branches, sublayers).
+tensors (cloned before the call, and moved to the request's "device" when it names
+one), plain data, {"handle": H} for an object made by "new", or {"spec": [KIND, ...]}
+for an object built by the assignment's SPECS table (branches, sublayers).
+
+A "call" with "trace": NAME also returns {"trace": REPORT}: what the tracer
+TRACERS[NAME] (registered by the assignment's child-side module, e.g. kernel
+launches) recorded while the call ran.
 """
 from __future__ import annotations
 
@@ -33,6 +40,7 @@ from torch import nn
 _isinstance, _type, _len, _str = builtins.isinstance, builtins.type, builtins.len, builtins.str
 _float, _int, _bool, _list, _tuple, _dict = float, int, bool, list, tuple, dict
 _getattr, _enumerate, _sum, _next, _any = getattr, enumerate, sum, next, any
+_range, _min, _max = range, min, max
 _Tensor, _Module = torch.Tensor, nn.Module
 _detach, _clone, _to = torch.Tensor.detach, torch.Tensor.clone, torch.Tensor.to
 _numel, _requires_grad_, _copy = torch.Tensor.numel, torch.Tensor.requires_grad_, torch.Tensor.copy_
@@ -43,6 +51,8 @@ _named_modules, _parameters = nn.Module.named_modules, nn.Module.parameters
 _backward, _tsum, _mul = torch.autograd.backward, torch.sum, torch.mul
 _no_grad, _set_grad_enabled, _set_default_dtype = torch.no_grad, torch.set_grad_enabled, torch.set_default_dtype
 _float32, _cpu, _strided = torch.float32, torch.device("cpu"), torch.strided
+_cuda_available, _cuda_name = torch.cuda.is_available, torch.cuda.get_device_name
+_Event, _synchronize = torch.cuda.Event, torch.cuda.synchronize
 _Real = numbers.Real
 _NOTED_ERRORS = (ValueError, TypeError, RuntimeError, NotImplementedError, NameError, AttributeError,
                  MemoryError, RecursionError)
@@ -54,6 +64,10 @@ _KNOWN = (nn.TransformerEncoderLayer, nn.TransformerEncoder, nn.TransformerDecod
 MAX_ELEMENTS = 1 << 24   # larger tensors are reported by type only
 MAX_ITEMS = 1000         # list / module entries reported
 MAX_TEXT = 500           # characters of any string reported
+
+# name -> tracer(module): a context manager whose value has .report() -> plain data.
+# Filled by an assignment's child-side module in its warm_up(), before any student code.
+TRACERS: dict = {}
 
 
 def warm_up() -> None:
@@ -96,17 +110,24 @@ def _lookup(module, name: str):
     return module.__dict__[name]
 
 
-def _decode(value, specs: dict, objects: dict):
-    """Request value -> argument: tensors cloned, specs and handles resolved."""
+def _decode(value, specs: dict, objects: dict, device=None):
+    """Request value -> argument: tensors cloned (onto `device`), specs and handles resolved."""
     if _type(value) is _Tensor:
-        return _clone(value)
+        return _clone(value) if device is None else _to(value, device, copy=True)
     if _type(value) is _dict and "spec" in value:
         return build(specs, value["spec"])
     if _type(value) is _dict and "handle" in value:
         return objects[value["handle"]]
     if _type(value) in (_list, _tuple):
-        return _type(value)(_decode(v, specs, objects) for v in value)
+        return _type(value)(_decode(v, specs, objects, device) for v in value)
     return value
+
+
+def _arguments(request, specs, objects):
+    device = request.get("device")
+    args = [_decode(a, specs, objects, device) for a in request.get("args", [])]
+    kwargs = {k: _decode(v, specs, objects, device) for k, v in request.get("kwargs", {}).items()}
+    return args, kwargs
 
 
 def build(specs: dict, spec: list):
@@ -116,28 +137,39 @@ def build(specs: dict, spec: list):
 
 
 def _call(module, specs, objects, request):
-    return _observe(_lookup(module, request["fn"]), request, specs, objects)
+    return _observe(_lookup(module, request["fn"]), request, specs, objects, module)
 
 
 def _invoke(module, specs, objects, request):
-    return _observe(objects[request["handle"]], request, specs, objects)
+    return _observe(objects[request["handle"]], request, specs, objects, module)
 
 
-def _observe(fn, request, specs, objects) -> dict:
-    args = [_decode(a, specs, objects) for a in request.get("args", [])]
-    kwargs = {k: _decode(v, specs, objects) for k, v in request.get("kwargs", {}).items()}
+def _observe(fn, request, specs, objects, module) -> dict:
+    args, kwargs = _arguments(request, specs, objects)
     for i in request.get("grad_args", []):
         _requires_grad_(args[i], True)
-    result = fn(*args, **kwargs)
+    tracer = TRACERS.get(request.get("trace"))
+    report = None
+    if tracer is None:
+        result = fn(*args, **kwargs)
+    else:
+        with tracer(module) as recorder:
+            result = fn(*args, **kwargs)
+        report = recorder.report()
     out = {"result": encode(result),
            "args_after": [encode(a) if _type(a) is _Tensor else None for a in args],
            "shares_input": _shares_storage(result, [a for a in args if _type(a) is _Tensor])}
     if request.get("grad") is not None:
         out["grads"] = _grads(result, args, request)
+    if request.get("trace"):
+        out["trace"] = report
     return out
 
 
 def _shares_storage(result, tensors) -> bool:
+    """Does the result, or a tensor in a returned tuple or list, share memory with an input?"""
+    if _type(result) in (_tuple, _list):
+        return _any(_shares_storage(r, tensors) for r in result[:MAX_ITEMS] if _type(r) is _Tensor)
     if _type(result) is not _Tensor:
         return False
     ptr = _storage_ptr(_storage(result))
@@ -190,7 +222,43 @@ def _load(module, specs, objects, request):
     return {}
 
 
-_OPS = {"call": _call, "invoke": _invoke, "new": _new, "load": _load}
+def _time(module, specs, objects, request):
+    """Milliseconds per call of the submission's fn and of each `against` callable, on the same
+    arguments, on CUDA: one warm-up call each (compilation), then `reps` rounds, interleaved, of
+    `inner` calls between two CUDA events (fewer when one call would overrun `budget_ms`)."""
+    fn = _lookup(module, request["fn"])
+    if not _cuda_available():
+        return {"error": {"type": "RuntimeError", "is": [], "message": "timing needs CUDA; none in the child"}}
+    args, kwargs = _arguments(request, specs, objects)
+    runs = {"fn": fn, **{label: _decode(spec, specs, objects) for label, spec in request["against"].items()}}
+    reps, inner = _max(_int(request["reps"]), 1), _max(_int(request["inner"]), 1)
+    once = {}
+    for label, run in runs.items():
+        run(*args, **kwargs)                               # compiles, allocates
+        _synchronize()
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        start.record()
+        run(*args, **kwargs)
+        end.record()
+        _synchronize()
+        once[label] = start.elapsed_time(end)
+    slowest = _max(_max(once.values()), 1e-3)
+    inner = _max(1, _min(inner, _int(request["budget_ms"] / (slowest * reps * _len(runs)))))
+    events = {label: [] for label in runs}
+    for _ in _range(reps):
+        for label, run in runs.items():
+            start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+            start.record()
+            for _ in _range(inner):
+                run(*args, **kwargs)
+            end.record()
+            events[label].append((start, end))
+    _synchronize()
+    return {"ms": {label: [_float(s.elapsed_time(e)) / inner for s, e in pairs] for label, pairs in events.items()},
+            "device": _text(_str(_cuda_name()))}
+
+
+_OPS = {"call": _call, "invoke": _invoke, "new": _new, "load": _load, "time": _time}
 
 
 def encode(value, depth: int = 0):

@@ -11,11 +11,22 @@ memory limit, is confined by Landlock (reads only the Python installation, write
 only its scratch folder, signals nothing outside), then runs the submission's
 cells one by one and answers requests until the grader hangs up. Frames both ways
 are codec frames; the grader never unpickles anything a child wrote.
+
+The zygote's environment (Zygote(env=...)) holds before its imports: Triton reads
+TRITON_INTERPRET once, when imported, and a grader without CUDA sets it to 1 so that
+kernels run on CPU tensors in Triton's interpreter. Each cell's source is kept in
+linecache under its file name, "<cell LABEL>", as IPython does, so inspect finds it
+(@triton.jit needs a kernel's source); Triton's cache and temporary files go to the
+scratch folder. A child with Limits.cuda may also use the NVIDIA device files, and its
+memory limit is on data (RLIMIT_DATA) rather than address space: the CUDA driver
+reserves far more address space than it uses.
 """
 from __future__ import annotations
 
 import gc
+import glob
 import importlib
+import linecache
 import os
 import resource
 import select
@@ -39,6 +50,9 @@ from . import codec, landlock, suites
 from .course import ROOT, SOLUTIONS
 
 MAX_FRAME = 256 << 20        # bytes; a larger reply is treated as garbage
+# environment variables a module reads once, when it is imported: a process that imported
+# it already cannot be forked into a zygote that needs another value
+READ_AT_IMPORT = {"TRITON_INTERPRET": "triton"}
 STATUS_WAIT_S = 2.0          # how long to wait for a dead child's exit status
 PROBE = "autograder.probe"
 
@@ -58,7 +72,8 @@ class GraderError(RuntimeError):
 @dataclass(frozen=True)
 class Limits:
     timeout_s: float     # per request (a hidden test) and for loading the notebook's cells
-    memory_mb: int       # address-space limit of each child
+    memory_mb: int       # address-space limit of each child (data limit with cuda)
+    cuda: bool = False   # the child may use the GPU (its device files, the driver's address space)
 
 
 # ------------------------------------------------------------------ the zygote
@@ -72,15 +87,22 @@ class Zygote:
     grading one notebook does). It is refused once solutions or hidden suites are loaded.
     """
 
-    def __init__(self, preload: list[str], fork: bool = False):
+    def __init__(self, preload: list[str], fork: bool = False, env: dict[str, str] | None = None):
+        """env: variables set in the zygote (and so in every child) before it imports `preload`."""
         self.preload = list(preload)
+        self.env = dict(env or {})
         self._lock = threading.Lock()
         self.closed = False
-        self._start(fork=fork and process_is_clean())
+        self._start(fork=fork and process_is_clean() and not self._env_too_late())
+
+    def _env_too_late(self) -> bool:
+        return any(module in sys.modules and os.environ.get(var) != self.env[var]
+                   for var, module in READ_AT_IMPORT.items() if var in self.env)
 
     def _start(self, fork: bool) -> None:
         ours, theirs = socket.socketpair()
         if fork:
+            os.environ.update(self.env)       # this process becomes the zygote's parent image
             _preload(self.preload)
             pid = os.fork()
             if pid == 0:
@@ -94,7 +116,8 @@ class Zygote:
             code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
                     "from autograder.sandbox import zygote_main; zygote_main()")
             self._process = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno()), *self.preload],
-                                             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
+                                             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                                             env={**os.environ, **self.env})
             pid = self._process.pid
         theirs.close()
         self.pid, self._control = pid, ours
@@ -156,6 +179,8 @@ def zygote_main() -> None:
     fd, *preload = sys.argv[1:]
     _preload(preload)
     _serve(socket.socket(fileno=int(fd)))
+    sys.stderr.flush()
+    os._exit(0)   # no interpreter teardown: after gc.freeze() it only reports "leaks" of frozen objects
 
 
 def _preload(names: list[str]) -> None:
@@ -231,14 +256,17 @@ def _child(data_fd: int) -> None:
         config = codec.loads(conn.recv_bytes())
         probe = sys.modules[PROBE]
         specs = importlib.import_module(config["specs"]).SPECS if config["specs"] else {}
-        isolation = _isolate(config["scratch"], config["memory_mb"])
+        _environment(config["scratch"])
+        isolation = _isolate(config["scratch"], config["memory_mb"], config.get("cuda", False))
         module = types.ModuleType("submission")
         sys.modules["submission"] = module
         problems = {}
         for label, source in config["cells"]:
             conn.send_bytes(codec.dumps({"cell": label}))
+            filename = f"<cell {label}>"
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
             try:
-                exec(compile(source, f"<cell {label}>", "exec"), module.__dict__)
+                exec(compile(source, filename, "exec"), module.__dict__)
             except BaseException as e:       # SyntaxError, SystemExit, anything
                 problems[label] = probe.describe_error(e)
         conn.send_bytes(codec.dumps({"ready": problems, "isolation": isolation}))
@@ -253,18 +281,30 @@ def _child(data_fd: int) -> None:
         os._exit(0)
 
 
-def _isolate(scratch: str, memory_mb: int) -> str:
+def _environment(scratch: str) -> None:
+    """Where Triton (and anything using tempfile) writes: the scratch folder."""
+    os.environ["TMPDIR"] = scratch
+    tempfile.tempdir = None                  # re-read TMPDIR
+    os.environ["TRITON_HOME"] = scratch
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(scratch, "triton-cache")
+
+
+def _isolate(scratch: str, memory_mb: int, cuda: bool = False) -> str:
     """Apply the limits; returns a line saying how the child is confined."""
     torch.set_num_threads(1)
     limit = memory_mb << 20
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_DATA if cuda else resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     os.chdir(scratch)
     readable = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/etc",
                 "/proc/self", "/proc/cpuinfo", "/sys/devices/system/cpu"}
+    writable = [scratch, os.devnull]
+    if cuda:   # the driver's device files, its /proc and /sys entries; Triton runs ldconfig and a C compiler
+        readable |= {"/sys", "/proc/driver/nvidia", "/sbin", "/bin"}
+        writable += glob.glob("/dev/nvidia*")
     readable = [p for p in readable if not SOLUTIONS.is_relative_to(p)]
     try:
-        abi = landlock.confine(readable, [scratch, os.devnull])
+        abi = landlock.confine(readable, writable)
     except OSError as e:
         return f"no filesystem isolation ({e})"
     return f"landlock ABI {abi}"
@@ -373,7 +413,7 @@ class Sandbox:
             current = None
             try:
                 child.send({"cells": self.cells, "specs": self.specs, "scratch": self._scratch,
-                            "memory_mb": self.limits.memory_mb})
+                            "memory_mb": self.limits.memory_mb, "cuda": self.limits.cuda})
                 deadline = time.monotonic() + self.limits.timeout_s
                 while True:
                     frame = child.receive(deadline)
@@ -396,6 +436,12 @@ class Sandbox:
                 self.problems[label] = f"cell '{label}' raised {error['type']} when loaded: {error['message']}"
             self.isolation = str(frame.get("isolation", ""))
             self._child = child
+
+    def discard(self) -> None:
+        """End the running child, if any; the next request starts a fresh one."""
+        if self._child is not None:
+            self._child.close()
+            self._child = None
 
     def close(self) -> None:
         self.closed = True

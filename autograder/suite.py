@@ -12,6 +12,11 @@ A test runs in the grader process. t.call, t.new and t.invoke run the submission
 in its sandbox child and return raw observations; every comparison happens here,
 against values computed here. A test passes by returning and fails by raising
 Failed (t.fail), all or nothing; the message names the misconception it caught.
+
+A suite built with Suite(name, cuda=True) runs the submission on the GPU where the
+grading machine has one (t.cuda, t.device; tensors are moved there in the child), and a
+test registered with needs_cuda=True is not run without one: its points then follow
+course.toml's [timing] without_cuda (see score.Grader).
 """
 from __future__ import annotations
 
@@ -40,18 +45,23 @@ class Test:
     part: int
     points: int
     check: Callable[["Trial"], None]
+    needs_cuda: bool = False   # skipped on a grading machine without CUDA
+    own_child: bool = False    # its sandbox child is discarded afterwards (memory it may have corrupted)
 
 
 class Suite:
     """An assignment's hidden tests, in the order they run."""
 
-    def __init__(self, assignment: str):
+    def __init__(self, assignment: str, cuda: bool = False):
         self.assignment = assignment
+        self.cuda = cuda             # the submission runs on the GPU where there is one
         self.tests: list[Test] = []
 
-    def test(self, part: int, points: int, name: str):
+    def test(self, part: int, points: int, name: str, needs_cuda: bool = False, own_child: bool = False):
+        """own_child: the tests after this one get a fresh child, unharmed by what it ran (a kernel
+        that wrote past the end of a tensor corrupts the child's heap, to crash it later)."""
         def register(check: Callable[[Trial], None]) -> Callable[[Trial], None]:
-            self.tests.append(Test(name, part, points, check))
+            self.tests.append(Test(name, part, points, check, needs_cuda, own_child))
             return check
         return register
 
@@ -89,6 +99,12 @@ class Observation:
     def shares_input(self) -> bool:
         return self.reply.get("shares_input") is True
 
+    @property
+    def trace(self) -> dict:
+        """What the call did besides returning (t.call(..., trace=NAME)): the tracer's report."""
+        trace = self.reply.get("trace")
+        return trace if isinstance(trace, dict) else {}
+
 
 @dataclass(frozen=True)
 class Remote:
@@ -106,11 +122,15 @@ class Trial:
     """One run of one test: seeded inputs, the reference, and calls into the sandbox."""
 
     def __init__(self, test: Test, seed: int, sandbox, timeout_s: float, reference, specs: dict,
-                 explain: Callable[[str], str]):
+                 explain: Callable[[str], str], *, cuda: bool = False, timing=None):
         self.rng = random.Random(f"{seed}/{test.name}")
         self.gen = torch.Generator().manual_seed(self.rng.getrandbits(63))
         self.ref, self.specs, self._explain = reference, specs, explain
         self._sandbox, self._timeout_s, self._deadline = sandbox, timeout_s, None
+        self.cuda = cuda                       # the submission runs on the GPU (Suite(cuda=True) and one is here)
+        self.device = "cuda" if cuda else "cpu"   # where the child puts the tensors it is sent
+        self.timing = timing                   # course.toml's [timing] table of the assignment, or None
+        self.notes: list[str] = []             # shown after "passed" (t.note)
         self.current = "the notebook's code"   # what was running, for timeout messages
 
     # ---------------------------------------------------------------- inputs
@@ -134,10 +154,22 @@ class Trial:
 
     # ---------------------------------------------------------------- the sandbox
 
-    def call(self, fn: str, *args, grad=None, grad_args=(), expect_error=False, **kwargs) -> Observation:
-        """fn(*args, **kwargs) in the submission; with grad, also backward(grad) into args[grad_args]."""
-        return self._ask({"op": "call", "fn": fn, "args": _wire(args), "kwargs": _wire(kwargs),
-                          "grad": grad, "grad_args": list(grad_args)}, f"{fn}(...)", expect_error)
+    def call(self, fn: str, *args, grad=None, grad_args=(), expect_error=False, trace: str | None = None,
+             **kwargs) -> Observation:
+        """fn(*args, **kwargs) in the submission; with grad, also backward(grad) into args[grad_args];
+        with trace, the report of that child-side tracer (probe.TRACERS) in obs.trace."""
+        request = {"op": "call", "fn": fn, "args": _wire(args), "kwargs": _wire(kwargs),
+                   "grad": grad, "grad_args": list(grad_args)}
+        if trace:
+            request["trace"] = trace
+        return self._ask(request, f"{fn}(...)", expect_error)
+
+    def time(self, fn: str, *args, against: dict, reps: int, inner: int, budget_ms: float, **kwargs) -> Observation:
+        """Time fn(*args, **kwargs) and each callable spec in `against` on the same arguments, on CUDA,
+        interleaved; obs.reply: {"ms": {"fn": [...], name: [...]}, "device": NAME}, ms per call."""
+        return self._ask({"op": "time", "fn": fn, "args": _wire(args), "kwargs": _wire(kwargs),
+                          "against": against, "reps": reps, "inner": inner, "budget_ms": budget_ms},
+                         f"{fn}(...)", False)
 
     def new(self, cls: str, *args, double: bool = False, expect_error: bool = False, **kwargs):
         """cls(*args, **kwargs) in the submission (as float64 in eval mode with double); a Remote."""
@@ -163,6 +195,8 @@ class Trial:
 
     def _ask(self, request: dict, label: str, expect_error: bool) -> Observation:
         self.current = label
+        if self.device != "cpu":
+            request["device"] = self.device
         code = request.get("fn") or request.get("cls") or label
         if code in self._sandbox.hung:   # one endless loop costs one time limit, not one per test
             self.fail(f"{label} ran out of time in an earlier test (an endless loop, or far too slow), "
@@ -196,6 +230,10 @@ class Trial:
 
     def fail(self, message: str):
         raise Failed(message)
+
+    def note(self, text: str) -> None:
+        """A line for the student when the test passes (measurements, say), shown under "passed"."""
+        self.notes.append(text)
 
     def tensor(self, value: dict, what: str) -> torch.Tensor:
         """The tensor a call returned, or a failure saying what came back instead."""
@@ -293,6 +331,13 @@ def show(t: torch.Tensor) -> str:
     values = ", ".join(f"{v:.6g}" for v in flat[:SHOWN_VALUES].tolist())
     more = ", ..." if flat.numel() > SHOWN_VALUES else ""
     return f"tensor of shape {tuple(t.shape)}, {str(t.dtype).removeprefix('torch.')}: [{values}{more}]"
+
+
+def shape_in(message: str, shape: tuple) -> bool:
+    """Does an error message name this shape, as (2, 3, 1), [2, 3, 1] or torch.Size([2, 3, 1])?"""
+    text = re.sub(r"\s", "", message)
+    inner = ",".join(map(str, shape))
+    return any(form in text for form in (f"({inner}{',' if len(shape) == 1 else ''})", f"[{inner}]"))
 
 
 def describe(value: dict) -> str:

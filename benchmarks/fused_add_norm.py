@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import re
 import sys
 from pathlib import Path
 
@@ -23,26 +22,13 @@ import torch
 import torch.nn.functional as F
 from triton.testing import do_bench
 
+from autograder.bandwidth import data_sheet_peak
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "solutions" / "fused-add-norm" / "fused-add-norm.ipynb"
 DEVICE = "cuda"
 ROWS = (4096, 16384)
 WIDTHS = (256, 512, 1024, 2048, 4096, 8192)
-# Peak memory bandwidth (TB/s, NVIDIA data sheets) by a pattern of torch.cuda.get_device_name(); first match wins.
-PEAK_TBPS = (
-    (r"\bH200\b", 4.8),
-    (r"\bH100\b.*NVL", 3.9),
-    (r"\bH100\b.*PCIe", 2.0),
-    (r"\bH100\b", 3.35),             # SXM, named "NVIDIA H100 80GB HBM3"
-    (r"\bA100\b.*SXM.*80GB", 2.039),
-    (r"\bA100\b.*80GB", 1.935),      # PCIe
-    (r"\bA100\b", 1.555),            # 40GB, SXM or PCIe
-    (r"\bL40S\b", 0.864),
-    (r"\bA10G?\b", 0.6),
-    (r"\bL4\b", 0.3),
-    (r"\bV100\b", 0.9),
-    (r"\bT4\b", 0.32),
-)
 FIELDS = ("device", "rows", "width", "implementation", "ms", "gb_per_s", "fraction_of_peak",
           "peak_gb_per_s", "peak_source")
 
@@ -55,9 +41,9 @@ def eager(x, fx, weight, bias):
 
 def peak_bandwidth(name: str) -> tuple[float, str]:
     """The device's peak memory bandwidth in bytes/s and where the figure comes from."""
-    for pattern, tbps in PEAK_TBPS:
-        if re.search(pattern, name):
-            return tbps * 1e12, "data sheet"
+    peak = data_sheet_peak(name)
+    if peak:
+        return peak, "data sheet"
     n_bytes = 1 << 30
     src = torch.empty(n_bytes, dtype=torch.uint8, device=DEVICE)
     dst = torch.empty_like(src)

@@ -1,13 +1,14 @@
-"""Write the sample class of residual-connections: notebooks and their expected scores.
+"""Write the sample classes: notebooks and their expected scores, one folder per assignment.
 
-    python submissions/make_samples.py            # (re)write submissions/residual-connections/
+    python submissions/make_samples.py            # (re)write submissions/ASSIGNMENT/ for each class
     python submissions/make_samples.py --check    # exit 1 if the committed files are stale
 
 Every sample starts from the student release (assignments/) and fills its solution
 cells the way a student would: with the reference code from solutions/ (the code
 between the solution markers), or with a variant that carries one misconception,
 a crash, a hang or a cheat. expected.json holds each sample's score per hidden test,
-derived from the tests each sample is declared to fail below.
+derived from the tests each sample is declared to fail below. A test that needs CUDA
+is expected as graded without it, by course.toml's without_cuda (score.without_cuda_points).
 """
 from __future__ import annotations
 
@@ -22,19 +23,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder import suites  # noqa: E402  (after the path is set)
+from autograder import course, suites  # noqa: E402  (after the path is set)
 from autograder.extract import nbtest  # noqa: E402
+from autograder.score import without_cuda_points  # noqa: E402
 
-ASSIGNMENT = "residual-connections"
-OUT = ROOT / "submissions" / ASSIGNMENT
-SOURCE = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-RELEASE = ROOT / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+SUBMISSIONS = ROOT / "submissions"
 STUB = re.compile(r"^([ \t]*)# YOUR CODE HERE\n[ \t]*raise NotImplementedError\(\)", re.M)
 SOLUTION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\n?", re.M | re.S)
 
 PART = {1: ["residual_add", "residual", "projection_shortcut", "residual_ffn"],
         2: ["chain_rule_grad", "split_gradient"], 3: ["gradient_norms"],
         4: ["transformer_block", "residual_stream_norms"]}
+FUSED_PART = {1: ["fused_kernel", "fused_add_layernorm"]}
 
 CHEAT = '''\
 import math, numpy, numpy.testing, torch, torch.testing
@@ -89,11 +89,16 @@ def edit(text: str, old: str, new: str) -> str:
 
 
 class Samples:
-    """Notebooks built from the release, with solution cells filled as a student would."""
+    """Notebooks built from an assignment's release, with solution cells filled as a student would.
 
-    def __init__(self):
-        self.release = json.loads(RELEASE.read_text(encoding="utf-8"))
-        source = nbtest.read_notebook(SOURCE)
+    parts: part -> the grade_ids of its solution cells (what solved(parts=...) fills).
+    """
+
+    def __init__(self, assignment: str, parts: dict[int, list[str]]):
+        self.parts = parts
+        release = ROOT / "assignments" / assignment / f"{assignment}.ipynb"
+        self.release = json.loads(release.read_text(encoding="utf-8"))
+        source = nbtest.read_notebook(ROOT / "solutions" / assignment / f"{assignment}.ipynb")
         self.bodies = {nbtest.cell_label(c, i): [textwrap.dedent(b) for b in SOLUTION.findall(nbtest.source_of(c))]
                        for i, c in enumerate(source["cells"]) if c["metadata"].get("nbgrader", {}).get("solution")
                        and c["cell_type"] == "code"}
@@ -119,9 +124,10 @@ class Samples:
             text = STUB.sub(lambda m: textwrap.indent(body.rstrip("\n"), m.group(1)), text, count=1)
         return before + text + after
 
-    def solved(self, parts=(1, 2, 3, 4), **cells: str) -> dict:
-        """Reference code in the given parts' cells, stubs elsewhere; `cells` override single cells."""
-        out = {label: self.filled(label) for part in parts for label in PART[part]}
+    def solved(self, parts=None, **cells: str) -> dict:
+        """Reference code in the given parts' cells (all by default), stubs elsewhere; `cells` override
+        single cells."""
+        out = {label: self.filled(label) for part in (parts or self.parts) for label in self.parts[part]}
         return self.notebook({**out, **cells})
 
     def body(self, label: str, index: int, *edits: tuple[str, str]) -> list[str]:
@@ -132,10 +138,10 @@ class Samples:
         return bodies
 
 
-def samples() -> dict[str, tuple[str, object, set[str]]]:
+def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     """name -> (description, notebook dict or raw text, check names of the tests it fails)."""
-    s = Samples()
-    part = {p: {t.check.__name__ for t in suites.load(ASSIGNMENT).tests if t.part == p} for p in PART}
+    s = Samples("residual-connections", PART)
+    part = {p: {t.check.__name__ for t in suites.load("residual-connections").tests if t.part == p} for p in PART}
     every = set().union(*part.values())
     broadcasting = s.filled("residual_add", ["return x + fx"])
     hard_coded = {"chain_rule_grad": s.filled("chain_rule_grad", ["return 7.0"]),
@@ -236,28 +242,108 @@ def samples() -> dict[str, tuple[str, object, set[str]]]:
     }
 
 
+def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
+    """fused-add-norm: name -> (description, notebook dict, check names of the tests it fails)."""
+    s = Samples("fused-add-norm", FUSED_PART)
+    part1 = {t.check.__name__ for t in suites.load("fused-add-norm").tests if t.part == 1}
+    kernel = lambda *edits: s.filled("fused_kernel", s.body("fused_kernel", 0, *edits))
+    wrapper = lambda *edits: s.filled("fused_add_layernorm", s.body("fused_add_layernorm", 0, *edits))
+    launch = ("fused_add_layernorm_kernel[(rows_x.shape[0],)](\n"
+              "    rows_x, rows_fx, weight.contiguous(), bias.contiguous(), h, y, n, eps,\n"
+              "    BLOCK=block, num_warps=min(max(block // 256, 1), 16))\n")
+    checks, rest = s.bodies["fused_add_layernorm"][0].split("rows_x, rows_fx =")   # the ValueErrors, the rest
+    odd_widths = {"not_powers_of_two", "wide_rows"}
+    return {
+        "full-marks": ("the reference solution", s.solved(), set()),
+        "untouched-release": ("the release as handed out: both stubs still raise NotImplementedError",
+                              s.notebook({}), part1),
+        "torch-only-wrapper": (
+            "the kernel is written, but the wrapper checks its input and then computes h = x + fx and "
+            "F.layer_norm with torch, never launching the kernel",
+            s.solved(fused_add_layernorm=s.filled("fused_add_layernorm", [
+                checks + "h = x + fx\nreturn h, F.layer_norm(h, (n,), weight, bias, eps)\n"])),
+            {"launches_kernel", "one_launch"}),
+        "variance-over-block": ("the kernel divides the sum of squared deviations by BLOCK instead of n",
+                                s.solved(fused_kernel=kernel(("var = tl.sum(centred * centred, axis=0) / n_cols",
+                                                                "var = tl.sum(centred * centred, axis=0) / BLOCK"))),
+                                odd_widths),
+        "no-mask": ("the kernel loads and stores all BLOCK lanes: no masks (it reads and writes past the rows' "
+                    "end, which crashes the process or corrupts its memory)",
+                    s.solved(fused_kernel=kernel((", mask=mask, other=0.0)", ")"), (", mask=mask)", ")"),
+                                                 ("tl.where(mask, h - mean, 0.0)", "h - mean"))),
+                    odd_widths),
+        "masked-lanes-not-zeroed": ("the kernel squares h - mean in the masked lanes too (no tl.where)",
+                                    s.solved(fused_kernel=kernel(("tl.where(mask, h - mean, 0.0)", "h - mean"))),
+                                    odd_widths),
+        "fp16-accumulation": ("the kernel sums the row in the inputs' dtype: no .to(tl.float32) after loading",
+                              s.solved(fused_kernel=kernel(
+                                  ("fx = tl.load(fx_ptr + offs, mask=mask, other=0.0).to(tl.float32)",
+                                   "fx = tl.load(fx_ptr + offs, mask=mask, other=0.0)"),
+                                  ("x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)",
+                                   "x = tl.load(x_ptr + offs, mask=mask, other=0.0)"))),
+                              {"half_precision"}),
+        "launch-per-row": ("the wrapper launches the kernel once per row, from a Python loop",
+                           s.solved(fused_add_layernorm=wrapper((launch, (
+                               "for r in range(rows_x.shape[0]):\n"
+                               "    fused_add_layernorm_kernel[(1,)](rows_x[r], rows_fx[r], weight, bias, h[r], y[r],\n"
+                               "                                     n, eps, BLOCK=block)\n")))),
+                           {"one_launch"}),
+        "in-place-h": ("the wrapper stores h into x's memory (h = rows_x, a view of x)",
+                       s.solved(fused_add_layernorm=wrapper((
+                           "h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)",
+                           "h, y = rows_x, torch.empty_like(rows_x)"))),
+                       {"inputs_untouched"}),
+        "no-input-checks": ("the wrapper raises no ValueError: mismatched shapes and widths over 8192 go through",
+                            s.solved(fused_add_layernorm=s.filled("fused_add_layernorm", [
+                                "n = x.shape[-1]\nrows_x, rows_fx =" + rest])),
+                            {"shape_mismatch", "too_wide"}),
+    }
+
+
+CLASSES = {"residual-connections": residual_samples, "fused-add-norm": fused_samples}
+
+
+def expected_scores(assignment: str, fails: set[str]) -> dict[str, float]:
+    """Each hidden test's expected score: 0 if it fails, else its points; a test that needs CUDA is
+    expected as graded on a machine without it (course.toml's without_cuda)."""
+    tests = suites.load(assignment).tests
+    scores = {t.name: 0 if t.check.__name__ in fails else t.points for t in tests if not t.needs_cuda}
+    graded = sum(t.points for t in tests if not t.needs_cuda)
+    earned = sum(scores.values())
+    for t in tests:
+        if t.needs_cuda:
+            rule = course.load().assignment(assignment).timing.without_cuda
+            scores[t.name] = without_cuda_points(rule, t.points, earned, graded)[0]
+    return {t.name: scores[t.name] for t in tests}
+
+
 def render() -> dict[str, str]:
-    """file name -> content, for every file of the sample class."""
-    suite = suites.load(ASSIGNMENT)
-    by_check = {t.check.__name__: t for t in suite.tests}
-    files, expected = {}, {}
-    for name, (description, nb, fails) in samples().items():
-        unknown = fails - set(by_check)
-        if unknown:
-            raise SystemExit(f"make_samples.py: {name}: no such hidden tests: {sorted(unknown)}")
-        files[f"{name}.ipynb"] = nb if isinstance(nb, str) else json.dumps(nb, indent=1, sort_keys=True,
-                                                                           ensure_ascii=False) + "\n"
-        tests = {t.name: 0 if t.check.__name__ in fails else t.points for t in suite.tests}
-        expected[f"{name}.ipynb"] = {"description": description, "score": sum(tests.values()), "tests": tests}
-    files["expected.json"] = json.dumps({"assignment": ASSIGNMENT, "samples": expected}, indent=1) + "\n"
+    """path under submissions/ -> content, for every file of every sample class."""
+    files = {}
+    for assignment, make in CLASSES.items():
+        checks = {t.check.__name__ for t in suites.load(assignment).tests}
+        expected = {}
+        for name, (description, nb, fails) in make().items():
+            unknown = fails - checks
+            if unknown:
+                raise SystemExit(f"make_samples.py: {assignment}/{name}: no such hidden tests: {sorted(unknown)}")
+            files[f"{assignment}/{name}.ipynb"] = nb if isinstance(nb, str) else json.dumps(
+                nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+            tests = expected_scores(assignment, fails)
+            score = round(sum(tests.values()), 2)
+            expected[f"{name}.ipynb"] = {"description": description, "score": int(score) if score == int(score)
+                                         else score, "tests": tests}
+        files[f"{assignment}/expected.json"] = json.dumps({"assignment": assignment, "samples": expected},
+                                                          indent=1) + "\n"
     return files
 
 
 def stale(files: dict[str, str]) -> list[str]:
-    """Files that differ from what is on disk, and sample files no longer generated."""
+    """Files (under submissions/) that differ from what is on disk, and sample files no longer generated."""
     out = [name for name, text in files.items()
-           if not (OUT / name).is_file() or (OUT / name).read_text(encoding="utf-8") != text]
-    return out + [p.name for p in OUT.glob("*.ipynb") if p.name not in files]
+           if not (SUBMISSIONS / name).is_file() or (SUBMISSIONS / name).read_text(encoding="utf-8") != text]
+    return out + [str(p.relative_to(SUBMISSIONS)) for a in CLASSES for p in (SUBMISSIONS / a).glob("*.ipynb")
+                  if str(p.relative_to(SUBMISSIONS)) not in files]
 
 
 def main() -> int:
@@ -267,15 +353,19 @@ def main() -> int:
     files = render()
     if args.check:
         problems = stale(files)
-        print("\n".join(f"stale: submissions/{ASSIGNMENT}/{p}" for p in problems) or "sample class is up to date")
+        print("\n".join(f"stale: submissions/{p}" for p in problems) or "sample classes are up to date")
         return 1 if problems else 0
-    OUT.mkdir(parents=True, exist_ok=True)
-    for p in OUT.glob("*.ipynb"):
-        if p.name not in files:
-            p.unlink()
+    for assignment in CLASSES:
+        folder = SUBMISSIONS / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        for p in folder.glob("*.ipynb"):
+            if f"{assignment}/{p.name}" not in files:
+                p.unlink()
     for name, text in files.items():
-        (OUT / name).write_text(text, encoding="utf-8")
-    print(f"wrote {len(files) - 1} notebooks and expected.json to {OUT.relative_to(ROOT)}/")
+        (SUBMISSIONS / name).write_text(text, encoding="utf-8")
+    for assignment in CLASSES:
+        count = sum(name.startswith(f"{assignment}/") and name.endswith(".ipynb") for name in files)
+        print(f"wrote {count} notebooks and expected.json to submissions/{assignment}/")
     return 0
 
 

@@ -237,10 +237,10 @@ def test_build_bulk_download_names_files_as_canvas(tmp_path):
 # --- through nbgrader -------------------------------------------------------------------
 
 def nbgrader(root: Path, db_url: str, *args: str) -> subprocess.CompletedProcess:
-    """Run nbgrader from the repository (so nbgrader_config.py applies) on a course under root."""
-    return subprocess.run([sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}",
-                           f"--CourseDirectory.db_url={db_url}"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    """Run nbgrader from the repository (so nbgrader_config.py applies) with root/instructor as its working area."""
+    env = {**os.environ, "COURSE_INSTRUCTOR_DIR": str(root / "instructor")}
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.db_url={db_url}"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.slow

@@ -5,6 +5,10 @@ For assignment "residual-connections":
     autograder.suites.residual_connections          the hidden tests (grader process only)
     autograder.suites.residual_connections_specs    SPECS: objects built from plain data, the
                                                     same way in the grader and in a sandbox child
+
+and likewise for "fused-add-norm" (fused_add_norm, fused_add_norm_specs), whose specs module
+also has a warm_up(): run in the fork server only, it imports Triton there and registers the
+child-side tracer of kernel launches with the probe.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..suite import Suite, Trial, describe
+from ..suite import Suite, Trial, describe, shape_in
 
 SUITE = Suite("residual-connections")
 test = SUITE.test
@@ -25,13 +25,6 @@ def spec(*items) -> dict:
 
 
 # ===================================================================== Part 1
-
-def _shape_in(message: str, shape: tuple) -> bool:
-    """Does an error message name this shape, as (2, 3, 1), [2, 3, 1] or torch.Size([2, 3, 1])?"""
-    text = re.sub(r"\s", "", message)
-    inner = ",".join(map(str, shape))
-    return any(form in text for form in (f"({inner}{',' if len(shape) == 1 else ''})", f"[{inner}]"))
-
 
 def _refused(t: Trial, xs: tuple, fs: tuple) -> dict:
     """residual_add on two shapes that must be refused; the ValueError it raised."""
@@ -84,7 +77,7 @@ def residual_add_error_message(t: Trial):
     n, d, k = t.size(), t.size(), t.size()
     for xs, fs in [((n, d, 1), (n, d, k)), ((n, d), (n, d + k + 1))]:
         error = _refused(t, xs, fs)
-        if not (_shape_in(error["message"], xs) and _shape_in(error["message"], fs)):
+        if not (shape_in(error["message"], xs) and shape_in(error["message"], fs)):
             t.fail(f"the ValueError must name both shapes, {xs} and {fs}, so the bug can be found; "
                    f"yours said: {error['message']!r}")
 

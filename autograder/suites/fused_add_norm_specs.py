@@ -1,0 +1,154 @@
+"""What the fused-add-norm tests use in the sandbox child: timing inputs and yardsticks, and a tracer.
+
+Specs, built the same way in the grader and in a child (SPECS[KIND](*params)):
+
+    ["randn", shape, dtype, seed, device, scale, shift]   a random tensor made where it is used, so the
+                                                          timing test's large inputs never cross the wire
+    ["eager"]              (x, fx, weight, bias, eps=1e-5) -> (h, y): x + fx, then F.layer_norm (PyTorch as
+                           written in a model: what the student's kernel is timed against)
+    ["copy", n_bytes, device]  a callable copying n_bytes on the device, ignoring its arguments: the
+                           measured bandwidth for a device whose peak is not in autograder.bandwidth
+
+The tracer "launches" (probe.TRACERS, registered by warm_up() in the fork server, before any
+student code) records, while a traced call runs:
+
+    launches   each launch of a Triton kernel, kernel[grid](...), not counting the launches a
+               launch makes itself (an autotuner's trials): {"kernel", "file", "grid"}, where
+               "file" is where the kernel's Python function was compiled: "<cell LABEL>" for a
+               cell of the submission
+    ops        the names of the torch operators (aten, as a TorchDispatchMode sees them) that ran
+               outside launches, in order of first use
+    kernels    the submission's module-level names that hold a Triton kernel
+
+Raw observations only: the grader decides what they mean.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+import torch.nn.functional as F
+
+_randn, _empty, _Generator = torch.randn, torch.empty, torch.Generator
+_to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
+_float32, _uint8 = torch.float32, torch.uint8
+_getattr, _isinstance, _type, _str, _len, _repr = getattr, isinstance, type, str, len, repr
+_tuple, _list = tuple, list
+
+MAX_RECORDS = 200   # launches and operator names reported per call
+
+
+def randn(shape, dtype: str, seed: int, device: str, scale: float = 1.0, shift: float = 0.0) -> torch.Tensor:
+    generator = _Generator(device=device).manual_seed(seed)
+    values = _randn(_tuple(shape), generator=generator, device=device, dtype=_float32) * scale + shift
+    return _to(values, _getattr(torch, dtype))
+
+
+def _eager_add_norm(x, fx, weight, bias, eps=1e-5):
+    h = x + fx
+    return h, _layer_norm(h, h.shape[-1:], weight, bias, eps)
+
+
+def eager():
+    return _eager_add_norm
+
+
+def copy(n_bytes: int, device: str):
+    src, dst = _empty(n_bytes, dtype=_uint8, device=device), _empty(n_bytes, dtype=_uint8, device=device)
+    return lambda *args, **kwargs: _copy(dst, src)
+
+
+SPECS = {"randn": randn, "eager": eager, "copy": copy}
+
+
+# ------------------------------------------------------------------ the "launches" tracer (child only)
+
+_state = {"recorder": None, "depth": 0}
+
+
+class _Recorder:
+    def __init__(self, module, kernel_types):
+        self.launches: list[dict] = []
+        self.ops: dict[str, None] = {}
+        names = _getattr(module, "__dict__", {}) if module is not None else {}
+        self.kernels = [_str(name) for name, value in _list(names.items())
+                        if _isinstance(value, kernel_types)][:MAX_RECORDS]
+
+    def launch(self, kernel, grid) -> None:
+        if _len(self.launches) < MAX_RECORDS:
+            fn = _origin(kernel)
+            code = _getattr(fn, "__code__", None)
+            self.launches.append({"kernel": _str(_getattr(fn, "__name__", "?"))[:200],
+                                  "file": _str(code.co_filename)[:200] if code is not None else "?",
+                                  "grid": _repr(grid)[:100] if _type(grid) in (_tuple, _list) else "callable"})
+
+    def op(self, name: str) -> None:
+        if _len(self.ops) < MAX_RECORDS:
+            self.ops[name] = None
+
+    def report(self) -> dict:
+        return {"launches": self.launches, "ops": _list(self.ops), "kernels": self.kernels}
+
+
+def _origin(kernel):
+    """The Python function under a kernel (a JITFunction's .fn, an autotuner's .fn.fn, ...)."""
+    fn = kernel
+    for _ in range(8):
+        inner = _getattr(fn, "fn", None)
+        if inner is None:
+            break
+        fn = inner
+    return fn
+
+
+def _counting(run):
+    """A kernel class's run (what kernel[grid](...) calls), recording top-level launches while tracing."""
+    def counted(self, *args, **kwargs):
+        recorder = _state["recorder"]
+        if recorder is None or kwargs.get("warmup"):
+            return run(self, *args, **kwargs)
+        if _state["depth"] == 0:
+            recorder.launch(self, kwargs.get("grid"))
+        _state["depth"] += 1
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            _state["depth"] -= 1
+    return counted
+
+
+def warm_up() -> None:
+    """In the fork server: import Triton once, count kernel launches, register the tracer."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from triton.runtime import autotuner, interpreter, jit
+
+    from .. import probe
+
+    kernel_types = (jit.KernelInterface,)
+    for cls in (jit.JITFunction, interpreter.InterpretedFunction, autotuner.Autotuner, autotuner.Heuristics):
+        if "run" in cls.__dict__:
+            cls.run = _counting(cls.__dict__["run"])
+
+    class Operators(TorchDispatchMode):
+        def __init__(self, recorder):
+            super().__init__()
+            self.recorder = recorder
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if _state["depth"] == 0:
+                self.recorder.op(_str(func.overloadpacket.__name__))
+            return func(*args, **(kwargs or {}))
+
+    @contextlib.contextmanager
+    def launches(module):
+        recorder = _Recorder(module, kernel_types)
+        _state["recorder"], _state["depth"] = recorder, 0
+        try:
+            with Operators(recorder):
+                yield recorder
+        finally:
+            _state["recorder"], _state["depth"] = None, 0
+
+    probe.TRACERS["launches"] = launches
+    with launches(None):             # the dispatch mode's first use, here rather than in every child
+        torch.ones(2) + 1
