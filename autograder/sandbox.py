@@ -380,7 +380,6 @@ class Sandbox:
         self.zygote, self.specs, self.limits = zygote, specs, limits
         self.cells = list(cells)
         self.problems: dict[str, str] = {}
-        self.hung: set[str] = set()   # functions and classes that ran out of time once: not run again
         self.isolation = ""
         self.closed = False
         self._child: Child | None = None

@@ -28,7 +28,7 @@ def test_loads_the_repository_course():
 
 @pytest.mark.parametrize("edit, key, problem", [
     (lambda s: s.replace('id = "resid-2027"\n', ""), "course.id", "missing"),
-    (lambda s: s.replace("timeout_s = 20", 'timeout_s = "20"'), "grading.timeout_s", "expected a number"),
+    (lambda s: s.replace("timeout_s = 10", 'timeout_s = "10"'), "grading.timeout_s", "expected a number"),
     (lambda s: s.replace("memory_mb = 4096", "memory_mb = 4.5"), "grading.memory_mb", "expected a whole"),
     (lambda s: s.replace("2027-02-15T23:59:00Z", '"next friday"'), "residual-connections.deadline",
      "expected a date-time"),
