@@ -7,7 +7,7 @@ the per-test results printed above it for the feedback. The student's code never
 runs in a Jupyter kernel on the grading machine.
 
     nbgrader autograde ASSIGNMENT                 # plain nbgrader: one student at a time
-    python -m autograder autograde ASSIGNMENT     # a class: graded in parallel, then nbgrader
+    python -m autograder autograde ASSIGNMENT     # a class: the same, in parallel shards
 
 Results are kept in grading/ASSIGNMENT/ beside the gradebook, keyed by a hash of the
 code that was graded, with one seed per assignment drawn at its first grading. A rerun,
@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import nbformat
@@ -112,19 +113,6 @@ def result_for(nb, assignment: str, db_url) -> dict:
             result = _grader(assignment).grade(path, results.seed)
             results.put(key, result)
     return result
-
-
-def grade_class(assignment: str, submissions: dict[str, Path], db_url, workers: int | None = None,
-                progress: bool = True) -> dict[str, dict]:
-    """{student: result}: the ones not graded before are graded in parallel, each kept as it finishes."""
-    from .grade import grade_many
-    results = Results(db_url, assignment)
-    keys = {student: results.key(path) for student, path in submissions.items()}
-    todo = {str(path): keys[student] for student, path in submissions.items() if results.get(keys[student]) is None}
-    if todo:
-        grade_many(assignment, list(todo), seed=results.seed, workers=workers, progress=progress,
-                   on_result=lambda r: results.put(todo[r["submission"]], r))
-    return {student: results.get(key) for student, key in keys.items()}
 
 
 # --- into the notebook ------------------------------------------------------------------
@@ -234,48 +222,61 @@ def nbgrader(*args: str) -> int:
     return subprocess.run(command, cwd=course_mod.ROOT, env=env).returncode
 
 
-def record(assignment: str, students: list[str], skip=(), workers: int | None = None) -> int:
-    """nbgrader autograde for these students (not those in skip), sharded over processes that share
-    the one gradebook.
-
-    The scores come from the results kept (grade_class first), so each shard only records.
-    A shard that fails loses nothing: run the command again.
-    """
-    shards = max(1, min(workers or course_mod.load().grading.workers or os.cpu_count() or 1, len(students)))
-    groups = [students[i::shards] for i in range(shards)]
-    print(f"recording {len(students)} students with nbgrader autograde ({shards} at a time)", file=sys.stderr)
-    running = []
-    for group in groups:
-        others = [s for s in students if s not in group] + list(skip)
-        command, env = nbgrader_command("autograde", assignment, "--force", "--log-level=ERROR",
-                                        f"--CourseDirectory.student_id_exclude={','.join(others)}")
-        running.append(subprocess.Popen(command, cwd=course_mod.ROOT, env=env))
-    return max(p.wait() for p in running)
-
-
 def add_parser(commands) -> None:
-    p = commands.add_parser("autograde", help="autograde a whole class in parallel, then record it with nbgrader",
+    p = commands.add_parser("autograde", help="nbgrader autograde of a whole class, in parallel shards",
                             description=__doc__.split("\n\n")[0])
     p.add_argument("assignment", help="an assignment named in course.toml")
-    p.add_argument("--workers", type=int, help="parallel graders (default: course.toml grading.workers)")
+    p.add_argument("--workers", type=int, help="parallel shards (default: course.toml grading.workers)")
     p.set_defaults(run=run)
 
 
 def autograde_class(assignment: str, coursedir, workers: int | None = None) -> int:
-    """Grade every collected submission (in parallel), record the class with nbgrader, print a table."""
+    """nbgrader autograde of every collected submission, in shards that run in parallel; prints a table.
+
+    Each shard is one `nbgrader autograde` process over a share of the students: its
+    HiddenSuiteGrades grades them (each result kept as it finishes) and nbgrader records
+    them in the one gradebook. A shard that fails loses nothing: run the command again.
+    """
     found = submitted(coursedir, assignment)
     if not found:
         raise CourseError(f"no submissions of {assignment} under {coursedir.submitted_directory}/: "
                           "collect them first (nbgrader zip_collect or nbgrader collect)")
     register(assignment, coursedir.db_url)
-    print(f"grading {len(found)} submissions of {assignment} out of kernel", file=sys.stderr)
-    results = grade_class(assignment, found, coursedir.db_url, workers)
     unreadable = {student: problem for student, path in found.items() if (problem := _unreadable(path))}
-    code = record(assignment, [s for s in found if s not in unreadable], unreadable, workers)
-    for student, result in results.items():
-        note = f"  NOT in the gradebook: {unreadable[student]}" if student in unreadable else ""
-        print(f"  {student:<12} {result['score']:>5} / {result['max_score']}{note}")
+    students = [s for s in found if s not in unreadable]
+    results = Results(coursedir.db_url, assignment)
+    keys = {student: results.key(found[student]) for student in students}
+    shards = max(1, min(workers or course_mod.load().grading.workers or os.cpu_count() or 1, len(students)))
+    print(f"autograding {len(students)} submissions of {assignment} out of kernel, {shards} at a time",
+          file=sys.stderr)
+    running = []
+    for i in range(shards):
+        others = [s for s in students if s not in students[i::shards]] + list(unreadable)
+        command, env = nbgrader_command("autograde", assignment, "--force", "--log-level=ERROR",
+                                        f"--CourseDirectory.student_id_exclude={','.join(others)}")
+        running.append(subprocess.Popen(command, cwd=course_mod.ROOT, env=env))
+    _follow(running, students, keys, results)
+    code = max(p.returncode for p in running)
+    for student in found:
+        if student in unreadable:
+            print(f"  {student:<12}     0  NOT in the gradebook: {unreadable[student]}")
+        elif (result := results.get(keys[student])) is not None:
+            print(f"  {student:<12} {result['score']:>5} / {result['max_score']}")
     return code
+
+
+def _follow(running: list, students: list[str], keys: dict[str, str], results: Results) -> None:
+    """A progress bar over the shards, fed by the results they keep, until every shard has ended."""
+    bar, done = Progress(len(students)), set()
+    while True:
+        ended = all(p.poll() is not None for p in running)
+        for student in students:
+            if student not in done and (result := results.get(keys[student])) is not None:
+                done.add(student)
+                bar.update(f"{result['score']}/{result['max_score']} {student}")
+        if ended:
+            return
+        time.sleep(0.2)
 
 
 def run(args) -> int:

@@ -22,7 +22,6 @@ import os
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Callable
 
 from . import course as course_mod
 from .course import Course
@@ -42,14 +41,12 @@ def grade_notebook(assignment: str, path: str | Path, seed: int | None = None, *
 
 def grade_many(assignment: str, paths: list[str | Path], out: str | Path | None = None,
                seed: int | None = None, *, workers: int | None = None, course: Course | None = None,
-               timeout_s: float | None = None, progress: bool = False,
-               on_result: Callable[[dict], None] | None = None) -> list[dict]:
+               timeout_s: float | None = None, progress: bool = False) -> list[dict]:
     """Grade notebooks in parallel; returns this call's results, each with a "submission" path.
 
     With `out`, every result is appended to that JSON-lines file (flushed and synced)
     as soon as it exists, and submissions the file already holds are skipped, graded
     with the file's seed, so an interrupted batch loses nothing and resumes.
-    on_result, if given, is called with each result as soon as it exists.
     """
     from .score import Grader, new_seed   # torch and the fork server only when grading
     done = read_results(out) if out else []
@@ -69,8 +66,6 @@ def grade_many(assignment: str, paths: list[str | Path], out: str | Path | None 
             for future in as_completed(futures):
                 result = {"submission": futures[future], **future.result()}
                 sink.write(result)
-                if on_result:
-                    on_result(result)
                 results.append(result)
                 if bar:
                     bar.update(f"{result['score']}/{result['max_score']} {result['submission']}")

@@ -4,6 +4,7 @@ import html
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -129,12 +130,13 @@ def test_interrupted_class_loses_nothing(tmp_path):
         folder.mkdir(parents=True)
         (folder / f"{demo.ASSIGNMENT}.ipynb").write_bytes((demo.SAMPLES / f"{name}.ipynb").read_bytes())
     command = [sys.executable, "-m", "autograder", "autograde", demo.ASSIGNMENT, "--workers", "1"]
-    first = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
     kept = instructor / "grading" / demo.ASSIGNMENT
     deadline = time.monotonic() + 120
     while len(list(kept.glob("*.json"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    first.kill()
+    os.killpg(first.pid, signal.SIGKILL)   # the command and its nbgrader shards, as a crash would
     first.wait()
     assert 2 <= len(list(kept.glob("*.json"))) < len(samples)
     assert list(kept.glob("*.tmp")) == []
