@@ -91,15 +91,16 @@ def _nbgrader(*args: str) -> None:
         raise SystemExit(f"nbgrader {' '.join(args)} failed (exit {code})")
 
 
-def grade_table(grades_csv: Path) -> str:
-    """The exported CSV as the instructor checks it before uploading."""
+def grade_table(grades_csv: Path, uploaded: dict[str, str]) -> str:
+    """The exported CSV as the instructor checks it before uploading, with what each student uploaded."""
     with grades_csv.open(encoding="utf-8") as f:
         rows = list(csv.reader(f))
     header, body = rows[0], [r for r in rows[1:] if r[0].strip() != "Points Possible"]
     possible = next(r for r in rows[1:] if r[0].strip() == "Points Possible")
     column = header.index(next(h for h in header[5:] if h))
-    lines = [f"{'Student':<28} {'Canvas ID':<10} {header[column]} (of {possible[column]})"]
-    lines += [f"{r[0]:<28} {r[1]:<10} {r[column]}" for r in body]
+    title = f"{header[column]} (of {possible[column]})"
+    lines = [f"{'Student':<24} {'Canvas ID':<10} {title:<40} uploaded (submissions/{ASSIGNMENT}/)"]
+    lines += [f"{r[0]:<24} {r[1]:<10} {r[column]:<40} {uploaded.get(r[1], 'nothing')}" for r in body]
     return "\n".join(lines)
 
 
@@ -113,7 +114,8 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     grades = run_loop(workers=args.workers)
     step(f"done: {grades.relative_to(ROOT)} (upload in Canvas: Grades > Import)")
-    print(grade_table(grades))
+    roster = canvas.read_roster(ROSTER)
+    print(grade_table(grades, {s.id: f"{name}.ipynb" for s, name in zip(roster.students, CLASS)}))
     print(f"\nfeedback to hand back: {(AREA / 'feedback').relative_to(ROOT)}/CANVAS_ID/{ASSIGNMENT}/*.html",
           file=sys.stdout)
     return 0
