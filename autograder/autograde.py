@@ -30,10 +30,11 @@ from pathlib import Path
 
 import nbformat
 
+from . import canvas, gradebook
 from . import course as course_mod
 from .course import SOLUTIONS, CourseError
-from .extract import NotebookError, Template, nbtest
-from .gradebook import beside_gradebook, open_gradebook
+from .extract import NotebookError, Template
+from .gradebook import beside_gradebook, nbgrader_command, open_gradebook
 from .report import Progress
 
 PART_CELL = re.compile(r"part(\d+)-tests")   # grade_id of a part's autograded cell
@@ -209,17 +210,9 @@ def register(assignment: str, db_url) -> None:
         raise CourseError(f"nbgrader generate_assignment {assignment} failed (exit {code})")
 
 
-def nbgrader_command(*args: str) -> tuple[list[str], dict]:
-    """The command line and environment of an nbgrader command, with this environment's tools on PATH."""
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
-           "PYTHONWARNINGS": "ignore::Warning:nbgrader.api"}   # SQLAlchemy chatter inside nbgrader
-    return [sys.executable, "-m", "nbgrader", *args], env
-
-
 def nbgrader(*args: str) -> int:
     """Run an nbgrader command from the repository root; its exit status."""
-    command, env = nbgrader_command(*args)
-    return subprocess.run(command, cwd=course_mod.ROOT, env=env).returncode
+    return gradebook.nbgrader(*args, cwd=course_mod.ROOT).returncode
 
 
 def add_parser(commands) -> None:
@@ -242,7 +235,8 @@ def autograde_class(assignment: str, coursedir, workers: int | None = None) -> i
         raise CourseError(f"no submissions of {assignment} under {coursedir.submitted_directory}/: "
                           "collect them first (nbgrader zip_collect or nbgrader collect)")
     register(assignment, coursedir.db_url)
-    unreadable = {student: problem for student, path in found.items() if (problem := _unreadable(path))}
+    unreadable = {student: f"{path.name} is not a readable notebook ({problem}); its score is 0"
+                  for student, path in found.items() if (problem := canvas.unreadable(path))}
     students = [s for s in found if s not in unreadable]
     results = Results(coursedir.db_url, assignment)
     keys = {student: results.key(found[student]) for student in students}
@@ -282,15 +276,5 @@ def _follow(running: list, students: list[str], keys: dict[str, str], results: R
 def run(args) -> int:
     from nbgrader.coursedir import CourseDirectory
 
-    from .canvas import nbgrader_config
     course_mod.load().assignment(args.assignment)
-    return autograde_class(args.assignment, CourseDirectory(config=nbgrader_config()), args.workers)
-
-
-def _unreadable(path: Path) -> str | None:
-    """Why nbgrader cannot open this notebook (it would stop on it), or None."""
-    try:
-        nbformat.read(str(path), as_version=4)
-    except Exception as e:   # nbformat raises several kinds for a broken file
-        return f"{path.name} is not a readable notebook ({type(e).__name__}); its score is 0"
-    return None
+    return autograde_class(args.assignment, CourseDirectory(config=canvas.nbgrader_config()), args.workers)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import os
 import shutil
-import sys
 from pathlib import Path
 
 from . import autograde, canvas
@@ -116,6 +115,5 @@ def run(args) -> int:
     step(f"done: {grades.relative_to(ROOT)} (upload in Canvas: Grades > Import)")
     roster = canvas.read_roster(ROSTER)
     print(grade_table(grades, {s.id: f"{name}.ipynb" for s, name in zip(roster.students, CLASS)}))
-    print(f"\nfeedback to hand back: {(AREA / 'feedback').relative_to(ROOT)}/CANVAS_ID/{ASSIGNMENT}/*.html",
-          file=sys.stdout)
+    print(f"\nfeedback to hand back: {(AREA / 'feedback').relative_to(ROOT)}/CANVAS_ID/{ASSIGNMENT}/*.html")
     return 0

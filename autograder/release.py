@@ -7,14 +7,12 @@ requirements.txt, README.md), so dist/student/ is a clean copy of it.
 from __future__ import annotations
 
 import filecmp
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from . import course as course_mod
+from . import gradebook
 from .course import ROOT
 
 RELEASE = ROOT / "assignments"
@@ -23,11 +21,8 @@ SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".ipynb_c
 
 
 def nbgrader(*args: str) -> None:
-    """Run nbgrader from this interpreter's environment (it needs alembic on PATH)."""
-    bindir = str(Path(sys.executable).parent)
-    env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
+    """Run nbgrader from the repository root; raise with its output if it fails."""
+    proc = gradebook.nbgrader(*args, cwd=ROOT, capture=True)
     if proc.returncode != 0:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}")
 

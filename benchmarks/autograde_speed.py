@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grade_speed import ASSIGNMENT, ENV, LEFT_OUT, ROOT, SAMPLES, nbgrader as plain_nbgrader, run
+from grade_speed import ASSIGNMENT, ENV, LEFT_OUT, SAMPLES, nbgrader as plain_nbgrader, run
 
 
 def instructor_area(area: Path, notebooks: list[Path], copies: int = 1) -> dict:

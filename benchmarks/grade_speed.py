@@ -26,11 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograder.gradebook import tools_path
+
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "residual-connections"
 SAMPLES = ROOT / "submissions" / ASSIGNMENT
 LEFT_OUT = {"infinite-loop.ipynb"}
-ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+ENV = {**os.environ, "PATH": tools_path()}
 
 
 def run(*args: str, env=ENV, cwd=ROOT) -> float:

@@ -1,6 +1,4 @@
 """Shared fixtures: the repository's paths and the reference solution as a module."""
-from pathlib import Path
-
 import nbtest
 import pytest
 

@@ -13,6 +13,7 @@ from nbgrader.api import Gradebook
 
 from autograder import canvas
 from autograder.course import ROOT
+from autograder.gradebook import tools_path
 
 ASSIGNMENT = "residual-connections"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
@@ -45,7 +46,7 @@ def marker_of(path: Path) -> str:
 @pytest.fixture
 def db_url(tmp_path, monkeypatch):
     """A fresh gradebook's URL; nbgrader runs `alembic` when it creates one, so the venv goes on PATH."""
-    monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    monkeypatch.setenv("PATH", tools_path())
     return f"sqlite:///{tmp_path / 'instructor' / 'gradebook.db'}"
 
 

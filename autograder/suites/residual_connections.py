@@ -412,7 +412,7 @@ def norms_random(t: Trial):
 def norms_plain(t: Trial):
     scales = [t.uniform(0.3, 1.5) for _ in range(t.size(3, 7))]
     want = torch.tensor([math.prod(scales[l:]) for l in range(len(scales) + 1)], dtype=F64)
-    what = f"gradient_norms(x0, branches c_l * x, shortcut=False)"
+    what = "gradient_norms(x0, branches c_l * x, shortcut=False)"
     out = _norms(t, t.randn(t.size()), [spec("branch", "scale", c) for c in scales], what, shortcut=False)
     t.check(out, want, what, "without a shortcut x_(l+1) = F_l(x_l): the gradient is the product of the c_l",
             rtol=1e-6, alternatives=[("shortcut=False ignored: the identity path is still there",
