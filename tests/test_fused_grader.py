@@ -8,9 +8,7 @@ and named in every failure message.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
-import random
 import subprocess
 import sys
 
@@ -18,15 +16,12 @@ import pytest
 
 from autograder import course, suites
 from autograder.course import ROOT
-from autograder.extract import Template
-from autograder.score import MAX_OUTPUT, Grader
+from autograder.score import Grader
+from sample_class import SampleClass
 
 ASSIGNMENT = "fused-add-norm"
-SAMPLES = ROOT / "submissions" / ASSIGNMENT
-EXPECTED = json.loads((SAMPLES / "expected.json").read_text())["samples"]
-SOLUTION = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-RELEASE = ROOT / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-SEED = random.randrange(2 ** 31)
+CLASS = SampleClass(ASSIGNMENT)
+SAMPLES, EXPECTED, SOLUTION, RELEASE, SEED = CLASS.folder, CLASS.expected, CLASS.solution, CLASS.release, CLASS.seed
 SUITE = suites.load(ASSIGNMENT)
 TIMING = next(t.name for t in SUITE.tests if t.needs_cuda)
 FUSED = {t.name for t in SUITE.tests if t.name.startswith("fused: ")}
@@ -41,7 +36,7 @@ def grader():
 
 @pytest.fixture(scope="module")
 def graded(grader) -> dict[str, dict]:
-    return {name: grader.grade(SAMPLES / name, SEED) for name in EXPECTED}
+    return CLASS.grade_all(grader)
 
 
 def by_name(result: dict) -> dict[str, dict]:
@@ -100,12 +95,7 @@ def test_torch_only_wrapper_loses_exactly_the_fused_points(graded):
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_sample_gets_expected_scores(graded, name):
-    result = graded[name]
-    got, want = {t["name"]: t["score"] for t in result["tests"]}, EXPECTED[name]["tests"]
-    diff = {t["name"]: f"got {got[t['name']]}, expected {want[t['name']]}: {t['output']}"
-            for t in result["tests"] if got[t["name"]] != want[t["name"]]}
-    assert not diff, f"{name} with seed {SEED}: {json.dumps(diff, indent=1)}"
-    assert result["score"] == EXPECTED[name]["score"]
+    CLASS.assert_expected(name, graded[name])
 
 
 @pytest.mark.parametrize("name, test, words", [
@@ -150,16 +140,7 @@ def test_edited_reference_is_told_its_misconception(grader, tmp_path, cell, old,
 
 
 def test_output_never_contains_hidden_or_solution_source(graded):
-    hidden = "".join(importlib.import_module(m).__loader__.get_source(m)
-                     for m in (suites.hidden_name(ASSIGNMENT), suites.specs_name(ASSIGNMENT)))
-    solution = [src for _, src, student in Template(SOLUTION).cells if student]
-    secret = {line.strip() for text in [hidden, *solution] for line in text.splitlines()
-              if len(line.strip()) > 25 and not line.strip().startswith(("def ", "class ", '"""', "#"))}
-    for name, result in graded.items():
-        for t in result["tests"]:
-            leaked = [line for line in secret if line in t["output"]]
-            assert not leaked, f"{name} / {t['name']} shows source: {leaked}"
-            assert len(t["output"]) <= MAX_OUTPUT
+    CLASS.assert_no_source(graded)
 
 
 # ---------------------------------------------------------------- without CUDA: course.toml decides

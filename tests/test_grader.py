@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -18,13 +17,11 @@ from autograder import codec, course, suites
 from autograder.course import ROOT, CourseError
 from autograder.extract import NotebookError, Template
 from autograder.score import MAX_OUTPUT, Grader
+from sample_class import SampleClass
 
 ASSIGNMENT = "residual-connections"
-SAMPLES = ROOT / "submissions" / ASSIGNMENT
-EXPECTED = json.loads((SAMPLES / "expected.json").read_text())["samples"]
-SOLUTION = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-RELEASE = ROOT / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-SEED = random.randrange(2 ** 31)
+CLASS = SampleClass(ASSIGNMENT)
+SAMPLES, EXPECTED, SOLUTION, RELEASE, SEED = CLASS.folder, CLASS.expected, CLASS.solution, CLASS.release, CLASS.seed
 TIMEOUT_S = 3.0   # per hidden test; the course's 20 s would make the hanging sample slow
 
 
@@ -37,11 +34,7 @@ def grader():
 @pytest.fixture(scope="module")
 def graded(grader) -> dict[str, dict]:
     """Every sample's result, graded once with SEED."""
-    return {name: grader.grade(SAMPLES / name, SEED) for name in EXPECTED}
-
-
-def scores(result: dict) -> dict[str, int]:
-    return {t["name"]: t["score"] for t in result["tests"]}
+    return CLASS.grade_all(grader)
 
 
 def notebook_with(tmp_path: Path, name: str, **sources: str) -> Path:
@@ -87,11 +80,7 @@ def test_points_per_part_match_course_toml():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_sample_gets_expected_scores(graded, name):
-    got, want = scores(graded[name]), EXPECTED[name]["tests"]
-    diff = {test: f"got {got[test]}, expected {want[test]}: {out}" for test, out in
-            ((t["name"], t["output"]) for t in graded[name]["tests"]) if got[test] != want[test]}
-    assert not diff, f"{name} with seed {SEED}: {json.dumps(diff, indent=1)}"
-    assert graded[name]["score"] == EXPECTED[name]["score"]
+    CLASS.assert_expected(name, graded[name])
 
 
 def test_sample_class_is_up_to_date():
@@ -149,15 +138,7 @@ def test_solutions_are_not_readable_from_student_code(graded):
 
 
 def test_output_never_contains_hidden_or_solution_source(graded):
-    hidden = Path(importlib.import_module(suites.hidden_name(ASSIGNMENT)).__file__).read_text()
-    solution_lines = [c[1] for c in Template(SOLUTION).cells if c[2]]
-    secret = {line.strip() for text in [hidden, *solution_lines] for line in text.splitlines()
-              if len(line.strip()) > 25 and not line.strip().startswith(("def ", "class ", '"""', "#"))}
-    for name, result in graded.items():
-        for t in result["tests"]:
-            leaked = [line for line in secret if line in t["output"]]
-            assert not leaked, f"{name} / {t['name']} shows source: {leaked}"
-            assert len(t["output"]) <= MAX_OUTPUT
+    CLASS.assert_no_source(graded)
 
 
 # ---------------------------------------------------------------- the result format
