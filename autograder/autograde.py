@@ -7,7 +7,7 @@ the per-test results printed above it for the feedback. The student's code never
 runs in a Jupyter kernel on the grading machine.
 
     nbgrader autograde ASSIGNMENT                 # plain nbgrader: one student at a time
-    python -m autograder autograde ASSIGNMENT     # a class: the same, in parallel shards
+    python -m autograder autograde ASSIGNMENT     # a class: the same, on every core
 
 Results are kept in grading/ASSIGNMENT/ beside the gradebook, keyed by a hash of the
 code that was graded, with one seed per assignment drawn at its first grading. A rerun,
@@ -22,10 +22,8 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import nbformat
@@ -34,8 +32,7 @@ from . import canvas, gradebook
 from . import course as course_mod
 from .course import SOLUTIONS, CourseError
 from .extract import NotebookError, Template
-from .gradebook import beside_gradebook, nbgrader_command, open_gradebook
-from .report import Progress
+from .gradebook import beside_gradebook, open_gradebook
 
 PART_CELL = re.compile(r"part(\d+)-tests")   # grade_id of a part's autograded cell
 
@@ -216,61 +213,58 @@ def nbgrader(*args: str) -> int:
 
 
 def add_parser(commands) -> None:
-    p = commands.add_parser("autograde", help="nbgrader autograde of a whole class, in parallel shards",
+    p = commands.add_parser("autograde", help="nbgrader autograde of a whole class, on all cores",
                             description=__doc__.split("\n\n")[0])
     p.add_argument("assignment", help="an assignment named in course.toml")
-    p.add_argument("--workers", type=int, help="parallel shards (default: course.toml grading.workers)")
+    p.add_argument("--workers", type=int, help="parallel workers (default: course.toml grading.workers)")
     p.set_defaults(run=run)
 
 
 def autograde_class(assignment: str, coursedir, workers: int | None = None) -> int:
-    """nbgrader autograde of every collected submission, in shards that run in parallel; prints a table.
+    """nbgrader autograde of every collected submission by parallel workers; prints a table.
 
-    Each shard is one `nbgrader autograde` process over a share of the students: its
-    HiddenSuiteGrades grades them (each result kept as it finishes) and nbgrader records
-    them in the one gradebook. A shard that fails loses nothing: run the command again.
+    Returns 1 if nbgrader failed for a student, else 0: an unreadable notebook is listed, not
+    autograded (score 0 unless the gradebook holds an earlier one), and is not a failure.
+
+    Each worker is forked from this process before it has read any submission, solution or
+    gradebook, and starts its fork server at once (Grader(fork=True)), so no sandbox child
+    inherits anything but code. It then runs nbgrader's Autograde converter in-process for
+    one student at a time, as this process hands them out: a slow submission holds up one
+    worker, not a fixed share of the class. Each worker records into its own copy of the
+    gradebook, merged back when the workers stop (also after Ctrl-C or a worker's death),
+    and grading results are kept per student, so an interrupted run loses nothing: run it again.
     """
     found = submitted(coursedir, assignment)
     if not found:
         raise CourseError(f"no submissions of {assignment} under {coursedir.submitted_directory}/: "
                           "collect them first (nbgrader zip_collect or nbgrader collect)")
-    register(assignment, coursedir.db_url)
-    unreadable = {student: f"{path.name} is not a readable notebook ({problem}); its score is 0"
-                  for student, path in found.items() if (problem := canvas.unreadable(path))}
-    students = [s for s in found if s not in unreadable]
-    results = Results(coursedir.db_url, assignment)
-    keys = {student: results.key(found[student]) for student in students}
-    shards = max(1, min(workers or course_mod.load().grading.workers or os.cpu_count() or 1, len(students)))
-    print(f"autograding {len(students)} submissions of {assignment} out of kernel, {shards} at a time",
+    count = max(1, min(workers or course_mod.load().grading.workers or os.cpu_count() or 1, len(found)))
+    print(f"autograding {len(found)} submissions of {assignment} out of kernel, {count} at a time",
           file=sys.stderr)
-    running = []
-    for i in range(shards):
-        others = [s for s in students if s not in students[i::shards]] + list(unreadable)
-        command, env = nbgrader_command("autograde", assignment, "--force", "--log-level=ERROR",
-                                        f"--CourseDirectory.student_id_exclude={','.join(others)}")
-        running.append(subprocess.Popen(command, cwd=course_mod.ROOT, env=env))
-    _follow(running, students, keys, results)
-    code = max(p.returncode for p in running)
-    for student in found:
-        if student in unreadable:
-            print(f"  {student:<12}     0  NOT in the gradebook: {unreadable[student]}")
-        elif (result := results.get(keys[student])) is not None:
-            print(f"  {student:<12} {result['score']:>5} / {result['max_score']}")
-    return code
-
-
-def _follow(running: list, students: list[str], keys: dict[str, str], results: Results) -> None:
-    """A progress bar over the shards, fed by the results they keep, until every shard has ended."""
-    bar, done = Progress(len(students)), set()
-    while True:
-        ended = all(p.poll() is not None for p in running)
-        for student in students:
-            if student not in done and (result := results.get(keys[student])) is not None:
-                done.add(student)
-                bar.update(f"{result['score']}/{result['max_score']} {student}")
-        if ended:
-            return
-        time.sleep(0.2)
+    from .workers import Workers   # torch and nbgrader imported here, once, for every worker
+    try:
+        with Workers(assignment, count) as pool:
+            register(assignment, coursedir.db_url)
+            unreadable, failed = pool.autograde(found, coursedir.db_url)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the students graded so far are in the gradebook; run the command again "
+              "for the rest", file=sys.stderr)
+        return 130
+    from nbgrader.api import MissingEntry
+    with open_gradebook(coursedir.db_url) as gb:
+        for student in found:
+            problem = unreadable.get(student) or failed.get(student)
+            try:
+                s = gb.find_submission(assignment, student)
+            except MissingEntry:
+                print(f"  {student:<12}     0  NOT in the gradebook: {problem or 'not recorded'}")
+                continue
+            line = f"  {student:<12} {s.code_score:>5g} / {s.max_code_score:g}"
+            print(line + (f"  (earlier; NOT autograded now: {problem})" if problem else ""))
+    if failed:
+        print(f"{len(failed)} not autograded ({', '.join(failed)}); run the command again for them",
+              file=sys.stderr)
+    return 1 if failed else 0
 
 
 def run(args) -> int:

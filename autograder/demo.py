@@ -10,6 +10,8 @@ from __future__ import annotations
 import csv
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from . import autograde, canvas
@@ -72,9 +74,11 @@ def _loop(area: Path, workers: int | None) -> Path:
     _nbgrader("zip_collect", ASSIGNMENT, "--force")
 
     step("autograde out of kernel, in parallel (python -m autograder autograde)")
-    from nbgrader.coursedir import CourseDirectory
-    if autograde.autograde_class(ASSIGNMENT, CourseDirectory(config=config), workers) != 0:
-        raise SystemExit("nbgrader autograde failed")
+    command = [sys.executable, "-m", "autograder", "autograde", ASSIGNMENT]
+    if workers:
+        command += ["--workers", str(workers)]
+    if subprocess.run(command, cwd=ROOT).returncode != 0:
+        raise SystemExit("python -m autograder autograde failed")
 
     step("feedback (nbgrader generate_feedback)")
     _nbgrader("generate_feedback", ASSIGNMENT, "--force")

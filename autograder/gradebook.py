@@ -2,12 +2,22 @@
 
 nbgrader runs `alembic` when it creates a gradebook, so everything here puts this
 interpreter's bin folder first on PATH.
+
+A class is autograded by workers that each write to a copy of the gradebook (one
+SQLite file's commits would make them wait for each other's disk syncs); what
+nbgrader autograde wrote for their students is then merged back in one transaction:
+
+    copy_gradebook(db_url, copy)                     # after the assignment is registered
+    ... nbgrader autograde with db_url = sqlite:///copy ...
+    merge_submissions(db_url, copy, "residual-connections", ["51001", "51002"])
 """
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -23,6 +33,63 @@ def beside_gradebook(db_url) -> Path:
     if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
         raise GradebookError(f"gradebook {url}: the course keeps its files beside a SQLite gradebook file")
     return Path(url.database).resolve().parent
+
+
+def sqlite_path(db_url) -> Path:
+    """The file of a SQLite gradebook URL."""
+    beside_gradebook(db_url)   # refuses anything but a SQLite file
+    return Path(make_url(db_url).database).resolve()
+
+
+def copy_gradebook(db_url, copy: Path) -> None:
+    """A consistent copy of the gradebook (SQLite's backup), replacing `copy` if it exists."""
+    with closing(_connect(sqlite_path(db_url))) as source, closing(_connect(copy)) as dest:
+        source.backup(dest)
+
+
+# What `nbgrader autograde` writes (nbgrader 0.9's schema): per table, the rows of one
+# assignment's submissions by some students ({db}: main or copy) and the columns it sets;
+# the others (manual scores, comments, extensions, flags) are the formgrader's.
+_SUBMISSIONS = ("SELECT sa.id FROM {db}.submitted_assignment sa JOIN {db}.assignment a ON sa.assignment_id = a.id "
+                "WHERE a.name = :assignment AND sa.student_id IN (SELECT id FROM temp.merging)")
+_NOTEBOOKS = f"SELECT id FROM {{db}}.submitted_notebook WHERE assignment_id IN ({_SUBMISSIONS})"
+_AUTOGRADED = {   # table: (its rows, the columns autograde sets), parents first
+    "submitted_assignment": (f"id IN ({_SUBMISSIONS})", ["timestamp"]),
+    "submitted_notebook": (f"id IN ({_NOTEBOOKS})", ["late_submission_penalty"]),
+    "grade": (f"notebook_id IN ({_NOTEBOOKS})", ["auto_score", "needs_manual_grade"]),
+    "comment": (f"notebook_id IN ({_NOTEBOOKS})", ["auto_comment"]),
+}
+
+
+def merge_submissions(db_url, copy: Path, assignment: str, students: list[str]) -> None:
+    """Bring these students' submissions of `assignment` from `copy` (a copy_gradebook() that
+    nbgrader autograded them in) into the gradebook, in one transaction, as `nbgrader autograde`
+    would have written them: new rows are added; existing ones get the autograded columns only,
+    so manual grades, even those given while the workers ran, stay. A student the copy added
+    (one not on the roster) is added too. On any error nothing changes."""
+    if not students:
+        return
+    with closing(_connect(sqlite_path(db_url))) as db:
+        db.execute("ATTACH DATABASE ? AS copy", (str(copy),))
+        db.execute("CREATE TEMP TABLE merging (id TEXT PRIMARY KEY)")
+        db.executemany("INSERT OR IGNORE INTO temp.merging VALUES (?)", [(s,) for s in students])
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("INSERT OR IGNORE INTO main.student SELECT * FROM copy.student "
+                       "WHERE id IN (SELECT id FROM temp.merging)")
+            for table, (rows, columns) in _AUTOGRADED.items():
+                db.execute(f"INSERT INTO main.{table} SELECT * FROM copy.{table} WHERE {rows.format(db='copy')} "
+                           f"ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in columns)}",
+                           {"assignment": assignment})
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), waiting up to 60 s for a lock."""
+    return sqlite3.connect(str(path), timeout=60, isolation_level=None)
 
 
 def tools_path() -> str:

@@ -1,14 +1,17 @@
 """`nbgrader autograde` through the hidden suites, against plain nbgrader, and a class in parallel.
 
-    .venv/bin/python benchmarks/autograde_speed.py [--copies 2]
+    .venv/bin/python benchmarks/autograde_speed.py [--copies 4 10] [--repeat 3]
 
 Prints
   per submission  `nbgrader autograde` of the sample class with this course's config (the
                   hidden suites out of kernel, nothing run in a kernel) against plain nbgrader
                   (every notebook executed in its own kernel), and the ratio (target <= 1.5x)
-  class           `python -m autograder autograde` of the class x copies (each copy's code made
-                  distinct, so nothing is reused) with 1 shard and with one per core, and the
-                  speed-up (target >= 1.8x on 2 cores)
+  class           for the class x each --copies (each copy's code made distinct, so nothing is
+                  reused; fresh results and autograded folders, the assignment registered):
+                  `nbgrader autograde` (sequential, one student at a time), then
+                  `python -m autograder autograde` with 1 worker and with one per core, taking
+                  turns --repeat times; the medians, and the speed-ups of the last over both
+                  (target >= 1.8x on 2 cores)
 
 The hanging sample is left out (it costs the time limit by design, in both), and so is the
 unreadable one (nbgrader cannot open it; `python -m autograder autograde` leaves it out of nbgrader).
@@ -18,12 +21,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from grade_speed import ASSIGNMENT, ENV, LEFT_OUT, SAMPLES, nbgrader as plain_nbgrader, run
+
+NBGRADER_AUTOGRADE = ("-m", "nbgrader", "autograde", ASSIGNMENT, "--log-level=ERROR")   # this course's config
 
 
 def instructor_area(area: Path, notebooks: list[Path], copies: int = 1) -> dict:
@@ -43,13 +50,6 @@ def instructor_area(area: Path, notebooks: list[Path], copies: int = 1) -> dict:
     return {**ENV, "COURSE_INSTRUCTOR_DIR": str(area)}
 
 
-def ours_per_submission(notebooks: list[Path], tmp: Path) -> float:
-    """Seconds of our `nbgrader autograde` (fresh results, gradebook already made) per notebook."""
-    env = registered(instructor_area(tmp / "ours", notebooks))
-    seconds = run(sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--log-level=ERROR", env=env)
-    return seconds / len(notebooks)
-
-
 def registered(env: dict) -> dict:
     """The assignment in the area's gradebook, as at the start of a semester (not part of the timing)."""
     run(sys.executable, "-c", "import sys; from autograder import autograde, canvas; "
@@ -57,30 +57,55 @@ def registered(env: dict) -> dict:
     return env
 
 
-def class_seconds(notebooks: list[Path], copies: int, workers: int, tmp: Path) -> tuple[int, float]:
-    env = registered(instructor_area(tmp / f"class-{workers}", notebooks, copies))
-    seconds = run(sys.executable, "-m", "autograder", "autograde", ASSIGNMENT, "--workers", str(workers), env=env)
-    return len(notebooks) * copies, seconds
+def class_seconds(notebooks: list[Path], copies: int, tmp: Path, *command: str) -> float:
+    """Wall seconds of `command` over the class x copies in a fresh area (removed afterwards)."""
+    area = tmp / "class"
+    env = registered(instructor_area(area, notebooks, copies))
+    try:
+        return run(sys.executable, *command, env=env)
+    finally:
+        shutil.rmtree(area)
+
+
+def class_figures(notebooks: list[Path], copies: int, repeat: int, tmp: Path) -> dict:
+    """The class x copies graded sequentially by nbgrader, then by the class command with 1 and all workers;
+    the three take turns `repeat` times (this machine's speed drifts), and the medians are compared."""
+    n, cores = len(notebooks) * copies, os.cpu_count()
+    commands = {"nbgrader autograde": NBGRADER_AUTOGRADE,
+                "1 worker": ("-m", "autograder", "autograde", ASSIGNMENT, "--workers", "1"),
+                f"{cores} workers": ("-m", "autograder", "autograde", ASSIGNMENT, "--workers", str(cores))}
+    runs: dict[str, list[float]] = {label: [] for label in commands}
+    for _ in range(repeat):
+        for label, command in commands.items():
+            runs[label].append(class_seconds(notebooks, copies, tmp, *command))
+    sequential, one, many = (statistics.median(times) for times in runs.values())
+    print(f"class of {n}, median of {repeat} (s): " + "; ".join(
+        f"{label} {statistics.median(times):.1f} ({', '.join(f'{t:.1f}' for t in times)})"
+        for label, times in runs.items()))
+    print(f"  {cores} workers: {n / many * 60:.0f} submissions/minute; speed-up {sequential / many:.2f}x over "
+          f"nbgrader autograde, {one / many:.2f}x over 1 worker (target >= 1.8x)", flush=True)
+    return {"class": n, "workers": cores, "runs_s": runs}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--copies", type=int, default=4, help="copies of the class for the class timing")
+    parser.add_argument("--copies", type=int, nargs="+", default=[4, 10],
+                        help="class sizes to time, in copies of the sample class")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each class command, taking turns")
     args = parser.parse_args()
     notebooks = sorted(p for p in SAMPLES.glob("*.ipynb") if p.name not in LEFT_OUT | {"invalid-json.ipynb"})
-    cores = os.cpu_count()
-    print(f"sample class: {len(notebooks)} notebooks, {cores} cores, load average {os.getloadavg()[0]:.2f}")
+    print(f"sample class: {len(notebooks)} notebooks, {os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        ours = ours_per_submission(notebooks, tmp)
+        ours = class_seconds(notebooks, 1, tmp, *NBGRADER_AUTOGRADE) / len(notebooks)
         start = time.perf_counter()
         plain = plain_nbgrader(notebooks, tmp) / len(notebooks)
         print(f"per submission: ours {ours:.2f} s, plain nbgrader {plain:.2f} s: ours takes {ours / plain:.2f}x "
-              f"(target <= 1.5x)  [plain run {time.perf_counter() - start:.0f} s]")
-        n, one = class_seconds(notebooks, args.copies, 1, tmp)
-        _, many = class_seconds(notebooks, args.copies, cores, tmp)
-        print(f"class of {n}: 1 worker {one:.1f} s, {cores} workers {many:.1f} s: speed-up {one / many:.2f}x "
-              f"(target >= 1.8x); {n / many * 60:.0f} submissions/minute")
+              f"(target <= 1.5x)  [plain run {time.perf_counter() - start:.0f} s]", flush=True)
+        classes = [class_figures(notebooks, copies, args.repeat, tmp) for copies in args.copies]
+    print(json.dumps({"ours_s_per_submission": round(ours, 3), "plain_s_per_submission": round(plain, 3),
+                      "classes": classes}))
     return 0
 
 

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -119,28 +120,100 @@ def test_a_warning_on_stderr_costs_nothing(area):
     assert sum(gradebook_scores(instructor)["noisy"].values()) == 75
 
 
-def test_interrupted_class_loses_nothing(tmp_path):
-    """Kill `python -m autograder autograde` mid-class; the rerun finishes with the same grades."""
-    instructor = tmp_path / "instructor"
-    env = {**os.environ, "COURSE_INSTRUCTOR_DIR": str(instructor)}
-    samples = ["full-marks", "partly-right", "pre-post-swapped", "wrong-answers", "hard-coded-example",
+INTERRUPTED = ["full-marks", "partly-right", "pre-post-swapped", "wrong-answers", "hard-coded-example",
                "untouched-release"]
+
+
+def small_class(instructor, samples: list[str]) -> dict[str, float]:
+    """submitted/sI/ for each sample; {student: the sample's expected total}."""
     for i, name in enumerate(samples):
         folder = instructor / "submitted" / f"s{i}" / demo.ASSIGNMENT
         folder.mkdir(parents=True)
         (folder / f"{demo.ASSIGNMENT}.ipynb").write_bytes((demo.SAMPLES / f"{name}.ipynb").read_bytes())
+    return {f"s{i}": EXPECTED[f"{name}.ipynb"]["score"] for i, name in enumerate(samples)}
+
+
+def in_session(sid: int) -> list[int]:
+    """The processes of session `sid` that are still running (zombies are gone already)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _, _, session = stat.read_text().rsplit(")", 1)[1].split()[:4]
+        except (OSError, IndexError):
+            continue
+        if int(session) == sid and state != "Z":
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+@pytest.mark.parametrize("how", ["crash", "ctrl-c", "command killed"])
+def test_interrupted_class_loses_nothing(tmp_path, how):
+    """Stop `python -m autograder autograde` mid-class; the rerun finishes with the same grades.
+
+    crash: SIGKILL to the command and its workers. ctrl-c: SIGINT to all of them; the command
+    says so and exits 130. command killed: SIGKILL to the command alone; its workers stop too."""
+    instructor = tmp_path / "instructor"
+    env = {**os.environ, "COURSE_INSTRUCTOR_DIR": str(instructor)}
+    expected = small_class(instructor, INTERRUPTED)
     command = [sys.executable, "-m", "autograder", "autograde", demo.ASSIGNMENT, "--workers", "1"]
-    first = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
-    kept = instructor / "grading" / demo.ASSIGNMENT
-    deadline = time.monotonic() + 120
-    while len(list(kept.glob("*.json"))) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(first.pid, signal.SIGKILL)   # the command and its nbgrader shards, as a crash would
-    first.wait()
-    assert 2 <= len(list(kept.glob("*.json"))) < len(samples)
+    with (tmp_path / "stderr.txt").open("w+") as stderr:
+        first = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+                                 start_new_session=True)
+        kept = instructor / "grading" / demo.ASSIGNMENT
+        deadline = time.monotonic() + 120
+        while len(list(kept.glob("*.json"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if how == "crash":
+            os.killpg(first.pid, signal.SIGKILL)
+        elif how == "ctrl-c":
+            os.killpg(first.pid, signal.SIGINT)
+        else:
+            os.kill(first.pid, signal.SIGKILL)
+        code = first.wait(timeout=120)
+        deadline = time.monotonic() + 60
+        while in_session(first.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert in_session(first.pid) == []          # no worker or fork server left behind
+        stderr.seek(0)
+        said = stderr.read()
+    if how == "ctrl-c":   # it stops after the student being graded, whose grades are merged in
+        assert code == 130 and "interrupted" in said, said
+        graded = {s: sum(v.values()) for s, v in gradebook_scores(instructor).items()}
+        assert graded and graded.items() <= expected.items()
+        assert list(instructor.glob("gradebook.*.worker-*")) == []
+    assert 2 <= len(list(kept.glob("*.json"))) < len(INTERRUPTED)
     assert list(kept.glob("*.tmp")) == []
     second = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr
+    assert {s: sum(v.values()) for s, v in gradebook_scores(instructor).items()} == expected
+    assert list(instructor.glob("gradebook.*.worker-*")) == []   # the workers' copies are merged and gone
+
+
+def test_a_worker_that_dies_costs_only_its_student(tmp_path, monkeypatch, capsys):
+    """A worker killed mid-student: the other grades the rest, the command names the student and
+    exits 1; the rerun grades it."""
+    from nbgrader.coursedir import CourseDirectory
+
+    from autograder import workers
+
+    instructor = tmp_path / "instructor"
+    monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(instructor))
+    expected = small_class(instructor, INTERRUPTED[:4])
+    real = workers._autograde_one
+
+    def dies_on_s1(app, student, path):
+        if student == "s1":
+            os._exit(3)
+        return real(app, student, path)
+
+    monkeypatch.setattr(workers, "_autograde_one", dies_on_s1)
+    coursedir = CourseDirectory(config=canvas.nbgrader_config())
+    assert autograde.autograde_class(demo.ASSIGNMENT, coursedir, workers=2) == 1
+    out, err = capsys.readouterr()
+    assert re.search(r"s1 +0  NOT in the gradebook: its worker stopped \(exit code 3\)", out), out
+    assert "1 not autograded (s1); run the command again" in err
     totals = {s: sum(v.values()) for s, v in gradebook_scores(instructor).items()}
-    assert totals == {f"s{i}": EXPECTED[f"{name}.ipynb"]["score"] for i, name in enumerate(samples)}
+    assert totals == {s: score for s, score in expected.items() if s != "s1"}
+    monkeypatch.setattr(workers, "_autograde_one", real)
+    assert autograde.autograde_class(demo.ASSIGNMENT, coursedir, workers=2) == 0
+    assert {s: sum(v.values()) for s, v in gradebook_scores(instructor).items()} == expected
