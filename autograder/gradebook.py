@@ -27,18 +27,17 @@ class GradebookError(ValueError):
     """The gradebook is not a SQLite file, so there is no folder to keep things beside it."""
 
 
-def beside_gradebook(db_url) -> Path:
-    """The folder of the SQLite gradebook that db_url (str or SQLAlchemy URL) names."""
+def sqlite_path(db_url) -> Path:
+    """The file of the SQLite gradebook that db_url (str or SQLAlchemy URL) names."""
     url = make_url(db_url)
     if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
         raise GradebookError(f"gradebook {url}: the course keeps its files beside a SQLite gradebook file")
-    return Path(url.database).resolve().parent
+    return Path(url.database).resolve()
 
 
-def sqlite_path(db_url) -> Path:
-    """The file of a SQLite gradebook URL."""
-    beside_gradebook(db_url)   # refuses anything but a SQLite file
-    return Path(make_url(db_url).database).resolve()
+def beside_gradebook(db_url) -> Path:
+    """The folder of the SQLite gradebook that db_url names."""
+    return sqlite_path(db_url).parent
 
 
 def copy_gradebook(db_url, copy: Path) -> None:
