@@ -163,9 +163,10 @@ def _work(assignment: str, pipe, parent_ends: list) -> None:
     try:
         app = _autograde_app(assignment)
         pipe.send(None)                                       # ready
-        app.coursedir.db_url = pipe.recv()                    # its own copy of the gradebook
-        if app.coursedir.db_url is None:
+        gradebook = pipe.recv()                               # its own copy of the gradebook
+        if gradebook is None:                                 # told to stop before it began
             return
+        app.coursedir.db_url = gradebook
         while (task := pipe.recv()) is not None:
             student, path = task
             pipe.send((student, *_autograde_one(app, student, Path(path))))

@@ -217,3 +217,16 @@ def test_a_worker_that_dies_costs_only_its_student(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(workers, "_autograde_one", real)
     assert autograde.autograde_class(demo.ASSIGNMENT, coursedir, workers=2) == 0
     assert {s: sum(v.values()) for s, v in gradebook_scores(instructor).items()} == expected
+
+
+def test_workers_told_to_stop_before_they_begin_exit_cleanly():
+    """As when registering the assignment fails: ready workers get no gradebook and stop, exit code 0."""
+    import multiprocessing.connection
+
+    from autograder.workers import Workers
+
+    with Workers(demo.ASSIGNMENT, 2) as pool:
+        ready = set()
+        while len(ready) < 2:
+            ready.update(multiprocessing.connection.wait(pool._pipes, timeout=120))
+    assert [p.exitcode for p in pool._processes] == [0, 0]
