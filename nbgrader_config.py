@@ -27,9 +27,9 @@ c.ClearOutput.enabled = True
 
 # Autograde without running the student's notebook in a kernel: HiddenSuiteGrades (in place
 # of nbgrader's Execute) scores each part with the hidden suites, out of kernel, and writes
-# the scores into the grade cells as partial credit (autograder/autograde.py).
+# the scores into the grade cells as partial credit (autograder/nbgrading/autograde.py).
 c.Autograde.autograde_preprocessors = [
-    "autograder.nbgrader_plugins.HiddenSuiteGrades",
+    "autograder.nbgrading.plugins.HiddenSuiteGrades",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -37,14 +37,18 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# Late uploads lose course.toml's late_per_day points per started day after the deadline, which
+# `python -m autograder autograde` records as the assignment's due date (Canvas upload times
+# come from the bulk download, autograder/lms/canvas/collect.py).
+c.AssignLatePenalties.plugin_class = "autograder.nbgrading.plugins.CourseLatePenalty"
 
-# Canvas (autograder/canvas.py, autograder/nbgrader_plugins.py). Put Canvas's "Download
+# Canvas (autograder/lms/canvas/). Put Canvas's "Download
 # Submissions" zip in instructor/downloaded/ASSIGNMENT/archive/, then
 # `nbgrader zip_collect ASSIGNMENT` fills instructor/submitted/CANVAS_ID/ASSIGNMENT/.
 # `nbgrader export` writes instructor/canvas/grades.csv for Canvas's gradebook import.
 # Both need the roster first: `python -m autograder roster EXPORT.csv`.
 # (zip_collect joins this to the root as text, so it must be relative)
 c.ZipCollectApp.downloaded_directory = os.path.relpath(INSTRUCTOR / "downloaded", ROOT)
-c.ZipCollectApp.extractor_plugin = "autograder.nbgrader_plugins.CanvasExtractorPlugin"
-c.ZipCollectApp.collector_plugin = "autograder.nbgrader_plugins.CanvasCollectorPlugin"
-c.ExportApp.plugin_class = "autograder.nbgrader_plugins.CanvasExportPlugin"
+c.ZipCollectApp.extractor_plugin = "autograder.lms.canvas.plugins.CanvasExtractorPlugin"
+c.ZipCollectApp.collector_plugin = "autograder.lms.canvas.plugins.CanvasCollectorPlugin"
+c.ExportApp.plugin_class = "autograder.lms.canvas.plugins.CanvasExportPlugin"

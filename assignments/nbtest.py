@@ -33,17 +33,36 @@ class NotebookError(Exception):
     """The notebook cannot be read or one of its module cells fails to run."""
 
 
+def nbgrader_meta(cell) -> dict:
+    """The cell's nbgrader metadata; {} where it has none or it is not a table."""
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    found = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def grade_id(cell) -> str | None:
+    """The cell's nbgrader grade_id, or None."""
+    found = nbgrader_meta(cell).get("grade_id")
+    return found if isinstance(found, str) else None
+
+
+def is_solution(cell) -> bool:
+    """True for the cells where the student's answer goes."""
+    return nbgrader_meta(cell).get("solution") is True
+
+
 def is_module_cell(cell: dict) -> bool:
     """True for code cells that define the assignment's importable names."""
-    if cell.get("cell_type") != "code":
+    if not isinstance(cell, dict) or cell.get("cell_type") != "code":
         return False
-    meta = cell.get("metadata", {})
-    return bool(meta.get("nbgrader", {}).get("solution")) or MODULE_TAG in meta.get("tags", [])
+    meta = cell.get("metadata")
+    tags = meta.get("tags", []) if isinstance(meta, dict) else []
+    return is_solution(cell) or (isinstance(tags, list) and MODULE_TAG in tags)
 
 
 def cell_label(cell: dict, index: int) -> str:
     """The cell's nbgrader grade_id where it has one, else its position."""
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or f"cell {index}"
+    return grade_id(cell) or f"cell {index}"
 
 
 def source_of(cell: dict) -> str:

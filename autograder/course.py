@@ -9,14 +9,15 @@ Every problem is one CourseError naming the file and the key.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-COURSE_FILE = ROOT / "course.toml"
+COURSE_FILE = Path(os.environ.get("COURSE_FILE") or ROOT / "course.toml")   # another file for a trial run
 SOLUTIONS = ROOT / "solutions"
-LMS_KINDS = ("canvas", "gradescope")
+LMS_KINDS = ("canvas",)   # what is built; Gradescope is not yet
 WITHOUT_CUDA = ("redistribute", "skip")
 DTYPES = ("float16", "bfloat16", "float32")
 
@@ -44,6 +45,7 @@ class Assignment:
     auto: dict[int, int]      # part -> points from hidden tests
     manual: dict[int, int]    # part -> points from written answers
     timing: Timing | None = None
+    late_per_day: float = 0   # points off for each started day after the deadline (0: no penalty)
 
     @property
     def parts(self) -> list[int]:
@@ -52,6 +54,11 @@ class Assignment:
     @property
     def max_auto(self) -> int:
         return sum(self.auto.values())
+
+    @property
+    def deadline_utc(self) -> dt.datetime:
+        """The deadline as nbgrader stores due dates: UTC, without a time zone."""
+        return self.deadline.astimezone(dt.timezone.utc).replace(tzinfo=None)
 
     @property
     def max_manual(self) -> int:
@@ -173,14 +180,18 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
         raise CourseError(f"{path}: assignments: no assignments listed")
     for name in table.table:
         a = table.sub(name)
-        a.only("notebook", "deadline", "auto", "manual", "timing")
+        a.only("notebook", "deadline", "auto", "manual", "timing", "late_per_day")
         deadline = a.get("deadline", dt.datetime, "a date-time such as 2027-02-15T23:59:00Z")
         if deadline.tzinfo is None:
             raise a.error("deadline", "needs a time zone, e.g. 2027-02-15T23:59:00Z")
         auto = a.points("auto")
+        late = float(a.get("late_per_day", (int, float), "a number of points")) if "late_per_day" in a.table else 0.0
+        if late < 0:
+            raise a.error("late_per_day", f"expected points >= 0 taken off per day late, got {late:g}")
         assignment = Assignment(name=name, notebook=a.get("notebook", str, "a file name"),
                                 deadline=deadline, auto=auto, manual=a.points("manual"),
-                                timing=_timing(a.sub("timing"), auto) if "timing" in a.table else None)
+                                timing=_timing(a.sub("timing"), auto) if "timing" in a.table else None,
+                                late_per_day=late)
         source = assignment.notebook_path(Path(solutions))
         if not source.is_file():
             raise a.error("notebook", f"unknown assignment: no source notebook at {source}")

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from triton.testing import do_bench
 
-from autograder.bandwidth import data_sheet_peak
+from autograder.kit.bandwidth import data_sheet_peak
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "solutions" / "fused-add-norm" / "fused-add-norm.ipynb"

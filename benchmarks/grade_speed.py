@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.gradebook import tools_path
+from autograder.nbgrading.run import tools_path
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "residual-connections"

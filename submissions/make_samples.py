@@ -8,7 +8,7 @@ cells the way a student would: with the reference code from solutions/ (the code
 between the solution markers), or with a variant that carries one misconception,
 a crash, a hang or a cheat. expected.json holds each sample's score per hidden test,
 derived from the tests each sample is declared to fail below. A test that needs CUDA
-is expected as graded without it, by course.toml's without_cuda (score.without_cuda_points).
+is expected as graded without it, by course.toml's without_cuda (results.result.not_run).
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from autograder import course, suites  # noqa: E402  (after the path is set)
-from autograder.extract import nbtest  # noqa: E402
-from autograder.score import without_cuda_points  # noqa: E402
+from autograder.core.extract import nbtest  # noqa: E402
+from autograder.results.result import TestResult, not_run  # noqa: E402
 
 SUBMISSIONS = ROOT / "submissions"
 STUB = re.compile(r"^([ \t]*)# YOUR CODE HERE\n[ \t]*raise NotImplementedError\(\)", re.M)
@@ -307,13 +307,13 @@ def expected_scores(assignment: str, fails: set[str]) -> dict[str, float]:
     """Each hidden test's expected score: 0 if it fails, else its points; a test that needs CUDA is
     expected as graded on a machine without it (course.toml's without_cuda)."""
     tests = suites.load(assignment).tests
-    scores = {t.name: 0 if t.check.__name__ in fails else t.points for t in tests if not t.needs_cuda}
-    graded = sum(t.points for t in tests if not t.needs_cuda)
-    earned = sum(scores.values())
+    graded = [TestResult(t.name, t.part, 0 if t.check.__name__ in fails else t.points, t.points, "")
+              for t in tests if not t.needs_cuda]
+    scores = {r.name: r.score for r in graded}
     for t in tests:
         if t.needs_cuda:
             rule = course.load().assignment(assignment).timing.without_cuda
-            scores[t.name] = without_cuda_points(rule, t.points, earned, graded)[0]
+            scores[t.name] = not_run(t.name, t.part, t.points, rule, graded).score
     return {t.name: scores[t.name] for t in tests}
 
 

@@ -14,9 +14,13 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder import autograde, canvas, demo
 from autograder.course import ROOT
-from test_release import ASSIGNMENTS, solution_lines
+from autograder.demo import loop as demo
+from autograder.grading.batch import grade_notebook
+from autograder.lms.canvas.roster import read_roster
+from autograder.nbgrading.classrun import autograde_class
+from autograder.nbgrading.run import nbgrader, nbgrader_config
+from helpers import ASSIGNMENTS, COURSE, solution_lines
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +32,7 @@ SUITE_FILES = sorted((ROOT / "autograder" / "suites").glob("*.py"))
 def area(tmp_path_factory):
     """One run of the demo's loop in a folder of its own."""
     area = tmp_path_factory.mktemp("class")
-    grades = demo.run_loop(area / "instructor")
+    grades = demo.run_loop(COURSE, area / "instructor")
     return area / "instructor", grades
 
 
@@ -48,10 +52,12 @@ def test_canvas_csv_has_the_expected_score_for_every_roster_student(area):
     rows = list(csv.reader(grades.open(encoding="utf-8")))
     header, body = rows[0], {r[1]: r for r in rows[1:] if r[0] != "Points Possible"}
     assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-    roster = [s.id for s in canvas.read_roster(demo.ROSTER).students]
+    roster = [s.id for s in read_roster(demo.ROSTER).students]
     assert sorted(body) == sorted(roster)                                     # every student has a row
+    late = COURSE.assignment(demo.ASSIGNMENT).late_per_day * 2      # the demo's LATE upload: 26 hours late
     for canvas_id, sample in zip(roster, demo.CLASS):
-        assert float(body[canvas_id][5]) == EXPECTED[f"{sample}.ipynb"]["score"], (canvas_id, sample)
+        want = max(0, EXPECTED[f"{sample}.ipynb"]["score"] - late * (canvas_id in demo.LATE))
+        assert float(body[canvas_id][5]) == want, (canvas_id, sample)
     no_submission = roster[len(demo.CLASS):]
     assert no_submission and all(body[cid][5] == "0" for cid in no_submission)
 
@@ -68,11 +74,10 @@ def test_cheating_in_the_kernel_gains_nothing(area):
 def test_part_scores_in_grade_cells_match_the_grader(area):
     instructor, _ = area
     scores = gradebook_scores(instructor)
-    from autograder.grade import grade_notebook
     sample = demo.CLASS.index("pre-post-swapped")
     student = sorted(scores)[sample]
-    result = grade_notebook(demo.ASSIGNMENT, demo.SAMPLES / "pre-post-swapped.ipynb")
-    for part, (score, _) in autograde.part_scores(result).items():
+    result = grade_notebook(demo.ASSIGNMENT, demo.SAMPLES / "pre-post-swapped.ipynb", COURSE)
+    for part, (score, _) in result.parts().items():
         assert scores[student][f"part{part}-tests"] == score
 
 
@@ -100,7 +105,7 @@ def test_autograde_twice_gives_identical_grades(area, monkeypatch):
     instructor, _ = area
     before = gradebook_scores(instructor)
     monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(instructor))
-    assert autograde.nbgrader("autograde", demo.ASSIGNMENT, "--force", "--log-level=ERROR") == 0
+    assert nbgrader("autograde", demo.ASSIGNMENT, "--force", "--log-level=ERROR").returncode == 0
     assert gradebook_scores(instructor) == before
 
 
@@ -133,6 +138,11 @@ def small_class(instructor, samples: list[str]) -> dict[str, float]:
     return {f"s{i}": EXPECTED[f"{name}.ipynb"]["score"] for i, name in enumerate(samples)}
 
 
+def kept_results(store: Path) -> int:
+    """How many results a results store holds (0 before it exists)."""
+    return store.read_text().count('"key"') if store.exists() else 0
+
+
 def in_session(sid: int) -> list[int]:
     """The processes of session `sid` that are still running (zombies are gone already)."""
     pids = []
@@ -159,9 +169,9 @@ def test_interrupted_class_loses_nothing(tmp_path, how):
     with (tmp_path / "stderr.txt").open("w+") as stderr:
         first = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
                                  start_new_session=True)
-        kept = instructor / "grading" / demo.ASSIGNMENT
+        kept = instructor / "grading" / f"{demo.ASSIGNMENT}.jsonl"
         deadline = time.monotonic() + 120
-        while len(list(kept.glob("*.json"))) < 2 and time.monotonic() < deadline:
+        while kept_results(kept) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         if how == "crash":
             os.killpg(first.pid, signal.SIGKILL)
@@ -181,8 +191,7 @@ def test_interrupted_class_loses_nothing(tmp_path, how):
         graded = {s: sum(v.values()) for s, v in gradebook_scores(instructor).items()}
         assert graded and graded.items() <= expected.items()
         assert list(instructor.glob("gradebook.*.worker-*")) == []
-    assert 2 <= len(list(kept.glob("*.json"))) < len(INTERRUPTED)
-    assert list(kept.glob("*.tmp")) == []
+    assert 2 <= kept_results(kept) < len(INTERRUPTED)
     second = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr
     assert {s: sum(v.values()) for s, v in gradebook_scores(instructor).items()} == expected
@@ -194,7 +203,7 @@ def test_a_worker_that_dies_costs_only_its_student(tmp_path, monkeypatch, capsys
     exits 1; the rerun grades it."""
     from nbgrader.coursedir import CourseDirectory
 
-    from autograder import workers
+    from autograder.nbgrading import workers
 
     instructor = tmp_path / "instructor"
     monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(instructor))
@@ -207,15 +216,15 @@ def test_a_worker_that_dies_costs_only_its_student(tmp_path, monkeypatch, capsys
         return real(app, student, path)
 
     monkeypatch.setattr(workers, "_autograde_one", dies_on_s1)
-    coursedir = CourseDirectory(config=canvas.nbgrader_config())
-    assert autograde.autograde_class(demo.ASSIGNMENT, coursedir, workers=2) == 1
+    coursedir = CourseDirectory(config=nbgrader_config())
+    assert autograde_class(COURSE, demo.ASSIGNMENT, coursedir, workers=2) == 1
     out, err = capsys.readouterr()
     assert re.search(r"s1 +0  NOT in the gradebook: its worker stopped \(exit code 3\)", out), out
     assert "1 not autograded (s1); run the command again" in err
     totals = {s: sum(v.values()) for s, v in gradebook_scores(instructor).items()}
     assert totals == {s: score for s, score in expected.items() if s != "s1"}
     monkeypatch.setattr(workers, "_autograde_one", real)
-    assert autograde.autograde_class(demo.ASSIGNMENT, coursedir, workers=2) == 0
+    assert autograde_class(COURSE, demo.ASSIGNMENT, coursedir, workers=2) == 0
     assert {s: sum(v.values()) for s, v in gradebook_scores(instructor).items()} == expected
 
 
@@ -223,10 +232,23 @@ def test_workers_told_to_stop_before_they_begin_exit_cleanly():
     """As when registering the assignment fails: ready workers get no gradebook and stop, exit code 0."""
     import multiprocessing.connection
 
-    from autograder.workers import Workers
+    from autograder.nbgrading.workers import Workers
 
-    with Workers(demo.ASSIGNMENT, 2) as pool:
+    with Workers(demo.ASSIGNMENT, 2, COURSE) as pool:
         ready = set()
         while len(ready) < 2:
             ready.update(multiprocessing.connection.wait(pool._pipes, timeout=120))
     assert [p.exitcode for p in pool._processes] == [0, 0]
+
+
+def test_a_late_upload_loses_the_course_late_penalty(area):
+    """The demo's LATE upload is 26 hours late: two started days of course.toml's late_per_day."""
+    instructor, _ = area
+    per_day = COURSE.assignment(demo.ASSIGNMENT).late_per_day
+    assert per_day > 0
+    with Gradebook(db_url(instructor)) as gb:
+        assert gb.find_assignment(demo.ASSIGNMENT).duedate == COURSE.assignment(demo.ASSIGNMENT).deadline_utc
+        penalties = {s.student.id: s.late_submission_penalty or 0 for s in gb.assignment_submissions(demo.ASSIGNMENT)}
+    assert {s for s, p in penalties.items() if p} == demo.LATE
+    assert all(penalties[s] == min(2 * per_day, EXPECTED[f"{demo.CLASS[int(s) - 51001]}.ipynb"]["score"])
+               for s in demo.LATE)

@@ -11,12 +11,16 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder import canvas
+from autograder.demo import fake_canvas
+from autograder.lms.canvas import collect, export
+from autograder.lms.canvas import roster as rosters
 from autograder.course import ROOT
-from autograder.gradebook import tools_path
+from helpers import COURSE
+from autograder.nbgrading.run import tools_path
 
 ASSIGNMENT = "residual-connections"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
+DEADLINE = COURSE.assignment(ASSIGNMENT).deadline
 HEADER = "Student,ID,SIS User ID,SIS Login ID,Section,Residual Connections (73101),Current Score\n"
 POINTS = "    Points Possible,,,,,100.00,(read only)\n"
 ROWS = ('"Abara, Chidi",51001,S1,cabara,Section A,,\n'
@@ -63,7 +67,7 @@ def db_url(tmp_path, monkeypatch):
      ("o_neill", True, "51004", 700011, "residual-connections (1)-1.ipynb", 1)),
 ])
 def test_parse_filename(name, expected):
-    f = canvas.parse_filename(f"/x/extracted/{name}")
+    f = collect.parse_filename(f"/x/extracted/{name}")
     assert (f.name, f.late, f.canvas_id, f.attachment_id, f.original, f.resubmission) == expected
     assert f.path == f"/x/extracted/{name}"
 
@@ -71,20 +75,20 @@ def test_parse_filename(name, expected):
 @pytest.mark.parametrize("name", ["residual-connections.ipynb", "doejane_51001_residual-connections.ipynb",
                                   "anon_x3Yz9_700001_residual-connections.ipynb", "_51001_700001_a.ipynb"])
 def test_parse_filename_rejects_other_names(name):
-    assert canvas.parse_filename(name) is None
+    assert collect.parse_filename(name) is None
 
 
 def test_canvas_user_name_matches_canvas_sanitising():
-    assert canvas.canvas_user_name("O'Brien, Aoife") == "obrienaoife"
-    assert canvas.canvas_user_name("García López, Sofía") == "garcíalópezsofía"
-    assert canvas.canvas_user_name("Smith_12_, Bo") == "smith12bo"  # Canvas drops _digits_ from names
+    assert collect.canvas_user_name("O'Brien, Aoife") == "obrienaoife"
+    assert collect.canvas_user_name("García López, Sofía") == "garcíalópezsofía"
+    assert collect.canvas_user_name("Smith_12_, Bo") == "smith12bo"  # Canvas drops _digits_ from names
 
 
 # --- the roster -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-8", "cp1252", "latin-1"])
 def test_read_roster_encodings(tmp_path, encoding):
-    roster = canvas.read_roster(write_roster(tmp_path / "export.csv", encoding=encoding), (ASSIGNMENT,))
+    roster = rosters.read_roster(write_roster(tmp_path / "export.csv", encoding=encoding), (ASSIGNMENT,))
     assert [s.id for s in roster.students] == ["51001", "51002", "51003", "51004", "51005"]
     müller = roster.students[1]
     assert (müller.last_name, müller.first_name, müller.sis_user_id, müller.sis_login_id, müller.section) == \
@@ -96,7 +100,7 @@ def test_read_roster_encodings(tmp_path, encoding):
 
 def test_read_roster_semicolons(tmp_path):
     text = HEADER.replace(",", ";") + '"Abara, Chidi";51001;S1;cabara;Section A;;\n'
-    roster = canvas.read_roster(write_roster(tmp_path / "export.csv", text))
+    roster = rosters.read_roster(write_roster(tmp_path / "export.csv", text))
     assert [(s.name, s.id) for s in roster.students] == [("Abara, Chidi", "51001")]
 
 
@@ -108,21 +112,21 @@ def test_read_roster_semicolons(tmp_path):
 def test_read_roster_bad_encoding(tmp_path, data, message):
     path = tmp_path / "export.csv"
     path.write_bytes(data)
-    with pytest.raises(canvas.CanvasError, match=message) as e:
-        canvas.read_roster(path)
+    with pytest.raises(rosters.CanvasError, match=message) as e:
+        rosters.read_roster(path)
     assert str(path) in str(e.value)
 
 
 def test_read_roster_missing_file(tmp_path):
-    with pytest.raises(canvas.CanvasError, match="export.csv: cannot read it"):
-        canvas.read_roster(tmp_path / "export.csv")
+    with pytest.raises(rosters.CanvasError, match="export.csv: cannot read it"):
+        rosters.read_roster(tmp_path / "export.csv")
 
 
 def test_read_roster_missing_column(tmp_path):
     text = (HEADER + ROWS).replace("SIS Login ID,", "")
     path = write_roster(tmp_path / "export.csv", text)
-    with pytest.raises(canvas.CanvasError) as e:
-        canvas.read_roster(path)
+    with pytest.raises(rosters.CanvasError) as e:
+        rosters.read_roster(path)
     assert str(path) in str(e.value) and "missing column 'SIS Login ID'" in str(e.value)
 
 
@@ -134,7 +138,7 @@ def test_read_roster_malformed_rows_are_named_and_the_rest_imported(tmp_path):
             ',51005,S5,noname,Section B,,\n'
             '"Eze, Ngozi",51004,S4,neze,Section B,,\n')
     path = write_roster(tmp_path / "export.csv", HEADER + POINTS + rows)
-    roster = canvas.read_roster(path)
+    roster = rosters.read_roster(path)
     assert [s.id for s in roster.students] == ["51001", "51004"]
     assert [p.split(": ")[1] for p in roster.problems] == ["row 4", "row 5", "row 6", "row 7"]
     assert all(p.startswith(str(path)) and p.endswith("not imported") for p in roster.problems)
@@ -143,24 +147,24 @@ def test_read_roster_malformed_rows_are_named_and_the_rest_imported(tmp_path):
 
 
 def test_import_roster_into_gradebook(tmp_path, db_url):
-    roster = canvas.import_roster(write_roster(tmp_path / "export.csv", encoding="utf-8-sig"), db_url)
+    roster = rosters.import_roster(write_roster(tmp_path / "export.csv", encoding="utf-8-sig"), db_url, (ASSIGNMENT,))
     with Gradebook(db_url) as gb:
         students = {s.id: (s.first_name, s.last_name) for s in gb.students}
     assert students == {"51001": ("Chidi", "Abara"), "51002": ("Tobias", "Müller"), "51003": ("Amélie", "Dubois"),
                         "51004": ("Ngozi", "Eze"), "51005": ("Jonas", "Fischer")}
-    stored = canvas.load_roster(db_url)
+    stored = rosters.load_roster(db_url)
     assert stored.students == roster.students and stored.column(ASSIGNMENT) == "Residual Connections (73101)"
     assert stored.column("fused-add-norm") == "fused-add-norm"
     assert (tmp_path / "instructor" / "canvas" / "roster.json").is_file()
 
 
 def test_load_roster_without_import_says_what_to_do(db_url):
-    with pytest.raises(canvas.CanvasError, match="python -m autograder roster"):
-        canvas.load_roster(db_url)
+    with pytest.raises(rosters.CanvasError, match="python -m autograder roster"):
+        rosters.load_roster(db_url)
 
 
 def test_sample_roster_is_a_canvas_export():
-    roster = canvas.read_roster(ROOT / "submissions" / "roster.csv", (ASSIGNMENT, "fused-add-norm"))
+    roster = rosters.read_roster(ROOT / "submissions" / "roster.csv", (ASSIGNMENT, "fused-add-norm"))
     assert len(roster.students) == 14 and roster.problems == []
     assert roster.columns == {ASSIGNMENT: "Residual Connections (73101)", "fused-add-norm": "Fused Add-Norm (73102)"}
 
@@ -184,7 +188,7 @@ def test_plan_collection_newest_wins_and_every_other_file_is_named(tmp_path):
             (tmp_path / name).write_text(marker or "%PDF-1.4")
         else:
             write_notebook(tmp_path / name, marker)
-    plan = canvas.plan_collection(tmp_path.iterdir(), {"51001", "51002", "51003", "51004"})
+    plan = collect.plan_collection(tmp_path.iterdir(), {"51001", "51002", "51003", "51004"})
     assert {cid: marker_of(Path(f.path)) for cid, f in plan.chosen.items()} == \
         {"51001": "answer = 'new'", "51002": "answer = 'late'"}
     assert plan.chosen["51002"].late and not plan.chosen["51001"].late
@@ -210,7 +214,7 @@ def test_extract_archives_reports_corrupt_entries_and_keeps_the_rest(tmp_path):
     (archive / "submissions.zip").write_bytes(data.replace(b"BAD-ENTRY-PAYLOAD", b"BAD-ENTRY-PAYLOAX"))
     (archive / "other.zip").write_bytes(b"not a zip")
     (archive / "loose_51003_3_nb.ipynb").write_text("{}")
-    problems = canvas.extract_archives(archive, extracted)
+    problems = collect.extract_archives(archive, extracted)
     assert (extracted / "submissions" / "a_51001_1_nb.ipynb").read_bytes() == b"GOOD-ENTRY"
     assert (extracted / "loose_51003_3_nb.ipynb").is_file()
     assert not (extracted / "submissions" / "b_51002_2_nb.ipynb").exists()
@@ -222,11 +226,11 @@ def test_extract_archives_reports_corrupt_entries_and_keeps_the_rest(tmp_path):
 
 
 def test_build_bulk_download_names_files_as_canvas(tmp_path):
-    roster = canvas.read_roster(write_roster(tmp_path / "export.csv"))
+    roster = rosters.read_roster(write_roster(tmp_path / "export.csv"))
     notebooks = [write_notebook(tmp_path / f"nb{i}.ipynb", f"nb{i}") for i in range(3)]
-    uploads = canvas.pair_uploads(roster, notebooks, late={"51002"}, resubmitted={"51003"},
+    uploads = fake_canvas.pair_uploads(roster, notebooks, late={"51002"}, resubmitted={"51003"},
                                   earlier=write_notebook(tmp_path / "release.ipynb", "stub"))
-    out = canvas.build_bulk_download(tmp_path / "z.zip", uploads, NOTEBOOK)
+    out = fake_canvas.build_bulk_download(tmp_path / "z.zip", uploads, NOTEBOOK, DEADLINE)
     assert zipfile.ZipFile(out).namelist() == [
         "abarachidi_51001_700001_residual-connections.ipynb",
         "müllertobias_LATE_51002_700002_residual-connections.ipynb",
@@ -249,12 +253,12 @@ def test_zip_collect_and_export_through_nbgrader(tmp_path, db_url):
     release = tmp_path / "assignments" / ASSIGNMENT
     release.mkdir(parents=True)
     shutil.copy(ROOT / "assignments" / ASSIGNMENT / NOTEBOOK, release / NOTEBOOK)
-    roster = canvas.import_roster(write_roster(tmp_path / "export.csv"), db_url)
+    roster = rosters.import_roster(write_roster(tmp_path / "export.csv"), db_url, (ASSIGNMENT,))
     notebooks = [write_notebook(tmp_path / "nbs" / f"{i}.ipynb", f"student {i}") for i in range(3)]
     archive = tmp_path / "instructor" / "downloaded" / ASSIGNMENT / "archive" / "submissions.zip"
-    uploads = canvas.pair_uploads(roster, notebooks, late={"51002"}, resubmitted={"51003"},
+    uploads = fake_canvas.pair_uploads(roster, notebooks, late={"51002"}, resubmitted={"51003"},
                                   earlier=release / NOTEBOOK)
-    canvas.build_bulk_download(archive, uploads, NOTEBOOK)
+    fake_canvas.build_bulk_download(archive, uploads, NOTEBOOK, DEADLINE)
     with zipfile.ZipFile(archive, "a") as zf:  # the bad input a real download can hold
         zf.writestr("ezengozi_51004_700101_residual-connections.ipynb", "{ truncated")
         zf.writestr("ezengozi_51004_700102_notes.pdf", "%PDF-1.4")
@@ -272,7 +276,7 @@ def test_zip_collect_and_export_through_nbgrader(tmp_path, db_url):
                  "ezengozi_51004_700101_residual-connections.ipynb", "ezengozi_51004_700102_notes.pdf",
                  "intruder_59999_700103_residual-connections.ipynb", "residual-connections (3).ipynb"]:
         assert f"{name}: " in log
-    record = canvas.load_collection(db_url, ASSIGNMENT)
+    record = collect.load_collection(db_url, ASSIGNMENT)
     assert {cid: s["late"] for cid, s in record["students"].items()} == \
         {"51001": False, "51002": True, "51003": False}
     assert len(record["problems"]) == 5
@@ -293,9 +297,9 @@ def test_zip_collect_and_export_through_nbgrader(tmp_path, db_url):
 # nbgrader's own add_submission trips SQLAlchemy's autoflush warnings
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
 def test_export_grades_exact_csv(tmp_path, db_url):
-    canvas.import_roster(write_roster(tmp_path / "export.csv"), db_url)
-    late = canvas.parse_filename("mullertobias_LATE_51002_700001_residual-connections.ipynb")
-    canvas.save_collection(db_url, ASSIGNMENT, canvas.Collection({"51002": late}, []), [])
+    rosters.import_roster(write_roster(tmp_path / "export.csv"), db_url, (ASSIGNMENT,))
+    late = collect.parse_filename("mullertobias_LATE_51002_700001_residual-connections.ipynb")
+    collect.save_collection(db_url, ASSIGNMENT, collect.Collection({"51002": late}, []), [])
     with Gradebook(db_url) as gb:
         gb.add_assignment(ASSIGNMENT)
         gb.add_notebook(ASSIGNMENT, ASSIGNMENT)
@@ -307,27 +311,29 @@ def test_export_grades_exact_csv(tmp_path, db_url):
             gb.add_submission(ASSIGNMENT, student)
             gb.find_grade("auto", ASSIGNMENT, ASSIGNMENT, student).auto_score = auto
             gb.find_grade("written", ASSIGNMENT, ASSIGNMENT, student).manual_score = manual
+        gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, "51002").late_submission_penalty = 5.0
         gb.db.commit()
-        dest, notes = canvas.export_grades(gb)
+        dest, notes = export.export_grades(gb)
     assert dest == tmp_path / "instructor" / "canvas" / "grades.csv"
     assert dest.read_text(encoding="utf-8") == (
         "Student,ID,SIS User ID,SIS Login ID,Section,Residual Connections (73101)\n"
         "Points Possible,,,,,100\n"
         '"Abara, Chidi",51001,S1,cabara,Section A,80.5\n'
-        '"Müller, Tobias",51002,S2,tmuller,Section B,75\n'
+        '"Müller, Tobias",51002,S2,tmuller,Section B,70\n'
         '"Dubois, Amélie",51003,S3,adubois,Section A,0\n'
         '"Eze, Ngozi",51004,S4,neze,Section B,0\n'
         '"Fischer, Jonas",51005,S5,jfischer,Section A,15.25\n')
     assert notes == [f"{ASSIGNMENT}: graded in nbgrader but not in the Canvas roster, so not exported: 59999",
                      f"{ASSIGNMENT}: MISSING, exported as 0: Dubois, Amélie (51003)",
-                     f"{ASSIGNMENT}: LATE in Canvas (no penalty applied here): Müller, Tobias (51002)"]
+                     f"{ASSIGNMENT}: LATE in Canvas: Müller, Tobias (51002)",
+                     f"{ASSIGNMENT}: late penalty taken off (course.toml late_per_day): Müller, Tobias (51002) -5"]
     with Gradebook(db_url) as gb:
-        dest, _ = canvas.export_grades(gb, tmp_path / "one.csv", students=["51005"])
+        dest, _ = export.export_grades(gb, tmp_path / "one.csv", students=["51005"])
     assert dest.read_text(encoding="utf-8").splitlines()[2:] == ['"Fischer, Jonas",51005,S5,jfischer,Section A,15.25']
 
 
 def test_collection_record_is_json_beside_the_gradebook(tmp_path, db_url):
-    assert canvas.load_collection(db_url, ASSIGNMENT) == {"assignment": ASSIGNMENT, "students": {}, "problems": []}
-    path = canvas.save_collection(db_url, ASSIGNMENT, canvas.Collection({}, []), ["x: not collected"])
+    assert collect.load_collection(db_url, ASSIGNMENT) == {"assignment": ASSIGNMENT, "students": {}, "problems": []}
+    path = collect.save_collection(db_url, ASSIGNMENT, collect.Collection({}, []), ["x: not collected"])
     assert json.loads(path.read_text())["problems"] == ["x: not collected"]
     assert path.parent == tmp_path / "instructor" / "canvas"

@@ -7,7 +7,7 @@ import pytest
 
 from autograder import course
 from autograder.course import CourseError
-from conftest import ROOT, SOURCE_NB
+from helpers import ROOT, SOURCE_NB
 
 GOOD = (ROOT / "course.toml").read_text()
 
@@ -34,7 +34,9 @@ def test_loads_the_repository_course():
      "expected a date-time"),
     (lambda s: s.replace("2027-02-15T23:59:00Z", "2027-02-15T23:59:00"), "deadline", "time zone"),
     (lambda s: s.replace("1 = 20", "1 = -20"), "auto.1", "whole number of points"),
-    (lambda s: s.replace('kind = "canvas"', 'kind = "moodle"'), "lms.kind", "canvas, gradescope"),
+    (lambda s: s.replace('kind = "canvas"', 'kind = "moodle"'), "lms.kind", "expected one of canvas, got"),
+        (lambda s: s.replace('kind = "canvas"', 'kind = "gradescope"'), "lms.kind", "expected one of canvas, got"),
+        (lambda s: s.replace("late_per_day = 5", "late_per_day = -1", 1), "late_per_day", "points >= 0"),
     (lambda s: s.replace("[grading]", "[grading]\ntimout_s = 3"), "grading.timout_s", "unknown key"),
     (lambda s: s.replace("[assignments.residual-connections]", "[assignments.no-such-thing]"),
      "no-such-thing.notebook", "unknown assignment"),

@@ -16,8 +16,8 @@ import pytest
 
 from autograder import course, suites
 from autograder.course import ROOT
-from autograder.score import Grader
-from sample_class import SampleClass
+from autograder.grading.grader import Grader
+from helpers import SampleClass
 
 ASSIGNMENT = "fused-add-norm"
 CLASS = SampleClass(ASSIGNMENT)
@@ -30,7 +30,7 @@ SKIPPED = "skipped: needs a CUDA GPU (none on the grading machine)"
 
 @pytest.fixture(scope="module")
 def grader():
-    with Grader(ASSIGNMENT, cuda=False) as g:
+    with Grader(ASSIGNMENT, course.load(), cuda=False) as g:
         yield g
 
 
@@ -69,7 +69,7 @@ def test_reference_scores_full_marks_through_the_command_line():
 
 
 def test_release_scores_zero_and_is_reported_not_crashed(grader):
-    result = grader.grade(RELEASE, SEED)
+    result = grader.grade(RELEASE, SEED).to_json()
     assert result["score"] == 0 and result["max_score"] == 40
     for t in result["tests"]:
         if t["name"] == TIMING:
@@ -135,7 +135,7 @@ def test_edited_reference_is_told_its_misconception(grader, tmp_path, cell, old,
     source["source"] = text.replace(old, new)
     path = tmp_path / "edited.ipynb"
     path.write_text(json.dumps(nb))
-    entry = by_name(grader.grade(path, SEED))[test]
+    entry = by_name(grader.grade(path, SEED).to_json())[test]
     assert entry["score"] == 0 and words in entry["output"], f"seed {SEED}: {entry['output']}"
 
 
@@ -160,7 +160,7 @@ def test_without_cuda_redistribute_scores_the_timing_points_at_part_1s_fraction(
 def test_without_cuda_skip_drops_the_timing_points_from_the_maximum():
     with Grader(ASSIGNMENT, course_with("skip"), cuda=False) as grader:
         for name, score in [("full-marks.ipynb", 30), ("variance-over-block.ipynb", 24)]:
-            result = grader.grade(SAMPLES / name, SEED)
+            result = grader.grade(SAMPLES / name, SEED).to_json()
             entry = by_name(result)[TIMING]
             assert (entry["score"], entry["max_score"]) == (0, 0)
             assert entry["output"].startswith(SKIPPED + "; not graded, per course.toml")

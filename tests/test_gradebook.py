@@ -3,7 +3,8 @@ import sqlite3
 
 import pytest
 
-from autograder.gradebook import copy_gradebook, merge_submissions, open_gradebook
+from autograder.nbgrading.gradebook import (SCHEMA, GradebookError, copy_gradebook, merge_submissions,
+                                            open_gradebook)
 
 
 def make_gradebook(db_url) -> None:
@@ -68,11 +69,23 @@ def test_merge_replaces_the_named_students_submissions_only(gradebook):
 def test_a_merge_that_fails_changes_nothing(gradebook, tmp_path):
     db_url, copy = gradebook
     broken = tmp_path / "broken.db"
-    with sqlite3.connect(broken) as db:                              # no nbgrader tables in it
+    with sqlite3.connect(broken) as db:                              # nbgrader's schema named, no tables
+        db.execute("CREATE TABLE alembic_version (version_num TEXT)")
+        db.execute("INSERT INTO alembic_version VALUES (?)", (SCHEMA,))
         db.execute("CREATE TABLE student (id TEXT)")
     before = scores(db_url)
     with pytest.raises(sqlite3.OperationalError):
         merge_submissions(db_url, broken, "hw1", ["ann"])
+    assert scores(db_url) == before
+
+
+def test_a_copy_of_another_schema_is_refused(gradebook, tmp_path):
+    db_url, copy = gradebook
+    with sqlite3.connect(copy) as db:                                # as if another nbgrader wrote it
+        db.execute("UPDATE alembic_version SET version_num = 'f00'")
+    before = scores(db_url)
+    with pytest.raises(GradebookError, match=r"schema \['f00'\].*written for " + SCHEMA):
+        merge_submissions(db_url, copy, "hw1", ["ann"])
     assert scores(db_url) == before
 
 

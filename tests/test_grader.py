@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder import codec, course, suites
+from autograder import course, suites
+from autograder.core import codec
 from autograder.course import ROOT, CourseError
-from autograder.extract import NotebookError, Template
-from autograder.score import MAX_OUTPUT, Grader
-from sample_class import SampleClass
+from autograder.core.extract import NotebookError, Template
+from autograder.grading.grader import Grader
+from autograder.results.result import MAX_OUTPUT
+from helpers import SampleClass
 
 ASSIGNMENT = "residual-connections"
 CLASS = SampleClass(ASSIGNMENT)
@@ -27,7 +29,7 @@ TIMEOUT_S = 3.0   # per hidden test; the course's 20 s would make the hanging sa
 
 @pytest.fixture(scope="module")
 def grader():
-    with Grader(ASSIGNMENT, timeout_s=TIMEOUT_S) as g:
+    with Grader(ASSIGNMENT, course.load(), timeout_s=TIMEOUT_S) as g:
         yield g
 
 
@@ -53,14 +55,14 @@ def notebook_with(tmp_path: Path, name: str, **sources: str) -> Path:
 
 def test_reference_scores_full_marks(grader):
     for seed in (SEED, SEED + 1):
-        result = grader.grade(SOLUTION, seed)
+        result = grader.grade(SOLUTION, seed).to_json()
         failed = {t["name"]: t["output"] for t in result["tests"] if t["score"] != t["max_score"]}
         assert not failed, f"seed {seed}: the reference lost points: {failed}"
         assert result["score"] == result["max_score"] == course.load().assignment(ASSIGNMENT).max_auto
 
 
 def test_release_scores_zero_and_is_reported_not_crashed(grader):
-    result = grader.grade(RELEASE, SEED)
+    result = grader.grade(RELEASE, SEED).to_json()
     assert result["score"] == 0
     for t in result["tests"]:
         assert "not implemented yet" in t["output"], (t["name"], t["output"])
@@ -126,7 +128,7 @@ def test_crashes_at_import_cost_only_the_affected_tests(graded):
     ("import os\nos._exit(3)\n", "exited with code 3"),
 ])
 def test_syntax_error_and_os_exit_cost_only_their_cell(grader, tmp_path, source, reason):
-    result = grader.grade(notebook_with(tmp_path, "broken.ipynb", split_gradient=source), SEED)
+    result = grader.grade(notebook_with(tmp_path, "broken.ipynb", split_gradient=source), SEED).to_json()
     lost = [t for t in result["tests"] if t["score"] < t["max_score"]]
     assert [t["name"] for t in lost] == ["split_gradient: the identity path's and the branch's share"]
     assert reason in lost[0]["output"] and "cell 'split_gradient'" in lost[0]["output"]
@@ -157,7 +159,7 @@ def test_result_schema(graded):
 
 
 def test_same_seed_same_inputs_same_feedback(grader, graded):
-    again = grader.grade(SAMPLES / "pre-post-swapped.ipynb", SEED)
+    again = grader.grade(SAMPLES / "pre-post-swapped.ipynb", SEED).to_json()
     assert again == graded["pre-post-swapped.ipynb"]
 
 
@@ -171,13 +173,13 @@ def test_same_seed_same_inputs_same_feedback(grader, graded):
 def test_unreadable_files_score_zero_with_a_reason(grader, tmp_path, content, reason):
     path = tmp_path / "upload.ipynb"
     path.write_bytes(content)
-    result = grader.grade(path, SEED)
+    result = grader.grade(path, SEED).to_json()
     assert result["score"] == 0 and len(result["tests"]) == 33
     assert all(reason in t["output"] for t in result["tests"])
 
 
 def test_missing_file_scores_zero(grader, tmp_path):
-    result = grader.grade(tmp_path / "nothing.ipynb", SEED)
+    result = grader.grade(tmp_path / "nothing.ipynb", SEED).to_json()
     assert result["score"] == 0 and "no such notebook" in result["tests"][0]["output"]
 
 
@@ -185,14 +187,14 @@ def test_notebook_without_solution_cells(grader, tmp_path):
     path = tmp_path / "empty.ipynb"
     path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": "hi"}],
                                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    result = grader.grade(path, SEED)
+    result = grader.grade(path, SEED).to_json()
     assert result["score"] == 0
     assert "solution cell 'residual_add' is missing from the notebook" in result["tests"][0]["output"]
 
 
 def test_unknown_assignment_lists_the_valid_ones():
     with pytest.raises(CourseError, match="residual-connections"):
-        Grader("no-such-assignment")
+        Grader("no-such-assignment", course.load())
 
 
 def test_locked_cells_come_from_the_source_notebook(tmp_path):
@@ -215,24 +217,24 @@ def test_locked_cells_come_from_the_source_notebook(tmp_path):
 def test_memory_limit_fails_the_test_not_the_grader(grader, tmp_path):
     path = notebook_with(tmp_path, "greedy.ipynb", residual_add=(
         "def residual_add(x, fx):\n    big = torch.empty(6 << 30, dtype=torch.uint8)\n    return x + fx\n"))
-    result = grader.grade(path, SEED)
+    result = grader.grade(path, SEED).to_json()
     first = result["tests"][0]
     assert first["score"] == 0 and ("memory" in first["output"].lower() or "alloc" in first["output"].lower())
-    assert grader.grade(SOLUTION, SEED)["score"] == 75
+    assert grader.grade(SOLUTION, SEED).to_json()["score"] == 75
 
 
 def test_student_code_cannot_kill_the_fork_server(grader, tmp_path):
     path = notebook_with(tmp_path, "killer.ipynb", split_gradient=(
         "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\n"
         "def split_gradient(x0, dF, upstream):\n    return upstream, upstream * dF(x0)\n"))
-    assert grader.grade(path, SEED)["score"] == 75
-    assert grader.grade(SOLUTION, SEED)["score"] == 75
+    assert grader.grade(path, SEED).to_json()["score"] == 75
+    assert grader.grade(SOLUTION, SEED).to_json()["score"] == 75
 
 
 def test_huge_messages_are_capped(grader, tmp_path):
     path = notebook_with(tmp_path, "chatty.ipynb", residual_add=(
         "def residual_add(x, fx):\n    raise ValueError('(2, 3) ' * 100000)\n"))
-    result = grader.grade(path, SEED)
+    result = grader.grade(path, SEED).to_json()
     assert max(len(t["output"]) for t in result["tests"]) <= MAX_OUTPUT
 
 
@@ -249,3 +251,29 @@ def test_child_frames_are_read_without_running_code(tmp_path):
     assert not marker.exists()
     frame = {"result": {"kind": "tensor", "value": torch.ones(2)}, "list": [1, 2.5, None, "s"]}
     assert str(codec.loads(codec.dumps(frame))) == str(frame)
+
+
+def test_a_breach_of_the_contract_is_named_in_the_failure(grader, tmp_path):
+    """A TransformerBlock without the norm parameter: its tests fail and say what the contract asks."""
+    source = json.loads((SAMPLES / "full-marks.ipynb").read_text())
+    cell = next(c for c in source["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "transformer_block")
+    text = "".join(cell["source"]).replace('norm: str = "pre"', "").replace("d_model: int, n_heads: int, ", "d_model: int, n_heads: int")
+    path = notebook_with(tmp_path, "no-norm.ipynb", transformer_block=text)
+    result = grader.grade(path, SEED).to_json()
+    lost = [t for t in result["tests"] if t["score"] < t["max_score"]]
+    assert lost and all(t["part"] == 4 for t in lost)
+    assert any("TransformerBlock takes (d_model, n_heads), the assignment says (d_model, n_heads, norm)"
+               in t["output"] for t in lost), [t["output"] for t in lost]
+
+
+def test_contract_problems_compare_kind_and_parameters():
+    from autograder import contract
+    c = contract.load(ROOT / "solutions" / ASSIGNMENT)
+    assert c["TransformerBlock"].attributes == ("attn", "ln1", "ln2", "ffn")
+    reported = {"residual_add": {"defined": True, "kind": "function", "params": ["a", "b"]},
+                "Residual": {"defined": True, "kind": "function", "params": ["sublayer"]},
+                "split_gradient": {"defined": True, "kind": "function", "params": ["x0", "dF", "upstream", "extra"]},
+                "gradient_norms": {"defined": False}}
+    assert c.problems(reported) == {
+        "residual_add": "residual_add takes (a, b), the assignment says (x, fx)",
+        "Residual": "Residual is a function, the assignment asks for a class"}

@@ -3,7 +3,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import SOURCE_NB
+from helpers import SOURCE_NB
 
 
 @pytest.fixture(scope="module")

@@ -1,27 +1,13 @@
 """The release: generated from solutions/, no solution code, stubs everywhere, no drift."""
 import json
-import re
 
 import nbtest
 import pytest
 import torch
 
-from autograder import course, release
 from autograder.course import ROOT
-
-SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
-ASSIGNMENTS = list(course.load().assignments.values())
-NAMES = [a.name for a in ASSIGNMENTS]
-
-
-def solution_lines(a) -> set[str]:
-    """Non-trivial lines that occur in the source notebook only between solution markers."""
-    source = a.notebook_path(ROOT / "solutions")
-    src = "\n".join(nbtest.source_of(c) for c in nbtest.read_notebook(source)["cells"])
-    inside = {l.strip() for r in SOLUTION_REGION.findall(src) for l in r.splitlines() if len(l.strip()) > 12}
-    outside = SOLUTION_REGION.sub("", src) + (source.parent / "test_public.py").read_text()
-    return {l for l in inside if l not in outside}
-
+from autograder.nbgrading import release
+from helpers import ASSIGNMENTS, COURSE, NAMES, solution_lines
 
 @pytest.mark.parametrize("a", ASSIGNMENTS, ids=NAMES)
 def test_source_has_solution_regions(a):
@@ -60,14 +46,14 @@ def test_every_stub_of_assignment_1_raises_not_implemented(release):
 
 
 def test_regenerating_the_release_reproduces_assignments():
-    assert release.drift() == []
+    assert release.drift(COURSE) == []
 
 
 def test_student_dist_holds_the_release_and_nothing_else(tmp_path):
     out = release.build_student(tmp_path / "student")
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert files == sorted(["README.md", "nbtest.py", "pytest.ini", "requirements.txt"]
-                           + [f"{a.name}/{name}" for a in ASSIGNMENTS for name in (a.notebook, "test_public.py")])
+                           + [f"{a.name}/{name}" for a in ASSIGNMENTS for name in (a.notebook, "test_public.py", "contract.toml")])
     everything = "\n".join(p.read_text() for p in out.rglob("*") if p.is_file())
     assert [l for a in ASSIGNMENTS for l in solution_lines(a) if l in everything] == []
     assert "autograder" not in everything

@@ -19,9 +19,9 @@ import statistics
 import torch
 import torch.nn.functional as F
 
-from ..bandwidth import data_sheet_peak
-from ..sandbox import Died
-from ..suite import Suite, Trial, describe, shape_in, show
+from ..kit.bandwidth import data_sheet_peak
+from ..core.sandbox import Died
+from ..kit import Suite, Trial, describe, shape_in, show
 
 SUITE = Suite("fused-add-norm", cuda=True)
 test = SUITE.test

@@ -122,7 +122,7 @@ def warm_up() -> None:
     from torch.utils._python_dispatch import TorchDispatchMode
     from triton.runtime import autotuner, interpreter, jit
 
-    from .. import probe
+    from ..core import probe
 
     kernel_types = (jit.KernelInterface,)
     for cls in (jit.JITFunction, interpreter.InterpretedFunction, autotuner.Autotuner, autotuner.Heuristics):

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..suite import Suite, Trial, describe, shape_in
+from ..kit import Suite, Trial, describe, shape_in
 
 SUITE = Suite("residual-connections")
 test = SUITE.test

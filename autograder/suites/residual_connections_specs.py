@@ -75,3 +75,11 @@ class Branch(nn.Module):
 
 
 SPECS = {"pair": pair, "derivative": derivative, "branch": Branch}
+
+
+def warm_up() -> None:
+    """Run in the fork server once, so that children do not each pay first-call costs
+    (the first attention call and backward initialise their kernels)."""
+    x = torch.ones(1, 2, 2, requires_grad=True)
+    attention = nn.MultiheadAttention(2, 1, batch_first=True)
+    torch.autograd.backward(torch.sum(attention(x, x, x, need_weights=False)[0]))

@@ -1,6 +1,6 @@
 """Worker processes for `python -m autograder autograde`: nbgrader's Autograde, one student at a time.
 
-    with Workers("residual-connections", 2) as pool:   # forked now, fork servers started
+    with Workers("residual-connections", 2, course) as pool:   # forked now, fork servers started
         unreadable, failed = pool.autograde({"51001": Path(".../51001/residual-connections/x.ipynb")}, db_url)
 
 This module imports torch and nbgrader, so a worker forked from the process that
@@ -10,6 +10,8 @@ process reads anything of a student's, and each starts its sandbox fork server
 The parent hands out students as workers ask, so a slow submission delays one worker,
 not a fixed share of the class. Each worker records into its own copy of the gradebook,
 merged back at the end (gradebook.py), so workers never wait for each other's commits.
+In a worker, nbgrader's autograde reaches the grader through plugins.grading_for, which
+the worker gives its Grader before the first student.
 """
 from __future__ import annotations
 
@@ -27,11 +29,12 @@ from nbgrader.converters.autograde import Autograde
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from . import autograde, canvas
-from .course import ROOT, CourseError
-from .gradebook import copy_gradebook, merge_submissions, sqlite_path
-from .report import Progress
-from .score import Grader
+from ..course import ROOT, Course, CourseError
+from ..grading.grader import Grader
+from ..results.render import Progress
+from . import plugins
+from .gradebook import GradebookError, copy_gradebook, merge_submissions, sqlite_path
+from .run import unreadable
 
 _FORK = multiprocessing.get_context("fork")
 STOP_WAIT_S = 30     # how long a worker told to stop may take to finish its current student
@@ -40,13 +43,14 @@ STOP_WAIT_S = 30     # how long a worker told to stop may take to finish its cur
 class Workers:
     """`count` forked worker processes, each with its own Grader for `assignment`."""
 
-    def __init__(self, assignment: str, count: int):
+    def __init__(self, assignment: str, count: int, course: Course):
         self.assignment = assignment
         self._pipes = []
         self._processes = []
         for _ in range(count):
             ours, theirs = _FORK.Pipe()
-            process = _FORK.Process(target=_work, args=(assignment, theirs, [*self._pipes, ours]), daemon=True)
+            process = _FORK.Process(target=_work, args=(assignment, course, theirs, [*self._pipes, ours]),
+                                    daemon=True)
             process.start()
             theirs.close()
             self._pipes.append(ours)
@@ -79,7 +83,7 @@ class Workers:
             for pipe, copy in zip(self._pipes, copies):
                 try:
                     merge_submissions(db_url, copy, self.assignment, graded[pipe])
-                except sqlite3.Error as e:
+                except (sqlite3.Error, GradebookError) as e:
                     raise CourseError(f"could not merge {copy.name} into the gradebook ({e}); the grading "
                                       "results are kept, so running the command again is quick") from e
                 for path in (copy, copy.with_name(copy.name + "-journal")):
@@ -147,7 +151,7 @@ class Workers:
                 process.join()
 
 
-def _work(assignment: str, pipe, parent_ends: list) -> None:
+def _work(assignment: str, course: Course, pipe, parent_ends: list) -> None:
     """A worker: its fork server first, then nbgrader's Autograde for each student it is sent.
 
     parent_ends: the parent's ends of the pipes, which a fork copies; closed, so that the
@@ -157,7 +161,7 @@ def _work(assignment: str, pipe, parent_ends: list) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)              # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
-        grader = autograde._graders[assignment] = Grader(assignment, fork=True)
+        grader = Grader(assignment, course, fork=True)
     except CourseError as e:
         sys.exit(f"error: a worker could not start grading {assignment}: {e}")
     try:
@@ -167,6 +171,7 @@ def _work(assignment: str, pipe, parent_ends: list) -> None:
         if gradebook is None:                                 # told to stop before it began
             return
         app.coursedir.db_url = gradebook
+        plugins.grading_for(assignment, gradebook, grader)
         while (task := pipe.recv()) is not None:
             student, path = task
             pipe.send((student, *_autograde_one(app, student, Path(path))))
@@ -192,7 +197,7 @@ def _autograde_app(assignment: str):
 
 def _autograde_one(app, student: str, path: Path) -> tuple[str, str]:
     """("graded", ""), ("unreadable", why) or ("failed", why) for one student's submission."""
-    problem = canvas.unreadable(path)
+    problem = unreadable(path)
     if problem:
         return "unreadable", f"{path.name} is not a readable notebook ({problem})"
     app.coursedir.student_id = student

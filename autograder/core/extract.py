@@ -1,29 +1,30 @@
 """A submission's code as the grader runs it.
 
+    template = Template(solutions / "residual-connections" / "residual-connections.ipynb")
+    extracted = template.fill(Path("alice.ipynb"))   # raises NotebookError for an unreadable file
+    extracted.cells, extracted.problems, extracted.key
+
 The module cells of the *source* notebook (solutions/) decide what runs and in
 what order. Solution cells (nbgrader grade_id) are taken from the submission;
 every other module cell (the locked "setup" imports) is taken from the source,
-so a student who deletes or edits a locked cell changes nothing.
+so a student who deletes or edits a locked cell changes nothing. The notebook
+readers and cell-metadata helpers are the student-side helper's (assignments/nbtest.py),
+so the grader and the public tests read notebooks the same way.
 """
 from __future__ import annotations
 
 import ast
-import importlib.util
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .course import ROOT
+try:
+    import nbtest          # assignments/ is on sys.path in the course's environment (Makefile)
+except ImportError as e:   # pragma: no cover - a broken install, said plainly
+    raise ImportError("assignments/nbtest.py is not importable: run `make setup` (it puts assignments/ "
+                      "on the venv's path)") from e
 
-
-def _load_nbtest():
-    """assignments/nbtest.py, the student-side loader, whose notebook readers we reuse."""
-    spec = importlib.util.spec_from_file_location("nbtest", ROOT / "assignments" / "nbtest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-nbtest = _load_nbtest()
 NotebookError = nbtest.NotebookError
 
 
@@ -31,6 +32,11 @@ NotebookError = nbtest.NotebookError
 class Extracted:
     cells: list[tuple[str, str]]   # (label, Python source), in the source notebook's order
     problems: dict[str, str]       # label -> why that solution cell is not the student's
+
+    @property
+    def key(self) -> str:
+        """A hash of exactly what the grader runs: equal code, equal key."""
+        return hashlib.sha256(json.dumps([self.cells, sorted(self.problems.items())]).encode()).hexdigest()
 
 
 class Template:
@@ -41,8 +47,7 @@ class Template:
         self.cells: list[tuple[str, str, bool]] = []   # (label, source, is the student's)
         for index, cell in enumerate(nb["cells"]):
             if nbtest.is_module_cell(cell):
-                solution = bool(cell["metadata"].get("nbgrader", {}).get("solution"))
-                self.cells.append((nbtest.cell_label(cell, index), nbtest.source_of(cell), solution))
+                self.cells.append((nbtest.cell_label(cell, index), nbtest.source_of(cell), nbtest.is_solution(cell)))
         self.owner = {name: label for label, src, solution in self.cells if solution
                       for name in top_level_names(src)}
 
@@ -65,16 +70,20 @@ class Template:
                     problems[label] = f"solution cell '{label}' is malformed (its source is not text)"
         return Extracted(cells, problems)
 
+    def key(self, submission: Path) -> str:
+        """Extracted.key of a submission; for an unreadable file, a hash of its bytes."""
+        try:
+            return self.fill(submission).key
+        except NotebookError:
+            return hashlib.sha256(b"unreadable:" + Path(submission).read_bytes()).hexdigest()
+
 
 def _code_cells_by_grade_id(nb: dict) -> dict[str, dict]:
     """grade_id -> the first code cell carrying it."""
     out = {}
     for cell in nb["cells"]:
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        meta = cell.get("metadata")
-        grade_id = meta.get("nbgrader", {}).get("grade_id") if isinstance(meta, dict) else None
-        if isinstance(grade_id, str):
+        grade_id = nbtest.grade_id(cell)
+        if grade_id is not None and cell.get("cell_type") == "code":
             out.setdefault(grade_id, cell)
     return out
 

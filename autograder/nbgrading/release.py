@@ -11,38 +11,29 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from . import course as course_mod
-from . import gradebook
-from .course import ROOT
+from ..course import ROOT, Course
+from .run import nbgrader
 
 RELEASE = ROOT / "assignments"
 STUDENT_DIST = ROOT / "dist" / "student"
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".ipynb_checkpoints")
 
 
-def nbgrader(*args: str) -> None:
-    """Run nbgrader from the repository root; raise with its output if it fails."""
-    proc = gradebook.nbgrader(*args, cwd=ROOT, capture=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}")
-
-
-def generate(release_dir: Path = RELEASE) -> list[str]:
+def generate(course: Course, release_dir: Path = RELEASE) -> list[str]:
     """nbgrader generate_assignment for every assignment in course.toml, into release_dir."""
-    course = course_mod.load()
     release_dir = Path(release_dir).resolve()
     with tempfile.TemporaryDirectory() as tmp:  # the release needs no gradebook entries
         for name in course.assignments:
             nbgrader("generate_assignment", name, "--force", "--log-level=WARN",
                      f"--CourseDirectory.release_directory={release_dir}",
-                     f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook.db")
+                     f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook.db", capture=True)
     return list(course.assignments)
 
 
-def drift(release_dir: Path = RELEASE) -> list[str]:
+def drift(course: Course, release_dir: Path = RELEASE) -> list[str]:
     """Files that differ between a fresh nbgrader release and release_dir (empty: no drift)."""
     with tempfile.TemporaryDirectory() as tmp:
-        names = generate(Path(tmp))
+        names = generate(course, Path(tmp))
         problems = []
         for name in names:
             fresh, kept = Path(tmp) / name, Path(release_dir) / name
@@ -69,26 +60,3 @@ def build_student(out: Path = STUDENT_DIST) -> Path:
         shutil.rmtree(out)
     shutil.copytree(RELEASE, out, ignore=SKIP)
     return out
-
-
-def add_parser(commands) -> None:
-    p = commands.add_parser("release", help="regenerate assignments/ and write dist/student/",
-                            description=__doc__.split("\n\n")[0])
-    p.add_argument("--check", action="store_true",
-                   help="only check that assignments/ matches a fresh release of solutions/")
-    p.add_argument("--out", type=Path, default=STUDENT_DIST, help="where to write the student release")
-    p.set_defaults(run=run)
-
-
-def run(args) -> int:
-    if args.check:
-        problems = drift()
-        for line in problems:
-            print(line)
-        print("assignments/ is up to date" if not problems
-              else "assignments/ has drifted: run `make release` and commit the result")
-        return 1 if problems else 0
-    names = generate()
-    out = build_student(args.out)
-    print(f"released {', '.join(names)} to {RELEASE.relative_to(ROOT)}/ and wrote {out}")
-    return 0

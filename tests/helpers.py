@@ -1,4 +1,5 @@
-"""An assignment's bundled sample class, and the checks every hidden suite passes on it.
+"""What several test modules share (no test module imports another): the course's paths,
+the assignments, their solution lines, and each assignment's bundled sample class.
 
     CLASS = SampleClass("residual-connections")
     results = CLASS.grade_all(grader)             # every sample, graded once with CLASS.seed
@@ -10,12 +11,39 @@ from __future__ import annotations
 import importlib
 import json
 import random
+import re
 from pathlib import Path
 
-from autograder import suites
+import nbtest
+
+from autograder import course, suites
 from autograder.course import ROOT
-from autograder.extract import Template
-from autograder.score import MAX_OUTPUT
+from autograder.core.extract import Template
+from autograder.results.result import MAX_OUTPUT
+
+
+ASSIGNMENT = "residual-connections"
+SOURCE_NB = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+RELEASE_NB = ROOT / "assignments" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+COURSE = course.load()
+ASSIGNMENTS = list(COURSE.assignments.values())
+NAMES = [a.name for a in ASSIGNMENTS]
+SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
+
+
+def public_test_count(a) -> int:
+    """How many public tests an assignment's test_public.py defines."""
+    return len(re.findall(r"^def test_part", (a.notebook_path(ROOT / "solutions").parent / "test_public.py")
+                          .read_text(), re.M))
+
+
+def solution_lines(a) -> set[str]:
+    """Non-trivial lines that occur in the source notebook only between solution markers."""
+    source = a.notebook_path(ROOT / "solutions")
+    src = "\n".join(nbtest.source_of(c) for c in nbtest.read_notebook(source)["cells"])
+    inside = {l.strip() for r in SOLUTION_REGION.findall(src) for l in r.splitlines() if len(l.strip()) > 12}
+    outside = SOLUTION_REGION.sub("", src) + (source.parent / "test_public.py").read_text()
+    return {l for l in inside if l not in outside}
 
 
 class SampleClass:
@@ -28,7 +56,7 @@ class SampleClass:
         self.seed = random.randrange(2 ** 31)   # drawn per run, named in every failure message
 
     def grade_all(self, grader) -> dict[str, dict]:
-        return {name: grader.grade(self.folder / name, self.seed) for name in self.expected}
+        return {name: grader.grade(self.folder / name, self.seed).to_json() for name in self.expected}
 
     def assert_expected(self, name: str, result: dict) -> None:
         want = self.expected[name]["tests"]

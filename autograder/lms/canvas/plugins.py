@@ -1,20 +1,28 @@
-"""nbgrader plugins, named in nbgrader_config.py; the work is done in canvas.py and autograde.py.
+"""nbgrader plugins for Canvas, named in nbgrader_config.py; the work is done in roster, collect and export.
 
     nbgrader zip_collect ASSIGNMENT   CanvasExtractorPlugin, CanvasCollectorPlugin
-    nbgrader autograde ASSIGNMENT     HiddenSuiteGrades
     nbgrader export                   CanvasExportPlugin
 """
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import os
 from pathlib import Path
 
 from nbgrader.plugins import ExportPlugin, ExtractorPlugin, FileNameCollectorPlugin
-from nbgrader.preprocessors import NbGraderPreprocessor
 
-from . import autograde, canvas
-from . import course as course_mod
-from .course import CourseError
+from ... import course as course_mod
+from ...course import CourseError
+from .collect import extract_archives, plan_collection, save_collection
+from .export import export_grades
+from .roster import CanvasError, load_roster
+
+
+@functools.lru_cache(maxsize=1)
+def _course():
+    """course.toml, read once per nbgrader process (each plugin is an entry point)."""
+    return course_mod.load()
 
 
 class CanvasExtractorPlugin(ExtractorPlugin):
@@ -23,7 +31,7 @@ class CanvasExtractorPlugin(ExtractorPlugin):
     problems: tuple[str, ...] = ()  # set by extract(), read by CanvasCollectorPlugin
 
     def extract(self, archive_path: str, extracted_path: str) -> None:
-        self.problems = tuple(canvas.extract_archives(Path(archive_path), Path(extracted_path)))
+        self.problems = tuple(extract_archives(Path(archive_path), Path(extracted_path)))
         for problem in self.problems:
             self.log.warning(problem)
 
@@ -33,7 +41,8 @@ class CanvasCollectorPlugin(FileNameCollectorPlugin):
 
     On its first call it looks at every extracted file at once (the newest upload can only be
     chosen that way), logs why each other file is left out, and writes
-    canvas/collected-ASSIGNMENT.json (late flags, problems) beside the gradebook.
+    canvas/collected-ASSIGNMENT.json (late flags, problems) beside the gradebook. Each file
+    collected carries its upload time (collect.upload_time), from which nbgrader counts lateness.
     """
 
     _chosen: dict[str, dict] | None = None
@@ -42,28 +51,29 @@ class CanvasCollectorPlugin(FileNameCollectorPlugin):
         if self._chosen is None:
             try:
                 self._chosen = self._plan()
-            except (canvas.CanvasError, CourseError) as e:
+            except (CanvasError, CourseError) as e:
                 self.parent.fail(str(e))
         return self._chosen.get(submitted_file)
 
     def _plan(self) -> dict[str, dict]:
         app = self.parent
         assignment = app.coursedir.assignment_id
-        notebook = course_mod.load().assignment(assignment).notebook
-        roster = canvas.load_roster(app.coursedir.db_url)
+        a = _course().assignment(assignment)
+        roster = load_roster(app.coursedir.db_url)
         extracted = app._format_collect_path(app.extracted_directory)  # nbgrader's own layout
         files = [os.path.join(root, name) for root, _, names in os.walk(extracted) for name in names]
-        collection = canvas.plan_collection(files, roster.ids)
+        collection = plan_collection(files, roster.ids)
         for problem in collection.problems:
             self.log.warning(problem)
         extractor = list(getattr(app.extractor_plugin_inst, "problems", ()))
-        record = canvas.save_collection(app.coursedir.db_url, assignment, collection,
-                                        extractor + collection.problems)
+        record = save_collection(app.coursedir.db_url, assignment, collection, extractor + collection.problems)
         late = sorted(cid for cid, f in collection.chosen.items() if f.late)
         self.log.info("Canvas: %d students collected, %d files not collected, late: %s; recorded in %s",
                       len(collection.chosen), len(extractor) + len(collection.problems),
                       ", ".join(late) or "none", record)
-        return {f.path: {"student_id": cid, "file_id": notebook} for cid, f in collection.chosen.items()}
+        return {f.path: {"student_id": cid, "file_id": a.notebook,
+                         "timestamp": f.upload_time(a.deadline).astimezone(dt.timezone.utc).isoformat()}
+                for cid, f in collection.chosen.items()}
 
 
 class CanvasExportPlugin(ExportPlugin):
@@ -71,21 +81,9 @@ class CanvasExportPlugin(ExportPlugin):
 
     def export(self, gradebook) -> None:
         try:
-            dest, notes = canvas.export_grades(gradebook, self.to or None, self.assignment, self.student)
-        except canvas.CanvasError as e:
+            dest, notes = export_grades(gradebook, self.to or None, self.assignment, self.student)
+        except CanvasError as e:
             self.parent.fail(str(e))
         for note in notes:
             self.log.warning(note)
         self.log.info("Canvas gradebook CSV: %s (Canvas: Grades > Import)", dest)
-
-
-class HiddenSuiteGrades(NbGraderPreprocessor):
-    """In place of nbgrader's Execute: score each part with the hidden suites, out of kernel."""
-
-    def preprocess(self, nb, resources):
-        info = resources["nbgrader"]
-        result = autograde.result_for(nb, info["assignment"], info["db_url"])
-        autograde.write_grades(nb, result, info["assignment"])
-        self.log.info("%s: %s / %s automatic points from the hidden suite",
-                      info["student"], result["score"], result["max_score"])
-        return nb, resources

@@ -1,7 +1,4 @@
-"""nbgrader from this environment: its gradebook, the files kept beside it, its commands.
-
-nbgrader runs `alembic` when it creates a gradebook, so everything here puts this
-interpreter's bin folder first on PATH.
+"""nbgrader's gradebook: the files kept beside it, its copies for workers, their merge.
 
 A class is autograded by workers that each write to a copy of the gradebook (one
 SQLite file's commits would make them wait for each other's disk syncs); what
@@ -15,16 +12,19 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from .run import tools_path
+
+# The schema the raw SQL below is written for: nbgrader 0.9's newest alembic revision.
+SCHEMA = "e43177bfe90b"
+
 
 class GradebookError(ValueError):
-    """The gradebook is not a SQLite file, so there is no folder to keep things beside it."""
+    """The gradebook cannot be used here: not a SQLite file (nothing to keep beside it), or another schema."""
 
 
 def sqlite_path(db_url) -> Path:
@@ -70,6 +70,8 @@ def merge_submissions(db_url, copy: Path, assignment: str, students: list[str]) 
         return
     with closing(_connect(sqlite_path(db_url))) as db:
         db.execute("ATTACH DATABASE ? AS copy", (str(copy),))
+        for name in ("main", "copy"):
+            _check_schema(db, name)
         db.execute("CREATE TEMP TABLE merging (id TEXT PRIMARY KEY)")
         db.executemany("INSERT OR IGNORE INTO temp.merging VALUES (?)", [(s,) for s in students])
         db.execute("BEGIN IMMEDIATE")
@@ -86,16 +88,20 @@ def merge_submissions(db_url, copy: Path, assignment: str, students: list[str]) 
             raise
 
 
+def _check_schema(db: sqlite3.Connection, name: str) -> None:
+    """Refuse to write a gradebook of another schema than the SQL here was written for."""
+    try:
+        found = [row[0] for row in db.execute(f"SELECT version_num FROM {name}.alembic_version")]
+    except sqlite3.Error:
+        found = []
+    if found != [SCHEMA]:
+        raise GradebookError(f"gradebook ({name}) has schema {found or 'unknown'}, this merge is written for "
+                             f"{SCHEMA} (nbgrader 0.9): install the nbgrader version pyproject.toml pins")
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), waiting up to 60 s for a lock."""
     return sqlite3.connect(str(path), timeout=60, isolation_level=None)
-
-
-def tools_path() -> str:
-    """PATH with this interpreter's bin folder (nbgrader, alembic) first."""
-    bindir = str(Path(sys.executable).parent)
-    path = os.environ.get("PATH", "")
-    return path if bindir in path.split(os.pathsep) else bindir + os.pathsep + path
 
 
 def open_gradebook(db_url, course_id: str = ""):
@@ -105,14 +111,13 @@ def open_gradebook(db_url, course_id: str = ""):
     return Gradebook(db_url, course_id)
 
 
-def nbgrader_command(*args: str) -> tuple[list[str], dict]:
-    """The command line and environment of `nbgrader ARGS` from this environment."""
-    env = {**os.environ, "PATH": tools_path(),
-           "PYTHONWARNINGS": "ignore::Warning:nbgrader.api"}   # SQLAlchemy chatter inside nbgrader
-    return [sys.executable, "-m", "nbgrader", *args], env
-
-
-def nbgrader(*args: str, cwd: Path, capture: bool = False) -> subprocess.CompletedProcess:
-    """Run `nbgrader ARGS` in cwd (where nbgrader_config.py is) and return the finished process."""
-    command, env = nbgrader_command(*args)
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=capture, text=True)
+def set_assignment(db_url, assignment: str, notebook: str, duedate, points: dict[str, float]) -> None:
+    """Give a registered assignment this due date (naive UTC, as nbgrader keeps it) and its notebook's
+    grade cells these maximum points ({grade_id: points}): nbgrader's totals and feedback follow them."""
+    with open_gradebook(db_url) as gb:
+        gb.update_or_create_assignment(assignment, duedate=duedate)
+        for grade_id, value in points.items():
+            cell = gb.find_grade_cell(grade_id, notebook, assignment)
+            if cell.max_score != value:
+                cell.max_score = value
+        gb.db.commit()

@@ -16,7 +16,7 @@ Failed (t.fail), all or nothing; the message names the misconception it caught.
 A suite built with Suite(name, cuda=True) runs the submission on the GPU where the
 grading machine has one (t.cuda, t.device; tensors are moved there in the child), and a
 test registered with needs_cuda=True is not run without one: its points then follow
-course.toml's [timing] without_cuda (see score.Grader).
+course.toml's [timing] without_cuda (results.result.not_run).
 """
 from __future__ import annotations
 
@@ -28,8 +28,9 @@ from typing import Callable
 
 import torch
 
-from . import probe
-from .course import CourseError
+from ..contract import Contract
+from ..core import probe
+from ..course import CourseError
 
 SHOWN_VALUES = 6   # tensor entries shown in "yours / expected"
 
@@ -121,7 +122,8 @@ class Trial:
     """One run of one test: seeded inputs, the reference, and calls into the sandbox."""
 
     def __init__(self, test: Test, seed: int, sandbox, timeout_s: float, reference, specs: dict,
-                 explain: Callable[[str], str], *, cuda: bool = False, timing=None):
+                 explain: Callable[[str], str], *, cuda: bool = False, timing=None,
+                 contract: Contract | None = None):
         self.rng = random.Random(f"{seed}/{test.name}")
         self.gen = torch.Generator().manual_seed(self.rng.getrandbits(63))
         self.ref, self.specs, self._explain = reference, specs, explain
@@ -129,6 +131,7 @@ class Trial:
         self.cuda = cuda                       # the submission runs on the GPU (Suite(cuda=True) and one is here)
         self.device = "cuda" if cuda else "cpu"   # where the child puts the tensors it is sent
         self.timing = timing                   # course.toml's [timing] table of the assignment, or None
+        self.contract = contract or Contract()  # the assignment's names, parameters and attributes
         self.notes: list[str] = []             # shown after "passed" (t.note)
         self.current = "the notebook's code"   # what was running, for timeout messages
 
@@ -183,9 +186,10 @@ class Trial:
         """Copy tensors into obj's parameters, by dotted path ("ffn.0.weight")."""
         obs = self._ask({"op": "load", "handle": obj.handle, "weights": weights}, obj.label, True)
         if obs.error:
+            entry = self.contract.get(obj.label.split("(")[0])
+            names = f" ({', '.join(entry.attributes)})" if entry and entry.attributes else ""
             self.fail(f"{obj.label}: the grader could not set its weights: {obs.error['message']}. "
-                      "Use the attribute names the assignment gives (e.g. ffn[0], ffn[2], shortcut.proj, "
-                      "attn, ln1, ln2) so that the layers can be checked.")
+                      f"Use the attribute names the assignment gives{names} so that the layers can be checked.")
 
     def invoke(self, obj: Remote, *args, expect_error=False, **kwargs) -> Observation:
         """obj(*args, **kwargs) in the submission."""
@@ -204,8 +208,13 @@ class Trial:
         if missing:
             self.fail(f"{missing} is not defined: {self._explain(missing)}")
         if obs.error and (not expect_error or "NotImplementedError" in obs.error.get("is", [])):
-            self.fail(self.raised(label, obs.error))
+            self.fail(self.raised(label, obs.error) + self._breach(label))
         return obs
+
+    def _breach(self, label: str) -> str:
+        """How the called name breaks the assignment's contract, as a line to add; "" if it does not."""
+        problem = self.contract.problems(self._sandbox.declared).get(label.split("(")[0])
+        return f"\n(Note: {problem}.)" if problem else ""
 
     def raised(self, label: str, error: dict) -> str:
         """A readable line for an exception the submission raised."""

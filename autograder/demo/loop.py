@@ -14,9 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import autograde, canvas
-from . import course as course_mod
-from .course import ROOT
+from ..course import ROOT, Course
+from ..lms.canvas.roster import canvas_dir, import_roster
+from ..nbgrading.classrun import register
+from ..nbgrading.run import NbgraderError, nbgrader, nbgrader_config
+from .fake_canvas import build_bulk_download, pair_uploads
 
 ASSIGNMENT = "residual-connections"
 SAMPLES = ROOT / "submissions" / ASSIGNMENT
@@ -34,7 +36,7 @@ def step(text: str) -> None:
     print(f"\n== {text}", flush=True)
 
 
-def run_loop(area: Path = AREA, workers: int | None = None) -> Path:
+def run_loop(course: Course, area: Path = AREA, workers: int | None = None) -> Path:
     """Run the whole loop in `area` (emptied first); return the Canvas CSV it exported."""
     if area.exists():
         shutil.rmtree(area)
@@ -42,7 +44,7 @@ def run_loop(area: Path = AREA, workers: int | None = None) -> Path:
     before = os.environ.get("COURSE_INSTRUCTOR_DIR")
     os.environ["COURSE_INSTRUCTOR_DIR"] = str(area)  # read by nbgrader_config.py, here and in nbgrader
     try:
-        return _loop(area, workers)
+        return _loop(course, area, workers)
     finally:
         if before is None:
             del os.environ["COURSE_INSTRUCTOR_DIR"]
@@ -50,23 +52,23 @@ def run_loop(area: Path = AREA, workers: int | None = None) -> Path:
             os.environ["COURSE_INSTRUCTOR_DIR"] = before
 
 
-def _loop(area: Path, workers: int | None) -> Path:
-    config = canvas.nbgrader_config()
+def _loop(course: Course, area: Path, workers: int | None) -> Path:
+    config = nbgrader_config()
     db_url = config.CourseDirectory.db_url
-    a = course_mod.load().assignment(ASSIGNMENT)
+    a = course.assignment(ASSIGNMENT)
 
-    step(f"register {ASSIGNMENT} in the gradebook (nbgrader generate_assignment)")
-    autograde.register(ASSIGNMENT, db_url)
+    step(f"register {ASSIGNMENT} in the gradebook (nbgrader generate_assignment; due {a.deadline:%Y-%m-%d %H:%M %Z})")
+    register(course, ASSIGNMENT, db_url)
 
     step(f"import the Canvas roster {ROSTER.relative_to(ROOT)}")
-    roster = canvas.import_roster(ROSTER, db_url)
+    roster = import_roster(ROSTER, db_url, tuple(course.assignments))
     print(f"{len(roster.students)} students")
 
     step("Canvas 'Download Submissions' zip")
-    uploads = canvas.pair_uploads(roster, [SAMPLES / f"{name}.ipynb" for name in CLASS], late=LATE,
-                                  resubmitted=RESUBMITTED, earlier=a.notebook_path(ROOT / "assignments"))
+    uploads = pair_uploads(roster, [SAMPLES / f"{name}.ipynb" for name in CLASS], late=LATE,
+                           resubmitted=RESUBMITTED, earlier=a.notebook_path(ROOT / "assignments"))
     archive = ROOT / config.ZipCollectApp.downloaded_directory / ASSIGNMENT / "archive" / "submissions.zip"
-    canvas.build_bulk_download(archive, uploads, a.notebook)
+    build_bulk_download(archive, uploads, a.notebook, a.deadline)
     print(f"{archive.relative_to(ROOT)}: {len(uploads)} students uploaded, "
           f"{len(roster.students) - len(uploads)} did not")
 
@@ -85,13 +87,14 @@ def _loop(area: Path, workers: int | None) -> Path:
 
     step("Canvas gradebook CSV (nbgrader export)")
     _nbgrader("export")
-    return canvas.canvas_dir(db_url) / "grades.csv"
+    return canvas_dir(db_url) / "grades.csv"
 
 
 def _nbgrader(*args: str) -> None:
-    code = autograde.nbgrader(*args, "--log-level=WARN")
-    if code != 0:
-        raise SystemExit(f"nbgrader {' '.join(args)} failed (exit {code})")
+    try:
+        nbgrader(*args, "--log-level=WARN")
+    except NbgraderError as e:
+        raise SystemExit(str(e)) from None
 
 
 def grade_table(grades_csv: Path, uploaded: dict[str, str]) -> str:
@@ -105,19 +108,3 @@ def grade_table(grades_csv: Path, uploaded: dict[str, str]) -> str:
     lines = [f"{'Student':<24} {'Canvas ID':<10} {title:<40} uploaded (submissions/{ASSIGNMENT}/)"]
     lines += [f"{r[0]:<24} {r[1]:<10} {r[column]:<40} {uploaded.get(r[1], 'nothing')}" for r in body]
     return "\n".join(lines)
-
-
-def add_parser(commands) -> None:
-    p = commands.add_parser("demo", help="the grading loop on the bundled sample class, in dist/demo-class/",
-                            description=__doc__.split("\n\n")[0])
-    p.add_argument("--workers", type=int, help="parallel graders (default: course.toml grading.workers)")
-    p.set_defaults(run=run)
-
-
-def run(args) -> int:
-    grades = run_loop(workers=args.workers)
-    step(f"done: {grades.relative_to(ROOT)} (upload in Canvas: Grades > Import)")
-    roster = canvas.read_roster(ROSTER)
-    print(grade_table(grades, {s.id: f"{name}.ipynb" for s, name in zip(roster.students, CLASS)}))
-    print(f"\nfeedback to hand back: {(AREA / 'feedback').relative_to(ROOT)}/CANVAS_ID/{ASSIGNMENT}/*.html")
-    return 0

@@ -1,6 +1,6 @@
 """Run a submission's code in child processes the grader can time out, kill and restart.
 
-    zygote = Zygote(["autograder.probe", SPECS_MODULE])       # torch imported once, here
+    zygote = Zygote([PROBE, SPECS_MODULE])                     # torch imported once, here
     with Sandbox(zygote, cells, SPECS_MODULE, limits) as box:
         reply = box.request({"op": "call", ...}, deadline)   # raises Hung or Died
 
@@ -43,18 +43,19 @@ import types
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Callable
 
 import torch
 
-from . import codec, landlock, suites
-from .course import ROOT, SOLUTIONS
+from ..course import ROOT, SOLUTIONS
+from . import codec, landlock
 
 MAX_FRAME = 256 << 20        # bytes; a larger reply is treated as garbage
 # environment variables a module reads once, when it is imported: a process that imported
 # it already cannot be forked into a zygote that needs another value
 READ_AT_IMPORT = {"TRITON_INTERPRET": "triton"}
 STATUS_WAIT_S = 2.0          # how long to wait for a dead child's exit status
-PROBE = "autograder.probe"
+PROBE = "autograder.core.probe"
 
 
 class Hung(Exception):
@@ -87,13 +88,15 @@ class Zygote:
     grading one notebook does). It is refused once solutions or hidden suites are loaded.
     """
 
-    def __init__(self, preload: list[str], fork: bool = False, env: dict[str, str] | None = None):
-        """env: variables set in the zygote (and so in every child) before it imports `preload`."""
+    def __init__(self, preload: list[str], fork: bool = False, env: dict[str, str] | None = None,
+                 secret: Callable[[str], bool] = lambda name: False):
+        """env: variables set in the zygote (and so in every child) before it imports `preload`.
+        secret(module name): True for a module no child may inherit (a hidden suite)."""
         self.preload = list(preload)
         self.env = dict(env or {})
         self._lock = threading.Lock()
         self.closed = False
-        self._start(fork=fork and process_is_clean() and not self._env_too_late())
+        self._start(fork=fork and process_is_clean(secret) and not self._env_too_late())
 
     def _env_too_late(self) -> bool:
         return any(module in sys.modules and os.environ.get(var) != self.env[var]
@@ -114,7 +117,7 @@ class Zygote:
             self._process = None
         else:
             code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
-                    "from autograder.sandbox import zygote_main; zygote_main()")
+                    "from autograder.core.sandbox import zygote_main; zygote_main()")
             self._process = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno()), *self.preload],
                                              pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
                                              env={**os.environ, **self.env})
@@ -150,8 +153,9 @@ class Zygote:
 
     def close(self) -> None:
         with self._lock:
-            self.closed = True
-            self._stop()
+            if not self.closed:
+                self.closed = True
+                self._stop()
 
     def _stop(self) -> None:
         self._control.close()      # the zygote exits when its control socket closes
@@ -161,12 +165,12 @@ class Zygote:
             os.waitpid(self.pid, 0)
 
 
-def process_is_clean() -> bool:
+def process_is_clean(secret: Callable[[str], bool]) -> bool:
     """True when forking this process hands children nothing secret and no other thread."""
     if threading.active_count() != 1:
         return False
     for name, module in list(sys.modules.items()):
-        if suites.is_hidden(name):
+        if secret(name):
             return False
         file = getattr(module, "__file__", None)
         if isinstance(file, str) and Path(file).resolve().is_relative_to(SOLUTIONS):
@@ -269,7 +273,8 @@ def _child(data_fd: int) -> None:
                 exec(compile(source, filename, "exec"), module.__dict__)
             except BaseException as e:       # SyntaxError, SystemExit, anything
                 problems[label] = probe.describe_error(e)
-        conn.send_bytes(codec.dumps({"ready": problems, "isolation": isolation}))
+        declared = probe.declared(module, config.get("contract", {}))
+        conn.send_bytes(codec.dumps({"ready": problems, "isolation": isolation, "declared": declared}))
         objects: dict = {}
         while True:
             try:
@@ -376,10 +381,14 @@ class Sandbox:
     import, a crash or a hang, in which case the cell is left out of later starts).
     """
 
-    def __init__(self, zygote: Zygote, cells: list[tuple[str, str]], specs: str | None, limits: Limits):
+    def __init__(self, zygote: Zygote, cells: list[tuple[str, str]], specs: str | None, limits: Limits,
+                 contract: dict[str, str] | None = None):
+        """contract: {name: kind} to report on once the cells are loaded (`declared`)."""
         self.zygote, self.specs, self.limits = zygote, specs, limits
         self.cells = list(cells)
+        self.contract = dict(contract or {})
         self.problems: dict[str, str] = {}
+        self.declared: dict = {}       # probe.declared() of the running child
         self.isolation = ""
         self.closed = False
         self._child: Child | None = None
@@ -412,7 +421,8 @@ class Sandbox:
             current = None
             try:
                 child.send({"cells": self.cells, "specs": self.specs, "scratch": self._scratch,
-                            "memory_mb": self.limits.memory_mb, "cuda": self.limits.cuda})
+                            "memory_mb": self.limits.memory_mb, "cuda": self.limits.cuda,
+                            "contract": self.contract})
                 deadline = time.monotonic() + self.limits.timeout_s
                 while True:
                     frame = child.receive(deadline)
@@ -434,6 +444,7 @@ class Sandbox:
             for label, error in frame.get("ready", {}).items():
                 self.problems[label] = f"cell '{label}' raised {error['type']} when loaded: {error['message']}"
             self.isolation = str(frame.get("isolation", ""))
+            self.declared = frame.get("declared") if isinstance(frame.get("declared"), dict) else {}
             self._child = child
 
     def discard(self) -> None:

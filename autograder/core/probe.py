@@ -32,6 +32,7 @@ launches) recorded while the call ran.
 from __future__ import annotations
 
 import builtins
+import inspect
 import numbers
 
 import torch
@@ -54,6 +55,7 @@ _float32, _cpu, _strided = torch.float32, torch.device("cpu"), torch.strided
 _cuda_available, _cuda_name = torch.cuda.is_available, torch.cuda.get_device_name
 _Event, _synchronize = torch.cuda.Event, torch.cuda.synchronize
 _Real = numbers.Real
+_signature, _isclass, _callable = inspect.signature, inspect.isclass, callable
 _NOTED_ERRORS = (ValueError, TypeError, RuntimeError, NotImplementedError, NameError, AttributeError,
                  MemoryError, RecursionError)
 # torch.nn classes a module may be built on, named in structure reports
@@ -70,15 +72,26 @@ MAX_TEXT = 500           # characters of any string reported
 TRACERS: dict = {}
 
 
-def warm_up() -> None:
-    """Run in the fork server once, so that children do not each pay first-call costs
-    (the first attention call initialises its kernels)."""
-    x = torch.ones(1, 2, 2, requires_grad=True)
-    _backward(_tsum(nn.MultiheadAttention(2, 1, batch_first=True)(x, x, x, need_weights=False)[0]))
-
-
 class Missing(Exception):
     """The submission does not define a name the grader asked for."""
+
+
+def declared(module, wanted: dict) -> dict:
+    """What the submission defines of the contract's names ({name: kind}): for each,
+    {"defined", "kind", "params"} (parameter names, self left out; None where unknown)."""
+    out = {}
+    for name in _list(wanted)[:MAX_ITEMS]:
+        if name not in module.__dict__:
+            out[_text(_str(name))] = {"defined": False}
+            continue
+        obj = module.__dict__[name]
+        kind = "class" if _isclass(obj) else "function" if _callable(obj) else "value"
+        try:
+            params = [_text(p) for p in _signature(obj).parameters][:MAX_ITEMS]
+        except BaseException:
+            params = None
+        out[_text(_str(name))] = {"defined": True, "kind": kind, "params": params}
+    return out
 
 
 def serve_request(module, specs: dict, objects: dict, request: dict) -> dict:

@@ -1,0 +1,20 @@
+"""python -m autograder autograde ASSIGNMENT: nbgrader autograde of a whole class, on every core."""
+from __future__ import annotations
+
+from ..nbgrading.run import nbgrader_config
+
+
+def add_parser(commands) -> None:
+    p = commands.add_parser("autograde", help="nbgrader autograde of a whole class, on all cores",
+                            description=__doc__.split(": ", 1)[1])
+    p.add_argument("assignment", help="an assignment named in course.toml")
+    p.add_argument("--workers", type=int, help="parallel workers (default: course.toml grading.workers)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from nbgrader.coursedir import CourseDirectory
+
+    from ..nbgrading.classrun import autograde_class
+    args.course.assignment(args.assignment)
+    return autograde_class(args.course, args.assignment, CourseDirectory(config=nbgrader_config()), args.workers)

@@ -1,0 +1,22 @@
+"""python -m autograder demo: the grading loop on the bundled sample class, in dist/demo-class/."""
+from __future__ import annotations
+
+from ..demo import loop
+from ..demo.loop import AREA, CLASS, ROOT, ROSTER, ASSIGNMENT, grade_table, run_loop, step
+from ..lms.canvas.roster import read_roster
+
+
+def add_parser(commands) -> None:
+    p = commands.add_parser("demo", help="the grading loop on the bundled sample class, in dist/demo-class/",
+                            description=loop.__doc__.split("\n\n")[0])
+    p.add_argument("--workers", type=int, help="parallel graders (default: course.toml grading.workers)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    grades = run_loop(args.course, workers=args.workers)
+    step(f"done: {grades.relative_to(ROOT)} (upload in Canvas: Grades > Import)")
+    roster = read_roster(ROSTER)
+    print(grade_table(grades, {s.id: f"{name}.ipynb" for s, name in zip(roster.students, CLASS)}))
+    print(f"\nfeedback to hand back: {(AREA / 'feedback').relative_to(ROOT)}/CANVAS_ID/{ASSIGNMENT}/*.html")
+    return 0

@@ -1,0 +1,1 @@
+"""Grading: the Grader (one assignment set up once) and batches of notebooks."""

@@ -1,0 +1,84 @@
+"""Grade one notebook, or many in parallel into a results store.
+
+    grade_notebook("residual-connections", path, course, seed=None) -> Result
+    grade_many("residual-connections", paths, course, store=Store(...)) -> list[Result]
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import replace
+from pathlib import Path
+
+from ..course import SOLUTIONS, Course
+from ..core.extract import Template
+from ..results.render import Progress
+from ..results.result import Result
+from ..results.store import Store
+
+
+def grade_notebook(assignment: str, path: str | Path, course: Course, seed: int | None = None, *,
+                   timeout_s: float | None = None, fork: bool = False) -> Result:
+    """Grade one notebook. fork: see Grader (the command line sets it: its process holds only this one path)."""
+    from .grader import Grader   # torch and the fork server only when grading
+    with Grader(assignment, course, timeout_s=timeout_s, fork=fork) as grader:
+        return grader.grade(path, seed)
+
+
+def grade_many(assignment: str, paths: list[str | Path], course: Course, store: Store | None = None,
+               seed: int | None = None, *, workers: int | None = None, timeout_s: float | None = None,
+               progress: bool = False) -> list[Result]:
+    """Grade notebooks in parallel; returns this call's results, each with its `submission`.
+
+    With a store, a submission it holds already is skipped, code graded before (the same
+    key) is not graded again, inputs come from the store's seed, and every new result is
+    kept the moment it exists: an interrupted batch loses nothing and resumes.
+    """
+    from .grader import Grader   # torch and the fork server only when grading
+    paths = [str(p) for p in dict.fromkeys(map(str, paths)) if not (store and store.has(p))]
+    if store is not None:
+        seed = store.seed
+    results: list[Result] = []
+    if not paths:
+        return results
+    template = Template(course.assignment(assignment).notebook_path(SOLUTIONS))
+    keys = {path: template.key(Path(path)) for path in paths}
+    todo = [p for p in paths if not (store and store.get(keys[p]))]
+    for path in paths:
+        if path not in todo:             # the same code, graded before under another name
+            results.append(_keep(store, keys[path], replace(store.get(keys[path]), submission=path)))
+    bar = Progress(len(todo)) if progress and todo else None
+    if todo:
+        with Grader(assignment, course, timeout_s=timeout_s) as grader, \
+                ThreadPoolExecutor(workers or grader.workers or os.cpu_count()) as pool:
+            futures = {pool.submit(grader.grade, path, seed): path for path in todo}
+            try:
+                for future in as_completed(futures):
+                    path = futures[future]
+                    result = _keep(store, keys[path], replace(future.result(), submission=path))
+                    results.append(result)
+                    if bar:
+                        bar.update(f"{result.score}/{result.max_score} {path}")
+            except BaseException:      # Ctrl-C or a broken grader: stop the children, keep what is stored
+                pool.shutdown(wait=False, cancel_futures=True)
+                grader.close()
+                raise
+    order = {path: i for i, path in enumerate(paths)}
+    return sorted(results, key=lambda r: order[r.submission])
+
+
+def _keep(store: Store | None, key: str, result: Result) -> Result:
+    if store is not None:
+        store.put(key, result)
+    return result
+
+
+def notebooks(paths: list[Path]) -> list[Path]:
+    """Files as given; folders replaced by the .ipynb files below them (checkpoints left out)."""
+    out = []
+    for path in paths:
+        if path.is_dir():
+            out += sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+        else:
+            out.append(path)
+    return out

@@ -1,0 +1,1 @@
+"""Learning management systems: where rosters and submissions come from and grades go."""

@@ -1,0 +1,165 @@
+"""Canvas's "Download Submissions" zip: which file is whose, and each student's newest notebook.
+
+    problems = extract_archives(archive_dir, extracted_dir)   # a corrupt entry is reported, the rest kept
+    collection = plan_collection(files, roster.ids)           # .chosen {Canvas ID: CanvasFile}, .problems
+    save_collection(db_url, assignment, collection, problems) # canvas/collected-ASSIGNMENT.json
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...nbgrading.run import unreadable
+from .roster import canvas_dir, write_json
+
+# Canvas's bulk download (canvas-lms lib/content_zipper.rb):
+#   "#{sortable name, lowercased, non-word characters removed}_[LATE_]#{user id}_#{attachment id}_#{file name}"
+# The name never holds "_<digits>_" (Canvas strips that so the first such run is the user id),
+# so the shortest name that fits is the right one. The file name gets "-N" when the student
+# uploaded a file of that name before (Attachment.make_unique_filename).
+FILE_NAME = re.compile(r"(?P<name>.+?)_(?P<late>LATE_)?(?P<canvas_id>\d+)_(?P<attachment_id>\d+)_(?P<original>.+)\Z")
+ANONYMOUS = re.compile(r"(LATE_)?anon_")
+RESUBMISSION = re.compile(r"-(\d+)(\.[^.]*)?\Z")
+
+
+@dataclass(frozen=True)
+class CanvasFile:
+    path: str            # as found on disk
+    name: str            # Canvas's sanitised sortable name
+    late: bool
+    canvas_id: str
+    attachment_id: int   # Canvas's file id: a database sequence, so a later upload has a larger one
+    original: str        # the file name the student uploaded (with Canvas's "-N")
+
+    @property
+    def resubmission(self) -> int:
+        """N of Canvas's "-N" suffix (0 without one)."""
+        match = RESUBMISSION.search(self.original)
+        return int(match[1]) if match else 0
+
+    @property
+    def newness(self) -> tuple[int, int]:
+        return self.attachment_id, self.resubmission
+
+    def upload_time(self, deadline: dt.datetime) -> dt.datetime:
+        """When it was uploaded, as far as the download tells: the file's time (the zip entry's,
+        kept by extract_archives, read as UTC), made to agree with Canvas's LATE mark, which
+        decides: a LATE file counts as at least a second after the deadline, another as no later."""
+        when = dt.datetime.fromtimestamp(os.path.getmtime(self.path), dt.timezone.utc)
+        if self.late:
+            return max(when, deadline + dt.timedelta(seconds=1))
+        return min(when, deadline)
+
+
+def parse_filename(path: str | Path) -> CanvasFile | None:
+    """The parts of a Canvas bulk-download file name, or None if it is not one."""
+    match = FILE_NAME.match(Path(path).name)
+    if not match:
+        return None
+    return CanvasFile(path=str(path), name=match["name"], late=bool(match["late"]),
+                      canvas_id=match["canvas_id"], attachment_id=int(match["attachment_id"]),
+                      original=match["original"])
+
+
+def canvas_user_name(sortable_name: str) -> str:
+    """The name part Canvas writes into bulk-download file names."""
+    name = re.sub(r"_(\d+)_", r"\1", sortable_name)
+    return re.sub(r"[^\w]", "", name.lower())
+
+
+@dataclass
+class Collection:
+    chosen: dict[str, CanvasFile]   # Canvas ID -> the notebook to grade
+    problems: list[str]             # every file not collected, one message each
+
+
+def plan_collection(paths, roster_ids: set[str]) -> Collection:
+    """Pick each roster student's newest readable notebook; say why every other file is left out."""
+    candidates: dict[str, list[CanvasFile]] = {}
+    problems = []
+    for path in sorted(map(str, paths)):
+        shown = Path(path).name
+        found = parse_filename(path)
+        if found is None:
+            hint = ("anonymous grading is on in Canvas, so the name has no Canvas ID"
+                    if ANONYMOUS.match(shown) else
+                    "the name is not Canvas's name_[LATE_]canvasid_attachmentid_file")
+            problems.append(f"{shown}: {hint}; not collected")
+        elif Path(found.original).suffix.lower() != ".ipynb":
+            problems.append(f"{shown}: not a notebook (.ipynb); not collected")
+        elif found.canvas_id not in roster_ids:
+            problems.append(f"{shown}: Canvas ID {found.canvas_id} ({found.name}) is not in the roster; "
+                            "not collected (import a fresh Canvas gradebook export, then collect again)")
+        elif reason := unreadable(path):
+            problems.append(f"{shown}: not a readable notebook ({reason}); not collected")
+        else:
+            candidates.setdefault(found.canvas_id, []).append(found)
+    chosen = {}
+    for canvas_id, files in candidates.items():
+        newest, *older = sorted(files, key=lambda f: f.newness, reverse=True)
+        chosen[canvas_id] = newest
+        problems += [f"{Path(f.path).name}: superseded by {Path(newest.path).name}, the newer upload "
+                     f"of Canvas ID {canvas_id}; not collected" for f in older]
+    return Collection(chosen, problems)
+
+
+def save_collection(db_url, assignment: str, collection: Collection, problems: list[str]) -> Path:
+    """canvas/collected-ASSIGNMENT.json: per student the file taken and whether Canvas marked it late."""
+    students = {cid: {"file": Path(f.path).name, "attachment_id": f.attachment_id, "late": f.late}
+                for cid, f in collection.chosen.items()}
+    return write_json(canvas_dir(db_url) / f"collected-{assignment}.json",
+                       {"assignment": assignment, "students": students, "problems": problems})
+
+
+def load_collection(db_url, assignment: str) -> dict:
+    """What the last zip_collect of this assignment recorded ({"students": {}, ...} if none)."""
+    path = canvas_dir(db_url) / f"collected-{assignment}.json"
+    if not path.is_file():
+        return {"assignment": assignment, "students": {}, "problems": []}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def extract_archives(archive_dir: Path, extracted_dir: Path) -> list[str]:
+    """Unzip each .zip in archive_dir into extracted_dir/ZIPNAME/, copy other files; list what failed."""
+    problems = []
+    for path in sorted(p for p in Path(archive_dir).rglob("*") if p.is_file()):
+        rel = path.relative_to(archive_dir)
+        if path.suffix.lower() == ".zip":
+            problems += _extract_zip(path, Path(extracted_dir) / rel.parent / path.stem)
+        else:
+            (Path(extracted_dir) / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, Path(extracted_dir) / rel)
+    return problems
+
+
+def _extract_zip(path: Path, dest: Path) -> list[str]:
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as e:
+        return [f"{path.name}: not a readable zip archive ({e}); nothing extracted from it"]
+    problems = []
+    with archive:
+        for entry in archive.infolist():
+            if entry.is_dir():
+                continue
+            target = dest / entry.filename
+            if not target.resolve().is_relative_to(dest.resolve()):
+                problems.append(f"{path.name}: entry {entry.filename}: points outside the archive; not extracted")
+                continue
+            try:
+                data = archive.read(entry)
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as e:
+                problems.append(f"{path.name}: entry {entry.filename}: corrupt ({e}); not extracted")
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            stamp = dt.datetime(*entry.date_time, tzinfo=dt.timezone.utc).timestamp()
+            os.utime(target, (stamp, stamp))   # the upload time, for lateness (CanvasFile.upload_time)
+    return problems

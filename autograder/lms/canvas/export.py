@@ -1,0 +1,81 @@
+"""The CSV Canvas's gradebook import takes, from nbgrader's gradebook.
+
+    dest, notes = export_grades(gb)        # canvas/grades.csv beside the gradebook; notes for the instructor
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+
+from .collect import load_collection
+from .roster import FIELDS, ROSTER_COLUMNS, Roster, RosterStudent, canvas_dir, load_roster
+
+
+def score_text(value: float) -> str:
+    """A score as Canvas shows it: at most two decimals, no trailing zeros."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def export_grades(gb: Gradebook, dest: str | Path | None = None,
+                  assignments=(), students=()) -> tuple[Path, list[str]]:
+    """Write the CSV Canvas's gradebook import takes; return it and notes for the instructor.
+
+    One row per roster student (a missing submission scores 0 and is named in the notes, since
+    Canvas would take any extra column for a new assignment); one column per assignment, headed
+    "Title (canvas id)" when the imported export had that assignment, else its name (Canvas then
+    matches an assignment of that exact title or creates one); a "Points Possible" row.
+    Score = nbgrader's total (auto + manual) less any late penalty nbgrader computed.
+    """
+    url = gb.engine.url
+    roster = load_roster(url)
+    dest = Path(dest) if dest else canvas_dir(url) / "grades.csv"
+    students, assignments = set(map(str, students)), set(map(str, assignments))
+    rows = [s for s in roster.students if not students or s.id in students]
+    chosen = [a for a in gb.assignments if not assignments or a.name in assignments]
+    notes = [] if chosen else ["no assignments in the gradebook yet (`nbgrader autograde` adds them): "
+                               "the CSV has no grade columns"]
+    scores = {}
+    for a in chosen:
+        submissions = gb.assignment_submissions(a.name)
+        scores[a.name] = {s.student.id: max(0.0, s.score - (s.late_submission_penalty or 0.0)) for s in submissions}
+        penalties = {s.student.id: s.late_submission_penalty for s in submissions if s.late_submission_penalty}
+        notes += _assignment_notes(a.name, roster, rows, scores[a.name], penalties, load_collection(url, a.name))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with dest.open("w", newline="", encoding="utf-8") as f:
+        out = csv.writer(f, lineterminator="\n")
+        out.writerow([*ROSTER_COLUMNS, *(roster.column(a.name) for a in chosen)])
+        out.writerow(["Points Possible", *[""] * (len(ROSTER_COLUMNS) - 1),
+                      *(score_text(a.max_score or 0.0) for a in chosen)])
+        for s in rows:
+            out.writerow([*(getattr(s, field) for field in FIELDS.values()),
+                          *(score_text(scores[a.name].get(s.id, 0.0)) for a in chosen)])
+    return dest, notes
+
+
+def _assignment_notes(assignment: str, roster: Roster, rows: list[RosterStudent], scores: dict,
+                      penalties: dict[str, float], record: dict) -> list[str]:
+    def names(students):
+        return ", ".join(f"{s.name} ({s.id})" for s in students)
+    collected = record["students"]
+    missing = [s for s in rows if s.id not in scores]
+    notes = []
+    if strangers := sorted(set(scores) - roster.ids):
+        notes.append(f"{assignment}: graded in nbgrader but not in the Canvas roster, so not exported: "
+                     f"{', '.join(strangers)}")
+    unusable = [s for s in missing if any(f"_{s.id}_" in p for p in record.get("problems", []))]
+    if unusable:
+        notes.append(f"{assignment}: uploaded nothing usable (the collection's problems say why), "
+                     f"exported as 0: {names(unusable)}")
+    if missing := [s for s in missing if s not in unusable]:
+        notes.append(f"{assignment}: MISSING, exported as 0: {names(missing)}")
+    if not_graded := [s for s in missing if s.id in collected]:
+        notes.append(f"{assignment}: collected but not autograded (run `nbgrader autograde {assignment}`): "
+                     f"{names(not_graded)}")
+    if late := [s for s in rows if collected.get(s.id, {}).get("late")]:
+        notes.append(f"{assignment}: LATE in Canvas: {names(late)}")
+    if penalties:
+        notes.append(f"{assignment}: late penalty taken off (course.toml late_per_day): " + ", ".join(
+            f"{s.name} ({s.id}) -{score_text(penalties[s.id])}" for s in rows if s.id in penalties))
+    return notes

@@ -1,0 +1,124 @@
+"""nbgrader autograde, scored by the hidden suites outside the student's kernel.
+
+nbgrader_config.py replaces nbgrader's Execute preprocessor with HiddenSuiteGrades
+(plugins.py): the sanitised notebook goes to the out-of-kernel grader, and each
+part's score goes into that part's grade cell as nbgrader partial credit, with the
+per-test results printed above it for the feedback. The student's code never runs
+in a Jupyter kernel on the grading machine.
+
+    grading = NotebookGrading(course, "residual-connections", db_url)   # once per process
+    result = grading.result_for(nb)        # kept, or graded now
+    write_grades(nb, result, grading.part_cells)
+
+Results are kept in a results store, grading/ASSIGNMENT.jsonl beside the gradebook,
+keyed by a hash of the code that was graded, with one seed per assignment drawn at its
+first grading: a rerun, or a class interrupted half way, regrades nothing it has and
+gives identical grades.
+"""
+from __future__ import annotations
+
+import copy
+import re
+import tempfile
+from pathlib import Path
+
+import nbformat
+import nbtest
+
+from ..course import SOLUTIONS, Course
+from ..core.extract import Template
+from ..results.render import feedback_text
+from ..results.result import Result
+from ..results.store import Store
+from .gradebook import beside_gradebook, set_assignment
+
+PART_CELL = re.compile(r"part(\d+)-tests")   # grade_id of a part's autograded cell
+
+
+def store_path(db_url, assignment: str) -> Path:
+    """Where the class's results of an assignment are kept: beside the gradebook."""
+    return beside_gradebook(db_url) / "grading" / f"{assignment}.jsonl"
+
+
+def part_cells(source: Path) -> dict[str, dict]:
+    """{grade_id: cell} of a source notebook's part grade cells."""
+    nb = nbformat.read(str(source), as_version=4)
+    return {nbtest.grade_id(c): c for c in nb.cells if PART_CELL.fullmatch(nbtest.grade_id(c) or "")}
+
+
+class NotebookGrading:
+    """What grading one assignment's notebooks in an nbgrader process needs: the grader
+    (started on first use, or handed in by a worker), the results store, the part cells."""
+
+    def __init__(self, course: Course, assignment: str, db_url, grader=None):
+        self.course, self.assignment = course, assignment
+        source = course.assignment(assignment).notebook_path(SOLUTIONS)
+        self.template = Template(source)
+        self.part_cells = part_cells(source)
+        self.store = Store(store_path(db_url, assignment), assignment)
+        self._grader = grader
+        sync_gradebook(course, assignment, db_url, self.part_cells)
+
+    @property
+    def grader(self):
+        if self._grader is None:
+            from ..grading.grader import Grader   # torch and the fork server only when grading
+            self._grader = Grader(self.assignment, self.course)
+        return self._grader
+
+    def result_for(self, nb) -> Result:
+        """The grader's result for a notebook (an nbformat node), from the store or graded now."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "submission.ipynb"
+            nbformat.write(nb, str(path))
+            key = self.template.key(path)
+            result = self.store.get(key)
+            if result is None:
+                result = self.grader.grade(path, self.store.seed)
+                self.store.put(key, result)
+        return result
+
+    def close(self) -> None:
+        if self._grader is not None:
+            self._grader.close()
+
+
+def write_grades(nb, result: Result, cells: dict[str, dict]) -> None:
+    """Put each part's score into its grade cell (restored from the source if it was deleted).
+
+    A grade cell gets the part's score in its own points: the fraction the part's hidden
+    tests gave, times the cell's points. A part whose tests carry no points here (a timing
+    part left out by without_cuda = "skip") gets a cell of 0 points, as the gradebook's
+    grade cell has (sync_gradebook), so every path gives the same total.
+    """
+    present = {nbtest.grade_id(c) for c in nb.cells}
+    for grade_id, cell in cells.items():
+        if grade_id not in present:
+            nb.cells.append(copy.deepcopy(cell))
+    parts = result.parts()
+    for cell in nb.cells:
+        match = PART_CELL.fullmatch(nbtest.grade_id(cell) or "")
+        if not match or cell.cell_type != "code":
+            continue
+        part = int(match.group(1))
+        score, top = parts.get(part, (0, 0))
+        if top == 0:
+            cell.metadata["nbgrader"]["points"] = 0
+        points = round(float(cell.metadata["nbgrader"]["points"]) * score / top, 2) if top else 0
+        cell.outputs = [
+            nbformat.v4.new_output("stream", name="stdout", text=feedback_text(result, part)),
+            nbformat.v4.new_output("execute_result", data={"text/plain": repr(points)}, execution_count=1),
+        ]
+        cell.execution_count = 1
+
+
+def sync_gradebook(course: Course, assignment: str, db_url, cells: dict[str, dict]) -> None:
+    """Give the gradebook what course.toml and this machine say: the assignment's due date (its
+    deadline, from which nbgrader counts lateness) and its part cells' points (0 for a part left
+    out by without_cuda = "skip", see grading.grader.parts_left_out; else the source notebook's)."""
+    from ..grading.grader import parts_left_out
+    left_out = parts_left_out(course, assignment)
+    points = {grade_id: 0 if int(PART_CELL.fullmatch(grade_id).group(1)) in left_out
+              else float(cell.metadata["nbgrader"]["points"]) for grade_id, cell in cells.items()}
+    a = course.assignment(assignment)
+    set_assignment(db_url, assignment, Path(a.notebook).stem, a.deadline_utc, points)

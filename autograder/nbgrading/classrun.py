@@ -1,0 +1,91 @@
+"""A class's nbgrader autograde on every core: `python -m autograder autograde ASSIGNMENT`.
+
+    code = autograde_class(course, "residual-connections", coursedir, workers=None)
+
+Each worker (workers.py) is forked from this process before it has read any submission,
+solution or gradebook, and runs nbgrader's Autograde converter for one student at a time
+as this process hands them out, into its own copy of the gradebook, merged back when the
+workers stop (also after Ctrl-C or a worker's death). Results are kept in the results
+store, so an interrupted run loses nothing: run it again.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from ..course import SOLUTIONS, Course, CourseError
+from .autograde import part_cells, sync_gradebook
+from .gradebook import open_gradebook
+from .run import nbgrader
+
+
+def submitted(course: Course, coursedir, assignment: str) -> dict[str, Path]:
+    """{student id: notebook} for every student folder under nbgrader's submitted directory."""
+    notebook = course.assignment(assignment).notebook
+    root = Path(coursedir.format_path(coursedir.submitted_directory, "*", assignment)).parent.parent
+    found = {}
+    for folder in sorted(root.glob(f"*/{assignment}")):
+        path = folder / notebook
+        if path.exists():
+            found[folder.parent.name] = path
+    return found
+
+
+def register(course: Course, assignment: str, db_url) -> None:
+    """Put the assignment in the gradebook as autograde needs it: its cells (nbgrader
+    generate_assignment, into a scratch release folder so assignments/ is left alone), its
+    due date and the points of its part cells on this machine (sync_gradebook)."""
+    from nbgrader.api import MissingEntry
+    a = course.assignment(assignment)
+    with open_gradebook(db_url) as gb:
+        try:
+            gb.find_assignment(assignment)
+            known = True
+        except MissingEntry:
+            known = False
+    if not known:
+        with tempfile.TemporaryDirectory() as tmp:
+            nbgrader("generate_assignment", assignment, "--force", "--log-level=WARN",
+                     f"--CourseDirectory.release_directory={tmp}", f"--CourseDirectory.db_url={db_url}")
+    sync_gradebook(course, assignment, db_url, part_cells(a.notebook_path(SOLUTIONS)))
+
+
+def autograde_class(course: Course, assignment: str, coursedir, workers: int | None = None) -> int:
+    """nbgrader autograde of every collected submission by parallel workers; prints a table.
+
+    Returns 1 if nbgrader failed for a student, else 0: an unreadable notebook is listed, not
+    autograded (score 0 unless the gradebook holds an earlier one), and is not a failure.
+    """
+    found = submitted(course, coursedir, assignment)
+    if not found:
+        raise CourseError(f"no submissions of {assignment} under {coursedir.submitted_directory}/: "
+                          "collect them first (nbgrader zip_collect or nbgrader collect)")
+    count = max(1, min(workers or course.grading.workers or os.cpu_count() or 1, len(found)))
+    print(f"autograding {len(found)} submissions of {assignment} out of kernel, {count} at a time",
+          file=sys.stderr)
+    from .workers import Workers   # torch and nbgrader imported here, once, for every worker
+    try:
+        with Workers(assignment, count, course) as pool:
+            register(course, assignment, coursedir.db_url)
+            unreadable, failed = pool.autograde(found, coursedir.db_url)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the students graded so far are in the gradebook; run the command again "
+              "for the rest", file=sys.stderr)
+        return 130
+    from nbgrader.api import MissingEntry
+    with open_gradebook(coursedir.db_url) as gb:
+        for student in found:
+            problem = unreadable.get(student) or failed.get(student)
+            try:
+                s = gb.find_submission(assignment, student)
+            except MissingEntry:
+                print(f"  {student:<12}     0  NOT in the gradebook: {problem or 'not recorded'}")
+                continue
+            line = f"  {student:<12} {s.code_score:>5g} / {s.max_code_score:g}"
+            print(line + (f"  (earlier; NOT autograded now: {problem})" if problem else ""))
+    if failed:
+        print(f"{len(failed)} not autograded ({', '.join(failed)}); run the command again for them",
+              file=sys.stderr)
+    return 1 if failed else 0

@@ -1,0 +1,63 @@
+"""nbgrader plugins for grading, named in nbgrader_config.py (the Canvas ones are in lms/canvas/plugins.py).
+
+    nbgrader autograde ASSIGNMENT     HiddenSuiteGrades (in place of Execute), CourseLatePenalty
+
+Each plugin is an entry point into this package from an nbgrader process: it reads
+course.toml once per process and hands it down.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import math
+
+from nbgrader.plugins import LateSubmissionPlugin
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from .. import course as course_mod
+from .autograde import NotebookGrading, write_grades
+
+
+@functools.lru_cache(maxsize=1)
+def _course():
+    return course_mod.load()
+
+
+_gradings: dict[tuple[str, str], NotebookGrading] = {}
+
+
+def grading_for(assignment: str, db_url, grader=None) -> NotebookGrading:
+    """This process's NotebookGrading of an assignment and gradebook (made once, closed at exit).
+    A worker hands in the Grader it started before reading anything (workers.py)."""
+    key = (assignment, str(db_url))
+    if key not in _gradings:
+        _gradings[key] = grading = NotebookGrading(_course(), assignment, db_url, grader)
+        atexit.register(grading.close)
+    return _gradings[key]
+
+
+class HiddenSuiteGrades(NbGraderPreprocessor):
+    """In place of nbgrader's Execute: score each part with the hidden suites, out of kernel."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        grading = grading_for(info["assignment"], info["db_url"])
+        result = grading.result_for(nb)
+        write_grades(nb, result, grading.part_cells)
+        self.log.info("%s: %s / %s automatic points from the hidden suite",
+                      info["student"], result.score, result.max_score)
+        return nb, resources
+
+
+class CourseLatePenalty(LateSubmissionPlugin):
+    """course.toml's late policy: late_per_day points off for each started day after the deadline."""
+
+    def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float) -> float | None:
+        assignment = self.parent.assignment_id
+        per_day = _course().assignment(assignment).late_per_day
+        if not per_day or total_seconds_late <= 0:
+            return None
+        days = math.ceil(total_seconds_late / 86400)
+        self.log.warning("%s: %d day(s) late, %g points off (course.toml late_per_day = %g)",
+                         student_id, days, days * per_day, per_day)
+        return days * per_day

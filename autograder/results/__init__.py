@@ -1,0 +1,1 @@
+"""Results: the typed result every consumer reads (result), its store (store) and renderers (render)."""

@@ -1,0 +1,71 @@
+"""A result as people read it: a table for the terminal, the text of a part's grade cell, a progress bar."""
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from .result import Result, TestResult
+
+NAME_WIDTH = 62
+
+
+def table(result: Result) -> str:
+    """One result as a table, each failure's message indented under its test."""
+    head = f"{result.assignment}: {result.score} / {result.max_score} automatic points (seed {result.seed})"
+    if result.submission is not None:
+        head = f"{result.submission}\n{head}"
+    lines = [head, f"{'part':>4}  {'test':<{NAME_WIDTH}} {'score':>7}"]
+    for t in result.tests:
+        name = t.name if len(t.name) <= NAME_WIDTH else t.name[:NAME_WIDTH - 3] + "..."
+        lines.append(f"{t.part:>4}  {name:<{NAME_WIDTH}} {_score(t)}")
+        if not t.passed:
+            lines += ["        " + line for line in t.output.splitlines()]
+    return "\n".join(lines)
+
+
+def feedback_text(result: Result, part: int) -> str:
+    """What the student reads in a part's grade cell: each hidden test, its score and message."""
+    lines = [f"Part {part}, graded by hidden tests run outside your notebook (seed {result.seed}):"]
+    for t in result.tests:
+        if t.part == part:
+            mark = "passed" if t.passed else "not run" if not t.ran else "FAILED"
+            lines.append(f"  {mark:<7} {_score(t)} {t.name}")
+            if not t.passed:
+                lines += ["           " + line for line in t.output.splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def _score(t: TestResult) -> str:
+    """"3 / 4"; a test that was not run says so beside the points it was given."""
+    return f"{t.score:>3} / {t.max_score:<2}" + ("  (not run)" if not t.ran else "")
+
+
+class Progress:
+    """A plain progress bar on stderr: redrawn in place on a terminal, one line per item otherwise."""
+
+    def __init__(self, total: int, stream: TextIO = sys.stderr, width: int = 30):
+        self.total, self.stream, self.width = total, stream, width
+        self.done = 0
+        self.start = time.monotonic()
+        self.tty = stream.isatty()
+
+    def update(self, label: str) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.start
+        left = elapsed / self.done * (self.total - self.done)
+        filled = self.width * self.done // max(self.total, 1)
+        bar = f"[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total}"
+        line = f"{bar}  {_clock(elapsed)} elapsed, ~{_clock(left)} left  {label}"
+        if self.tty:
+            self.stream.write("\r\033[K" + line)
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _clock(seconds: float) -> str:
+    minutes, seconds = divmod(int(seconds), 60)
+    return f"{minutes}:{seconds:02d}"

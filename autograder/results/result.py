@@ -1,0 +1,112 @@
+"""One grading result: the object every consumer (command line, nbgrader, LMS) reads and renders.
+
+    result = Result("residual-connections", seed, [TestResult("...", 1, 2, 2, "passed"), ...])
+    result.score, result.max_score, result.parts()      # totals, per part {part: (score, max)}
+    result.to_json()                                      # the object docs/results.md fixes
+    Result.from_json(data)                                # and back
+
+A test that needs CUDA, graded where there is none, is not run: `not_run` makes its entry
+by course.toml's without_cuda rule, here and nowhere else (docs/results.md says what each
+rule gives on each path).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+MAX_OUTPUT = 1500          # characters of feedback per test
+NOT_RUN = "skipped: "      # how the output of a test that was not run begins
+
+
+@dataclass(frozen=True)
+class TestResult:
+    name: str          # what the test checks, in words a student reads
+    part: int          # the assignment's part (course.toml auto table)
+    score: float
+    max_score: int
+    output: str        # "passed", or what went wrong and the misconception it shows
+
+    @property
+    def ran(self) -> bool:
+        """False for a CUDA-only test on a machine without CUDA."""
+        return not self.output.startswith(NOT_RUN)
+
+    @property
+    def passed(self) -> bool:
+        return self.ran and self.score == self.max_score
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "part": self.part, "score": self.score, "max_score": self.max_score,
+                "output": self.output}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TestResult":
+        return cls(str(data["name"]), int(data["part"]), data["score"], int(data["max_score"]), str(data["output"]))
+
+
+@dataclass(frozen=True)
+class Result:
+    assignment: str
+    seed: int
+    tests: list[TestResult]
+    submission: str | None = field(default=None, compare=False)   # the graded file, in batches
+
+    @property
+    def score(self) -> float:
+        return points(sum(t.score for t in self.tests))
+
+    @property
+    def max_score(self) -> int:
+        return sum(t.max_score for t in self.tests)
+
+    def parts(self) -> dict[int, tuple[float, int]]:
+        """{part: (score, max_score)} summed over the part's tests, in part order."""
+        out: dict[int, tuple[float, int]] = {}
+        for t in sorted(self.tests, key=lambda t: t.part):
+            score, top = out.get(t.part, (0, 0))
+            out[t.part] = (points(score + t.score), top + t.max_score)
+        return out
+
+    def to_json(self) -> dict:
+        data = {"assignment": self.assignment, "score": self.score, "max_score": self.max_score,
+                "seed": self.seed, "tests": [t.to_json() for t in self.tests]}
+        return {"submission": self.submission, **data} if self.submission is not None else data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Result":
+        return cls(str(data["assignment"]), int(data["seed"]), [TestResult.from_json(t) for t in data["tests"]],
+                   data.get("submission"))
+
+
+def entry(name: str, part: int, score: float, max_score: int, output: str) -> TestResult:
+    """A test's result with its output tidied and cut to MAX_OUTPUT characters."""
+    # cut before the regex: a child's text can be huge, and \s+\n rescans long runs of spaces
+    output = re.sub(r"\s+\n", "\n", output[:4 * MAX_OUTPUT]).strip()
+    if len(output) > MAX_OUTPUT:
+        output = output[:MAX_OUTPUT - 20] + " ... (cut)"
+    return TestResult(name, part, score, max_score, output)
+
+
+def not_run(name: str, part: int, test_points: int, rule: str, graded: list[TestResult]) -> TestResult:
+    """The entry of a CUDA-only test graded without CUDA, by course.toml's without_cuda rule.
+
+    "redistribute": its points stay in the maximum and are scored at the fraction of the
+    graded tests' points earned (27 of 30 -> 9 of its 10). "skip": it is left out of the
+    maximum (score 0 of 0)."""
+    why = f"{NOT_RUN}needs a CUDA GPU (none on the grading machine)"
+    if rule == "skip":
+        return entry(name, part, 0, 0, f"{why}; not graded, per course.toml (without_cuda = \"skip\"): its "
+                                       f"{test_points} points are left out of the maximum")
+    earned, top = sum(t.score for t in graded), sum(t.max_score for t in graded)
+    score = points(test_points * earned / top) if top else 0
+    shown = " and ".join(f"part {p}" for p in sorted({t.part for t in graded})) or "no part"
+    return entry(name, part, score, test_points,
+                 f"{why}; its {test_points} points are redistributed to {shown} per course.toml "
+                 f"(without_cuda = \"redistribute\"): they follow the fraction of {shown} you "
+                 f"earned, {points(earned)} of {top}, so {score} of {test_points}")
+
+
+def points(value: float) -> float | int:
+    """A score to two decimals, as a whole number where it is one."""
+    value = round(value, 2)
+    return int(value) if value == int(value) else value

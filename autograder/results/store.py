@@ -1,0 +1,107 @@
+"""Results kept in a JSON-lines file, keyed by a hash of the code that was graded.
+
+    store = Store(Path("results.jsonl"), "residual-connections")
+    store.seed                           # drawn when the file is made, then fixed
+    store.get(key) -> Result | None      # graded before: the same code gets the same result
+    store.has(submission) -> bool        # this file is in the store already
+    store.put(key, result)               # appended, flushed and synced at once
+
+Both `python -m autograder grade --out` and the class autograde keep their results here,
+so an interrupted run loses nothing and a rerun regrades nothing. The first line is a
+header ({"store": 1, "assignment", "seed"}); each further line is one Result with its
+"submission" and "key". A torn last line (a run killed mid-write) is ignored, and several
+processes may append to one file (each line is one locked write).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+from pathlib import Path
+
+from .result import Result
+
+FORMAT = 1
+
+
+def new_seed() -> int:
+    return secrets.randbelow(2 ** 31)
+
+
+class StoreError(ValueError):
+    """The file is not a results store of this assignment."""
+
+
+class Store:
+    def __init__(self, path: str | Path, assignment: str, seed: int | None = None):
+        """Open the store at `path`, or make it (with `seed`, or a fresh one)."""
+        self.path, self.assignment = Path(path), assignment
+        self._by_key: dict[str, Result] = {}
+        self._submissions: set[str] = set()
+        header = self._read()
+        if header is None:
+            self.seed = new_seed() if seed is None else int(seed)
+            self._append({"store": FORMAT, "assignment": assignment, "seed": self.seed})
+        else:
+            self.seed = int(header["seed"])
+
+    def get(self, key: str) -> Result | None:
+        return self._by_key.get(key)
+
+    def has(self, submission: str | Path) -> bool:
+        return os.path.abspath(submission) in self._submissions
+
+    def results(self) -> list[Result]:
+        """Every result kept, one per key (the newest)."""
+        return list(self._by_key.values())
+
+    def put(self, key: str, result: Result) -> None:
+        self._append({"key": key, **result.to_json()})
+        self._by_key[key] = result
+        if result.submission is not None:
+            self._submissions.add(os.path.abspath(result.submission))
+
+    def _read(self) -> dict | None:
+        """Load the file; its header, or None when there is no file yet."""
+        if not self.path.exists():
+            return None
+        header = None
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                continue                      # a torn line from a killed run
+            if not isinstance(data, dict):
+                continue
+            if "store" in data:
+                header = data
+            elif "key" in data:
+                result = Result.from_json(data)
+                self._by_key[data["key"]] = result
+                if result.submission is not None:
+                    self._submissions.add(os.path.abspath(result.submission))
+        if header is None or header.get("assignment") != self.assignment:
+            raise StoreError(f"{self.path}: not a results file of {self.assignment} "
+                             f"({'another assignment' if header else 'no header line'}); choose another --out")
+        return header
+
+    def _append(self, data: dict) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = (json.dumps(data) + "\n").encode()
+        with open(self.path, "ab") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)     # one whole line at a time, whoever else appends
+            try:
+                if f.tell() and not _ends_with_newline(self.path):
+                    f.write(b"\n")            # after a torn line
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"

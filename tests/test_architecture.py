@@ -1,0 +1,44 @@
+"""autograder/ keeps its layers (pyproject.toml [tool.importlinter], docs/architecture.md)."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.course import ROOT
+
+LINT = str(Path(sys.executable).with_name("lint-imports"))
+
+
+def lint(root: Path) -> subprocess.CompletedProcess:
+    """lint-imports with the repository's contracts, on the autograder package found under root."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([LINT, "--no-cache", str(ROOT / "pyproject.toml")], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_import_contracts_hold():
+    proc = lint(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 kept, 0 broken" in proc.stdout
+
+
+@pytest.mark.parametrize("module, line, broken", [
+    ("core/codec.py", "import nbgrader", "use neither nbgrader nor any LMS"),
+    ("results/result.py", "from ..nbgrading import run", "use neither nbgrader nor any LMS"),
+    ("kit/trial.py", "from ..grading import grader", "autograder is layered"),
+    ("core/extract.py", "from . import sandbox", "no import cycles"),
+])
+def test_a_forbidden_import_breaks_a_contract(tmp_path, module, line, broken):
+    copy = tmp_path / "autograder"
+    shutil.copytree(ROOT / "autograder", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    path = copy / module
+    path.write_text(path.read_text() + f"\n{line}\n")
+    if module == "core/extract.py":          # and the other way round: a cycle
+        sandbox = copy / "core" / "sandbox.py"
+        sandbox.write_text(sandbox.read_text() + "\nfrom . import extract\n")
+    proc = lint(tmp_path)
+    assert proc.returncode != 0
+    assert f"{broken}" in proc.stdout and "BROKEN" in proc.stdout, proc.stdout
