@@ -52,8 +52,9 @@ def instructor_area(area: Path, notebooks: list[Path], copies: int = 1) -> dict:
 
 def registered(env: dict) -> dict:
     """The assignment in the area's gradebook, as at the start of a semester (not part of the timing)."""
-    run(sys.executable, "-c", "import sys; from autograder import autograde, canvas; "
-        "autograde.register(sys.argv[1], canvas.nbgrader_config().CourseDirectory.db_url)", ASSIGNMENT, env=env)
+    run(sys.executable, "-c", "import sys; from autograder import course; from autograder.nbgrading import classrun, run; "
+        "classrun.register(course.load(), sys.argv[1], run.nbgrader_config().CourseDirectory.db_url)", ASSIGNMENT,
+        env=env)
     return env
 
 

@@ -45,8 +45,9 @@ def run(*args: str, env=ENV, cwd=ROOT) -> float:
 
 
 # grading one notebook in a fresh process without the command line's other subcommands
-GRADE_ONE = ("import json, sys; from autograder.grade import grade_notebook; "
-             "print(json.dumps(grade_notebook(sys.argv[1], sys.argv[2], timeout_s=float(sys.argv[3]), fork=True)))")
+GRADE_ONE = ("import json, sys; from autograder import course; from autograder.grading.batch import grade_notebook; "
+             "print(json.dumps(grade_notebook(sys.argv[1], sys.argv[2], course.load(), timeout_s=float(sys.argv[3]), "
+             "fork=True).to_json()))")
 
 
 def standalone(notebooks: list[Path], repeat: int, timeout: str, command_line: bool) -> list[float]:
