@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..demo import loop
-from ..demo.loop import AREA, CLASS, ROOT, ROSTER, ASSIGNMENT, grade_table, run_loop, step
+from ..demo.loop import AREA, ASSIGNMENT, CLASS, LATE, ROOT, ROSTER, grade_table, run_loop, step
 from ..lms.canvas.roster import read_roster
 
 
@@ -17,6 +17,9 @@ def run(args) -> int:
     grades = run_loop(args.course, workers=args.workers)
     step(f"done: {grades.relative_to(ROOT)} (upload in Canvas: Grades > Import)")
     roster = read_roster(ROSTER)
-    print(grade_table(grades, {s.id: f"{name}.ipynb" for s, name in zip(roster.students, CLASS)}))
+    per_day = args.course.assignment(ASSIGNMENT).late_per_day
+    print(grade_table(grades, {s.id: f"{name}.ipynb" + (f" (LATE: {per_day:g} points off per started day)"
+                                                        if s.id in LATE else "")
+                               for s, name in zip(roster.students, CLASS)}))
     print(f"\nfeedback to hand back: {(AREA / 'feedback').relative_to(ROOT)}/CANVAS_ID/{ASSIGNMENT}/*.html")
     return 0

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import nbformat
 import nbtest
+from nbgrader.utils import compute_checksum
 
 from ..course import SOLUTIONS, Course
 from ..core.extract import Template
@@ -48,7 +49,9 @@ def part_cells(source: Path) -> dict[str, dict]:
 
 class NotebookGrading:
     """What grading one assignment's notebooks in an nbgrader process needs: the grader
-    (started on first use, or handed in by a worker), the results store, the part cells."""
+    (started on first use, or handed in by a worker), the results store and the source's part
+    cells; on creation it
+    brings the gradebook in line with course.toml (sync_gradebook)."""
 
     def __init__(self, course: Course, assignment: str, db_url, grader=None):
         self.course, self.assignment = course, assignment
@@ -84,7 +87,10 @@ class NotebookGrading:
 
 
 def write_grades(nb, result: Result, cells: dict[str, dict]) -> None:
-    """Put each part's score into its grade cell (restored from the source if it was deleted).
+    """Put each part's score into its grade cell, appending a copy of the source's part cell
+    (`cells`, from part_cells) where the student deleted it. (nbgrader's own
+    OverwriteCells.add_missing_cells would put it back in place, but raises KeyError when the
+    cell before it was deleted too, as in the locked-cells-deleted sample.)
 
     A grade cell gets the part's score in its own points: the fraction the part's hidden
     tests gave, times the cell's points. A part whose tests carry no points here (a timing
@@ -92,9 +98,7 @@ def write_grades(nb, result: Result, cells: dict[str, dict]) -> None:
     grade cell has (sync_gradebook), so every path gives the same total.
     """
     present = {nbtest.grade_id(c) for c in nb.cells}
-    for grade_id, cell in cells.items():
-        if grade_id not in present:
-            nb.cells.append(copy.deepcopy(cell))
+    nb.cells += [copy.deepcopy(cell) for grade_id, cell in cells.items() if grade_id not in present]
     parts = result.parts()
     for cell in nb.cells:
         match = PART_CELL.fullmatch(nbtest.grade_id(cell) or "")
@@ -118,7 +122,12 @@ def sync_gradebook(course: Course, assignment: str, db_url, cells: dict[str, dic
     out by without_cuda = "skip", see grading.grader.parts_left_out; else the source notebook's)."""
     from ..grading.grader import parts_left_out
     left_out = parts_left_out(course, assignment)
-    points = {grade_id: 0 if int(PART_CELL.fullmatch(grade_id).group(1)) in left_out
-              else float(cell.metadata["nbgrader"]["points"]) for grade_id, cell in cells.items()}
+    points = {}
+    for grade_id, cell in cells.items():
+        cell = copy.deepcopy(cell)
+        if int(PART_CELL.fullmatch(grade_id).group(1)) in left_out:
+            cell.metadata["nbgrader"]["points"] = 0
+        # nbgrader checks a locked cell against a checksum that includes its points
+        points[grade_id] = (float(cell.metadata["nbgrader"]["points"]), compute_checksum(cell))
     a = course.assignment(assignment)
     set_assignment(db_url, assignment, Path(a.notebook).stem, a.deadline_utc, points)

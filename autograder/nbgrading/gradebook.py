@@ -111,13 +111,13 @@ def open_gradebook(db_url, course_id: str = ""):
     return Gradebook(db_url, course_id)
 
 
-def set_assignment(db_url, assignment: str, notebook: str, duedate, points: dict[str, float]) -> None:
+def set_assignment(db_url, assignment: str, notebook: str, duedate, points: dict[str, tuple[float, str]]) -> None:
     """Give a registered assignment this due date (naive UTC, as nbgrader keeps it) and its notebook's
-    grade cells these maximum points ({grade_id: points}): nbgrader's totals and feedback follow them."""
+    grade cells these maximum points, with the checksums that go with them ({grade_id: (points,
+    checksum)}): nbgrader's totals and feedback follow a grade cell's max_score."""
     with open_gradebook(db_url) as gb:
         gb.update_or_create_assignment(assignment, duedate=duedate)
-        for grade_id, value in points.items():
-            cell = gb.find_grade_cell(grade_id, notebook, assignment)
-            if cell.max_score != value:
-                cell.max_score = value
+        for grade_id, (value, checksum) in points.items():
+            gb.find_grade_cell(grade_id, notebook, assignment).max_score = value
+            gb.find_source_cell(grade_id, notebook, assignment).checksum = checksum
         gb.db.commit()
