@@ -9,6 +9,7 @@ Every problem is one CourseError naming the file and the key.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import tomllib
 from dataclasses import dataclass
@@ -66,6 +67,11 @@ class Assignment:
     @property
     def max_manual(self) -> int:
         return sum(self.manual.values())
+
+    def late_penalty(self, seconds_late: float) -> tuple[int, float]:
+        """(started days after the deadline, points off): late_per_day for each started day."""
+        days = math.ceil(seconds_late / 86400) if seconds_late > 0 else 0
+        return days, days * self.late_per_day
 
     def notebook_path(self, folder: Path) -> Path:
         """Where this assignment's notebook sits under solutions/, assignments/, ..."""
