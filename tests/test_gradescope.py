@@ -21,7 +21,7 @@ from autograder import course as course_mod
 from autograder.lms.gradescope.build import GRADING_NEEDS, build, course_toml
 from autograder.lms.gradescope.late import lateness
 from autograder.lms.gradescope.results import not_graded, to_gradescope
-from autograder.lms.gradescope.run import NoNotebook, pick_notebook
+from autograder.lms.gradescope.run import NoNotebook, closed_folders, pick_notebook
 from autograder.results.result import Result, not_run
 from autograder.results.result import TestResult as Entry   # not collected as a test class
 from helpers import COURSE, NAMES, ROOT, SampleClass
@@ -73,12 +73,30 @@ def lay_out(root: Path, zip_path: Path, meta: dict, uploads: dict[str, bytes]) -
     return root
 
 
+def opened_python(command: list[str], tmp: Path) -> list[str]:
+    """command, in a private mount namespace where a folder that hides this Python from other users
+    (a pyenv under /root, mode 0700) is replaced by a 0711 one holding only the Python, as on
+    Gradescope, where Python lives under /usr. The host's folders keep their modes."""
+    closed = closed_folders()
+    if not closed:
+        return command
+    assert len(closed) == 1, f"cannot open up {closed} for the student user"
+    inner = Path(sys.base_prefix).resolve().relative_to(closed[0]).parts[0]
+    hide, keep = closed[0], closed[0] / inner
+    script = (f'mount --bind "{keep}" "{tmp}" && mount -t tmpfs -o mode=0711 tmpfs "{hide}" && '
+              f'mkdir "{keep}" && mount --bind "{tmp}" "{keep}" && exec "$@"')
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *command]
+
+
 def simulate(roots: list[Path], python: str = sys.executable, timeout: float = 1800) -> list[dict]:
     """AUTOGRADER_ROOT=ROOT bash ROOT/source/run_autograder [MORE_ROOTS]; each root's results.json."""
     env = {**os.environ, "AUTOGRADER_ROOT": str(roots[0]), "AUTOGRADER_PYTHON": python,
            "AUTOGRADER_STUDENT_USER": STUDENT}
-    done = subprocess.run(["bash", str(roots[0] / "source" / "run_autograder"), *map(str, roots[1:])], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    mountpoint = roots[0].parent / f".{roots[0].name}-python"
+    mountpoint.mkdir()
+    command = ["bash", str(roots[0] / "source" / "run_autograder"), *map(str, roots[1:])]
+    done = subprocess.run(opened_python(command, mountpoint), env=env, capture_output=True, text=True,
+                          timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads((root / "results" / "results.json").read_text()) for root in roots]
 
@@ -311,3 +329,12 @@ def test_student_code_can_neither_write_results_nor_read_the_suites(class_runs):
             assert set(mine.values()) == {0}, f"{cheat} worked: {mine}"
         assert sorted(p.name for p in (roots[cheat] / "results").iterdir()) == ["results.json"]
     assert (roots["writes-results"] / "results" / "results.json").stat().st_uid == 0
+
+
+def test_a_python_other_users_cannot_enter_is_named(tmp_path, monkeypatch):
+    (tmp_path / "hidden" / "python").mkdir(parents=True)
+    os.chmod(tmp_path / "hidden", 0o700)
+    monkeypatch.setattr(sys, "base_prefix", str(tmp_path / "hidden" / "python"))
+    assert tmp_path / "hidden" in closed_folders()
+    os.chmod(tmp_path / "hidden", 0o711)
+    assert tmp_path / "hidden" not in closed_folders()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import sys
 import time
 from pathlib import Path
 
@@ -69,6 +70,14 @@ def student_ids(name: str) -> tuple[int, int]:
     return user.pw_uid, user.pw_gid
 
 
+def closed_folders() -> list[Path]:
+    """Folders on the way to this Python that other users cannot enter. Student code, run as
+    another user, imports from there: a module not imported yet would fail to load."""
+    prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    folders = {f for p in prefixes for f in [*p.parents, p]}
+    return sorted(f for f in folders if not f.stat().st_mode & 0o001)
+
+
 def lock_down(root: Path) -> None:
     """The suites, solutions, results and the metadata (e-mail addresses): root's alone."""
     (root / "results").mkdir(exist_ok=True)
@@ -86,6 +95,10 @@ def grade_roots(course: Course, roots: list[Path], student: str, assignment: str
         write_results(root, not_graded(name, KILLED))
     a = course.assignment(name)
     try:
+        if closed := closed_folders():
+            raise CourseError(f"student code runs as {student!r} but cannot enter {', '.join(map(str, closed))} "
+                              "(the Python installation it imports from); install Python where every user can "
+                              "read it, as setup.sh does (/usr and /opt/autograder-venv)")
         grader = Grader(name, course, fork=True, user=student_ids(student))
     except Exception as e:
         for root in roots:
