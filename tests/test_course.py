@@ -86,3 +86,9 @@ def test_gradescope_visibility_per_assignment_overrides_the_course(tmp_path):
     assert c.lms.visibility(c.assignment("residual-connections")) == "visible"
     assert c.lms.visibility(c.assignment("fused-add-norm")) == "after_published"
     assert c.lms.gradescope.late == "late_per_day"
+
+
+def test_late_penalty_counts_started_days():
+    a = course.load().assignment("residual-connections")
+    assert [a.late_penalty(s) for s in (-5, 0, 1, 86400, 86401)] == \
+        [(0, 0), (0, 0), (1, a.late_per_day), (1, a.late_per_day), (2, 2 * a.late_per_day)]
