@@ -338,3 +338,17 @@ def test_a_python_other_users_cannot_enter_is_named(tmp_path, monkeypatch):
     assert tmp_path / "hidden" in closed_folders()
     os.chmod(tmp_path / "hidden", 0o711)
     assert tmp_path / "hidden" not in closed_folders()
+
+
+def test_a_grader_that_cannot_start_leaves_a_results_json_saying_so(tmp_path, monkeypatch):
+    from autograder.lms.gradescope import run
+    root = tmp_path / "ag"
+    for folder in ("source", "submission"):
+        (root / folder).mkdir(parents=True)
+    monkeypatch.setattr(run, "closed_folders", lambda: [])
+    with pytest.raises(course_mod.CourseError, match="no user 'no-such-student'"):
+        run.grade_roots(COURSE, [root], "no-such-student", NAMES[0])
+    doc = json.loads((root / "results" / "results.json").read_text())
+    assert_valid(doc)
+    assert doc["score"] == 0 and "could not start" in doc["output"] and "no-such-student" in doc["output"]
+    assert (root / "source").stat().st_mode & 0o777 == (root / "results").stat().st_mode & 0o777 == 0o700
