@@ -9,7 +9,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 SHELL := bash
 .SHELLFLAGS := -eo pipefail -c
 
-.PHONY: demo test test-fast release check-release bench setup clean
+.PHONY: demo test test-fast release check-release gradescope bench setup clean
 
 setup: $(READY)
 
@@ -36,6 +36,10 @@ release: $(READY)
 
 check-release: $(READY)
 	$(BIN)/python -m autograder release --check
+
+# dist/gradescope/ASSIGNMENT/autograder.zip for each assignment (docs/gradescope.md)
+gradescope: $(READY)
+	$(BIN)/python -m autograder gradescope
 
 bench: $(READY)
 	$(BIN)/python benchmarks/public_tests.py

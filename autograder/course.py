@@ -9,6 +9,7 @@ Every problem is one CourseError naming the file and the key.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import tomllib
 from dataclasses import dataclass
@@ -17,7 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 COURSE_FILE = Path(os.environ.get("COURSE_FILE") or ROOT / "course.toml")   # another file for a trial run
 SOLUTIONS = ROOT / "solutions"
-LMS_KINDS = ("canvas",)   # what is built; Gradescope is not yet
+LMS_KINDS = ("canvas", "gradescope")
+VISIBILITIES = ("visible", "after_published")   # when Gradescope shows students the hidden tests' entries
+LATE_POLICIES = ("late_per_day", "none")         # Gradescope: late_per_day off per started day after its due date
 WITHOUT_CUDA = ("redistribute", "skip")
 DTYPES = ("float16", "bfloat16", "float32")
 
@@ -46,6 +49,7 @@ class Assignment:
     manual: dict[int, int]    # part -> points from written answers
     timing: Timing | None = None
     late_per_day: float = 0   # points off for each started day after the deadline (0: no penalty)
+    gradescope_visibility: str | None = None   # overrides [lms.gradescope] visibility for this assignment
 
     @property
     def parts(self) -> list[int]:
@@ -64,6 +68,11 @@ class Assignment:
     def max_manual(self) -> int:
         return sum(self.manual.values())
 
+    def late_penalty(self, seconds_late: float) -> tuple[int, float]:
+        """(started days after the deadline, points off): late_per_day for each started day."""
+        days = math.ceil(seconds_late / 86400) if seconds_late > 0 else 0
+        return days, days * self.late_per_day
+
     def notebook_path(self, folder: Path) -> Path:
         """Where this assignment's notebook sits under solutions/, assignments/, ..."""
         return Path(folder) / self.name / self.notebook
@@ -77,9 +86,20 @@ class Grading:
 
 
 @dataclass(frozen=True)
+class Gradescope:
+    visibility: str = "after_published"   # the hidden tests' names, scores and messages: when students see them
+    late: str = "late_per_day"            # what a submission after Gradescope's due date costs
+
+
+@dataclass(frozen=True)
 class Lms:
     kind: str
     canvas_course_id: int
+    gradescope: Gradescope = Gradescope()
+
+    def visibility(self, assignment: Assignment) -> str:
+        """Gradescope visibility of an assignment's hidden-test entries."""
+        return assignment.gradescope_visibility or self.gradescope.visibility
 
 
 @dataclass(frozen=True)
@@ -152,6 +172,29 @@ def _timing(t: _Reader, auto: dict[int, int]) -> Timing:
     return timing
 
 
+def _choice(t: _Reader, key: str, choices: tuple[str, ...]) -> str:
+    value = t.get(key, str, "a string")
+    if value not in choices:
+        raise t.error(key, f"expected one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _gradescope(t: _Reader) -> Gradescope:
+    t.only("visibility", "late")
+    default = Gradescope()
+    return Gradescope(visibility=_choice(t, "visibility", VISIBILITIES) if "visibility" in t.table else default.visibility,
+                      late=_choice(t, "late", LATE_POLICIES) if "late" in t.table else default.late)
+
+
+def _gradescope_visibility(a: _Reader) -> str | None:
+    """[assignments.NAME.gradescope] visibility, the only per-assignment Gradescope setting."""
+    if "gradescope" not in a.table:
+        return None
+    t = a.sub("gradescope")
+    t.only("visibility")
+    return _choice(t, "visibility", VISIBILITIES)
+
+
 def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> Course:
     """Read and validate course.toml; every assignment must exist under solutions/."""
     path = Path(path)
@@ -169,7 +212,7 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
     grading = top.sub("grading")
     grading.only("timeout_s", "memory_mb", "workers")
     lms = top.sub("lms")
-    lms.only("kind", "canvas_course_id")
+    lms.only("kind", "canvas_course_id", "gradescope")
     kind = lms.get("kind", str, "a string")
     if kind not in LMS_KINDS:
         raise lms.error("kind", f"expected one of {', '.join(LMS_KINDS)}, got {kind!r}")
@@ -180,7 +223,7 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
         raise CourseError(f"{path}: assignments: no assignments listed")
     for name in table.table:
         a = table.sub(name)
-        a.only("notebook", "deadline", "auto", "manual", "timing", "late_per_day")
+        a.only("notebook", "deadline", "auto", "manual", "timing", "late_per_day", "gradescope")
         deadline = a.get("deadline", dt.datetime, "a date-time such as 2027-02-15T23:59:00Z")
         if deadline.tzinfo is None:
             raise a.error("deadline", "needs a time zone, e.g. 2027-02-15T23:59:00Z")
@@ -191,7 +234,8 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
         assignment = Assignment(name=name, notebook=a.get("notebook", str, "a file name"),
                                 deadline=deadline, auto=auto, manual=a.points("manual"),
                                 timing=_timing(a.sub("timing"), auto) if "timing" in a.table else None,
-                                late_per_day=late)
+                                late_per_day=late,
+                                gradescope_visibility=_gradescope_visibility(a))
         source = assignment.notebook_path(Path(solutions))
         if not source.is_file():
             raise a.error("notebook", f"unknown assignment: no source notebook at {source}")
@@ -203,6 +247,7 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
         grading=Grading(timeout_s=float(grading.get("timeout_s", (int, float), "a number of seconds")),
                         memory_mb=grading.get("memory_mb", int, "a whole number of MiB"),
                         workers=grading.get("workers", int, "a whole number (0 = one per core)")),
-        lms=Lms(kind=kind, canvas_course_id=lms.get("canvas_course_id", int, "a whole number")),
+        lms=Lms(kind=kind, canvas_course_id=lms.get("canvas_course_id", int, "a whole number"),
+                gradescope=_gradescope(lms.sub("gradescope")) if "gradescope" in lms.table else Gradescope()),
         assignments=assignments,
     )

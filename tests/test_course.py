@@ -10,6 +10,7 @@ from autograder.course import CourseError
 from helpers import ROOT, SOURCE_NB
 
 GOOD = (ROOT / "course.toml").read_text()
+RC = "[assignments.residual-connections]\n"
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -34,9 +35,14 @@ def test_loads_the_repository_course():
      "expected a date-time"),
     (lambda s: s.replace("2027-02-15T23:59:00Z", "2027-02-15T23:59:00"), "deadline", "time zone"),
     (lambda s: s.replace("1 = 20", "1 = -20"), "auto.1", "whole number of points"),
-    (lambda s: s.replace('kind = "canvas"', 'kind = "moodle"'), "lms.kind", "expected one of canvas, got"),
-        (lambda s: s.replace('kind = "canvas"', 'kind = "gradescope"'), "lms.kind", "expected one of canvas, got"),
-        (lambda s: s.replace("late_per_day = 5", "late_per_day = -1", 1), "late_per_day", "points >= 0"),
+    (lambda s: s.replace('kind = "canvas"', 'kind = "moodle"'), "lms.kind", "expected one of canvas, gradescope, got"),
+    (lambda s: s.replace("late_per_day = 5", "late_per_day = -1", 1), "late_per_day", "points >= 0"),
+    (lambda s: s.replace('visibility = "after_published"', 'visibility = "hidden"'), "lms.gradescope.visibility",
+     "expected one of visible, after_published, got 'hidden'"),
+    (lambda s: s.replace('late = "late_per_day"', 'late = "zero"'), "lms.gradescope.late",
+     "expected one of late_per_day, none"),
+    (lambda s: s.replace(RC, RC + 'gradescope = { visibility = "soon" }\n'),
+     "residual-connections.gradescope.visibility", "expected one of visible"),
     (lambda s: s.replace("[grading]", "[grading]\ntimout_s = 3"), "grading.timout_s", "unknown key"),
     (lambda s: s.replace("[assignments.residual-connections]", "[assignments.no-such-thing]"),
      "no-such-thing.notebook", "unknown assignment"),
@@ -72,3 +78,17 @@ def test_notebook_points_match_course():
     a = course.load().assignment("residual-connections")
     assert auto == a.auto
     assert manual == a.manual
+
+
+def test_gradescope_visibility_per_assignment_overrides_the_course(tmp_path):
+    path = write(tmp_path, GOOD.replace(RC, RC + 'gradescope = { visibility = "visible" }\n'))
+    c = course.load(path)
+    assert c.lms.visibility(c.assignment("residual-connections")) == "visible"
+    assert c.lms.visibility(c.assignment("fused-add-norm")) == "after_published"
+    assert c.lms.gradescope.late == "late_per_day"
+
+
+def test_late_penalty_counts_started_days():
+    a = course.load().assignment("residual-connections")
+    assert [a.late_penalty(s) for s in (-5, 0, 1, 86400, 86401)] == \
+        [(0, 0), (0, 0), (1, a.late_per_day), (1, a.late_per_day), (2, 2 * a.late_per_day)]

@@ -75,6 +75,7 @@ class Limits:
     timeout_s: float     # per request (a hidden test) and for loading the notebook's cells
     memory_mb: int       # address-space limit of each child (data limit with cuda)
     cuda: bool = False   # the child may use the GPU (its device files, the driver's address space)
+    user: tuple[int, int] | None = None   # (uid, gid) the child switches to before running student code
 
 
 # ------------------------------------------------------------------ the zygote
@@ -261,6 +262,8 @@ def _child(data_fd: int) -> None:
         probe = sys.modules[PROBE]
         specs = importlib.import_module(config["specs"]).SPECS if config["specs"] else {}
         _environment(config["scratch"])
+        if config.get("user"):
+            _become(*config["user"])
         isolation = _isolate(config["scratch"], config["memory_mb"], config.get("cuda", False))
         module = types.ModuleType("submission")
         sys.modules["submission"] = module
@@ -292,6 +295,14 @@ def _environment(scratch: str) -> None:
     tempfile.tempdir = None                  # re-read TMPDIR
     os.environ["TRITON_HOME"] = scratch
     os.environ["TRITON_CACHE_DIR"] = os.path.join(scratch, "triton-cache")
+
+
+def _become(uid: int, gid: int) -> None:
+    """Switch to an unprivileged user for good (the grader runs as root on Gradescope): then
+    file permissions, not only Landlock, keep the suites, solutions and results out of reach."""
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
 
 
 def _isolate(scratch: str, memory_mb: int, cuda: bool = False) -> str:
@@ -393,6 +404,8 @@ class Sandbox:
         self.closed = False
         self._child: Child | None = None
         self._scratch = tempfile.mkdtemp(prefix="autograder-")
+        if limits.user:                          # the child's own folder, once it has dropped to that user
+            os.chown(self._scratch, *limits.user)
 
     def __enter__(self) -> "Sandbox":
         return self
@@ -422,7 +435,7 @@ class Sandbox:
             try:
                 child.send({"cells": self.cells, "specs": self.specs, "scratch": self._scratch,
                             "memory_mb": self.limits.memory_mb, "cuda": self.limits.cuda,
-                            "contract": self.contract})
+                            "contract": self.contract, "user": self.limits.user})
                 deadline = time.monotonic() + self.limits.timeout_s
                 while True:
                     frame = child.receive(deadline)

@@ -31,13 +31,16 @@ class Grader:
     """What grading one assignment needs, set up once: fork server, reference, hidden suite."""
 
     def __init__(self, assignment: str, course: Course, *, timeout_s: float | None = None,
-                 memory_mb: int | None = None, fork: bool = False, cuda: bool | None = None):
+                 memory_mb: int | None = None, fork: bool = False, cuda: bool | None = None,
+                 user: tuple[int, int] | None = None):
         """fork: start the fork server by forking this process (see Zygote); only for a process
         that has loaded nothing secret and holds no other student's data.
         cuda: whether submissions of a Suite(cuda=True) run on the GPU and CUDA-only tests run;
-        None: whether this machine has a CUDA GPU."""
+        None: whether this machine has a CUDA GPU.
+        user: (uid, gid) that sandbox children run student code as (needs root; Gradescope's runner)."""
         self.assignment = course.assignment(assignment)
-        self.limits = Limits(timeout_s or course.grading.timeout_s, memory_mb or course.grading.memory_mb)
+        self.limits = Limits(timeout_s or course.grading.timeout_s, memory_mb or course.grading.memory_mb,
+                             user=user)
         self.workers = course.grading.workers
         child_modules = suites.child_modules(assignment)
         torch.set_num_threads(1)   # the grader's own tensors are tiny; threads would only fight the children

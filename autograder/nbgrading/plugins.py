@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import math
 
 from nbgrader.plugins import LateSubmissionPlugin
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -54,10 +53,10 @@ class CourseLatePenalty(LateSubmissionPlugin):
 
     def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float) -> float | None:
         assignment = self.parent.assignment_id
-        per_day = _course().assignment(assignment).late_per_day
-        if not per_day or total_seconds_late <= 0:
+        a = _course().assignment(assignment)
+        days, penalty = a.late_penalty(total_seconds_late)
+        if not penalty:
             return None
-        days = math.ceil(total_seconds_late / 86400)
         self.log.warning("%s: %d day(s) late, %g points off (course.toml late_per_day = %g)",
-                         student_id, days, days * per_day, per_day)
-        return days * per_day
+                         student_id, days, penalty, a.late_per_day)
+        return penalty

@@ -1,0 +1,1 @@
+"""Gradescope: an autograder zip per assignment, and the run inside Gradescope's container (docs/gradescope.md)."""
