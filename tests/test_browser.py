@@ -23,6 +23,7 @@ from playwright.sync_api import sync_playwright
 
 from autograder.course import ROOT
 from autograder.demo import loop as demo
+from autograder.lms.canvas.roster import read_roster
 from helpers import COURSE
 
 pytestmark = pytest.mark.slow
@@ -226,19 +227,22 @@ def test_instructor_formgrader(browser, demo_class, tmp_path):
                    for s, t in stamps.items() if s not in demo.LATE]
         assert late and all(late) and on_time and all(on_time), stamps
 
-        # Manual grading: the full-marks sample (the roster's first student) wrote answers.
+        # Manual grading: the full-marks sample (the roster's first student) answered in writing.
         page.goto(lab.page(f"/formgrader/gradebook/{demo.ASSIGNMENT}/{demo.ASSIGNMENT}"))
         page.wait_for_selector("table tbody tr td a", timeout=60_000)
-        needs = page.locator("table tbody tr:has(.glyphicon-flag), table tbody tr:has-text('needs manual grade')")
         page.screenshot(path=str(SHOTS / "formgrader-manual-grading.png"), full_page=True)
-        assert needs.count() >= 1
-        needs.first.locator("a[href*='/formgrader/submissions/']").click()
+        needs = page.locator("table tbody tr:has(td.needs-manual-grade[data-order='1']) a.name-shown")
+        names = [needs.nth(i).inner_text() for i in range(needs.count())]
+        first = read_roster(demo.ROSTER).students[0].name
+        assert first in names, names
+        page.locator(f"table tbody tr:has(a.name-shown:text-is('{first}')) a.name-hidden").click()
         page.wait_for_selector("#notebook-container .output_text", timeout=60_000)
         text = page.inner_text("#notebook-container")
         assert "graded by hidden tests run outside your notebook" in text
-        assert re.search(r"passed\s+\d+ / \d+", text)
-        assert "YOUR ANSWER HERE" not in text
-        assert page.locator(".manual_grade input.score, input.score[value='']").count() >= 1
+        assert len(re.findall(r"passed\s+\d+ / \d+", text)) >= 10, text
+        written = page.locator(".text_cell:has(input.score.needs_manual_grade)")
+        assert written.count() == 3
+        assert "YOUR ANSWER HERE" not in written.first.inner_text() and "chain rule" in written.first.inner_text()
         wide = page.evaluate("""() => [...document.querySelectorAll('.output_text pre')]
             .filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.innerText.slice(0, 80))""")
         assert wide == [], wide

@@ -38,7 +38,7 @@ def feedback_text(result: Result, part: int) -> str:
             head = f"  {mark:<7} {_score(t)}"
             # A long name goes under its score, where the messages start.
             fits = len(head) + 1 + len(t.name) <= FEEDBACK_WIDTH
-            lines += [f"{head} {t.name}"] if fits else [head, MESSAGE_INDENT + t.name]
+            lines += [f"{head} {t.name}"] if fits else [head.rstrip(), *_wrap(t.name)]
             if not t.passed:
                 lines += [wrapped for line in t.output.splitlines() for wrapped in _wrap(line)]
     return "\n".join(lines) + "\n"
