@@ -240,6 +240,8 @@ def test_instructor_formgrader(browser, demo_class, tmp_path):
         text = page.inner_text("#notebook-container")
         assert "graded by hidden tests run outside your notebook" in text
         assert len(re.findall(r"passed\s+\d+ / \d+", text)) >= 10, text
+        # Formgrader's script marks the score boxes still waiting for a grade once it has loaded them.
+        page.wait_for_selector("input.score.needs_manual_grade", state="attached", timeout=60_000)
         written = page.locator(".text_cell:has(input.score.needs_manual_grade)")
         assert written.count() == 3
         assert "YOUR ANSWER HERE" not in written.first.inner_text() and "chain rule" in written.first.inner_text()
