@@ -1,8 +1,8 @@
 """The first hour in a real browser: a student's Run All in JupyterLab, an instructor's formgrader.
 
 Headless Debian chromium driven by Playwright (`.ci/run` installs both; Playwright's own
-browser download is never used). Each server is a JupyterLab on 127.0.0.1 with a random token,
-in a process group of its own that is killed at the end with its kernels. Screenshots go
+browser download is never used). Each server is a JupyterLab on 127.0.0.1 with a random token;
+the test stops it, its kernels and the browser, and checks that nothing of them is left. Screenshots go
 to dist/browser/.
 """
 import json
@@ -41,7 +41,7 @@ def free_port() -> int:
 
 
 class Lab:
-    """JupyterLab serving `root`, in its own process group, with settings of its own: every
+    """JupyterLab serving `root`, with settings of its own: every
     cell kept in the page (no windowing) and no news or update pop-ups."""
 
     def __init__(self, root: Path, scratch: Path, env: dict | None = None):
@@ -59,7 +59,7 @@ class Lab:
             [str(bin_dir / "jupyter"), "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
              f"--port={self.port}", f"--IdentityProvider.token={self.token}",
              f"--ServerApp.root_dir={root}", "--LabApp.news_url="],
-            cwd=root, stdout=self.log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=root, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
             env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
                  "JUPYTERLAB_SETTINGS_DIR": str(settings),
                  "JUPYTERLAB_WORKSPACES_DIR": str(scratch / "workspaces"),
@@ -79,37 +79,41 @@ class Lab:
         return f"{self.url}{path}{'&' if '?' in path else '?'}token={self.token}"
 
     def stop(self) -> None:
-        """SIGTERM the process group (server and kernels), then SIGKILL whatever is left."""
-        for sig, wait in [(signal.SIGTERM, 15), (signal.SIGKILL, 15)]:
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.proc.wait(wait)
-            except subprocess.TimeoutExpired:
-                pass
-        group_left = [p for p in Path("/proc").glob("[0-9]*") if _pgid(p) == self.proc.pid]
-        assert not group_left, f"processes of JupyterLab's group survived: {group_left}"
+        """SIGTERM the server, which shuts its kernels down; SIGKILL, by pid, whatever of the
+        server and its descendants (kernels run in sessions of their own) is still there."""
+        started = descendants(self.proc.pid) | {self.proc.pid}
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            pass
+        left = started & set(parents())
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        self.proc.wait()
+        assert not left, f"JupyterLab's processes outlived SIGTERM: {left}\n{self.log.read_text()[-2000:]}"
 
 
-def _pgid(proc: Path) -> int | None:
-    try:
-        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[2])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def children() -> set[int]:
-    """Pids whose parent is this process (the browser, the servers)."""
-    mine = str(os.getpid())
-    found = set()
+def parents() -> dict[int, int]:
+    """{pid: parent pid} of every live process (zombies left out)."""
+    found = {}
     for p in Path("/proc").glob("[0-9]*"):
         try:
-            if (p / "stat").read_text().rsplit(")", 1)[1].split()[1] == mine:
-                found.add(int(p.name))
-        except (OSError, IndexError):
-            pass
+            fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            found[int(p.name)] = int(fields[1])
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    tree, found, todo = parents(), set(), [pid]
+    while todo:
+        pid = todo.pop()
+        children = {c for c, parent in tree.items() if parent == pid}
+        todo += children - found
+        found |= children
     return found
 
 
@@ -122,13 +126,13 @@ def chromium():
 
 @pytest.fixture(scope="module")
 def browser(chromium):
-    before = children()
+    before = descendants(os.getpid())
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium)
         yield b
         b.close()
-    left = children() - before
+    left = descendants(os.getpid()) - before
     assert not left, f"the browser left processes behind: {left}"
 
 
