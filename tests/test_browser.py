@@ -143,10 +143,14 @@ def run_all(page, notebook_url: str) -> None:
     page.click(".lm-MenuBar-item:has-text('Run')")
     page.click(".lm-Menu-item[data-command='runmenu:run-all']")
     # Done: the last code cell has a number and no prompt says [*].
-    page.wait_for_function(f"""() => {{
-        const prompts = [...document.querySelectorAll('{PANEL} .jp-CodeCell .jp-InputPrompt')].map(p => p.textContent);
-        return prompts.length && /\\[\\d+\\]/.test(prompts[prompts.length - 1]) && !prompts.some(t => t.includes('*'));
-    }}""", timeout=600_000, polling=500)
+    try:
+        page.wait_for_function(f"""() => {{
+            const prompts = [...document.querySelectorAll('{PANEL} .jp-CodeCell .jp-InputPrompt')].map(p => p.textContent);
+            return prompts.length && /\\[\\d+\\]/.test(prompts[prompts.length - 1]) && !prompts.some(t => t.includes('*'));
+        }}""", timeout=600_000, polling=500)
+    except Exception:
+        page.screenshot(path=str(SHOTS / "run-all-unfinished.png"))
+        raise
 
 
 def code_cells(page, nb_path: Path) -> dict[str, object]:
@@ -167,7 +171,8 @@ def test_student_run_all_in_jupyterlab(browser, tmp_path):
     lab = Lab(release, tmp_path)
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        run_all(page, lab.page(f"/lab/tree/{NOTEBOOK}"))
+        # A workspace per notebook: JupyterLab reopens nothing else, so Run All goes to this one.
+        run_all(page, lab.page(f"/lab/workspaces/release/tree/{NOTEBOOK}"))
         cells = code_cells(page, release / NOTEBOOK)
         page.screenshot(path=str(SHOTS / "student-release.png"))
         for part in (1, 2, 3, 4):
@@ -182,7 +187,7 @@ def test_student_run_all_in_jupyterlab(browser, tmp_path):
         assert page.locator(f"{PANEL} [data-mime-type='application/vnd.jupyter.stderr']").count() == 0
         assert "Traceback" not in page.locator(f"{PANEL} .jp-Notebook").inner_text()
 
-        run_all(page, lab.page(f"/lab/tree/{demo.ASSIGNMENT}/solved.ipynb"))
+        run_all(page, lab.page(f"/lab/workspaces/solved/tree/{demo.ASSIGNMENT}/solved.ipynb"))
         cells = code_cells(page, solved)
         plot = cells["part3-plot-cell"]
         plot.scroll_into_view_if_needed()
@@ -212,7 +217,7 @@ def test_instructor_formgrader(browser, demo_class, tmp_path):
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         # As the README says: JupyterLab's menu Nbgrader > Formgrader.
-        page.goto(lab.page("/lab"))
+        page.goto(lab.page("/lab/workspaces/formgrader"))
         page.click(".lm-MenuBar-item:has-text('Nbgrader')", timeout=120_000)
         page.click(".lm-Menu-item:has-text('Formgrader')")
         frame = page.wait_for_selector("iframe[src*='formgrader']", timeout=60_000).content_frame()
