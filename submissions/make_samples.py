@@ -302,6 +302,46 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
 
 CLASSES = {"residual-connections": residual_samples, "fused-add-norm": fused_samples}
 
+# Written answers, so that formgrader has answers to grade by hand: good ones, a thin one and
+# wrong ones. Samples not named here leave "YOUR ANSWER HERE" (nbgrader scores that 0 unseen).
+DERIVATION = (
+    "Summing $x_{l+1} = x_l + F_l(x_l)$ over $l = 0, \\dots, L-1$ gives $x_L = x_0 + \\sum_l F_l(x_l)$. "
+    "Differentiating with respect to $x_0$: $\\partial x_L / \\partial x_0 = I + \\partial/\\partial x_0 "
+    "\\sum_l F_l(x_l)$, and the chain rule $\\partial L/\\partial x_0 = \\partial L/\\partial x_L \\cdot "
+    "\\partial x_L/\\partial x_0$ gives the formula.\n\n"
+    "The identity term hands $\\partial L/\\partial x_L$ to $x_0$ unchanged, whatever the branches do: small "
+    "Jacobians only make the sum small, they do not multiply the identity away. The gradient is zero only "
+    "if $\\partial L/\\partial x_L$ is zero or the sum's Jacobian cancels the identity exactly along "
+    "$\\partial L/\\partial x_L$, i.e. $\\partial L/\\partial x_L \\cdot (I + \\partial/\\partial x_0 \\sum_l F_l) = 0$.")
+SCALED = (
+    "With $y = 0.5\\,x + F(x)$ each block's Jacobian is $0.5 I + J_l$, and the product formula multiplies "
+    "20 of them. When the branches contribute nothing ($J_l = 0$) that is $0.5^{20} I$: about $9.5 \\cdot "
+    "10^{-7}$ of the gradient is left. The plot's 0.5 curve is a straight line on the log scale for the same "
+    "reason: a constant factor per layer is exponential decay.")
+LAYOUT = (
+    "Pre-LN, $x + F(\\mathrm{LN}(x))$: the input reaches the output through the addition alone. Post-LN, "
+    "$\\mathrm{LN}(x + F(x))$, puts a LayerNorm on the shortcut, so the path is rescaled in every block. "
+    "The printed norms grow with depth for Pre-LN (each block adds its branch to the stream) and stay at "
+    "8.0 for Post-LN: LayerNorm resets every token to mean 0 and variance 1 over 64 features, a norm of "
+    "$\\sqrt{64}$.")
+WRITTEN = {
+    "full-marks": {"part2-written": DERIVATION, "part3-written": SCALED, "part4-written": LAYOUT},
+    "partly-right": {"part2-written": DERIVATION, "part3-written": "It decays because 0.5 is less than 1."},
+    "scaled-shortcut-ignored": {"part3-written": "The scaled shortcut is still a shortcut, so the gradient "
+                                "survives: after 20 blocks it is still 0.5 of what it was."},
+    "pre-post-swapped": {"part4-written": "Post-LN keeps the identity path, because the LayerNorm comes after "
+                         "the addition. Both layouts print about the same norms."},
+}
+
+
+def answered(nb: dict, answers: dict[str, str]) -> dict:
+    """The notebook with these written-answer cells (grade_id -> text) answered."""
+    for cell in nb["cells"]:
+        text = answers.get(cell["metadata"].get("nbgrader", {}).get("grade_id"))
+        if text is not None:
+            cell["source"] = edit("".join(cell["source"]), "YOUR ANSWER HERE", text)
+    return nb
+
 
 def expected_scores(assignment: str, fails: set[str]) -> dict[str, float]:
     """Each hidden test's expected score: 0 if it fails, else its points; a test that needs CUDA is
@@ -324,6 +364,8 @@ def render() -> dict[str, str]:
         checks = {t.check.__name__ for t in suites.load(assignment).tests}
         expected = {}
         for name, (description, nb, fails) in make().items():
+            if assignment == "residual-connections" and name in WRITTEN:
+                nb = answered(nb, WRITTEN[name])
             unknown = fails - checks
             if unknown:
                 raise SystemExit(f"make_samples.py: {assignment}/{name}: no such hidden tests: {sorted(unknown)}")

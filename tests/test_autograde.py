@@ -17,6 +17,7 @@ from nbgrader.api import Gradebook
 from autograder.course import ROOT
 from autograder.demo import loop as demo
 from autograder.grading.batch import grade_notebook
+from autograder.results.render import FEEDBACK_WIDTH
 from autograder.lms.canvas.roster import read_roster
 from autograder.nbgrading.classrun import autograde_class
 from autograder.nbgrading.run import nbgrader, nbgrader_config
@@ -252,3 +253,14 @@ def test_a_late_upload_loses_the_course_late_penalty(area):
     assert {s for s, p in penalties.items() if p} == demo.LATE
     assert all(penalties[s] == min(2 * per_day, EXPECTED[f"{demo.CLASS[int(s) - 51001]}.ipynb"]["score"])
                for s in demo.LATE)
+
+
+def test_feedback_lines_fit_the_page(area):
+    """Each hidden test's message is wrapped: no output line of a feedback page scrolls sideways."""
+    instructor, _ = area
+    for page in sorted((instructor / "feedback").glob(f"*/{demo.ASSIGNMENT}/*.html")):
+        outputs = re.findall(r'<div class="output_subarea [^"]*output_text[^"]*">\s*<pre>(.*?)</pre>',
+                             page.read_text(encoding="utf-8"), re.S)
+        assert outputs, page
+        wide = [line for out in outputs for line in visible_text(out).splitlines() if len(line) > FEEDBACK_WIDTH]
+        assert wide == [], page

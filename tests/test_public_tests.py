@@ -42,19 +42,19 @@ def test_check_in_the_notebook_passes_on_reference(reference, capsys):
 
 
 def test_check_in_the_notebook_reports_each_stub(release, capsys):
-    with pytest.raises(AssertionError, match="public test\\(s\\) of part 1 failed"):
-        nbtest.check(1, vars(release), RELEASE_NB.parent / "test_public.py")
+    nbtest.check(1, vars(release), RELEASE_NB.parent / "test_public.py")
     out = capsys.readouterr().out
     assert "not done  test_part1_residual_add_values_and_shape: still the stub" in out
-    assert "Part 1: 0 of" in out
+    assert re.search(r"^Part 1: 0 of (\d+) public tests passed \(\1 not done\)\.$", out, re.M), out
 
 
 def test_check_names_the_misconception(reference, capsys):
     """A broadcasting residual_add fails with the public test's explanation, not a bare assert."""
     live = dict(vars(reference), residual_add=lambda x, fx: x + fx)
-    with pytest.raises(AssertionError):
-        nbtest.check(1, live, SOURCE_NB.parent / "test_public.py")
-    assert "FAILED    test_part1_residual_add_rejects_broadcasting" in capsys.readouterr().out
+    nbtest.check(1, live, SOURCE_NB.parent / "test_public.py")
+    out = capsys.readouterr().out
+    assert "FAILED    test_part1_residual_add_rejects_broadcasting" in out
+    assert re.search(r"^Part 1: \d+ of \d+ public tests passed \(2 failed\)\.$", out, re.M), out
 
 
 def test_loader_reports_a_broken_cell(tmp_path):

@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 import time
 from typing import TextIO
 
 from .result import Result, TestResult
 
 NAME_WIDTH = 62
+# The widest line of a grade cell's text: it shows in a <pre> in the notebook, formgrader and
+# the feedback page, which scroll sideways rather than wrap, so messages are wrapped here.
+FEEDBACK_WIDTH = 92
+MESSAGE_INDENT = " " * 11
 
 
 def table(result: Result) -> str:
@@ -30,10 +35,20 @@ def feedback_text(result: Result, part: int) -> str:
     for t in result.tests:
         if t.part == part:
             mark = "passed" if t.passed else "not run" if not t.ran else "FAILED"
-            lines.append(f"  {mark:<7} {_score(t)} {t.name}")
+            head = f"  {mark:<7} {_score(t)}"
+            # A long name goes under its score, where the messages start.
+            fits = len(head) + 1 + len(t.name) <= FEEDBACK_WIDTH
+            lines += [f"{head} {t.name}"] if fits else [head.rstrip(), *_wrap(t.name)]
             if not t.passed:
-                lines += ["           " + line for line in t.output.splitlines()]
+                lines += [wrapped for line in t.output.splitlines() for wrapped in _wrap(line)]
     return "\n".join(lines) + "\n"
+
+
+def _wrap(line: str) -> list[str]:
+    """A message line in lines at most FEEDBACK_WIDTH wide; continuations indented two more."""
+    indent = MESSAGE_INDENT + line[:len(line) - len(line.lstrip())]
+    return textwrap.wrap(line.strip(), FEEDBACK_WIDTH, initial_indent=indent,
+                         subsequent_indent=indent + "  ", break_on_hyphens=False) or [""]
 
 
 def _score(t: TestResult) -> str:
