@@ -57,7 +57,7 @@ class Store:
         return list(self._by_key.values())
 
     def put(self, key: str, result: Result) -> None:
-        self._append({"key": key, **result.to_json()})
+        self._append({"key": key, **result.to_store()})
         self._by_key[key] = result
         if result.submission is not None:
             self._submissions.add(os.path.abspath(result.submission))
