@@ -6,6 +6,7 @@
     roster       import a Canvas gradebook export as the class roster
     canvas-zip   build a Canvas-style bulk-download zip (demo, tests)
     demo         the whole grading loop on the bundled sample class
+    report       the class report: what to reteach, and similar submissions
 
 Only the chosen command's module is imported, so a command pays for nothing else.
 course.toml is read once, here, and handed to the command as args.course.
@@ -21,7 +22,7 @@ from ..course import CourseError
 
 COMMANDS = {   # command: the module of this package that defines it (add_parser, run)
     "release": "release", "grade": "grade", "autograde": "autograde",
-    "roster": "canvas", "canvas-zip": "canvas", "demo": "demo",
+    "roster": "canvas", "canvas-zip": "canvas", "demo": "demo", "report": "report",
 }
 
 

@@ -246,8 +246,11 @@ class Trial:
 
     # ---------------------------------------------------------------- observations
 
-    def fail(self, message: str, misconception: str | None = TEST_DEFAULT):
-        """Fail the test; misconception: the id it shows (default: the test's own; None: none)."""
+    def fail(self, message: str, misconception: str | None = TEST_DEFAULT, kind: str = "failed"):
+        """Fail the test; misconception: the id it shows (default: the test's own; None: none);
+        kind "error" where the submission raised something other than what the test asked for."""
+        if kind != "failed":
+            raise Failed(message, None, kind)
         raise Failed(message, self.misconception if misconception is TEST_DEFAULT else misconception)
 
     def note(self, text: str) -> None:

@@ -35,7 +35,7 @@ def _refused(t: Trial, xs: tuple, fs: tuple) -> dict:
                "compare x.shape == fx.shape yourself before adding.", misconception="silent-broadcasting")
     if "ValueError" not in obs.error["is"]:
         t.fail(t.raised(f"residual_add(x of shape {xs}, fx of shape {fs})", obs.error)
-               + "; expected your own ValueError naming both shapes.")
+               + "; expected your own ValueError naming both shapes.", kind="error")
     return obs.error
 
 
@@ -107,13 +107,13 @@ def residual_add_gradients(t: Trial):
         t.fail(f"in-place add: with x and fx requiring grad, residual_add raised {obs.error['type']}: "
                f"{obs.error['message']} Return x + fx as a new tensor.", misconception="in-place-add")
     if obs.error:
-        t.fail(t.raised("residual_add(x, fx)", obs.error))
+        t.fail(t.raised("residual_add(x, fx)", obs.error), kind="error")
     if isinstance(obs.grads, dict):
         error = obs.grads["error"]
         if error["type"] == "Detached":
             t.fail("detached gradient: the result of residual_add does not require grad although x and fx do "
                    "(.detach(), .data, torch.no_grad() or a torch.tensor(...) copy cut the graph).")
-        t.fail(f"backpropagating through residual_add raised {error['type']}: {error['message']}")
+        t.fail(f"backpropagating through residual_add raised {error['type']}: {error['message']}", kind="error")
     for name, grad in zip(("x", "fx"), obs.grads):
         if grad.get("kind") == "none":
             t.fail(f"detached gradient: no gradient reached {name}; both the shortcut and the branch "
@@ -158,7 +158,7 @@ def residual_shape_mismatch(t: Trial):
                f"{describe(obs.result)}; forward must go through residual_add, which refuses different shapes.")
     if "ValueError" not in obs.error["is"]:
         t.fail(t.raised(f"Residual with a sublayer (n, {d}) -> (n, 1)", obs.error)
-               + "; expected the ValueError of residual_add.")
+               + "; expected the ValueError of residual_add.", kind="error")
 
 
 @test(1, 2, "ProjectionShortcut(d, d) is the identity with no parameters", misconception="projection-shortcut")
@@ -561,7 +561,7 @@ def block_bad_norm(t: Trial):
             t.fail(f"TransformerBlock(..., norm={bad!r}) was accepted; anything but 'pre' or 'post' must raise "
                    "ValueError (silently picking a layout hides typos).")
         if "ValueError" not in obs.error["is"]:
-            t.fail(t.raised(f"TransformerBlock(..., norm={bad!r})", obs.error) + "; expected ValueError.")
+            t.fail(t.raised(f"TransformerBlock(..., norm={bad!r})", obs.error) + "; expected ValueError.", kind="error")
 
 
 def _against_encoder_layer(key: str, points: int, name: str, norm: str | None, causal: bool) -> None:
