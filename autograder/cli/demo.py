@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..demo import loop
-from ..demo.loop import AREA, CLASS, ROOT, ROSTER, ASSIGNMENT, grade_table, run_loop, step
+from ..demo.loop import AREA, CLASS, ROOT, ROSTER, ASSIGNMENT, class_report, grade_table, run_loop, step
 from ..lms.canvas.roster import read_roster
 
 
@@ -19,4 +19,6 @@ def run(args) -> int:
     roster = read_roster(ROSTER)
     print(grade_table(grades, {s.id: f"{name}.ipynb" for s, name in zip(roster.students, CLASS)}))
     print(f"\nfeedback to hand back: {(AREA / 'feedback').relative_to(ROOT)}/CANVAS_ID/{ASSIGNMENT}/*.html")
+    step("class report (python -m autograder report)")
+    print(f"what to reteach, and pairs of similar submissions to look at: {class_report(args.course).relative_to(ROOT)}")
     return 0

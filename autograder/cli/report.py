@@ -7,7 +7,7 @@ from pathlib import Path
 from ..core.extract import Template
 from ..course import ROOT, SOLUTIONS
 from ..report.build import write_report
-from ..report.classlist import from_folder, from_nbgrader, from_store
+from ..report.classlist import from_class, from_folder, from_store
 from ..results.store import Store, StoreError
 
 
@@ -36,7 +36,7 @@ def run(args) -> int:
             store = Store(args.results, args.assignment)
             students = from_folder(store, template, args.notebooks) if args.notebooks else from_store(store)
         else:
-            students = _class(args, template)
+            students = from_class(args.course, args.assignment)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -48,16 +48,3 @@ def run(args) -> int:
     print(f"report: {out / 'report.html'}")
     return 0
 
-
-def _class(args, template: Template):
-    """The class nbgrader collected and `python -m autograder autograde` graded."""
-    from ..nbgrading.autograde import store_path
-    from ..nbgrading.run import nbgrader_config
-    config = nbgrader_config().CourseDirectory
-    path = store_path(config.db_url, args.assignment)
-    if not path.is_file():
-        raise StoreError(f"{path}: no results yet; run `python -m autograder autograde {args.assignment}` first, "
-                         "or give --results FILE")
-    a = args.course.assignment(args.assignment)
-    return from_nbgrader(Store(path, args.assignment), template, Path(config.submitted_directory), args.assignment,
-                         a.deadline)

@@ -3,6 +3,7 @@
     students = from_folder(store, template, Path("submissions/residual-connections"))   # NAME.ipynb
     students = from_nbgrader(store, template, Path("submitted"), "residual-connections", deadline)
     students = from_store(store)                         # the store's own submission paths
+    students = from_class(course, "residual-connections")  # what `python -m autograder autograde` graded
 
 A result is found by the key of the code the grader ran (core/extract.py), so a class graded
 by nbgrader (whose store names no files) and one graded by `grade --out` are read alike.
@@ -14,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.extract import Template
+from ..course import SOLUTIONS, Course
 from ..results.result import Result
-from ..results.store import Store
+from ..results.store import Store, StoreError
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,21 @@ def from_store(store: Store) -> list[Student]:
         name = path.stem if path else "?"
         out[name] = Student(name, path if path and path.is_file() else None, result)
     return sorted(out.values(), key=lambda s: s.name)
+
+
+def from_class(course: Course, assignment: str) -> list[Student]:
+    """The class nbgrader collected (its submitted/ folder) and `python -m autograder autograde` graded
+    (the results store beside the gradebook), as nbgrader_config.py places them."""
+    from ..nbgrading.autograde import store_path
+    from ..nbgrading.run import nbgrader_config
+    config = nbgrader_config().CourseDirectory
+    path = store_path(config.db_url, assignment)
+    if not path.is_file():
+        raise StoreError(f"{path}: no results yet; run `python -m autograder autograde {assignment}` first, "
+                         "or give --results FILE")
+    a = course.assignment(assignment)
+    return from_nbgrader(Store(path, assignment), Template(a.notebook_path(SOLUTIONS)),
+                         Path(config.submitted_directory), assignment, a.deadline)
 
 
 def _late(folder: Path, deadline: dt.datetime) -> bool | None:
