@@ -18,7 +18,7 @@ from .classlist import Student
 from .code import solution_code, solution_ids, stub_code
 from .summary import summarise
 
-VIEWS = 50   # side-by-side files written, most similar pairs first (pairs.csv lists every pair)
+VIEWS = 30   # side-by-side files written, most similar pairs first (pairs.csv lists every pair)
 
 
 def write_report(course: Course, assignment: str, students: list[Student], out: Path,
@@ -41,7 +41,7 @@ def write_report(course: Course, assignment: str, students: list[Student], out: 
              and (code := solution_code(st.notebook, ids)) is not None}
     prints = similarity.fingerprints(codes, stub_code(release, ids))
     rules = course.report
-    listed = [p for p in similarity.compare(prints) if p.listed(rules.similarity_threshold, rules.min_shared)]
+    listed = similarity.compare(prints, rules.similarity_threshold, rules.min_shared)
     views = {}
     for i, pair in enumerate(listed[:VIEWS]):
         name = f"pairs/{i + 1:03d}.html"

@@ -34,14 +34,17 @@ def charts(s: Summary, out: Path) -> dict[str, bytes]:
     ax.hist(s.totals, bins=20, range=(0, max(s.max_score, 1)), color="#4a7ab5")
     ax.set_xlabel(f"automatic points (of {s.max_score})")
     ax.set_ylabel("students")
+    fig.subplots_adjust(bottom=0.2)
     pngs["total.png"] = _png(fig)
     fig, axes = plt.subplots(1, max(len(s.parts), 1), figsize=(3 * max(len(s.parts), 1), 2.4), squeeze=False)
     for ax, part in zip(axes[0], sorted(s.parts)):
         ax.hist(s.parts[part], bins=10, range=(0, max(s.part_max[part], 1)), color="#6a9a4a")
         ax.set_title(f"part {part} (of {s.part_max[part]})", fontsize=9)
+    fig.subplots_adjust(top=0.85, bottom=0.12)
     pngs["parts.png"] = _png(fig)
     rows = list(s.tests.items())[::-1]
-    fig, ax = plt.subplots(figsize=(7, 0.22 * len(rows) + 0.8))
+    fig, ax = plt.subplots(figsize=(9, 0.22 * len(rows) + 0.8))
+    fig.subplots_adjust(left=0.5, right=0.97)   # room for the test names, without a second layout pass
     ax.barh(range(len(rows)), [r.pass_rate for _, r in rows], color="#b5804a")
     ax.set_yticks(range(len(rows)), [name[:60] for name, _ in rows], fontsize=7)
     ax.set_xlim(0, 1)
@@ -54,7 +57,7 @@ def charts(s: Summary, out: Path) -> dict[str, bytes]:
 
 def _png(fig) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=80)
     plt.close(fig)
     return buf.getvalue()
 

@@ -1,9 +1,9 @@
 """Pairs of students whose solution cells overlap, found with copydetect's winnowing fingerprints.
 
     codes = {"alice": code, ...}                         # what each student wrote (solution_code)
-    found = compare(codes, stub_code(release))           # every pair sharing a fingerprint
-    listed = [p for p in found if p.listed(0.6, 50)]     # course.toml [report]
-    view_a, view_b = side_by_side(fingerprints, pair)    # HTML-escaped code, shared runs in <mark>
+    prints = fingerprints(codes, stub_code(release))
+    listed = compare(prints, 0.6, 50)                    # course.toml [report]: the pairs to look at
+    view_a, view_b = side_by_side(prints, pair)          # HTML-escaped code, shared runs in <mark>
 
 copydetect's filter (Pygments) turns every name into V, F or O and every string into S, so
 renaming variables changes nothing; fingerprints the release's stubs also have (signatures,
@@ -41,11 +41,6 @@ class Pair:
         """The larger share: a copied half of the assignment still scores high on the copier's side."""
         return max(self.share_a, self.share_b)
 
-    def listed(self, threshold: float, min_shared: int) -> bool:
-        """To look at: identical code, or a score at the threshold over enough shared code (two short,
-        mostly unfinished notebooks can share their one canonical line and score 1.0)."""
-        return bool(self.identical) or (self.shared >= min_shared and self.score >= threshold)
-
 
 def fingerprints(codes: dict[str, str], boilerplate: str) -> dict[str, CodeFingerprint]:
     """{student: copydetect fingerprint} without the boilerplate's k-grams; identical code is lexed once."""
@@ -57,8 +52,10 @@ def fingerprints(codes: dict[str, str], boilerplate: str) -> dict[str, CodeFinge
     return {name: done[code] for name, code in codes.items()}
 
 
-def compare(prints: dict[str, CodeFingerprint]) -> list[Pair]:
-    """Every pair with a fingerprint in common, most similar first."""
+def compare(prints: dict[str, CodeFingerprint], threshold: float, min_shared: int) -> list[Pair]:
+    """The pairs to look at, most similar first: a score at the threshold over at least min_shared
+    fingerprints (two short, mostly unfinished notebooks can share their one canonical line and
+    score 1.0), or the same fingerprints on both sides (identical code, however short)."""
     names = sorted(prints)
     column: dict[int, int] = {}
     rows, cols = [], []
@@ -69,9 +66,12 @@ def compare(prints: dict[str, CodeFingerprint]) -> list[Pair]:
     m = sparse.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(names), max(len(column), 1)))
     shared = sparse.triu(m @ m.T, k=1).tocoo()      # shared[i, j]: fingerprints i and j have in common
     size = np.asarray(m.sum(axis=1)).ravel()
-    digest = {n: hashlib.sha256(prints[n].raw_code.encode()).hexdigest() for n in names}
+    i, j, n = shared.row, shared.col, shared.data
+    score = np.maximum(n / size[i], n / size[j])
+    keep = ((score >= threshold) & (n >= min_shared)) | ((n == size[i]) & (n == size[j]))
+    digest = {name: hashlib.sha256(prints[name].raw_code.encode()).hexdigest() for name in names}
     out = []
-    for i, j, n in zip(shared.row, shared.col, shared.data):
+    for i, j, n in zip(i[keep], j[keep], n[keep]):
         a, b = names[i], names[j]
         same = ("byte-identical" if digest[a] == digest[b] else
                 "identical after renaming" if prints[a].filtered_code == prints[b].filtered_code else "")
