@@ -5,11 +5,13 @@
     store.get(key) -> Result | None      # graded before: the same code gets the same result
     store.has(submission) -> bool        # this file is in the store already
     store.put(key, result)               # appended, flushed and synced at once
+    store.submissions()                  # the newest result of each file graded, copies included
 
 Both `python -m autograder grade --out` and the class autograde keep their results here,
 so an interrupted run loses nothing and a rerun regrades nothing. The first line is a
 header ({"store": 1, "assignment", "seed"}); each further line is one Result with its
-"submission" and "key". A torn last line (a run killed mid-write) is ignored, and several
+"submission" and "key" (Result.to_store: each test's kind and misconception id too, for the
+class report). A torn last line (a run killed mid-write) is ignored, and several
 processes may append to one file (each line is one locked write).
 """
 from __future__ import annotations
