@@ -26,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "submissions"))   # honest_samples.py, when imported as a module
 
 from autograder import course, suites  # noqa: E402  (after the path is set)
 from autograder.core.extract import nbtest  # noqa: E402
