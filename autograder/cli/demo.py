@@ -20,5 +20,6 @@ def run(args) -> int:
     print(grade_table(grades, {s.id: f"{name}.ipynb" for s, name in zip(roster.students, CLASS)}))
     print(f"\nfeedback to hand back: {(AREA / 'feedback').relative_to(ROOT)}/CANVAS_ID/{ASSIGNMENT}/*.html")
     step("class report (python -m autograder report)")
-    print(f"what to reteach, and pairs of similar submissions to look at: {class_report(args.course).relative_to(ROOT)}")
+    report = class_report(args.course)
+    print(f"what to reteach, and pairs of similar submissions to look at: {report.relative_to(ROOT)}")
     return 0
