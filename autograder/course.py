@@ -103,12 +103,21 @@ class Lms:
 
 
 @dataclass(frozen=True)
+class Report:
+    """The class report's similarity check (docs/report.md): a pair is listed when the larger share of
+    its fingerprints found in the other reaches `similarity_threshold` over at least `min_shared`."""
+    similarity_threshold: float = 0.6
+    min_shared: int = 50
+
+
+@dataclass(frozen=True)
 class Course:
     name: str
     id: str
     grading: Grading
     lms: Lms
     assignments: dict[str, Assignment]
+    report: Report = Report()
 
     def assignment(self, name: str) -> Assignment:
         try:
@@ -205,7 +214,7 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
     except tomllib.TOMLDecodeError as e:
         raise CourseError(f"{path}: not valid TOML: {e}") from None
     top = _Reader(path, data, "")
-    top.only("course", "grading", "lms", "assignments")
+    top.only("course", "grading", "lms", "assignments", "report")
 
     course = top.sub("course")
     course.only("name", "id")
@@ -250,4 +259,16 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
         lms=Lms(kind=kind, canvas_course_id=lms.get("canvas_course_id", int, "a whole number"),
                 gradescope=_gradescope(lms.sub("gradescope")) if "gradescope" in lms.table else Gradescope()),
         assignments=assignments,
+        report=_report(top.sub("report")) if "report" in top.table else Report(),
     )
+
+
+def _report(r: _Reader) -> Report:
+    r.only("similarity_threshold", "min_shared")
+    threshold = float(r.get("similarity_threshold", (int, float), "a number between 0 and 1"))
+    if not 0 < threshold <= 1:
+        raise r.error("similarity_threshold", f"expected a number in (0, 1], got {threshold:g}")
+    shared = r.get("min_shared", int, "a whole number of fingerprints") if "min_shared" in r.table else 50
+    if shared < 1:
+        raise r.error("min_shared", f"expected a whole number >= 1, got {shared}")
+    return Report(threshold, shared)

@@ -9,6 +9,10 @@ between the solution markers), or with a variant that carries one misconception,
 a crash, a hang or a cheat. expected.json holds each sample's score per hidden test,
 derived from the tests each sample is declared to fail below. A test that needs CUDA
 is expected as graded without it, by course.toml's without_cuda (results.result.not_run).
+It also holds the misconception id each failed test is declared to show (SHOWN), and the
+sample's family (derived_from): the reference's one-edit variants are near-copies of
+full-marks by construction; honest_samples.py's solutions were written independently, and
+two of the residual class are copies of honest-a (one byte for byte, one renamed).
 """
 from __future__ import annotations
 
@@ -22,10 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "submissions"))   # honest_samples.py, when imported as a module
 
 from autograder import course, suites  # noqa: E402  (after the path is set)
 from autograder.core.extract import nbtest  # noqa: E402
 from autograder.results.result import TestResult, not_run  # noqa: E402
+from honest_samples import HONEST, renamed  # noqa: E402
 
 SUBMISSIONS = ROOT / "submissions"
 STUB = re.compile(r"^([ \t]*)# YOUR CODE HERE\n[ \t]*raise NotImplementedError\(\)", re.M)
@@ -173,6 +179,12 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     }
     locked = lambda c: c["cell_type"] == "code" and not c["metadata"].get("nbgrader", {}).get("solution")
     invalid = json.dumps(s.solved(), indent=1, sort_keys=True)[:5000]
+    honest = {name: s.notebook({label: s.filled(label, bodies) for label, bodies in cells.items()})
+              for name, cells in HONEST.items()}
+    near_copy = s.notebook({label: s.filled(label, renamed(bodies)) for label, bodies in HONEST["honest-a"].items()})
+    labels = [c["metadata"].get("nbgrader", {}).get("grade_id") for c in near_copy["cells"]]
+    i, j = labels.index("chain_rule_grad"), labels.index("split_gradient")
+    near_copy["cells"][i], near_copy["cells"][j] = near_copy["cells"][j], near_copy["cells"][i]
     return {
         "full-marks": ("the reference solution", s.solved(), set()),
         "untouched-release": ("the release as handed out: every stub still raises NotImplementedError",
@@ -239,7 +251,44 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
         "reads-solutions": ("stubs, plus code that looks for solutions/ on the grading machine and runs it",
                             s.notebook({"residual_stream_norms": s.filled("residual_stream_norms", [
                                 "raise NotImplementedError()"], after=READ_SOLUTIONS)}), every),
+        "honest-a": ("a correct solution written without the reference: other names, calls and order",
+                     honest["honest-a"], set()),
+        "honest-b": ("another independent correct solution, in a third style", honest["honest-b"], set()),
+        "copied-honest-a": ("honest-a byte for byte, handed in by another student", honest["honest-a"], set()),
+        "renamed-honest-a": ("honest-a with its local names renamed and two cells swapped",
+                             near_copy, set()),
     }
+
+
+BROADCASTING = dict.fromkeys(["residual_add_no_broadcasting", "residual_add_error_message", "residual_shape_mismatch"],
+                             "silent-broadcasting")
+HARD_CODED = dict.fromkeys(["chain_one_block", "chain_many_blocks", "chain_alpha", "chain_empty", "split"],
+                           "hard-coded-example")
+DETACHED = dict.fromkeys(["norms_decay", "norms_depth_100", "norms_random", "norms_plain"], "detached-gradient")
+CAUSAL = dict.fromkeys(["block_pre_causal", "block_post_causal"], "missing-causal-mask")
+WRONG = {**BROADCASTING, **HARD_CODED, **DETACHED, **CAUSAL}
+# sample -> {check name: the misconception id its failure shows}; a failed test not named here shows none
+# (a stub, a crash, a hang, a reply of the wrong type).
+SHOWN = {"residual-connections": {
+    "silent-broadcasting": BROADCASTING,
+    "in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
+    "scaled-shortcut-ignored": dict.fromkeys(["chain_alpha", "norms_decay", "norms_random"], "scaled-shortcut-ignored"),
+    "hard-coded-example": HARD_CODED,
+    "derivative-at-wrong-point": dict.fromkeys(["chain_many_blocks", "chain_alpha"], "derivative-at-wrong-point"),
+    "pre-post-swapped": dict.fromkeys(["block_pre", "block_post", "block_pre_causal", "block_post_causal",
+                                       "block_default", "block_pre_identity"], "pre-post-swapped"),
+    "missing-causal-mask": CAUSAL,
+    "detached-gradient": DETACHED,
+    "wrong-answers": WRONG,
+    "checker-cheat": WRONG,   # the cheat changes nothing the grader compares
+    # AlwaysEqual returned where residual_add must raise, and a result outside autograd's graph
+    "always-equal": {**BROADCASTING, "residual_add_gradients": "detached-gradient"},
+}}
+# sample -> the sample it was made from; every other sample is the reference with an edit (full-marks),
+# or the release as handed out (untouched-release)
+DERIVED_FROM = {"residual-connections": {
+    "reads-solutions": "release", "honest-a": "honest-a", "honest-b": "honest-b",
+    "copied-honest-a": "honest-a", "renamed-honest-a": "honest-a"}}
 
 
 def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
@@ -373,8 +422,15 @@ def render() -> dict[str, str]:
                 nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
             tests = expected_scores(assignment, fails)
             score = round(sum(tests.values()), 2)
+            by_check = {t.check.__name__: t.name for t in suites.load(assignment).tests}
+            shown = SHOWN.get(assignment, {}).get(name, {})
+            if set(shown) - fails:
+                raise SystemExit(f"make_samples.py: {assignment}/{name}: a misconception for a test it passes")
             expected[f"{name}.ipynb"] = {"description": description, "score": int(score) if score == int(score)
-                                         else score, "tests": tests}
+                                         else score, "tests": tests,
+                                         "derived_from": DERIVED_FROM.get(assignment, {}).get(
+                                             name, "release" if name == "untouched-release" else "full-marks"),
+                                         "misconceptions": {by_check[c]: m for c, m in sorted(shown.items())}}
         files[f"{assignment}/expected.json"] = json.dumps({"assignment": assignment, "samples": expected},
                                                           indent=1) + "\n"
     return files

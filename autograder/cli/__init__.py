@@ -8,6 +8,7 @@
     demo         the whole grading loop on the bundled sample class
     gradescope   write a Gradescope autograder zip per assignment
     gradescope-run   grade Gradescope submissions (run_autograder calls this)
+    report       the class report: what to reteach, and similar submissions
 
 Only the chosen command's module is imported, so a command pays for nothing else.
 course.toml is read once, here, and handed to the command as args.course.
@@ -23,7 +24,7 @@ from ..course import CourseError
 
 COMMANDS = {   # command: the module of this package that defines it (add_parser, run)
     "release": "release", "grade": "grade", "autograde": "autograde",
-    "roster": "canvas", "canvas-zip": "canvas", "demo": "demo",
+    "roster": "canvas", "canvas-zip": "canvas", "demo": "demo", "report": "report",
     "gradescope": "gradescope", "gradescope-run": "gradescope",
 }
 

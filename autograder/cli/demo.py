@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..demo import loop
-from ..demo.loop import AREA, ASSIGNMENT, CLASS, LATE, ROOT, ROSTER, grade_table, run_loop, step
+from ..demo.loop import AREA, ASSIGNMENT, CLASS, LATE, ROOT, ROSTER, class_report, grade_table, run_loop, step
 from ..lms.canvas.roster import read_roster
 
 
@@ -22,4 +22,7 @@ def run(args) -> int:
                                                         if s.id in LATE else "")
                                for s, name in zip(roster.students, CLASS)}))
     print(f"\nfeedback to hand back: {(AREA / 'feedback').relative_to(ROOT)}/CANVAS_ID/{ASSIGNMENT}/*.html")
+    step("class report (python -m autograder report)")
+    report = class_report(args.course)
+    print(f"what to reteach, and pairs of similar submissions to look at: {report.relative_to(ROOT)}")
     return 0

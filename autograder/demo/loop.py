@@ -3,7 +3,8 @@
 A Canvas roster and a Canvas bulk download (built from submissions/) go through the
 same steps an instructor runs: import the roster, nbgrader zip_collect, autograde
 out of kernel (in parallel), nbgrader generate_feedback, nbgrader export to Canvas's
-gradebook CSV. Everything is written to dist/demo-class/, never to instructor/.
+gradebook CSV. Everything is written to dist/demo-class/, never to instructor/; the class
+report (what to reteach, similar submissions) to dist/report/residual-connections/.
 """
 from __future__ import annotations
 
@@ -12,22 +13,27 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..course import ROOT, Course
 from ..lms.canvas.roster import canvas_dir, import_roster
 from ..nbgrading.classrun import register
 from ..nbgrading.run import NbgraderError, nbgrader, nbgrader_config
+from ..report.build import write_report
+from ..report.classlist import from_class
 from .fake_canvas import build_bulk_download, pair_uploads
 
 ASSIGNMENT = "residual-connections"
 SAMPLES = ROOT / "submissions" / ASSIGNMENT
 ROSTER = ROOT / "submissions" / "roster.csv"
 AREA = ROOT / "dist" / "demo-class"
+REPORT = ROOT / "dist" / "report" / ASSIGNMENT
 # The class, in roster order; the roster's last student submits nothing.
-CLASS = ["full-marks", "partly-right", "untouched-release", "silent-broadcasting", "in-place-add",
-         "scaled-shortcut-ignored", "hard-coded-example", "pre-post-swapped", "missing-causal-mask",
-         "crash-at-import", "invalid-json", "checker-cheat", "locked-cells-deleted"]
+# copied-honest-a and renamed-honest-a are copies of honest-a, for the report's similarity check.
+CLASS = ["full-marks", "partly-right", "renamed-honest-a", "silent-broadcasting", "in-place-add",
+         "scaled-shortcut-ignored", "hard-coded-example", "pre-post-swapped", "copied-honest-a",
+         "crash-at-import", "invalid-json", "checker-cheat", "honest-a"]
 LATE = {"51005"}          # Canvas marks this upload LATE
 RESUBMITTED = {"51002"}   # an older upload (the untouched release) is superseded by a newer one
 
@@ -41,10 +47,24 @@ def run_loop(course: Course, area: Path = AREA, workers: int | None = None) -> P
     if area.exists():
         shutil.rmtree(area)
     area.mkdir(parents=True)
-    before = os.environ.get("COURSE_INSTRUCTOR_DIR")
-    os.environ["COURSE_INSTRUCTOR_DIR"] = str(area)  # read by nbgrader_config.py, here and in nbgrader
-    try:
+    with _instructor_dir(area):
         return _loop(course, area, workers)
+
+
+def class_report(course: Course, area: Path = AREA, out: Path = REPORT) -> Path:
+    """The class report of the class graded in `area`; returns report.html's path."""
+    with _instructor_dir(area):
+        write_report(course, ASSIGNMENT, from_class(course, ASSIGNMENT), out)
+    return out / "report.html"
+
+
+@contextmanager
+def _instructor_dir(area: Path):
+    """nbgrader_config.py's instructor folder set to `area`, here and in the nbgrader it runs."""
+    before = os.environ.get("COURSE_INSTRUCTOR_DIR")
+    os.environ["COURSE_INSTRUCTOR_DIR"] = str(area)
+    try:
+        yield
     finally:
         if before is None:
             del os.environ["COURSE_INSTRUCTOR_DIR"]

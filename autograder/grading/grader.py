@@ -83,7 +83,8 @@ class Grader:
         try:
             extracted = self.template.fill(Path(path))
         except NotebookError as e:
-            return self._result(seed, [_entry(t, 0, f"could not read the notebook: {e}") for t in self.graded])
+            return self._result(seed, [_entry(t, 0, f"could not read the notebook: {e}", kind="unreadable")
+                                       for t in self.graded])
         with Sandbox(self.zygote, extracted.cells, self.specs_module, self.limits, self.contract.wire()) as box:
             with self._lock:
                 self._open.add(box)
@@ -103,21 +104,21 @@ class Grader:
         try:
             test.check(trial)
         except Failed as e:
-            return _entry(test, 0, str(e))
+            return _entry(test, 0, str(e), e.misconception, e.kind)
         except Hung:
             return _entry(test, 0, f"timed out: {trial.current} did not finish within {self.limits.timeout_s:g} s "
-                                   "(an endless loop, or far too slow)")
+                                   "(an endless loop, or far too slow)", kind="timed_out")
         except Died as e:
-            return _entry(test, 0, f"{trial.current} stopped the grading process: {e}")
+            return _entry(test, 0, f"{trial.current} stopped the grading process: {e}", kind="crashed")
         except GraderError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as e:
             return _entry(test, 0, f"could not be checked: the submission's reply was unusable "
-                                   f"({type(e).__name__}: {str(e)[:200]})")
+                                   f"({type(e).__name__}: {str(e)[:200]})", kind="unusable")
         finally:
             if test.own_child:
                 box.discard()
-        return _entry(test, test.points, "passed" + "".join(f"\n{note}" for note in trial.notes))
+        return _entry(test, test.points, "passed" + "".join(f"\n{note}" for note in trial.notes), kind="passed")
 
     def _explain(self, name: str, box: Sandbox) -> str:
         """Why a name the test needs is not defined: the problem of the cell that should define it."""
@@ -153,8 +154,8 @@ def cuda_present() -> bool:
     return torch.cuda.device_count() > 0
 
 
-def _entry(test: Test, score: float, output: str) -> TestResult:
-    return entry(test.name, test.part, score, test.points, output)
+def _entry(test: Test, score: float, output: str, misconception: str | None = None, kind: str = "") -> TestResult:
+    return entry(test.name, test.part, score, test.points, output, misconception, kind)
 
 
 def parts_left_out(course: Course, assignment: str, cuda: bool | None = None) -> set[int]:

@@ -11,7 +11,11 @@
 A test runs in the grader process. t.call, t.new and t.invoke run the submission
 in its sandbox child and return raw observations; every comparison happens here,
 against values computed here. A test passes by returning and fails by raising
-Failed (t.fail), all or nothing; the message names the misconception it caught.
+Failed (t.fail), all or nothing; the message names the misconception it caught,
+and the failure carries that misconception's id, declared in the suite's table
+(suites/ASSIGNMENT_misconceptions.py): per test (Suite.test(..., misconception=ID)),
+per failure (t.fail(..., misconception=ID), t.check(..., misconception=ID)) or per
+wrong answer it recognises (a third item in check's alternatives).
 
 A suite built with Suite(name, cuda=True) runs the submission on the GPU where the
 grading machine has one (t.cuda, t.device; tensors are moved there in the child), and a
@@ -36,7 +40,15 @@ SHOWN_VALUES = 6   # tensor entries shown in "yours / expected"
 
 
 class Failed(Exception):
-    """A hidden test's verdict: the message says what is wrong and why."""
+    """A hidden test's verdict: the message says what is wrong and why; misconception: its id, or None;
+    kind: "failed" (a wrong answer), "error" (the submission raised), "not_attempted" (a stub)."""
+
+    def __init__(self, message: str, misconception: str | None = None, kind: str = "failed"):
+        super().__init__(message)
+        self.misconception, self.kind = misconception, kind
+
+
+TEST_DEFAULT = object()   # t.fail's misconception when not given: the test's own
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,7 @@ class Test:
     check: Callable[["Trial"], None]
     needs_cuda: bool = False   # skipped on a grading machine without CUDA
     own_child: bool = False    # its sandbox child is discarded afterwards (memory it may have corrupted)
+    misconception: str | None = None   # the id its failures show unless a failure names another
 
 
 class Suite:
@@ -57,11 +70,13 @@ class Suite:
         self.cuda = cuda             # the submission runs on the GPU where there is one
         self.tests: list[Test] = []
 
-    def test(self, part: int, points: int, name: str, needs_cuda: bool = False, own_child: bool = False):
+    def test(self, part: int, points: int, name: str, needs_cuda: bool = False, own_child: bool = False,
+             misconception: str | None = None):
         """own_child: the tests after this one get a fresh child, unharmed by what it ran (a kernel
-        that wrote past the end of a tensor corrupts the child's heap, to crash it later)."""
+        that wrote past the end of a tensor corrupts the child's heap, to crash it later).
+        misconception: the id of what a failure of this test shows, unless the failure names another."""
         def register(check: Callable[[Trial], None]) -> Callable[[Trial], None]:
-            self.tests.append(Test(name, part, points, check, needs_cuda, own_child))
+            self.tests.append(Test(name, part, points, check, needs_cuda, own_child, misconception))
             return check
         return register
 
@@ -133,6 +148,7 @@ class Trial:
         self.timing = timing                   # course.toml's [timing] table of the assignment, or None
         self.contract = contract or Contract()  # the assignment's names, parameters and attributes
         self.notes: list[str] = []             # shown after "passed" (t.note)
+        self.misconception = test.misconception   # what t.fail and t.check name unless told otherwise
         self.current = "the notebook's code"   # what was running, for timeout messages
 
     # ---------------------------------------------------------------- inputs
@@ -189,7 +205,8 @@ class Trial:
             entry = self.contract.get(obj.label.split("(")[0])
             names = f" ({', '.join(entry.attributes)})" if entry and entry.attributes else ""
             self.fail(f"{obj.label}: the grader could not set its weights: {obs.error['message']}. "
-                      f"Use the attribute names the assignment gives{names} so that the layers can be checked.")
+                      f"Use the attribute names the assignment gives{names} so that the layers can be checked.",
+                      misconception=None)
 
     def invoke(self, obj: Remote, *args, expect_error=False, **kwargs) -> Observation:
         """obj(*args, **kwargs) in the submission."""
@@ -206,9 +223,10 @@ class Trial:
         obs = Observation(self._sandbox.request(request, self._deadline))
         missing = obs.reply.get("missing")
         if missing:
-            self.fail(f"{missing} is not defined: {self._explain(missing)}")
+            raise Failed(f"{missing} is not defined: {self._explain(missing)}", kind="error")
         if obs.error and (not expect_error or "NotImplementedError" in obs.error.get("is", [])):
-            self.fail(self.raised(label, obs.error) + self._breach(label))
+            stub = "NotImplementedError" in obs.error.get("is", [])
+            raise Failed(self.raised(label, obs.error) + self._breach(label), kind="not_attempted" if stub else "error")
         return obs
 
     def _breach(self, label: str) -> str:
@@ -228,8 +246,12 @@ class Trial:
 
     # ---------------------------------------------------------------- observations
 
-    def fail(self, message: str):
-        raise Failed(message)
+    def fail(self, message: str, misconception: str | None = TEST_DEFAULT, kind: str = "failed"):
+        """Fail the test; misconception: the id it shows (default: the test's own; None: none);
+        kind "error" where the submission raised something other than what the test asked for."""
+        if kind != "failed":
+            raise Failed(message, None, kind)
+        raise Failed(message, self.misconception if misconception is TEST_DEFAULT else misconception)
 
     def note(self, text: str) -> None:
         """A line for the student when the test passes (measurements, say), shown under "passed"."""
@@ -239,7 +261,7 @@ class Trial:
         """The tensor a call returned, or a failure saying what came back instead."""
         if value.get("kind") == "tensor" and type(value.get("value")) is torch.Tensor:
             return value["value"]
-        self.fail(f"{what} returned {describe(value)}, expected a torch.Tensor")
+        self.fail(f"{what} returned {describe(value)}, expected a torch.Tensor", misconception=None)
 
     def number(self, value: dict, what: str) -> float:
         """A returned real number (a Python or NumPy number, or a one-element tensor)."""
@@ -247,39 +269,46 @@ class Trial:
             return value["value"]
         if value.get("kind") == "tensor" and type(value.get("value")) is torch.Tensor and value["value"].numel() == 1:
             return float(value["value"].double().item())
-        self.fail(f"{what} returned {describe(value)}, expected a float")
+        self.fail(f"{what} returned {describe(value)}, expected a float", misconception=None)
 
     def numbers(self, value: dict, what: str, length: int, kinds=("list", "tuple")) -> list[float]:
         """A returned list (or tuple) of `length` real numbers."""
         if value.get("kind") not in kinds:
-            self.fail(f"{what} returned {describe(value)}, expected a {' or '.join(kinds)} of {length} floats")
+            self.fail(f"{what} returned {describe(value)}, expected a {' or '.join(kinds)} of {length} floats",
+                      misconception=None)
         if value.get("length") != length:
-            self.fail(f"{what} returned {value.get('length')} values, expected {length}")
+            self.fail(f"{what} returned {value.get('length')} values, expected {length}", misconception=None)
         return [self.number(item, f"{what}, entry {i},") for i, item in enumerate(value["items"])]
 
     def check(self, got, want, what: str, why: str, *, rtol: float = 1e-5, atol: float = 1e-8,
-              exact: bool = False, alternatives=()) -> None:
+              exact: bool = False, alternatives=(), misconception=TEST_DEFAULT) -> None:
         """got must match want (tensors, numbers or lists of numbers).
 
         On a mismatch the message leads with the misconception of the first
-        alternative (text, value) that got matches, else with `why`.
+        alternative (text, value) or (text, value, id) that got matches, else with
+        `why`; the failure carries that alternative's id, else `misconception`
+        (default: the test's own).
         """
+        misconception = self.misconception if misconception is TEST_DEFAULT else misconception
         shown = f"\n  yours:    {_display(got)}\n  expected: {_display(want)}\n"
         got, want = _as_tensor(got), _as_tensor(want)
         if got.is_complex() or got.dtype == torch.bool:
-            self.fail(f"{what}: returned a {got.dtype} tensor; {why}")
+            self.fail(f"{what}: returned a {got.dtype} tensor; {why}", misconception)
         if got.shape != want.shape:
-            self.fail(f"{what}: returned shape {tuple(got.shape)}, expected {tuple(want.shape)}; {why}")
+            self.fail(f"{what}: returned shape {tuple(got.shape)}, expected {tuple(want.shape)}; {why}",
+                      misconception)
         if _matches(got, want, rtol, atol, exact):
             return
-        headline = next((text for text, alt in alternatives
-                         if _as_tensor(alt).shape == got.shape and _matches(got, _as_tensor(alt), rtol, atol, exact)),
-                        why)
+        headline, misconception = next(
+            ((text, rest[0] if rest else misconception) for text, alt, *rest in alternatives
+             if _as_tensor(alt).shape == got.shape and _matches(got, _as_tensor(alt), rtol, atol, exact)),
+            (why, misconception))
         diff = (got.double() - want.double()).abs()
         diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
         where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape)) if diff.dim() else ()
         self.fail(f"{what}: {headline}{shown}"
-                  f"  largest difference {diff.max().item():.3g}" + (f" at index {where}" if where else ""))
+                  f"  largest difference {diff.max().item():.3g}" + (f" at index {where}" if where else ""),
+                  misconception)
 
 
 def _matches(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float, exact: bool) -> bool:

@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 
 MAX_OUTPUT = 1500          # characters of feedback per test
 NOT_RUN = "skipped: "      # how the output of a test that was not run begins
+# What happened in a test, kept in the results store (not in the --json object): "failed" is a
+# wrong answer (with the suite's misconception id where it declares one); the others lost the
+# points without showing a misconception, and the class report lists them apart.
+KINDS = ("passed", "failed", "error", "not_attempted", "timed_out", "crashed", "unreadable", "unusable", "not_run")
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,8 @@ class TestResult:
     score: float
     max_score: int
     output: str        # "passed", or what went wrong and the misconception it shows
+    misconception: str | None = field(default=None, compare=False)   # the suite's id (suites/*_misconceptions.py)
+    kind: str = field(default="", compare=False)   # one of KINDS; "" in a store written before kinds were kept
 
     @property
     def ran(self) -> bool:
@@ -39,9 +45,15 @@ class TestResult:
         return {"name": self.name, "part": self.part, "score": self.score, "max_score": self.max_score,
                 "output": self.output}
 
+    def to_store(self) -> dict:
+        """to_json and, for the class report, the kind and the misconception id."""
+        return {**self.to_json(), "kind": self.kind, "misconception": self.misconception}
+
     @classmethod
     def from_json(cls, data: dict) -> "TestResult":
-        return cls(str(data["name"]), int(data["part"]), data["score"], int(data["max_score"]), str(data["output"]))
+        """From to_json's object or to_store's."""
+        return cls(str(data["name"]), int(data["part"]), data["score"], int(data["max_score"]), str(data["output"]),
+                   data.get("misconception"), str(data.get("kind") or ""))
 
 
 @dataclass(frozen=True)
@@ -72,19 +84,24 @@ class Result:
                 "seed": self.seed, "tests": [t.to_json() for t in self.tests]}
         return {"submission": self.submission, **data} if self.submission is not None else data
 
+    def to_store(self) -> dict:
+        """A results store's line: to_json with each test's to_store."""
+        return {**self.to_json(), "tests": [t.to_store() for t in self.tests]}
+
     @classmethod
     def from_json(cls, data: dict) -> "Result":
         return cls(str(data["assignment"]), int(data["seed"]), [TestResult.from_json(t) for t in data["tests"]],
                    data.get("submission"))
 
 
-def entry(name: str, part: int, score: float, max_score: int, output: str) -> TestResult:
+def entry(name: str, part: int, score: float, max_score: int, output: str, misconception: str | None = None,
+          kind: str = "") -> TestResult:
     """A test's result with its output tidied and cut to MAX_OUTPUT characters."""
     # cut before the regex: a child's text can be huge, and \s+\n rescans long runs of spaces
     output = re.sub(r"\s+\n", "\n", output[:4 * MAX_OUTPUT]).strip()
     if len(output) > MAX_OUTPUT:
         output = output[:MAX_OUTPUT - 20] + " ... (cut)"
-    return TestResult(name, part, score, max_score, output)
+    return TestResult(name, part, score, max_score, output, misconception, kind)
 
 
 def not_run(name: str, part: int, test_points: int, rule: str, graded: list[TestResult]) -> TestResult:
@@ -96,14 +113,14 @@ def not_run(name: str, part: int, test_points: int, rule: str, graded: list[Test
     why = f"{NOT_RUN}needs a CUDA GPU (none on the grading machine)"
     if rule == "skip":
         return entry(name, part, 0, 0, f"{why}; not graded, per course.toml (without_cuda = \"skip\"): its "
-                                       f"{test_points} points are left out of the maximum")
+                                       f"{test_points} points are left out of the maximum", kind="not_run")
     earned, top = sum(t.score for t in graded), sum(t.max_score for t in graded)
     score = points(test_points * earned / top) if top else 0
     shown = " and ".join(f"part {p}" for p in sorted({t.part for t in graded})) or "no part"
     return entry(name, part, score, test_points,
                  f"{why}; its {test_points} points are redistributed to {shown} per course.toml "
                  f"(without_cuda = \"redistribute\"): they follow the fraction of {shown} you "
-                 f"earned, {points(earned)} of {top}, so {score} of {test_points}")
+                 f"earned, {points(earned)} of {top}, so {score} of {test_points}", kind="not_run")
 
 
 def points(value: float) -> float | int:

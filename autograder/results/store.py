@@ -5,11 +5,13 @@
     store.get(key) -> Result | None      # graded before: the same code gets the same result
     store.has(submission) -> bool        # this file is in the store already
     store.put(key, result)               # appended, flushed and synced at once
+    store.submissions()                  # the newest result of each file graded, copies included
 
 Both `python -m autograder grade --out` and the class autograde keep their results here,
 so an interrupted run loses nothing and a rerun regrades nothing. The first line is a
 header ({"store": 1, "assignment", "seed"}); each further line is one Result with its
-"submission" and "key". A torn last line (a run killed mid-write) is ignored, and several
+"submission" and "key" (Result.to_store: each test's kind and misconception id too, for the
+class report). A torn last line (a run killed mid-write) is ignored, and several
 processes may append to one file (each line is one locked write).
 """
 from __future__ import annotations
@@ -38,7 +40,7 @@ class Store:
         """Open the store at `path`, or make it (with `seed`, or a fresh one)."""
         self.path, self.assignment = Path(path), assignment
         self._by_key: dict[str, Result] = {}
-        self._submissions: set[str] = set()
+        self._submissions: dict[str, Result] = {}   # absolute path -> its newest result
         header = self._read()
         if header is None:
             self.seed = new_seed() if seed is None else int(seed)
@@ -56,11 +58,15 @@ class Store:
         """Every result kept, one per key (the newest)."""
         return list(self._by_key.values())
 
+    def submissions(self) -> list[Result]:
+        """The newest result of each file graded into the store, in the order first kept."""
+        return list(self._submissions.values())
+
     def put(self, key: str, result: Result) -> None:
-        self._append({"key": key, **result.to_json()})
+        self._append({"key": key, **result.to_store()})
         self._by_key[key] = result
         if result.submission is not None:
-            self._submissions.add(os.path.abspath(result.submission))
+            self._submissions[os.path.abspath(result.submission)] = result
 
     def _read(self) -> dict | None:
         """Load the file; its header, or None when there is no file yet."""
@@ -80,7 +86,7 @@ class Store:
                 result = Result.from_json(data)
                 self._by_key[data["key"]] = result
                 if result.submission is not None:
-                    self._submissions.add(os.path.abspath(result.submission))
+                    self._submissions[os.path.abspath(result.submission)] = result
         if header is None or header.get("assignment") != self.assignment:
             raise StoreError(f"{self.path}: not a results file of {self.assignment} "
                              f"({'another assignment' if header else 'no header line'}); choose another --out")

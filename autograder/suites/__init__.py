@@ -47,3 +47,11 @@ def child_modules(assignment: str) -> list[str]:
 def load(assignment: str):
     """The assignment's Suite (imports its hidden module)."""
     return importlib.import_module(hidden_name(assignment)).SUITE
+
+
+def misconceptions(assignment: str) -> dict:
+    """{id: kit.Misconception} the assignment's hidden tests name; {} where it declares none."""
+    name = hidden_name(assignment) + "_misconceptions"
+    if importlib.util.find_spec(name) is None:
+        return {}
+    return importlib.import_module(name).MISCONCEPTIONS

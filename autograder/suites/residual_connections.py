@@ -32,14 +32,14 @@ def _refused(t: Trial, xs: tuple, fs: tuple) -> dict:
     if obs.error is None:
         t.fail(f"silent broadcasting: residual_add(x of shape {xs}, fx of shape {fs}) returned "
                f"{describe(obs.result)} instead of raising ValueError. PyTorch broadcasts quietly; "
-               "compare x.shape == fx.shape yourself before adding.")
+               "compare x.shape == fx.shape yourself before adding.", misconception="silent-broadcasting")
     if "ValueError" not in obs.error["is"]:
         t.fail(t.raised(f"residual_add(x of shape {xs}, fx of shape {fs})", obs.error)
-               + "; expected your own ValueError naming both shapes.")
+               + "; expected your own ValueError naming both shapes.", kind="error")
     return obs.error
 
 
-@test(1, 2, "residual_add returns x + fx on odd shapes")
+@test(1, 2, "residual_add returns x + fx on odd shapes", misconception="not-x-plus-fx")
 def residual_add_values(t: Trial):
     for ndim in (1, 2, 3, 4):
         shape = tuple(t.size(1 if ndim > 2 else 3) for _ in range(ndim))
@@ -51,7 +51,7 @@ def residual_add_values(t: Trial):
                               ("returns x - fx", x - fx)])
 
 
-@test(1, 1, "residual_add keeps float64 and float32")
+@test(1, 1, "residual_add keeps float64 and float32", misconception="dtype-changed")
 def residual_add_dtype(t: Trial):
     shape = (t.size(), t.size())
     for dtype in (F64, torch.float32):
@@ -61,10 +61,10 @@ def residual_add_dtype(t: Trial):
         if out.dtype != dtype:
             t.fail(f"{what} returned {str(out.dtype)[6:]}: the dtype changed (a .float(), .double() or "
                    "torch.tensor(...) copy?); keep the inputs' dtype.")
-        t.check(out, x + fx, what, "must be x + fx at full precision", exact=True)
+        t.check(out, x + fx, what, "must be x + fx at full precision", exact=True, misconception="not-x-plus-fx")
 
 
-@test(1, 2, "residual_add refuses broadcastable shapes")
+@test(1, 2, "residual_add refuses broadcastable shapes", misconception="silent-broadcasting")
 def residual_add_no_broadcasting(t: Trial):
     b, n, d = t.size(), t.size(), t.size(5)
     for xs, fs in [((b, n, 1), (b, n, d)), ((b, n, d), (1, n, d)), ((d,), (n, d)), ((n, 1), (1, d)),
@@ -72,7 +72,7 @@ def residual_add_no_broadcasting(t: Trial):
         _refused(t, xs, fs)
 
 
-@test(1, 1, "residual_add's ValueError names both shapes")
+@test(1, 1, "residual_add's ValueError names both shapes", misconception="error-without-shapes")
 def residual_add_error_message(t: Trial):
     n, d, k = t.size(), t.size(), t.size()
     for xs, fs in [((n, d, 1), (n, d, k)), ((n, d), (n, d + k + 1))]:
@@ -82,12 +82,13 @@ def residual_add_error_message(t: Trial):
                    f"yours said: {error['message']!r}")
 
 
-@test(1, 2, "residual_add leaves its inputs unchanged")
+@test(1, 2, "residual_add leaves its inputs unchanged", misconception="in-place-add")
 def residual_add_no_mutation(t: Trial):
     shape = (t.size(), t.size(), t.size())
     x, fx = t.randn(*shape), t.randn(*shape)
     obs = t.call("residual_add", x, fx)
-    t.check(t.tensor(obs.result, "residual_add(x, fx)"), x + fx, "residual_add(x, fx)", "must be x + fx", exact=True)
+    t.check(t.tensor(obs.result, "residual_add(x, fx)"), x + fx, "residual_add(x, fx)", "must be x + fx", exact=True,
+            misconception="not-x-plus-fx")
     for name, before, after in (("x", x, obs.args_after[0]), ("fx", fx, obs.args_after[1])):
         t.check(t.tensor(after, name), before, f"{name} after residual_add(x, fx)",
                 f"in-place add: residual_add changed its input {name} (x += fx, x.add_(fx) or out=x "
@@ -97,32 +98,33 @@ def residual_add_no_mutation(t: Trial):
         t.fail("in-place add: the tensor residual_add returned shares memory with an input; return a new tensor.")
 
 
-@test(1, 2, "gradients reach both x and fx")
+@test(1, 2, "gradients reach both x and fx", misconception="detached-gradient")
 def residual_add_gradients(t: Trial):
     shape = (t.size(), t.size())
     x, fx, upstream = t.randn(*shape), t.randn(*shape), t.randn(*shape)
     obs = t.call("residual_add", x, fx, grad=upstream, grad_args=(0, 1), expect_error=True)
     if obs.error and "in-place" in obs.error["message"]:
         t.fail(f"in-place add: with x and fx requiring grad, residual_add raised {obs.error['type']}: "
-               f"{obs.error['message']} Return x + fx as a new tensor.")
+               f"{obs.error['message']} Return x + fx as a new tensor.", misconception="in-place-add")
     if obs.error:
-        t.fail(t.raised("residual_add(x, fx)", obs.error))
+        t.fail(t.raised("residual_add(x, fx)", obs.error), kind="error")
     if isinstance(obs.grads, dict):
         error = obs.grads["error"]
         if error["type"] == "Detached":
             t.fail("detached gradient: the result of residual_add does not require grad although x and fx do "
                    "(.detach(), .data, torch.no_grad() or a torch.tensor(...) copy cut the graph).")
-        t.fail(f"backpropagating through residual_add raised {error['type']}: {error['message']}")
+        t.fail(f"backpropagating through residual_add raised {error['type']}: {error['message']}", kind="error")
     for name, grad in zip(("x", "fx"), obs.grads):
         if grad.get("kind") == "none":
             t.fail(f"detached gradient: no gradient reached {name}; both the shortcut and the branch "
                    "must stay in the graph.")
         t.check(t.tensor(grad, f"the gradient of {name}"), upstream, f"dL/d{name} through residual_add",
                 "an unscaled add passes the upstream gradient to both inputs unchanged",
-                alternatives=[("the gradient was doubled or scaled: the add must be plain x + fx", 2 * upstream)])
+                alternatives=[("the gradient was doubled or scaled: the add must be plain x + fx", 2 * upstream,
+                               "not-x-plus-fx")])
 
 
-@test(1, 1, "Residual with a zero sublayer is exactly the identity")
+@test(1, 1, "Residual with a zero sublayer is exactly the identity", misconception="not-x-plus-fx")
 def residual_zero_sublayer(t: Trial):
     d = t.size()
     block = t.new("Residual", spec("branch", "linear", torch.zeros(d, d, dtype=F64), torch.zeros(d, dtype=F64)))
@@ -132,7 +134,7 @@ def residual_zero_sublayer(t: Trial):
             "x + sublayer(x)", exact=True)
 
 
-@test(1, 1, "Residual adds the sublayer's output to x")
+@test(1, 1, "Residual adds the sublayer's output to x", misconception="not-x-plus-fx")
 def residual_values(t: Trial):
     d = t.size()
     weight, bias = t.randn(d, d, dtype=F64, scale=0.3), t.randn(d, dtype=F64)
@@ -141,11 +143,12 @@ def residual_values(t: Trial):
     fx = F.linear(x, weight, bias)
     out = t.tensor(t.invoke(block, x).result, "Residual(sublayer)(x)")
     t.check(out, x + fx, "Residual(sublayer)(x)", "forward must be residual_add(x, sublayer(x))",
-            rtol=1e-10, atol=1e-12, alternatives=[("the shortcut is missing: it returns sublayer(x) only", fx),
+            rtol=1e-10, atol=1e-12, alternatives=[("the shortcut is missing: it returns sublayer(x) only", fx,
+                                                   "shortcut-missing"),
                                                   ("the sublayer is never applied: it returns x", x)])
 
 
-@test(1, 1, "Residual refuses a sublayer whose output shape differs")
+@test(1, 1, "Residual refuses a sublayer whose output shape differs", misconception="silent-broadcasting")
 def residual_shape_mismatch(t: Trial):
     d = t.size(5)
     block = t.new("Residual", spec("branch", "linear", t.randn(1, d), t.randn(1)))
@@ -155,10 +158,10 @@ def residual_shape_mismatch(t: Trial):
                f"{describe(obs.result)}; forward must go through residual_add, which refuses different shapes.")
     if "ValueError" not in obs.error["is"]:
         t.fail(t.raised(f"Residual with a sublayer (n, {d}) -> (n, 1)", obs.error)
-               + "; expected the ValueError of residual_add.")
+               + "; expected the ValueError of residual_add.", kind="error")
 
 
-@test(1, 2, "ProjectionShortcut(d, d) is the identity with no parameters")
+@test(1, 2, "ProjectionShortcut(d, d) is the identity with no parameters", misconception="projection-shortcut")
 def shortcut_identity(t: Trial):
     d = t.size()
     shortcut = t.new("ProjectionShortcut", d, d)
@@ -180,7 +183,7 @@ def _linear_entry(entry: dict | None) -> str:
     return f"Linear({entry.get('in_features')}, {entry.get('out_features')}, bias={entry.get('has_bias')})"
 
 
-@test(1, 2, "ProjectionShortcut(d_in, d_out) is x W_s, a Linear without bias")
+@test(1, 2, "ProjectionShortcut(d_in, d_out) is x W_s, a Linear without bias", misconception="projection-shortcut")
 def shortcut_projection(t: Trial):
     d_in = t.size()
     d_out = d_in + 2 * t.size(1, 5)
@@ -206,7 +209,7 @@ def _ffn_layers(block) -> str:
                      for m in layers) or "no submodules"
 
 
-@test(1, 1, "ResidualFFN's layers: Linear(d_in, e*d_out), GELU, Linear(e*d_out, d_out)")
+@test(1, 1, "ResidualFFN's layers: Linear(d_in, e*d_out), GELU, Linear(e*d_out, d_out)", misconception="ffn-layers")
 def ffn_layers(t: Trial):
     d_in, d_out, e = t.size(), t.size(), t.choice([2, 3])
     for args in ((768, 768), (d_in, d_out, e)):
@@ -222,7 +225,7 @@ def ffn_layers(t: Trial):
                    f"yours is {shortcut.get('type') if shortcut else 'missing'}.")
 
 
-@test(1, 2, "ResidualFFN computes shortcut(x) + ffn(x)")
+@test(1, 2, "ResidualFFN computes shortcut(x) + ffn(x)", misconception="ffn-layers")
 def ffn_forward(t: Trial):
     d = t.size()
     for d_in, d_out in ((d, d), (d, d + 2 * t.size(1, 5))):
@@ -240,7 +243,7 @@ def ffn_forward(t: Trial):
         out = t.tensor(t.invoke(block, x).result, block.label)
         t.check(out, shortcut + ffn, f"{block.label}(x)", "forward must be residual_add(shortcut(x), ffn(x))",
                 rtol=1e-9, atol=1e-10, alternatives=[
-                    ("the shortcut is missing: it returns ffn(x) only", ffn),
+                    ("the shortcut is missing: it returns ffn(x) only", ffn, "shortcut-missing"),
                     ("ReLU instead of GELU in the FFN", shortcut + F.linear(F.relu(hidden), w["ffn.2.weight"], w["ffn.2.bias"])),
                     ("GELU's tanh approximation: use nn.GELU() (exact erf form)",
                      shortcut + F.linear(F.gelu(hidden, approximate="tanh"), w["ffn.2.weight"], w["ffn.2.bias"]))])
@@ -272,17 +275,19 @@ def _chain_variants(x0: float, pairs: list, upstream: float, alpha: float) -> li
         return grad
     return [
         ("derivative at the wrong point: every dF was evaluated at x0, not at each block's own input x_l",
-         run(lambda df, xl, f: alpha + df(x0), alpha)),
+         run(lambda df, xl, f: alpha + df(x0), alpha), "derivative-at-wrong-point"),
         ("derivative at the wrong point: dF was evaluated at the block's output x_(l+1), not its input x_l",
-         run(lambda df, xl, f: alpha + df(alpha * xl + f(xl)), alpha)),
+         run(lambda df, xl, f: alpha + df(alpha * xl + f(xl)), alpha), "derivative-at-wrong-point"),
         ("scaled shortcut ignored: alpha was never used (x_(l+1) = alpha x_l + F(x_l))",
-         run(lambda df, xl, f: 1 + df(xl), 1.0)),
+         run(lambda df, xl, f: 1 + df(xl), 1.0), "scaled-shortcut-ignored"),
         ("scaled shortcut ignored in the derivative: the local factor is alpha + F'(x_l), not 1 + F'(x_l)",
-         run(lambda df, xl, f: 1 + df(xl), alpha)),
+         run(lambda df, xl, f: 1 + df(xl), alpha), "scaled-shortcut-ignored"),
         ("the branch derivatives were added instead of multiplied by the chain rule",
-         upstream * (1 + sum(df(x0) for f, df in pairs))),
-        ("the upstream gradient dL/dx_L was not multiplied in", run(lambda df, xl, f: alpha + df(xl), alpha) / upstream),
-        ("hard-coded worked example: 7.0 is the answer for x0 = 2, F(x) = 0.1 x^2 and upstream 5 only", 7.0),
+         upstream * (1 + sum(df(x0) for f, df in pairs)), "chain-rule-added"),
+        ("the upstream gradient dL/dx_L was not multiplied in", run(lambda df, xl, f: alpha + df(xl), alpha) / upstream,
+         "upstream-dropped"),
+        ("hard-coded worked example: 7.0 is the answer for x0 = 2, F(x) = 0.1 x^2 and upstream 5 only", 7.0,
+         "hard-coded-example"),
     ]
 
 
@@ -322,10 +327,11 @@ def chain_empty(t: Trial):
     what = f"chain_rule_grad(x0={x0:.4g}, [], upstream={upstream:.4g}, alpha={alpha:.4g})"
     got = t.number(t.call("chain_rule_grad", x0, [], upstream, alpha=alpha).result, what)
     t.check(got, upstream, what, "with no blocks x_L = x0, so dL/dx0 is the upstream gradient itself",
-            rtol=1e-12, alternatives=[("hard-coded worked example: 7.0 fits one example only", 7.0)])
+            rtol=1e-12,
+            alternatives=[("hard-coded worked example: 7.0 fits one example only", 7.0, "hard-coded-example")])
 
 
-@test(2, 4, "split_gradient: the identity path's and the branch's share")
+@test(2, 4, "split_gradient: the identity path's and the branch's share", misconception="gradient-split")
 def split(t: Trial):
     for _ in range(3):
         x0, upstream = t.uniform(-2, 2), t.choice([-1, 1]) * t.uniform(0.5, 3)
@@ -336,8 +342,8 @@ def split(t: Trial):
         t.check(got, want, what, "(identity share, branch share) = (upstream * 1, upstream * F'(x0))",
                 rtol=1e-9, atol=1e-12, alternatives=[
                     ("the two shares are swapped: the identity path comes first", want[::-1]),
-                    ("hard-coded worked example: (5.0, 2.0) fits one example only", [5.0, 2.0]),
-                    ("the upstream gradient was not multiplied in", [1.0, df(x0)])])
+                    ("hard-coded worked example: (5.0, 2.0) fits one example only", [5.0, 2.0], "hard-coded-example"),
+                    ("the upstream gradient was not multiplied in", [1.0, df(x0)], "upstream-dropped")])
 
 
 # ===================================================================== Part 3
@@ -355,18 +361,25 @@ def _norms(t: Trial, x0: torch.Tensor, specs: list, what: str, **kwargs) -> torc
     return out
 
 
+def _cut(depth: int) -> tuple:
+    """The norms of a stream detached between blocks: only x_L has a gradient."""
+    return ("detached gradient: only x_L has a gradient, every earlier entry is 0 (the stream was detached "
+            "between blocks)", torch.tensor([0.0] * depth + [1.0], dtype=F64), "detached-gradient")
+
+
 def _check_norms(t: Trial, x0: torch.Tensor, specs: list, what: str, why: str, extra=(), **kwargs):
     out = _norms(t, x0, specs, what, **kwargs)
     want = t.ref.gradient_norms(x0, [t.build(s) for s in specs], **kwargs)
     raw = want * math.sqrt(x0.numel())      # ||dL/dx_L|| = sqrt(numel) when L = x_L.sum()
     t.check(out, want, what, why, rtol=1e-5, atol=1e-12, alternatives=[
-        *extra,
-        ("not normalised: divide each norm by ||dL/dx_L||", raw),
-        ("normalised by ||dL/dx_0|| instead of ||dL/dx_L||", want / want[0]),
-        ("the entries are in reverse order: entry 0 belongs to x_0, the last to x_L", want.flip(0))])
+        *extra, _cut(len(specs)),
+        ("not normalised: divide each norm by ||dL/dx_L||", raw, "norms-normalisation"),
+        ("normalised by ||dL/dx_0|| instead of ||dL/dx_L||", want / want[0], "norms-normalisation"),
+        ("the entries are in reverse order: entry 0 belongs to x_0, the last to x_L", want.flip(0),
+         "norms-normalisation")])
 
 
-@test(3, 2, "gradient_norms returns shape (L+1,) ending in 1, and leaves x0 alone")
+@test(3, 2, "gradient_norms returns shape (L+1,) ending in 1, and leaves x0 alone", misconception="norms-normalisation")
 def norms_shape(t: Trial):
     depth, d = t.size(3, 7), t.size()
     x0 = t.randn(t.size(), d)
@@ -385,8 +398,10 @@ def norms_decay(t: Trial):
     what = f"gradient_norms(x0, {depth} zero branches, alpha={alpha:.4g})"
     out = _norms(t, x0, [spec("branch", "zero")] * depth, what, alpha=alpha)
     t.check(out, want, what, "with zero branches each block multiplies the gradient by alpha", rtol=1e-6,
-            alternatives=[("scaled shortcut ignored: alpha was never applied", torch.ones(depth + 1, dtype=F64)),
-                          ("the entries are in reverse order: entry 0 belongs to x_0", want.flip(0))])
+            alternatives=[("scaled shortcut ignored: alpha was never applied", torch.ones(depth + 1, dtype=F64),
+                           "scaled-shortcut-ignored"), _cut(depth),
+                          ("the entries are in reverse order: entry 0 belongs to x_0", want.flip(0),
+                           "norms-normalisation")])
 
 
 @test(3, 2, "identity shortcut survives 100 layers")
@@ -395,7 +410,8 @@ def norms_depth_100(t: Trial):
     what = "gradient_norms(x0, 100 zero branches)"
     out = _norms(t, x0, [spec("branch", "zero")] * 100, what)
     t.check(out, torch.ones(101, dtype=F64), what,
-            "with alpha = 1 the identity path alone carries the whole gradient: every entry is 1", rtol=1e-9)
+            "with alpha = 1 the identity path alone carries the whole gradient: every entry is 1", rtol=1e-9,
+            alternatives=[_cut(100)])
 
 
 @test(3, 4, "random tanh branches with random alpha match the reference")
@@ -403,9 +419,12 @@ def norms_random(t: Trial):
     for alpha in (1.0, t.uniform(0.5, 0.95)):
         depth, d = t.size(5, 9), t.size()
         x0 = t.randn(t.size(), d)
-        _check_norms(t, x0, _tanh_branches(t, depth, d), f"gradient_norms(x0, {depth} tanh branches, alpha={alpha:.4g})",
+        specs = _tanh_branches(t, depth, d)
+        ignored = ("scaled shortcut ignored: these are the norms with alpha = 1",
+                   t.ref.gradient_norms(x0, [t.build(s) for s in specs]), "scaled-shortcut-ignored")
+        _check_norms(t, x0, specs, f"gradient_norms(x0, {depth} tanh branches, alpha={alpha:.4g})",
                      "must match ||dL/dx_l|| / ||dL/dx_L|| computed by autograd through the whole stack "
-                     "(a detached x_l cuts the gradient)", alpha=alpha)
+                     "(a detached x_l cuts the gradient)", extra=[ignored] if alpha != 1.0 else [], alpha=alpha)
 
 
 @test(3, 3, "plain stack (shortcut=False)")
@@ -417,7 +436,7 @@ def norms_plain(t: Trial):
     t.check(out, want, what, "without a shortcut x_(l+1) = F_l(x_l): the gradient is the product of the c_l",
             rtol=1e-6, alternatives=[("shortcut=False ignored: the identity path is still there",
                                       torch.tensor([math.prod(1 + c for c in scales[l:]) for l in range(len(scales) + 1)],
-                                                   dtype=F64))])
+                                                   dtype=F64), "shortcut-flag-ignored"), _cut(len(scales))])
     depth, d = t.size(3, 7), t.size()
     _check_norms(t, t.randn(d), _tanh_branches(t, depth, d), f"gradient_norms(x0, {depth} tanh branches, shortcut=False)",
                  "without a shortcut x_(l+1) = F_l(x_l)", shortcut=False)
@@ -490,21 +509,22 @@ def _check_block(t: Trial, norm: str | None, causal: bool):
     with torch.no_grad():
         want = _encoder(weights, d, heads, pre, causal)(x)
         alternatives = [
-            (f"Pre/Post swapped: this is what a {other}-LN block computes", _encoder(weights, d, heads, not pre, causal)(x)),
+            (f"Pre/Post swapped: this is what a {other}-LN block computes",
+             _encoder(weights, d, heads, not pre, causal)(x), "pre-post-swapped"),
             ("ln1 and ln2 are swapped: ln1 belongs to the attention sublayer, ln2 to the FFN",
-             _encoder(_swap_norms(weights), d, heads, pre, causal)(x))]
+             _encoder(_swap_norms(weights), d, heads, pre, causal)(x), "layernorms-swapped")]
         if causal:
             alternatives += [
                 ("missing causal mask: with causal=True position t may attend only to positions <= t",
-                 _encoder(weights, d, heads, pre, False)(x)),
+                 _encoder(weights, d, heads, pre, False)(x), "missing-causal-mask"),
                 ("causal mask inverted: True must mark the positions above the diagonal (the future)",
-                 _encoder(weights, d, heads, pre, True, mask_t=True)(x))]
+                 _encoder(weights, d, heads, pre, True, mask_t=True)(x), "causal-mask-inverted")]
     t.check(out, want, f"{block.label}(x, causal={causal})",
             f"differs from nn.TransformerEncoderLayer(norm_first={pre}) with the same weights", rtol=0, atol=1e-6,
-            alternatives=alternatives)
+            alternatives=alternatives, misconception=None)
 
 
-@test(4, 3, "TransformerBlock is built from attn, ln1, ln2 and ffn")
+@test(4, 3, "TransformerBlock is built from attn, ln1, ln2 and ffn", misconception="block-structure")
 def block_parts(t: Trial):
     d, heads = _dims(t)
     block = t.new("TransformerBlock", d, heads, norm=t.choice(["pre", "post"]))
@@ -532,7 +552,7 @@ def block_parts(t: Trial):
                "(attn, ln1, ln2 and ffn only): remove extra layers.")
 
 
-@test(4, 2, "TransformerBlock rejects an unknown norm with ValueError")
+@test(4, 2, "TransformerBlock rejects an unknown norm with ValueError", misconception="norm-not-validated")
 def block_bad_norm(t: Trial):
     d, heads = _dims(t)
     for bad in t.rng.sample(["mid", "sandwich", "postln", "none", "", "layer"], 3):
@@ -541,7 +561,7 @@ def block_bad_norm(t: Trial):
             t.fail(f"TransformerBlock(..., norm={bad!r}) was accepted; anything but 'pre' or 'post' must raise "
                    "ValueError (silently picking a layout hides typos).")
         if "ValueError" not in obs.error["is"]:
-            t.fail(t.raised(f"TransformerBlock(..., norm={bad!r})", obs.error) + "; expected ValueError.")
+            t.fail(t.raised(f"TransformerBlock(..., norm={bad!r})", obs.error) + "; expected ValueError.", kind="error")
 
 
 def _against_encoder_layer(key: str, points: int, name: str, norm: str | None, causal: bool) -> None:
@@ -560,7 +580,7 @@ _against_encoder_layer("block_post_causal", 3, "causal Post-LN block attends onl
 _against_encoder_layer("block_default", 1, "the default norm is 'pre'", None, False)
 
 
-@test(4, 2, "Pre-LN block with zero output projections is exactly the identity")
+@test(4, 2, "Pre-LN block with zero output projections is exactly the identity", misconception="pre-post-swapped")
 def block_pre_identity(t: Trial):
     d, heads = _dims(t)
     block = t.new("TransformerBlock", d, heads, norm="pre", double=True)
@@ -575,7 +595,8 @@ def block_pre_identity(t: Trial):
             "(only the branch inputs go through ln1 and ln2)", exact=True)
 
 
-@test(4, 3, "residual_stream_norms: mean per-token L2 norm before and after each block")
+@test(4, 3, "residual_stream_norms: mean per-token L2 norm before and after each block",
+      misconception="stream-norm-definition")
 def stream_norms(t: Trial):
     d = t.size()
     specs = [spec("branch", "scale", t.uniform(0.5, 2.0)) if t.rng.random() < 0.4 else

@@ -1,0 +1,61 @@
+"""Write a class's report: dist/report/ASSIGNMENT/ with report.html, CSVs, PNG charts and pairs/.
+
+    out = write_report(course, "residual-connections", students, Path("dist/report/residual-connections"))
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import copydetect
+
+from .. import suites
+from ..course import ROOT, SOLUTIONS, Course
+from ..core.extract import Template
+from . import page, similarity
+from .classlist import Student
+from .code import solution_code, solution_ids, stub_code
+from .summary import summarise
+
+VIEWS = 30   # side-by-side files written, most similar pairs first (pairs.csv lists every pair)
+
+
+def write_report(course: Course, assignment: str, students: list[Student], out: Path,
+                 release: Path | None = None) -> dict[str, float]:
+    """Write the report into `out` (emptied first); returns seconds spent: {"summary", "similarity", "total"}."""
+    start = time.perf_counter()
+    a = course.assignment(assignment)
+    template = Template(a.notebook_path(SOLUTIONS))
+    release = release or a.notebook_path(ROOT / "assignments")
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "pairs").mkdir(parents=True)
+
+    s = summarise(students)
+    pngs = page.charts(s, out)
+    summarised = time.perf_counter()
+
+    ids = solution_ids(template)
+    codes = {st.name: code for st in students if st.notebook is not None
+             and (code := solution_code(st.notebook, ids)) is not None}
+    prints = similarity.fingerprints(codes, stub_code(release, ids))
+    rules = course.report
+    listed = similarity.compare(prints, rules.similarity_threshold, rules.min_shared)
+    views = {}
+    for i, pair in enumerate(listed[:VIEWS]):
+        name = f"pairs/{i + 1:03d}.html"
+        (out / name).write_text(page.pair_view(assignment, pair, *similarity.side_by_side(prints, pair)),
+                                encoding="utf-8")
+        views[(pair.a, pair.b)] = name
+    compared = time.perf_counter()
+
+    settings = (f"Threshold {rules.similarity_threshold:g} (course.toml [report]): the larger share of one side's "
+                f"code fingerprints found in the other, over at least {rules.min_shared} shared; k-grams of "
+                f"{similarity.NOISE} characters after copydetect {copydetect.__version__}'s filter, which makes "
+                f"every name alike. {len(codes)} notebooks compared.")
+    page.write_csvs(s, listed, out)
+    (out / "report.html").write_text(page.report_html(assignment, s, suites.misconceptions(assignment), pngs,
+                                                      listed, views, settings), encoding="utf-8")
+    end = time.perf_counter()
+    return {"summary": summarised - start, "similarity": compared - summarised, "total": end - start}

@@ -1,0 +1,41 @@
+"""What a student wrote: the notebook's solution cells, as the release names them.
+
+    ids = solution_ids(source)              # grade ids of the solution cells, from solutions/
+    solution_code(notebook, ids) -> str     # the student's cells, joined; None for an unreadable file
+    stub_code(release, ids) -> str          # the same cells as handed out: the boilerplate
+
+The source notebook decides which cells are the student's, so clearing a cell's nbgrader
+metadata hides nothing, and the locked cells everyone has are never compared.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.extract import NotebookError, Template, nbtest
+
+
+def solution_ids(template: Template) -> list[str]:
+    return [label for label, _, solution in template.cells if solution]
+
+
+def solution_code(notebook: Path, ids: list[str]) -> str | None:
+    """The notebook's cells with those grade ids (the first of each, as the grader takes), in its own order."""
+    try:
+        cells = nbtest.read_notebook(notebook)["cells"]
+    except (NotebookError, OSError):
+        return None
+    wanted, parts = set(ids), []
+    for cell in cells:
+        label = nbtest.grade_id(cell)
+        if cell.get("cell_type") == "code" and label in wanted:
+            wanted.discard(label)
+            try:
+                parts.append(nbtest.source_of(cell))
+            except (TypeError, AttributeError):
+                continue            # a malformed cell: the grader says so; nothing to compare
+    return "\n\n".join(parts)
+
+
+def stub_code(release: Path, ids: list[str]) -> str:
+    """The release's solution cells as handed out."""
+    return solution_code(release, ids) or ""

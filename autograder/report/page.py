@@ -1,0 +1,176 @@
+"""The report's files: report.html (one page, no script, nothing fetched), CSVs and PNG charts.
+
+The page holds names, numbers, test names and the suite's misconception lines; the students'
+code appears only in the side-by-side views of similar pairs, each its own file under pairs/.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+from pathlib import Path
+
+import matplotlib
+matplotlib.use("Agg")          # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ..kit import Misconception  # noqa: E402
+from .similarity import Pair  # noqa: E402
+from .summary import APART, Summary  # noqa: E402
+
+CSS = """body{font:14px/1.45 system-ui,sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border-bottom:1px solid #ddd;padding:.25em .6em;
+text-align:left;vertical-align:top}th{background:#f4f4f4}td.n{text-align:right}.who{font-size:12px;color:#555}
+.note{background:#fff8e0;border-left:4px solid #e0b000;padding:.6em 1em}
+pre{font-size:12px;background:#f8f8f8;padding:.5em;overflow:auto;white-space:pre-wrap}mark{background:#ffd0d0}
+.sbs{display:grid;grid-template-columns:1fr 1fr;gap:1em}"""
+
+
+def charts(s: Summary, out: Path) -> dict[str, bytes]:
+    """{file name: PNG}: the total and per-part score histograms and the pass rate per test, also written to out."""
+    pngs = {}
+    fig, ax = plt.subplots(figsize=(6, 2.6))
+    ax.hist(s.totals, bins=20, range=(0, max(s.max_score, 1)), color="#4a7ab5")
+    ax.set_xlabel(f"automatic points (of {s.max_score})")
+    ax.set_ylabel("students")
+    fig.subplots_adjust(bottom=0.2)
+    pngs["total.png"] = _png(fig)
+    fig, axes = plt.subplots(1, max(len(s.parts), 1), figsize=(3 * max(len(s.parts), 1), 2.4), squeeze=False)
+    for ax, part in zip(axes[0], sorted(s.parts)):
+        ax.hist(s.parts[part], bins=10, range=(0, max(s.part_max[part], 1)), color="#6a9a4a")
+        ax.set_title(f"part {part} (of {s.part_max[part]})", fontsize=9)
+    fig.subplots_adjust(top=0.85, bottom=0.12)
+    pngs["parts.png"] = _png(fig)
+    rows = list(s.tests.items())[::-1]
+    fig, ax = plt.subplots(figsize=(9, 0.22 * len(rows) + 0.8))
+    fig.subplots_adjust(left=0.5, right=0.97)   # room for the test names, without a second layout pass
+    ax.barh(range(len(rows)), [r.pass_rate for _, r in rows], color="#b5804a")
+    ax.set_yticks(range(len(rows)), [name[:60] for name, _ in rows], fontsize=7)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("pass rate")
+    pngs["tests.png"] = _png(fig)
+    for name, data in pngs.items():
+        (out / name).write_bytes(data)
+    return pngs
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def write_csvs(s: Summary, pairs: list[Pair], out: Path) -> None:
+    """tests.csv (per hidden test), students.csv (per student), pairs.csv (pairs listed for a look)."""
+    with (out / "tests.csv").open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["part", "test", "points", "graded", "passed", "pass_rate", "points_lost", "failed_by"])
+        for name, r in s.tests.items():
+            w.writerow([r.part, name, r.points, r.graded, r.passed, f"{r.pass_rate:.3f}", r.points_lost,
+                        " ".join(r.failed_by)])
+    parts = sorted(s.parts)
+    with (out / "students.csv").open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["student", "score", "max_score", *[f"part{p}" for p in parts], "late", "misconceptions",
+                    "listed_apart"])
+        for st in s.students:
+            if st.result is None:
+                w.writerow([st.name, "", "", *[""] * len(parts), _late(st.late), "", "not graded"])
+                continue
+            per = st.result.parts()
+            mis = sorted({m for m, row in s.misconceptions.items() if m and st.name in row.students})
+            w.writerow([st.name, st.result.score, st.result.max_score, *[per.get(p, (0, 0))[0] for p in parts],
+                        _late(st.late), " ".join(mis), " ".join(sorted(s.apart.get(st.name, {})))])
+    with (out / "pairs.csv").open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["a", "b", "share_of_a", "share_of_b", "shared_fingerprints", "identical"])
+        for p in pairs:
+            w.writerow([p.a, p.b, f"{p.share_a:.3f}", f"{p.share_b:.3f}", p.shared, p.identical])
+
+
+def _late(late: bool | None) -> str:
+    return "" if late is None else "yes" if late else "no"
+
+
+def pair_view(assignment: str, pair: Pair, code_a: str, code_b: str) -> str:
+    """One pair side by side (code already escaped and marked)."""
+    e = html.escape
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{e(pair.a)} ~ {e(pair.b)}</title>"
+            f"<style>{CSS}</style></head><body><h1>{e(assignment)}: {e(pair.a)} ~ {e(pair.b)}</h1>"
+            f"<p class=note>The stretches the two share are marked. A shared stretch is a reason to look, not a "
+            f"finding: short exercises with prescribed APIs have few natural answers.</p>"
+            f"<p>{pair.share_a:.0%} of {e(pair.a)}'s fingerprints are in {e(pair.b)}'s code, {pair.share_b:.0%} the "
+            f"other way; {pair.shared} shared. {e(pair.identical)}</p>"
+            f"<div class=sbs><div><h2>{e(pair.a)}</h2><pre>{code_a}</pre></div>"
+            f"<div><h2>{e(pair.b)}</h2><pre>{code_b}</pre></div></div></body></html>")
+
+
+def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pngs: dict[str, bytes],
+                pairs: list[Pair], views: dict[tuple[str, str], str], settings: str) -> str:
+    e = html.escape
+    img = lambda name, alt: f"<img alt='{alt}' src='data:image/png;base64,{base64.b64encode(pngs[name]).decode()}'>"
+    graded = [st for st in s.students if st.result is not None]
+    mean = sum(s.totals) / len(s.totals) if s.totals else 0
+    h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(assignment)}: class report</title>"
+         f"<style>{CSS}</style></head><body><h1>{e(assignment)}: class report</h1>",
+         f"<p>{len(s.students)} submissions, {len(graded)} graded; mean {mean:.1f} of {s.max_score} automatic "
+         "points. The same numbers are in tests.csv and students.csv.</p>",
+         "<h2>Scores</h2>", img("total.png", "histogram of total scores"), img("parts.png", "histograms per part")]
+
+    h.append("<h2>What to reteach</h2><p>Each misconception the hidden tests' failures named, ordered by the points it "
+             "cost the class.</p><table><tr><th>misconception</th><th>students</th><th>points lost</th>"
+             "<th>taught in</th><th>who</th></tr>")
+    for mid, row in s.by_points_lost():
+        m = table.get(mid) if mid else None
+        label = (f"<b>{e(mid)}</b><br>{e(m.explanation)}" if m else f"<b>{e(mid)}</b>" if mid else
+                 "<b>(none named)</b><br>wrong answers the suite names no misconception for")
+        h.append(f"<tr><td>{label}</td><td class=n>{len(row.students)}</td><td class=n>{row.points_lost:g}</td>"
+                 f"<td>{e(m.taught) if m else ''}</td><td class=who>{e(', '.join(sorted(row.students)))}</td></tr>")
+    h.append("</table>")
+
+    h.append("<h2>Hidden tests</h2>" + img("tests.png", "pass rate per test") +
+             "<table><tr><th>part</th><th>test</th><th>passed</th><th>pass rate</th><th>failed by</th></tr>")
+    for name, r in s.tests.items():
+        h.append(f"<tr><td class=n>{r.part}</td><td>{e(name)}</td><td class=n>{r.passed}/{r.graded}</td>"
+                 f"<td class=n>{r.pass_rate:.0%}</td><td class=who>{e(', '.join(r.failed_by))}</td></tr>")
+    h.append("</table>")
+
+    h.append("<h2>Crashes, hangs, stubs and unreadable notebooks</h2><p>Listed apart: these tests lost their points "
+             "without showing a misconception; the notebook needs a look.</p>"
+             "<table><tr><th>student</th><th>what happened</th><th>tests</th></tr>")
+    for name, kinds in sorted(s.apart.items()):
+        for k, names in sorted(kinds.items()):
+            h.append(f"<tr><td>{e(name)}</td><td>{e(APART.get(k, k))}</td><td class=n>{len(names)}</td></tr>")
+    for st in s.students:
+        if st.result is None:
+            h.append(f"<tr><td>{e(st.name)}</td><td>not in the results store (grade it first)</td><td></td></tr>")
+    h.append("</table>")
+
+    late = [st.name for st in s.students if st.late]
+    known = any(st.late is not None for st in s.students)
+    h.append("<h2>Late submissions</h2><p>" + (e(", ".join(late)) or "none") if known else
+             "<h2>Late submissions</h2><p>Upload times are not known for these results (they are for a class "
+             "collected by nbgrader).")
+    h.append("</p>")
+
+    h.append("<h2>Similar submissions: pairs to look at</h2><p class=note>This lists pairs of notebooks whose solution "
+             "cells overlap, with the release's own code left out. It concludes nothing: short exercises with "
+             f"prescribed APIs have few natural answers, and overlap is not proof of copying. {e(settings)}</p>")
+    if not pairs:
+        h.append("<p>No pair reached the threshold.</p>")
+    else:
+        h.append("<table><tr><th>pair</th><th>overlap (each side)</th><th>shared fingerprints</th><th>note</th></tr>")
+        for p in pairs:
+            view = views.get((p.a, p.b))
+            label = f"{e(p.a)} ~ {e(p.b)}"
+            link = f"<a href='{e(view)}'>{label}</a>" if view else label
+            h.append(f"<tr><td>{link}</td>"
+                     f"<td class=n>{p.share_a:.0%} / {p.share_b:.0%}</td><td class=n>{p.shared}</td>"
+                     f"<td>{e(p.identical)}</td></tr>")
+        h.append("</table>")
+        if len(views) < len(pairs):
+            h.append(f"<p>Side-by-side views for the {len(views)} most similar pairs; every pair is in pairs.csv.</p>")
+    h.append("</body></html>")
+    return "\n".join(h)

@@ -1,0 +1,94 @@
+"""A graded class in numbers: per part, per hidden test, per misconception, and what is listed apart.
+
+    s = summarise(students)       # classlist.Student list, graded ones counted
+    s.tests["residual_add ..."].pass_rate, s.misconceptions["silent-broadcasting"].students
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ..results.result import TestResult
+from .classlist import Student
+
+APART = {"error": "raised an exception", "not_attempted": "left as a stub", "timed_out": "timed out",
+         "crashed": "crashed the grading process", "unreadable": "not a readable notebook",
+         "unusable": "replied with something unusable"}
+
+
+@dataclass
+class TestRow:
+    part: int
+    points: int
+    graded: int = 0
+    passed: int = 0
+    failed_by: list[str] = field(default_factory=list)
+    points_lost: float = 0
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.graded if self.graded else 0.0
+
+
+@dataclass
+class MisconceptionRow:
+    students: set[str] = field(default_factory=set)
+    tests: set[str] = field(default_factory=set)
+    points_lost: float = 0
+
+
+@dataclass
+class Summary:
+    students: list[Student]
+    tests: dict[str, TestRow]                        # in the suite's order
+    misconceptions: dict[str | None, MisconceptionRow]   # None: failures the suite names no misconception for
+    apart: dict[str, dict[str, list[str]]]           # student -> kind -> tests
+    parts: dict[int, list[float]]                    # part -> each graded student's points
+    part_max: dict[int, int]
+    totals: list[float]
+    max_score: int
+
+    def by_points_lost(self) -> list[tuple[str | None, MisconceptionRow]]:
+        return sorted(self.misconceptions.items(), key=lambda kv: (-kv[1].points_lost, -len(kv[1].students),
+                                                                   kv[0] or "~"))
+
+
+def kind(t: TestResult) -> str:
+    """The test's kind; a store written before kinds were kept gives passed, not_run or failed."""
+    if t.kind:
+        return t.kind
+    return "passed" if t.passed else "not_run" if not t.ran else "failed"
+
+
+def summarise(students: list[Student]) -> Summary:
+    graded = [s for s in students if s.result is not None]
+    tests: dict[str, TestRow] = {}
+    misconceptions: dict[str | None, MisconceptionRow] = defaultdict(MisconceptionRow)
+    apart: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    parts: dict[int, list[float]] = defaultdict(list)
+    part_max: dict[int, int] = {}
+    for s in graded:
+        for part, (score, top) in s.result.parts().items():
+            parts[part].append(score)
+            part_max[part] = max(part_max.get(part, 0), top)
+        for t in s.result.tests:
+            row = tests.setdefault(t.name, TestRow(t.part, t.max_score))
+            k = kind(t)
+            if k == "not_run":
+                continue
+            row.graded += 1
+            if k == "passed":
+                row.passed += 1
+                continue
+            lost = t.max_score - t.score
+            row.failed_by.append(s.name)
+            row.points_lost += lost
+            if k == "failed":
+                m = misconceptions[t.misconception]
+                m.students.add(s.name)
+                m.tests.add(t.name)
+                m.points_lost += lost
+            else:
+                apart[s.name][k].append(t.name)
+    return Summary(students, tests, dict(misconceptions), {k: dict(v) for k, v in apart.items()}, dict(parts),
+                   part_max, [s.result.score for s in graded], max((s.result.max_score for s in graded), default=0))

@@ -1,0 +1,188 @@
+"""The class report (python -m autograder report) on the sample class, graded once per run.
+
+Pass rates and misconception counts are checked against what expected.json implies (each
+sample's expected score per test and the misconception each failure is declared to show);
+the similarity check must list the copies of honest-a and no pair from two families.
+"""
+from __future__ import annotations
+
+import csv
+import html
+import importlib
+import re
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from helpers import ASSIGNMENT, COURSE, ROOT, SampleClass, solution_lines
+
+from autograder import suites
+from autograder.core.extract import Template
+from autograder.grading.batch import grade_many
+from autograder.report.build import write_report
+from autograder.report.classlist import Student, from_store
+from autograder.report.code import solution_code, solution_ids
+from autograder.results import result as results
+from autograder.results.store import Store
+
+CLASS = SampleClass(ASSIGNMENT)
+FAMILY = {name.removesuffix(".ipynb"): s["derived_from"] for name, s in CLASS.expected.items()}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> tuple[Path, list[Student]]:
+    """The sample class graded into a results store, and its report written."""
+    folder = tmp_path_factory.mktemp("report")
+    store = Store(folder / "results.jsonl", ASSIGNMENT, CLASS.seed)
+    grade_many(ASSIGNMENT, [CLASS.folder / name for name in CLASS.expected], COURSE, store=store)
+    students = from_store(Store(folder / "results.jsonl", ASSIGNMENT))
+    write_report(COURSE, ASSIGNMENT, students, folder / "out")
+    return folder / "out", students
+
+
+def rows(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_every_sample_is_in_the_report(graded):
+    out, students = graded
+    assert sorted(s.name for s in students) == sorted(FAMILY)
+    assert sorted(r["student"] for r in rows(out / "students.csv")) == sorted(FAMILY)
+
+
+def test_pass_rates_are_what_expected_json_implies(graded):
+    out, _ = graded
+    points = {t.name: t.points for t in suites.load(ASSIGNMENT).tests}
+    failed_by = defaultdict(set)
+    for name, sample in CLASS.expected.items():
+        for test, score in sample["tests"].items():
+            if score != points[test]:
+                failed_by[test].add(name.removesuffix(".ipynb"))
+    report = {r["test"]: r for r in rows(out / "tests.csv")}
+    assert list(report) == list(points)                       # every test, in the suite's order
+    for test, r in report.items():
+        assert int(r["graded"]) == len(CLASS.expected), test
+        assert int(r["passed"]) == len(CLASS.expected) - len(failed_by[test]), (test, CLASS.seed)
+        assert set(r["failed_by"].split()) == failed_by[test], (test, CLASS.seed)
+
+
+def test_misconception_counts_are_what_expected_json_implies(graded):
+    out, _ = graded
+    points = {t.name: t.points for t in suites.load(ASSIGNMENT).tests}
+    want, lost = defaultdict(set), defaultdict(int)
+    for name, sample in CLASS.expected.items():
+        for test, misconception in sample["misconceptions"].items():
+            want[misconception].add(name.removesuffix(".ipynb"))
+            lost[misconception] += points[test] - sample["tests"][test]
+    got = defaultdict(set)
+    for r in rows(out / "students.csv"):
+        for misconception in r["misconceptions"].split():
+            got[misconception].add(r["student"])
+    assert dict(got) == dict(want), CLASS.seed
+    page = (out / "report.html").read_text(encoding="utf-8")
+    table = suites.misconceptions(ASSIGNMENT)
+    order = sorted(want, key=lambda m: (-lost[m], -len(want[m]), m))
+    places = [page.index(f"<b>{m}</b><br>{html.escape(table[m].explanation)}") for m in order]
+    assert places == sorted(places), "misconceptions are ordered by the points they cost the class"
+    for m in order:                                             # count, points lost and where it is taught
+        assert re.search(rf"<b>{m}</b>.*?<td class=n>{len(want[m])}</td><td class=n>{lost[m]}</td><td>"
+                         rf"{re.escape(html.escape(table[m].taught))}", page), m
+
+
+def test_every_misconception_named_is_declared():
+    table = suites.misconceptions(ASSIGNMENT)
+    named = {t.misconception for t in suites.load(ASSIGNMENT).tests} - {None}
+    source = Path(importlib.import_module(suites.hidden_name(ASSIGNMENT)).__file__).read_text()
+    named |= set(re.findall(r'misconception="([\w-]+)"', source))
+    named |= {m for s in CLASS.expected.values() for m in s["misconceptions"].values()}
+    assert named <= set(table), named - set(table)
+    assert all(m.explanation and m.taught.startswith("Part ") for m in table.values())
+
+
+def test_crashes_hangs_and_stubs_are_listed_apart(graded):
+    out, _ = graded
+    apart = {r["student"]: set(r["listed_apart"].split()) for r in rows(out / "students.csv")}
+    assert apart["infinite-loop"] == {"timed_out"}
+    assert apart["invalid-json"] == {"unreadable"}
+    assert apart["untouched-release"] == {"not_attempted"}
+    assert apart["crash-at-import"] == {"error"}
+    assert apart["full-marks"] == apart["honest-b"] == set()
+
+
+def test_copies_are_listed_and_no_honest_pair_is(graded):
+    """Threshold (course.toml [report]): 0.6 of the larger side's fingerprints, 50 shared at least."""
+    out, _ = graded
+    assert (COURSE.report.similarity_threshold, COURSE.report.min_shared) == (0.6, 50)
+    listed = {frozenset((r["a"], r["b"])): r for r in rows(out / "pairs.csv")}
+    copied = listed[frozenset(("honest-a", "copied-honest-a"))]
+    assert copied["identical"] == "byte-identical"
+    assert float(listed[frozenset(("honest-a", "renamed-honest-a"))]["share_of_a"]) > 0.9
+    assert frozenset(("copied-honest-a", "renamed-honest-a")) in listed
+    across = [tuple(p) for p in listed if len({FAMILY[s] for s in p}) > 1]
+    assert not across, f"pairs of independently written samples listed: {across}"
+    assert all(FAMILY[s] != "release" for p in listed for s in p)   # untouched stubs pair with nobody
+
+
+def test_page_is_offline_and_shows_no_hidden_or_solution_code(graded):
+    out, students = graded
+    page = (out / "report.html").read_text(encoding="utf-8")
+    for remote in ("http://", "https://", "//cdn", "<script", "<link", "@import", "url(", "src='http", 'src="http'):
+        assert remote not in page.lower(), remote
+    assert re.findall(r"src='([^']*)'", page) and all(s.startswith("data:image/png;base64,")
+                                                     for s in re.findall(r"src='([^']*)'", page))
+    hidden = Path(importlib.import_module(suites.hidden_name(ASSIGNMENT)).__file__).read_text()
+    secret = {line.strip() for line in hidden.splitlines() if len(line.strip()) > 25
+              and not line.strip().startswith(("def ", "class ", '"""', "#", "@test"))}
+    secret |= solution_lines(COURSE.assignment(ASSIGNMENT))
+    template = Template(CLASS.solution)
+    honest = solution_code(CLASS.folder / "honest-b.ipynb", solution_ids(template))
+    secret |= {line.strip() for line in honest.splitlines() if len(line.strip()) > 25}   # a student's own code too
+    leaked = [line for line in secret if line and line in page]
+    assert not leaked, leaked
+    assert "concludes nothing" in page and "pairs to look at" in page.lower()
+    views = sorted((out / "pairs").glob("*.html"))
+    assert views and all("<mark>" in v.read_text(encoding="utf-8") for v in views)
+    assert all(f"href='pairs/{v.name}'" in page for v in views)
+
+
+def test_charts_are_pngs(graded):
+    out, _ = graded
+    for name in ("total.png", "parts.png", "tests.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_misconception_stays_out_of_the_json_object():
+    """docs/results.md fixes --json; the id and kind are kept in the results store only."""
+    t = results.TestResult("a test", 1, 0, 2, "silent broadcasting: ...", "silent-broadcasting", "failed")
+    result = results.Result(ASSIGNMENT, 7, [t])
+    assert set(result.to_json()["tests"][0]) == {"name", "part", "score", "max_score", "output"}
+    stored = result.to_store()["tests"][0]
+    assert (stored["misconception"], stored["kind"]) == ("silent-broadcasting", "failed")
+    back = results.Result.from_json(result.to_store()).tests[0]
+    assert (back.misconception, back.kind) == ("silent-broadcasting", "failed")
+
+
+def test_a_class_of_200_reports_in_seconds(graded, tmp_path):
+    """200 students made of the sample class's copies (speed: benchmarks/report_speed.py)."""
+    _, students = graded
+    big = [replace(students[i % len(students)], name=f"s{i:03d}-{students[i % len(students)].name}")
+           for i in range(200)]
+    start = time.perf_counter()
+    took = write_report(COURSE, ASSIGNMENT, big, tmp_path / "out")
+    elapsed = time.perf_counter() - start
+    print(f"\nreport of 200 students: {elapsed:.1f} s (similarity {took['similarity']:.1f} s)")
+    assert len(rows(tmp_path / "out" / "students.csv")) == 200
+    assert elapsed < 120     # a generous bound on a shared machine; the figure is printed above
+
+
+def test_report_command_says_what_to_do_without_results(tmp_path):
+    missing = tmp_path / "none.jsonl"
+    run = subprocess.run([sys.executable, "-m", "autograder", "report", ASSIGNMENT, "--results", str(missing)],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 2
+    assert "no such results store" in run.stderr and "grade residual-connections" in run.stderr
