@@ -67,6 +67,14 @@ def test_source_notebook_runs_top_to_bottom_on_cpu():
     assert "refused: x and fx must have the same shape" in text["part1-demo"]
     assert "needs a CUDA GPU" in text["part2-benchmark"]
     assert "skipped" in text["part2-tests"]
+    markdown = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    for printed, quoted in [("one pass in fp32: variance off by 0.12, y off by 0.11", "| 0.12 | 0.11 |"),
+                            ("two passes in fp32: variance off by 1.9e-07, y off by 3.6e-05",
+                             "| $1.9 \\cdot 10^{-7}$ | $3.6 \\cdot 10^{-5}$ |"),
+                            ("F.layer_norm in fp32: y off by 5.1e-05", "| | $5.1 \\cdot 10^{-5}$ |"),
+                            ("your kernel: y off by 3.9e-05", "is off by $3.9 \\cdot 10^{-5}$")]:
+        assert printed in text["part1-large-mean"], (printed, text["part1-large-mean"])
+        assert quoted in markdown, quoted     # the text quotes what the cell prints
     for cid, cell in cells.items():
         assert not [o for o in cell.outputs if o.get("name") == "stderr" or o.output_type == "error"], cid
 
