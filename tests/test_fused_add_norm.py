@@ -113,3 +113,23 @@ def test_benchmark_on_cpu_says_it_needs_cuda_and_exits_0(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "needs a CUDA GPU" in proc.stdout
     assert not out.exists()
+
+
+# Samples whose mistake the public tests must catch too, and the public tests each one fails.
+PUBLIC_CATCHES = {"one-pass-variance": {"test_part1_large_mean_rows"},
+                  "torch-side-add": {"test_part1_add_in_your_kernel"},
+                  "float64-accepted": {"test_part1_refuses_float64"},
+                  "no-weight-check": {"test_part1_rejects_bad_input"}}
+
+
+@pytest.mark.parametrize("sample", sorted(PUBLIC_CATCHES))
+def test_public_tests_catch_the_mistake(sample, tmp_path):
+    (tmp_path / f"{NAME}.ipynb").write_bytes((ROOT / "submissions" / NAME / f"{sample}.ipynb").read_bytes())
+    (tmp_path / "test_public.py").write_bytes((SOURCE_NB.parent / "test_public.py").read_bytes())
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p nbtest -q\n")
+    results = public_results(tmp_path, tmp_path)
+    failed = {name for name, (outcome, _) in results.items() if outcome == "failure"}
+    assert failed == PUBLIC_CATCHES[sample], results
+    for name in failed:
+        message = results[name][1]
+        assert "DID NOT RAISE" not in message, message
