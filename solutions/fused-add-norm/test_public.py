@@ -10,6 +10,7 @@ necessary, not sufficient.
 import pytest
 import torch
 import torch.nn.functional as F
+from nbtest import names_shape, value_error
 from torch.overrides import TorchFunctionMode
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -48,21 +49,6 @@ def _check(nb, x, fx, weight, bias, eps=1e-5, hint=""):
     err = (y - y_ref).abs().max().item()
     assert torch.allclose(y, y_ref, rtol=1e-4, atol=1e-4), (
         f"y differs from F.layer_norm(x + fx) by up to {err:.3g} {where}. {hint}")
-
-
-def _value_error(call) -> str:
-    """The message of the ValueError that call() raises; fails the test if it raises none."""
-    try:
-        call()
-    except ValueError as e:
-        return str(e)
-    except NotImplementedError:
-        raise
-    except Exception as e:
-        pytest.fail(f"expected a ValueError that says what is wrong with the input, got "
-                    f"{type(e).__name__}: {e}", pytrace=False)
-    pytest.fail("expected a ValueError that says what is wrong with the input; got none, so a "
-                "bad input went through (or was broadcast) silently", pytrace=False)
 
 
 # ---------------------------------------------------------------- Part 1
@@ -113,24 +99,18 @@ def test_part1_inputs_untouched(nb):
             f"in-place: {name} shares memory with x or fx")
 
 
-def _names_shape(message: str, shape: tuple) -> bool:
-    """Does the message name this shape, as (4, 50), [4, 50] or torch.Size([4, 50])?"""
-    text = "".join(message.split())
-    inner = ",".join(map(str, shape))
-    return f"({inner}{',' if len(shape) == 1 else ''})" in text or f"[{inner}]" in text
-
-
 def test_part1_rejects_bad_input(nb):
-    msg = _value_error(lambda: nb.fused_add_layernorm(*_inputs(2, 8193)))
+    msg = value_error(lambda: nb.fused_add_layernorm(*_inputs(2, 8193)), "rows of width 8193")
     assert "8192" in msg, f"a width over 8192 must be refused with a message naming 8192; it said: {msg!r}"
     x, _, weight, bias = _inputs(4, 50)
-    msg = _value_error(lambda: nb.fused_add_layernorm(x, torch.zeros(4, 51, device=DEVICE), weight, bias))
-    assert _names_shape(msg, (4, 50)) and _names_shape(msg, (4, 51)), (
+    msg = value_error(lambda: nb.fused_add_layernorm(x, torch.zeros(4, 51, device=DEVICE), weight, bias),
+                      "x of shape (4, 50) with fx of shape (4, 51)")
+    assert names_shape(msg, (4, 50)) and names_shape(msg, (4, 51)), (
         f"the ValueError for x (4, 50) and fx (4, 51) must name both shapes; it said: {msg!r}")
     x, fx, weight, bias = _inputs(4, 50)
     for w, b, bad in ((weight[:49], bias, (49,)), (weight, bias.reshape(1, 50), (1, 50))):
-        msg = _value_error(lambda: nb.fused_add_layernorm(x, fx, w, b))
-        assert _names_shape(msg, bad), (
+        msg = value_error(lambda: nb.fused_add_layernorm(x, fx, w, b), f"a weight or bias of shape {bad}")
+        assert names_shape(msg, bad), (
             f"a weight or bias of shape {bad} for rows of width 50 must be refused with a message naming "
             f"{bad}; it said: {msg!r}")
 
@@ -187,7 +167,7 @@ def test_part1_half_and_bfloat16(nb):
 
 
 def test_part1_refuses_float64(nb):
-    msg = _value_error(lambda: nb.fused_add_layernorm(*_inputs(4, 64, dtype=torch.float64)))
+    msg = value_error(lambda: nb.fused_add_layernorm(*_inputs(4, 64, dtype=torch.float64)), "float64 input")
     assert "float64" in msg, (
         f"float64 inputs must be refused with a message naming float64 (the kernel computes in fp32); "
         f"it said: {msg!r}")

@@ -5,30 +5,10 @@ fixed inputs and give fast feedback; the graded tests are different, use inputs
 drawn at grading time, and check more. Passing here is necessary, not sufficient.
 """
 import math
-import re
 
-import pytest
 import torch
+from nbtest import names_shape, value_error
 from torch import nn
-
-
-def _value_error(call, what: str) -> str:
-    """The message of the ValueError that call() raises; a failure that says what was expected otherwise."""
-    try:
-        call()
-    except ValueError as e:
-        return str(e)
-    except NotImplementedError:
-        raise
-    except Exception as e:
-        pytest.fail(f"{what} must raise ValueError; it raised {type(e).__name__}: {e}", pytrace=False)
-    pytest.fail(f"{what} must raise ValueError; it returned without raising one", pytrace=False)
-
-
-def _names_shape(message: str, shape: tuple) -> bool:
-    """Does the message name this shape, as (2, 3, 1), [2, 3, 1] or torch.Size([2, 3, 1])?"""
-    inner = r",\s*".join(map(str, shape))
-    return re.search(rf"[(\[]\s*{inner}\s*[)\]]", message) is not None
 
 
 def _linears(module: nn.Module) -> list:
@@ -49,15 +29,15 @@ def test_part1_residual_add_values_and_shape(nb):
 
 def test_part1_residual_add_rejects_broadcasting(nb):
     x, fx = torch.zeros(2, 3, 1), torch.zeros(2, 3, 8)
-    msg = _value_error(lambda: nb.residual_add(x, fx), "residual_add(x of shape (2, 3, 1), fx of shape (2, 3, 8))")
-    assert _names_shape(msg, (2, 3, 1)) and _names_shape(msg, (2, 3, 8)), (
+    msg = value_error(lambda: nb.residual_add(x, fx), "residual_add(x of shape (2, 3, 1), fx of shape (2, 3, 8))")
+    assert names_shape(msg, (2, 3, 1)) and names_shape(msg, (2, 3, 8)), (
         f"the ValueError must name both shapes, (2, 3, 1) and (2, 3, 8); it said: {msg!r}")
 
 
 def test_part1_residual_add_rejects_other_shapes(nb):
-    msg = _value_error(lambda: nb.residual_add(torch.zeros(4, 768), torch.zeros(4, 3072)),
+    msg = value_error(lambda: nb.residual_add(torch.zeros(4, 768), torch.zeros(4, 3072)),
                        "residual_add(x of shape (4, 768), fx of shape (4, 3072))")
-    assert _names_shape(msg, (4, 768)) and _names_shape(msg, (4, 3072)), (
+    assert names_shape(msg, (4, 768)) and names_shape(msg, (4, 3072)), (
         f"the ValueError must name both shapes, (4, 768) and (4, 3072); it said: {msg!r}")
 
 
@@ -92,7 +72,7 @@ def test_part1_residual_zero_sublayer_is_identity(nb):
 
 def test_part1_residual_refuses_shape_change(nb):
     lin = nn.Linear(6, 1)
-    _value_error(lambda: nb.Residual(lin)(torch.zeros(4, 6)),
+    value_error(lambda: nb.Residual(lin)(torch.zeros(4, 6)),
                  "Residual with a sublayer (4, 6) -> (4, 1) (forward must go through residual_add)")
 
 
@@ -244,7 +224,7 @@ def test_part4_built_from_parts(nb):
 
 
 def test_part4_bad_norm(nb):
-    msg = _value_error(lambda: nb.TransformerBlock(8, 2, norm="mid"), "TransformerBlock(8, 2, norm='mid')")
+    msg = value_error(lambda: nb.TransformerBlock(8, 2, norm="mid"), "TransformerBlock(8, 2, norm='mid')")
     assert "pre" in msg and "post" in msg, (
         f"the ValueError must name the two choices, 'pre' and 'post'; it said {msg!r}")
 
