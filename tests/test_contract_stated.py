@@ -1,5 +1,6 @@
 """Every requirement an assignment's contract declares is stated where the student reads the stub:
 in the stub's own cell (its docstring and signature) or in the markdown cell above it."""
+import ast
 import re
 
 import nbtest
@@ -42,3 +43,14 @@ def test_every_requirement_is_stated_at_its_stub(a):
 def test_the_check_finds_an_unstated_requirement():
     assert not stated("ln1", "attn and ln2 only")
     assert stated("ffn[0]", "weights go into ffn[0]") and not stated("x", "fx only")
+
+
+@pytest.mark.parametrize("a", ASSIGNMENTS, ids=lambda a: a.name)
+def test_every_public_failure_says_what_was_expected(a):
+    """Each assert of the public tests carries a message, and none uses pytest.raises, whose failure is a
+    bare "DID NOT RAISE" (nbtest.value_error says what was expected instead)."""
+    path = a.notebook_path(ROOT / "solutions").parent / "test_public.py"
+    tree = ast.parse(path.read_text())
+    bare = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assert) and n.msg is None]
+    raises = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "raises"]
+    assert not bare and not raises, f"{path}: asserts without a message at {bare}, pytest.raises at {raises}"
