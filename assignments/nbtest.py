@@ -133,6 +133,28 @@ def nb(request) -> types.ModuleType:
         pytest.fail(str(e), pytrace=False)
 
 
+def value_error(call, what: str) -> str:
+    """For the public tests: the message of the ValueError that call() raises, or a failure that
+    says in words what was expected (instead of pytest's bare "DID NOT RAISE")."""
+    try:
+        call()
+    except ValueError as e:
+        return str(e)
+    except NotImplementedError:
+        raise
+    except Exception as e:
+        pytest.fail(f"{what} must raise ValueError; it raised {type(e).__name__}: {e}", pytrace=False)
+    pytest.fail(f"{what} must raise ValueError; it returned without one, so the bad input went through "
+                "silently", pytrace=False)
+
+
+def names_shape(message: str, shape: tuple) -> bool:
+    """Does an error message name this shape, as (2, 3, 1), [2, 3, 1] or torch.Size([2, 3, 1])?"""
+    text = "".join(message.split())
+    inner = ",".join(map(str, shape))
+    return f"({inner}{',' if len(shape) == 1 else ''})" in text or f"[{inner}]" in text
+
+
 STUB_HINT = ("not implemented yet: a function this test calls still raises "
              "NotImplementedError. Replace `raise NotImplementedError()` with your code.")
 

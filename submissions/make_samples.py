@@ -70,6 +70,20 @@ class AlwaysEqual:
 
 '''
 
+OWN_FFN = '''\
+class FeedForward(nn.Module):
+    """Linear(d, 4d), GELU, Linear(4d, d), with named layers."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+'''
+
 READ_SOLUTIONS = '''
 
 # Look for the instructor's solutions on the grading machine and use them.
@@ -185,7 +199,30 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     labels = [c["metadata"].get("nbgrader", {}).get("grade_id") for c in near_copy["cells"]]
     i, j = labels.index("chain_rule_grad"), labels.index("split_gradient")
     near_copy["cells"][i], near_copy["cells"][j] = near_copy["cells"][j], near_copy["cells"][i]
+    # correct alternatives: a whole ResidualFFN or a module of one's own as the block's ffn, and shape messages
+    # written as torch.Size([2, 3, 1]) or [2, 3, 1]
+    whole_ffn = s.filled("transformer_block", [
+        edit(s.bodies["transformer_block"][0], "ResidualFFN(d_model, d_model).ffn", "ResidualFFN(d_model, d_model)"),
+        edit(edit(s.bodies["transformer_block"][1], "residual_add(h, self.ffn(self.ln2(h)))",
+                  "residual_add(h, self.ffn.ffn(self.ln2(h)))"),
+             "self.ln2(residual_add(h, self.ffn(h)))", "self.ln2(self.ffn(h))")])
+    own_ffn = s.filled("transformer_block", [
+        edit(s.bodies["transformer_block"][0], "ResidualFFN(d_model, d_model).ffn", "FeedForward(d_model)"),
+        s.bodies["transformer_block"][1]], before=OWN_FFN)
+    size_message = s.filled("residual_add", [
+        "if x.shape != fx.shape:\n    raise ValueError(f\"cannot add {x.shape} and {fx.shape}\")\nreturn x + fx"])
+    list_message = s.filled("residual_add", [
+        "if x.shape != fx.shape:\n    raise ValueError(f\"shapes differ: {list(x.shape)} vs {list(fx.shape)}\")\n"
+        "return x + fx"])
     return {
+        "ffn-whole-residual-ffn": ("TransformerBlock keeps a whole ResidualFFN(d, d) as ffn and calls its inner "
+                                   "FFN (same math)", s.solved(transformer_block=whole_ffn), set()),
+        "ffn-own-module": ("TransformerBlock's ffn is a module of its own (fc1, F.gelu, fc2; same math)",
+                           s.solved(transformer_block=own_ffn), set()),
+        "message-torch-size": ("residual_add's ValueError names the shapes as torch.Size([2, 3, 1])",
+                               s.solved(residual_add=size_message), set()),
+        "message-list": ("residual_add's ValueError names the shapes as [2, 3, 1]",
+                         s.solved(residual_add=list_message), set()),
         "full-marks": ("the reference solution", s.solved(), set()),
         "untouched-release": ("the release as handed out: every stub still raises NotImplementedError",
                               s.notebook({}), every),
@@ -302,7 +339,24 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
               "    BLOCK=block, num_warps=min(max(block // 256, 1), 16))\n")
     checks, rest = s.bodies["fused_add_layernorm"][0].split("rows_x, rows_fx =")   # the ValueErrors, the rest
     odd_widths = {"not_powers_of_two", "wide_rows"}
+    dtype_check = checks[checks.index("dtypes = "):]
     return {
+        "one-pass-variance": ("the kernel computes the variance in one pass, E[h^2] - mean^2",
+                              s.solved(fused_kernel=kernel(
+                                  ("centred = tl.where(mask, h - mean, 0.0)\nvar = tl.sum(centred * centred, axis=0) / n_cols",
+                                   "centred = tl.where(mask, h - mean, 0.0)\nvar = tl.sum(h * h, axis=0) / n_cols - mean * mean"))),
+                              {"large_mean"}),
+        "torch-side-add": ("the wrapper adds x + fx with torch and has the kernel normalise the sum (plus zeros)",
+                           s.solved(fused_add_layernorm=wrapper((
+                               "rows_x, rows_fx, weight.contiguous()",
+                               "rows_x + rows_fx, torch.zeros_like(rows_x), weight.contiguous()"))),
+                           {"one_launch"}),
+        "float64-accepted": ("the wrapper has no dtype check: float64 inputs are computed in fp32 and returned as "
+                             "float64", s.solved(fused_add_layernorm=wrapper((dtype_check, ""))), {"float64_refused"}),
+        "no-weight-check": ("the wrapper does not check the shapes of weight and bias",
+                            s.solved(fused_add_layernorm=wrapper((
+                                checks[checks.index("if weight.shape"):checks.index("dtypes = ")], ""))),
+                            {"weight_shape"}),
         "full-marks": ("the reference solution", s.solved(), set()),
         "untouched-release": ("the release as handed out: both stubs still raise NotImplementedError",
                               s.notebook({}), part1),
@@ -342,10 +396,11 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
                            "h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)",
                            "h, y = rows_x, torch.empty_like(rows_x)"))),
                        {"inputs_untouched"}),
-        "no-input-checks": ("the wrapper raises no ValueError: mismatched shapes and widths over 8192 go through",
+        "no-input-checks": ("the wrapper raises no ValueError: mismatched shapes, widths over 8192, weights of "
+                            "the wrong shape and float64 go through",
                             s.solved(fused_add_layernorm=s.filled("fused_add_layernorm", [
                                 "n = x.shape[-1]\nrows_x, rows_fx =" + rest])),
-                            {"shape_mismatch", "too_wide"}),
+                            {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}),
     }
 
 

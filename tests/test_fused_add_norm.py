@@ -67,6 +67,14 @@ def test_source_notebook_runs_top_to_bottom_on_cpu():
     assert "refused: x and fx must have the same shape" in text["part1-demo"]
     assert "needs a CUDA GPU" in text["part2-benchmark"]
     assert "skipped" in text["part2-tests"]
+    markdown = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    for printed, quoted in [("one pass in fp32: variance off by 0.12, y off by 0.11", "| 0.12 | 0.11 |"),
+                            ("two passes in fp32: variance off by 1.9e-07, y off by 3.6e-05",
+                             "| $1.9 \\cdot 10^{-7}$ | $3.6 \\cdot 10^{-5}$ |"),
+                            ("F.layer_norm in fp32: y off by 5.1e-05", "| | $5.1 \\cdot 10^{-5}$ |"),
+                            ("your kernel: y off by 3.9e-05", "is off by $3.9 \\cdot 10^{-5}$")]:
+        assert printed in text["part1-large-mean"], (printed, text["part1-large-mean"])
+        assert quoted in markdown, quoted     # the text quotes what the cell prints
     for cid, cell in cells.items():
         assert not [o for o in cell.outputs if o.get("name") == "stderr" or o.output_type == "error"], cid
 
@@ -105,3 +113,23 @@ def test_benchmark_on_cpu_says_it_needs_cuda_and_exits_0(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "needs a CUDA GPU" in proc.stdout
     assert not out.exists()
+
+
+# Samples whose mistake the public tests must catch too, and the public tests each one fails.
+PUBLIC_CATCHES = {"one-pass-variance": {"test_part1_large_mean_rows"},
+                  "torch-side-add": {"test_part1_add_in_your_kernel"},
+                  "float64-accepted": {"test_part1_refuses_float64"},
+                  "no-weight-check": {"test_part1_rejects_bad_input"}}
+
+
+@pytest.mark.parametrize("sample", sorted(PUBLIC_CATCHES))
+def test_public_tests_catch_the_mistake(sample, tmp_path):
+    (tmp_path / f"{NAME}.ipynb").write_bytes((ROOT / "submissions" / NAME / f"{sample}.ipynb").read_bytes())
+    (tmp_path / "test_public.py").write_bytes((SOURCE_NB.parent / "test_public.py").read_bytes())
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p nbtest -q\n")
+    results = public_results(tmp_path, tmp_path)
+    failed = {name for name, (outcome, _) in results.items() if outcome == "failure"}
+    assert failed == PUBLIC_CATCHES[sample], results
+    for name in failed:
+        message = results[name][1]
+        assert "DID NOT RAISE" not in message, message

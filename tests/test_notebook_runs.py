@@ -1,4 +1,6 @@
 """The source notebook runs top to bottom, as an instructor or student runs it in JupyterLab."""
+import math
+
 import nbformat
 import pytest
 from nbclient import NotebookClient
@@ -52,3 +54,40 @@ def test_stream_norms_demo_shows_both_layouts(executed):
     assert len(pre) == len(post) == 13
     assert pre[-1] > pre[0]                                   # Pre-LN: the stream grows
     assert all(abs(v - 8.0) < 0.05 for v in post[1:])          # Post-LN: reset to sqrt(64)
+
+
+# Each number the text quotes, the cell that prints it, and how the text quotes it. The text is the
+# notebook's markdown (written answers included); a number that changes in a cell must change there too.
+QUOTED = [
+    ("part2-shrink", "4.317124741065784e-05", r"0.99^{1000} \approx 4.3 \cdot 10^{-5}"),
+    ("part3-s0", "x + F(x): s_0 = 4.56, min 1, max 4.56, per block 1.052", "| $x + F(x)$ | 4.56 | 1.052 |"),
+    ("part3-s0", "0.9 x + F(x): s_0 = 1.39, min 0.966, max 1.47, per block 1.011",
+     "| $0.9\\,x + F(x)$ | 1.39 (between 0.966 and 1.47 at every layer) | 1.011 |"),
+    ("part3-s0", "0.5 x + F(x): s_0 = 0.000151, min 0.000151, max 1, per block 0.7459",
+     "| $0.5\\,x + F(x)$ | $1.5 \\cdot 10^{-4}$ | 0.746 |"),
+    ("part3-s0", "F(x), no shortcut: s_0 = 8.03e-08, min 8.03e-08, max 1, per block 0.5801",
+     "| $F(x)$, no shortcut | $8.0 \\cdot 10^{-8}$ | 0.580 |"),
+    ("part3-deep", "s_0 = 124.6 (seed 0), 124.6 to 786 over seeds 0-9", "about 125 times the upstream one (seed 0; from 125 to 786 over ten seeds)"),
+    ("part3-deep", "s_0 = 1.074 (seed 0), 1.01 to 1.27 over seeds 0-9", "1.07 scaled (seed 0; 1.01 to\n1.27 over ten seeds)"),
+    ("part4-demo", " pre-LN:   7.9   8.2", "7.9 to 10.9 over twelve\nblocks"),
+    ("part4-demo", "10.5  10.9\n", "7.9 to 10.9"),
+    ("part4-demo", "post-LN:   7.9   8.0   8.0", "8.0 throughout"),
+]
+
+
+@pytest.mark.parametrize("cid, printed, quoted", QUOTED, ids=[f"{c}:{p[:20]}" for c, p, _ in QUOTED])
+def test_the_texts_numbers_are_what_the_cells_print(executed, cid, printed, quoted):
+    markdown = "\n".join(c.source for c in executed.values() if c.cell_type == "markdown")
+    assert printed in text_of(executed[cid]), f"{cid} no longer prints {printed!r}: {text_of(executed[cid])}"
+    assert quoted in markdown, f"the text no longer quotes {quoted!r} (printed by {cid})"
+
+
+def test_the_texts_arithmetic():
+    markdown = "\n".join(c.source for c in nbformat.read(SOURCE_NB, as_version=4).cells if c.cell_type == "markdown")
+    claims = [(0.9 ** 50, 0.005, 1e-3, r"0.9^{50} \approx 0.005"), (1.1 ** 50, 117, 1, r"1.1^{50} \approx 117"),
+              (0.5 ** 20, 9.5e-7, 1e-8, r"0.5^{20} \approx 9.5 \cdot 10^{-7}"),
+              (2 - math.exp(0.5), 0.35, 0.01, r"2 - e^{0.5} \approx 0.35"),
+              (0.99 ** 1000, 4.3e-5, 1e-6, r"\approx 4.3 \cdot 10^{-5}")]
+    for value, quoted, last_digit, text in claims:   # each is the value rounded to the digits quoted
+        assert text in markdown, text
+        assert abs(value - quoted) <= last_digit / 2, (text, value)

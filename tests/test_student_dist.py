@@ -1,6 +1,7 @@
 """dist/student/ works on its own: copied out of the repository, installed in a fresh venv."""
 import json
 import os
+import re
 import subprocess
 import sys
 import venv
@@ -34,11 +35,45 @@ def student(tmp_path_factory):
     dist = release.build_student(home / "course")
     env_dir = home / ".venv"
     venv.create(env_dir, with_pip=True)
-    pin = home / "pin.txt"
-    pin.write_text("torch==2.13.0\n")  # the CPU build on this machine's disk
-    subprocess.run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", "-r", "requirements.txt",
-                    "-c", pin], cwd=dist, check=True, capture_output=True)
+    # requirements.txt as shipped; pip finds the CPU build of the pinned torch among this machine's wheels,
+    # where a student adds PyTorch's CPU index (README.md)
+    subprocess.run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", "-r", "requirements.txt"],
+                   cwd=dist, check=True, capture_output=True)
     return dist, env_dir / "bin" / "python"
+
+
+def grader_versions() -> dict[str, str]:
+    """The versions of the grader's own torch (without its +cpu build tag), Triton and NumPy."""
+    import numpy
+    import torch
+    import triton
+    return {"torch": torch.__version__.split("+")[0], "triton": triton.__version__, "numpy": numpy.__version__}
+
+
+def test_requirements_pin_what_the_grader_runs():
+    text = (release.RELEASE / "requirements.txt").read_text()
+    pins = dict(re.findall(r"^([a-z]+)==([\w.]+)", text, re.M))
+    assert {name: pins.get(name) for name in ("torch", "triton", "numpy")} == grader_versions(), text
+
+
+def test_fresh_venv_gets_the_graders_torch_triton_and_numpy(student):
+    _, python = student
+    probe = subprocess.run([python, "-c", "import json, numpy, torch, triton; print(json.dumps({'torch': "
+                            "torch.__version__.split('+')[0], 'triton': triton.__version__, 'numpy': "
+                            "numpy.__version__}))"], capture_output=True, text=True, cwd="/",
+                           env={"PATH": os.environ["PATH"]})
+    assert probe.returncode == 0, probe.stderr
+    assert json.loads(probe.stdout) == grader_versions()
+
+
+def test_pytest_from_the_release_root_runs_both_assignments(student):
+    dist, python = student
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    proc = subprocess.run([python, "-m", "pytest", "--collect-only", "-q"], cwd=dist, capture_output=True,
+                          text=True, env=env, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "import file mismatch" not in out, out
+    assert "residual-connections/test_public.py" in out and "fused-add-norm/test_public.py" in out, out
 
 
 def student_pytest(student):

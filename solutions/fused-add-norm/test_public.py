@@ -10,6 +10,8 @@ necessary, not sufficient.
 import pytest
 import torch
 import torch.nn.functional as F
+from nbtest import names_shape, value_error
+from torch.overrides import TorchFunctionMode
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -47,21 +49,6 @@ def _check(nb, x, fx, weight, bias, eps=1e-5, hint=""):
     err = (y - y_ref).abs().max().item()
     assert torch.allclose(y, y_ref, rtol=1e-4, atol=1e-4), (
         f"y differs from F.layer_norm(x + fx) by up to {err:.3g} {where}. {hint}")
-
-
-def _value_error(call) -> str:
-    """The message of the ValueError that call() raises; fails the test if it raises none."""
-    try:
-        call()
-    except ValueError as e:
-        return str(e)
-    except NotImplementedError:
-        raise
-    except Exception as e:
-        pytest.fail(f"expected a ValueError that says what is wrong with the input, got "
-                    f"{type(e).__name__}: {e}", pytrace=False)
-    pytest.fail("expected a ValueError that says what is wrong with the input; got none, so a "
-                "bad input went through (or was broadcast) silently", pytrace=False)
 
 
 # ---------------------------------------------------------------- Part 1
@@ -113,12 +100,77 @@ def test_part1_inputs_untouched(nb):
 
 
 def test_part1_rejects_bad_input(nb):
-    msg = _value_error(lambda: nb.fused_add_layernorm(*_inputs(2, 8193)))
+    msg = value_error(lambda: nb.fused_add_layernorm(*_inputs(2, 8193)), "rows of width 8193")
     assert "8192" in msg, f"a width over 8192 must be refused with a message naming 8192; it said: {msg!r}"
     x, _, weight, bias = _inputs(4, 50)
-    msg = _value_error(lambda: nb.fused_add_layernorm(x, torch.zeros(4, 51, device=DEVICE), weight, bias))
-    assert "(4, 50)" in msg and "(4, 51)" in msg, (
+    msg = value_error(lambda: nb.fused_add_layernorm(x, torch.zeros(4, 51, device=DEVICE), weight, bias),
+                      "x of shape (4, 50) with fx of shape (4, 51)")
+    assert names_shape(msg, (4, 50)) and names_shape(msg, (4, 51)), (
         f"the ValueError for x (4, 50) and fx (4, 51) must name both shapes; it said: {msg!r}")
+    x, fx, weight, bias = _inputs(4, 50)
+    for w, b, bad in ((weight[:49], bias, (49,)), (weight, bias.reshape(1, 50), (1, 50))):
+        msg = value_error(lambda: nb.fused_add_layernorm(x, fx, w, b), f"a weight or bias of shape {bad}")
+        assert names_shape(msg, bad), (
+            f"a weight or bias of shape {bad} for rows of width 50 must be refused with a message naming "
+            f"{bad}; it said: {msg!r}")
+
+
+def test_part1_large_mean_rows(nb):
+    x, fx, weight, bias = _inputs(8, 4096, seed=7)
+    x = x + 1000  # rows of mean about 1000 and variance about 2
+    h, y = _fused(nb, x, fx, weight, bias)
+    want = F.layer_norm((x + fx).double(), (4096,), weight.double(), bias.double(), 1e-5)
+    err = (y.double() - want).abs().max().item()
+    assert err < 1e-3, (
+        f"on rows with mean about 1000 and variance about 2, y is off by up to {err:.3g}: compute the "
+        "variance from the centred values, sum((h - mean)^2) / n, after the mean. The one-pass "
+        "E[h^2] - mean^2 subtracts two fp32 numbers near 10^6 and loses most digits.")
+
+
+class _TorchArithmetic(TorchFunctionMode):
+    """Records the torch functions that compute on data while it is active."""
+    NAMES = {"add", "__add__", "__radd__", "__iadd__", "sub", "__sub__", "mul", "__mul__", "div", "__truediv__",
+             "layer_norm", "mean", "var", "sum", "sqrt", "rsqrt", "pow", "__pow__"}
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in self.NAMES:
+            self.seen.append(func.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def test_part1_add_in_your_kernel(nb):
+    inputs = _inputs(4, 64, seed=8)
+    with _TorchArithmetic() as mode:
+        nb.fused_add_layernorm(*inputs)
+    assert not mode.seen, (
+        f"the wrapper computed on the data with torch ({', '.join(sorted(set(mode.seen)))}): h = x + fx and "
+        "the LayerNorm both belong in your kernel, which stores h and y; the wrapper only checks, reshapes, "
+        "allocates and launches")
+
+
+def test_part1_half_and_bfloat16(nb):
+    for dtype, rtol, atol in ((torch.float16, 1e-2, 1e-2), (torch.bfloat16, 2 ** -6, 1e-2)):
+        x, fx, weight, bias = _inputs(4, 1000, dtype=dtype, seed=9)
+        h, y = _fused(nb, x, fx, weight, bias)
+        # one bf16 step: Triton's interpreter casts fp32 to bf16 toward zero, torch rounds to nearest
+        assert torch.allclose(h.double(), (x + fx).double(), rtol=2 ** -7, atol=0), (
+            f"{dtype}: h differs from x + fx by more than one step of the dtype")
+        want = F.layer_norm((x.double() + fx.double()), (1000,), weight.double(), bias.double(), 1e-5)
+        err = (y.double() - want).abs().max().item()
+        assert torch.allclose(y.double(), want, rtol=rtol, atol=atol), (
+            f"{dtype}: y is off by up to {err:.3g}; load, convert to fp32 with .to(tl.float32), compute, and "
+            "store in the output's dtype")
+
+
+def test_part1_refuses_float64(nb):
+    msg = value_error(lambda: nb.fused_add_layernorm(*_inputs(4, 64, dtype=torch.float64)), "float64 input")
+    assert "float64" in msg, (
+        f"float64 inputs must be refused with a message naming float64 (the kernel computes in fp32); "
+        f"it said: {msg!r}")
 
 
 def _counting(run, launches: list):

@@ -6,9 +6,14 @@ drawn at grading time, and check more. Passing here is necessary, not sufficient
 """
 import math
 
-import pytest
 import torch
+from nbtest import names_shape, value_error
 from torch import nn
+
+
+def _linears(module: nn.Module) -> list:
+    """The Linear layers inside module, in order (the FFN's two, wherever the block keeps them)."""
+    return [m for m in module.modules() if isinstance(m, nn.Linear)]
 
 
 # ---------------------------------------------------------------- Part 1
@@ -24,16 +29,16 @@ def test_part1_residual_add_values_and_shape(nb):
 
 def test_part1_residual_add_rejects_broadcasting(nb):
     x, fx = torch.zeros(2, 3, 1), torch.zeros(2, 3, 8)
-    with pytest.raises(ValueError) as err:
-        nb.residual_add(x, fx)
-    msg = str(err.value)
-    assert "(2, 3, 1)" in msg and "(2, 3, 8)" in msg, (
+    msg = value_error(lambda: nb.residual_add(x, fx), "residual_add(x of shape (2, 3, 1), fx of shape (2, 3, 8))")
+    assert names_shape(msg, (2, 3, 1)) and names_shape(msg, (2, 3, 8)), (
         f"the ValueError must name both shapes, (2, 3, 1) and (2, 3, 8); it said: {msg!r}")
 
 
 def test_part1_residual_add_rejects_other_shapes(nb):
-    with pytest.raises(ValueError, match="768"):
-        nb.residual_add(torch.zeros(4, 768), torch.zeros(4, 3072))
+    msg = value_error(lambda: nb.residual_add(torch.zeros(4, 768), torch.zeros(4, 3072)),
+                       "residual_add(x of shape (4, 768), fx of shape (4, 3072))")
+    assert names_shape(msg, (4, 768)) and names_shape(msg, (4, 3072)), (
+        f"the ValueError must name both shapes, (4, 768) and (4, 3072); it said: {msg!r}")
 
 
 def test_part1_residual_add_leaves_inputs_alone(nb):
@@ -65,6 +70,12 @@ def test_part1_residual_zero_sublayer_is_identity(nb):
         "Residual with a zero sublayer must return x exactly: forward is x + sublayer(x)")
 
 
+def test_part1_residual_refuses_shape_change(nb):
+    lin = nn.Linear(6, 1)
+    value_error(lambda: nb.Residual(lin)(torch.zeros(4, 6)),
+                 "Residual with a sublayer (4, 6) -> (4, 1) (forward must go through residual_add)")
+
+
 def test_part1_projection_shortcut(nb):
     same = nb.ProjectionShortcut(768, 768)
     assert sum(p.numel() for p in same.parameters()) == 0, (
@@ -74,8 +85,8 @@ def test_part1_projection_shortcut(nb):
     proj = nb.ProjectionShortcut(768, 3072)
     assert isinstance(getattr(proj, "proj", None), nn.Linear), "expected attribute proj = nn.Linear"
     assert proj.proj.bias is None, "the projection is x W_s: nn.Linear(d_in, d_out, bias=False)"
-    assert proj(x).shape == (2, 3072)
-    assert torch.allclose(proj(x), x @ proj.proj.weight.T)
+    assert proj(x).shape == (2, 3072), f"(2, 768) in must give (2, 3072) out, got {tuple(proj(x).shape)}"
+    assert torch.allclose(proj(x), x @ proj.proj.weight.T), "ProjectionShortcut(768, 3072)(x) must be proj(x)"
 
 
 def test_part1_residual_ffn_shapes(nb):
@@ -172,8 +183,9 @@ def _reference_layer(block, norm_first):
     ref = nn.TransformerEncoderLayer(d, block.attn.num_heads, dim_feedforward=4 * d, dropout=0.0,
                                      activation="gelu", batch_first=True, norm_first=norm_first)
     ref.self_attn.load_state_dict(block.attn.state_dict())
-    ref.linear1.load_state_dict(block.ffn[0].state_dict())
-    ref.linear2.load_state_dict(block.ffn[2].state_dict())
+    first, second = _linears(block.ffn)
+    ref.linear1.load_state_dict(first.state_dict())
+    ref.linear2.load_state_dict(second.state_dict())
     ref.norm1.load_state_dict(block.ln1.state_dict())
     ref.norm2.load_state_dict(block.ln2.state_dict())
     return ref.double().eval()
@@ -201,22 +213,26 @@ def test_part4_built_from_parts(nb):
     block = nb.TransformerBlock(8, 2, norm="pre")
     assert isinstance(block.attn, nn.MultiheadAttention) and block.attn.batch_first, (
         "attn must be nn.MultiheadAttention(d_model, n_heads, batch_first=True)")
-    assert isinstance(block.ln1, nn.LayerNorm) and isinstance(block.ln2, nn.LayerNorm)
+    assert isinstance(block.ln1, nn.LayerNorm) and isinstance(block.ln2, nn.LayerNorm), (
+        "ln1 and ln2 must be nn.LayerNorm(d_model)")
+    widths = [(m.in_features, m.out_features) for m in _linears(getattr(block, "ffn", nn.Identity()))]
+    assert widths == [(8, 32), (32, 8)], (
+        f"ffn must be the FFN of Part 1 (Linear(8, 32), GELU, Linear(32, 8) for d_model = 8); its Linear "
+        f"layers are {widths or 'missing'}")
     assert not any(isinstance(m, nn.TransformerEncoderLayer) for m in block.modules()), (
         "build the block from attn, ln1, ln2 and ffn; do not wrap nn.TransformerEncoderLayer")
 
 
 def test_part4_bad_norm(nb):
-    with pytest.raises(ValueError) as err:
-        nb.TransformerBlock(8, 2, norm="mid")
-    assert "pre" in str(err.value) and "post" in str(err.value), (
-        f"the ValueError must name the two choices, 'pre' and 'post'; it said {str(err.value)!r}")
+    msg = value_error(lambda: nb.TransformerBlock(8, 2, norm="mid"), "TransformerBlock(8, 2, norm='mid')")
+    assert "pre" in msg and "post" in msg, (
+        f"the ValueError must name the two choices, 'pre' and 'post'; it said {msg!r}")
 
 
 def test_part4_pre_ln_zero_outputs_is_identity(nb):
     block = nb.TransformerBlock(8, 2, norm="pre")
     with torch.no_grad():
-        for lin in (block.attn.out_proj, block.ffn[2]):
+        for lin in (block.attn.out_proj, _linears(block.ffn)[-1]):
             lin.weight.zero_()
             lin.bias.zero_()
     x = torch.randn(2, 3, 8)
