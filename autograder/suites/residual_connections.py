@@ -677,7 +677,8 @@ def residual_structure(t: Trial):
             _check_block_layers(t, model, l, d, width)
             shortcut = model.module(f"{l}.shortcut")
             if shortcut is None or "ProjectionShortcut" not in shortcut.get("mro", []):
-                t.fail(f"{model.label}: block {l} must have shortcut = ProjectionShortcut({d}, {width}) from Part 1; "
+                t.fail(f"{model.label}: block {l} must have shortcut = ProjectionShortcut({d}, {width}) from Part 1 "
+                       f"({'no projection where the width changes' if d != width else 'the identity'}); "
                        f"yours: {shortcut.get('type') if shortcut else 'missing'}.")
             if d != width and _entry(model, f"{l}.shortcut.proj") != f"Linear({d}, {width}, bias=False)":
                 t.fail(f"{model.label}: no projection where the width changes: block {l} maps {d} -> {width}, so its "
