@@ -4,6 +4,7 @@ Each test takes `nb`, the code of your notebook's solution cells. These tests us
 fixed inputs and give fast feedback; the graded tests are different, use inputs
 drawn at grading time, and check more. Passing here is necessary, not sufficient.
 """
+import contextlib
 import math
 
 import pytest
@@ -303,6 +304,18 @@ def test_part5_alpha_scales_the_shortcut_not_the_branch(nb):
         "shortcut, or ignoring alpha, gives a different output")
 
 
+@contextlib.contextmanager
+def _one_thread():
+    """Models this small train fastest on one thread: more threads only add synchronisation, which costs
+    seconds on a busy machine. The caller's setting is restored."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _tiny_problem():
     gen = torch.Generator().manual_seed(0)
     X = torch.randn(96, 6, generator=gen)
@@ -314,7 +327,8 @@ def test_part5_train_lowers_the_loss(nb):
     torch.manual_seed(0)
     model = nb.residual_mlp(6, 16, 3, 2)
     before = F.cross_entropy(model(X), y).item()
-    losses = nb.train(model, X, y, 30, batch=32, seed=0)
+    with _one_thread():
+        losses = nb.train(model, X, y, 30, batch=32, seed=0)
     assert isinstance(losses, list) and len(losses) == 30, f"train must return 30 losses, got {losses!r}"
     after = F.cross_entropy(model(X), y).item()
     assert after < 0.7 * before, (
@@ -336,7 +350,8 @@ def test_part5_full_batch_train_is_sgd_with_momentum(nb):
                 v.mul_(0.9).add_(g)
                 p.sub_(0.1 * v)
         want.append(loss.item())
-    got = nb.train(model, X, y, 4, lr=0.1, batch=200)
+    with _one_thread():
+        got = nb.train(model, X, y, 4, lr=0.1, batch=200)
     assert len(got) == 4 and all(math.isclose(a, b, rel_tol=1e-5) for a, b in zip(got, want)), (
         f"with batch >= len(X) every step sees the whole set: expected the losses {want} of SGD(lr=0.1, "
         f"momentum=0.9), each taken before its step; got {got}")
@@ -359,10 +374,12 @@ def test_part5_grad_norms(nb):
 
 def test_part5_depth_sweep(nb):
     X, y = _tiny_problem()
-    curves = nb.depth_sweep(X, y, (1, 2), {"r": nb.residual_mlp}, 3, seeds=(0, 1), width=8)
+    with _one_thread():
+        curves = nb.depth_sweep(X, y, (1, 2), {"r": nb.residual_mlp}, 3, seeds=(0, 1), width=8)
     assert set(curves) == {("r", 1), ("r", 2)} and all(len(runs) == 2 for runs in curves.values()), (
         f"expected {{(kind, depth): [one loss list per seed]}} for depths 1, 2 and seeds 0, 1; got {curves}")
     torch.manual_seed(1)
-    want = nb.train(nb.residual_mlp(6, 8, 3, 2), X, y, 3, seed=1)
+    with _one_thread():
+        want = nb.train(nb.residual_mlp(6, 8, 3, 2), X, y, 3, seed=1)
     assert curves["r", 2][1] == want, (
         "seed 1, depth 2: torch.manual_seed(seed), build the model, then train(model, X, y, steps, seed=seed)")
