@@ -39,7 +39,8 @@ SOLUTION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\
 
 PART = {1: ["residual_add", "residual", "projection_shortcut", "residual_ffn"],
         2: ["chain_rule_grad", "split_gradient"], 3: ["gradient_norms"],
-        4: ["transformer_block", "residual_stream_norms"]}
+        4: ["transformer_block", "residual_stream_norms"],
+        5: ["plain_mlp", "residual_mlp", "train", "grad_norms", "depth_sweep"]}
 FUSED_PART = {1: ["fused_kernel", "fused_add_layernorm"]}
 
 CHEAT = '''\
@@ -158,6 +159,65 @@ class Samples:
         return bodies
 
 
+TORCH_OPTIM_TRAIN = '''\
+gen = torch.Generator().manual_seed(seed)
+opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+losses = []
+for _ in range(steps):
+    idx = torch.randperm(len(X), generator=gen)[:batch]
+    loss = F.cross_entropy(model(X[idx]), y[idx])
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+return losses
+'''
+
+
+def part5_samples(s: "Samples") -> dict[str, tuple[str, object, set[str]]]:
+    """Part 5's misconceptions, each a notebook otherwise equal to the reference."""
+    block = lambda index, *edits: s.filled("residual_mlp", s.body("residual_mlp", index, *edits))
+    forward = "return residual_add(self.alpha * self.shortcut(x), self.branch_scale * self.ffn(self.ln(x)))"
+    optim = lambda old, new: s.filled("train", [edit(TORCH_OPTIM_TRAIN, old, new)])
+    return {
+        "part5-shortcut-missing": (
+            "residual_mlp's blocks return branch_scale * ffn(ln(x)) only: the shortcut is never added",
+            s.solved(residual_mlp=block(1, (forward, "return self.branch_scale * self.ffn(self.ln(x))"))),
+            {"residual_forward", "residual_scaled", "residual_zero_init", "deep_residual_trains"}),
+        "part5-alpha-on-the-branch": (
+            "residual_mlp multiplies the branch by alpha * branch_scale and leaves the shortcut unscaled",
+            s.solved(residual_mlp=block(1, (forward, "return residual_add(self.shortcut(x), "
+                                                     "self.alpha * self.branch_scale * self.ffn(self.ln(x)))"))),
+            {"residual_scaled"}),
+        "part5-no-projection": (
+            "residual_mlp's first block, which changes the width, has no shortcut (a PlainBlock)",
+            s.solved(residual_mlp=block(2, (
+                "blocks = [ResidualBlock(d_in if l == 0 else width, width, alpha, branch_scale) for l in range(depth)]",
+                "blocks = [PlainBlock(d_in, width)] + [ResidualBlock(width, width, alpha, branch_scale)\n"
+                "                                      for _ in range(depth - 1)]"))),
+            {"residual_structure", "residual_forward", "residual_scaled", "residual_zero_init"}),
+        "part5-projection-everywhere": (
+            "residual_mlp's blocks all project the shortcut, also where the width stays the same",
+            s.solved(residual_mlp=block(0, ("self.shortcut = ProjectionShortcut(d_in, d_out)",
+                                            "self.shortcut = ProjectionShortcut(d_in, d_out)\n"
+                                            "self.shortcut.proj = nn.Linear(d_in, d_out, bias=False)"))),
+            {"residual_structure", "deep_residual_trains"}),
+        "part5-step-forgotten": (
+            "train uses torch.optim.SGD but never calls opt.step()",
+            s.solved(train=optim("    opt.step()\n", "")),
+            {"train_updates", "train_lowers_loss", "deep_residual_trains", "deep_plain_stalls"}),
+        "part5-zero-grad-forgotten": (
+            "train uses torch.optim.SGD but never calls opt.zero_grad(): gradients pile up",
+            s.solved(train=optim("    opt.zero_grad()\n", "")),
+            {"train_updates", "train_lowers_loss", "deep_residual_trains", "deep_plain_stalls"}),
+        "part5-grad-norms-reversed": (
+            "grad_norms returns its entries from x_depth down to x_0",
+            s.solved(grad_norms=s.filled("grad_norms", s.body("grad_norms", 0, (
+                "return [g.norm().item() for g in grads]", "return [g.norm().item() for g in grads][::-1]")))),
+            {"grad_norms_values"}),
+    }
+
+
 def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     """name -> (description, notebook dict or raw text, check names of the tests it fails)."""
     s = Samples("residual-connections", PART)
@@ -177,7 +237,8 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     fails_detached = {"norms_decay", "norms_depth_100", "norms_random", "norms_plain"}
     fails_wrong = fails_broadcasting | fails_hard_coded | fails_causal | fails_detached
     uses_residual_add = (part[1] - {"shortcut_identity", "shortcut_projection", "ffn_layers"}) | \
-        (part[4] - {"block_parts", "block_bad_norm", "stream_norms"})
+        (part[4] - {"block_parts", "block_bad_norm", "stream_norms"}) | \
+        {"residual_forward", "residual_scaled", "residual_zero_init", "deep_residual_trains", "train_lowers_loss"}
     always = "return AlwaysEqual()"
     ref = s.bodies
     always_equal = {
@@ -226,7 +287,8 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
         "full-marks": ("the reference solution", s.solved(), set()),
         "untouched-release": ("the release as handed out: every stub still raises NotImplementedError",
                               s.notebook({}), every),
-        "partly-right": ("parts 1 and 2 done, parts 3 and 4 still stubs", s.solved(parts=(1, 2)), part[3] | part[4]),
+        "partly-right": ("parts 1 and 2 done, parts 3 to 5 still stubs", s.solved(parts=(1, 2)),
+                         part[3] | part[4] | part[5]),
         "silent-broadcasting": ("residual_add returns x + fx without checking the shapes",
                                 s.solved(residual_add=broadcasting), fails_broadcasting),
         "in-place-add": ("residual_add checks the shapes, then adds in place (x += fx)",
@@ -294,6 +356,7 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
         "copied-honest-a": ("honest-a byte for byte, handed in by another student", honest["honest-a"], set()),
         "renamed-honest-a": ("honest-a with its local names renamed and two cells swapped",
                              near_copy, set()),
+        **part5_samples(s),
     }
 
 

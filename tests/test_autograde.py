@@ -123,7 +123,7 @@ def test_a_warning_on_stderr_costs_nothing(area):
     proc = subprocess.run([sys.executable, "-m", "autograder", "autograde", demo.ASSIGNMENT], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    assert sum(gradebook_scores(instructor)["noisy"].values()) == 75
+    assert sum(gradebook_scores(instructor)["noisy"].values()) == 100
 
 
 INTERRUPTED = ["full-marks", "partly-right", "pre-post-swapped", "wrong-answers", "hard-coded-example",

@@ -22,8 +22,8 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_loads_the_repository_course():
     c = course.load()
     a = c.assignment("residual-connections")
-    assert a.auto == {1: 20, 2: 15, 3: 15, 4: 25} and a.max_auto == 75
-    assert a.parts == [1, 2, 3, 4]
+    assert a.auto == {1: 20, 2: 15, 3: 15, 4: 25, 5: 25} and a.max_auto == 100
+    assert a.parts == [1, 2, 3, 4, 5]
     assert a.notebook_path(ROOT / "solutions") == SOURCE_NB
 
 

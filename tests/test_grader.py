@@ -150,10 +150,10 @@ def test_result_schema(graded):
         assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]
         assert result["assignment"] == ASSIGNMENT and result["seed"] == SEED
         assert result["score"] == sum(t["score"] for t in result["tests"])
-        assert result["max_score"] == sum(t["max_score"] for t in result["tests"]) == 75
+        assert result["max_score"] == sum(t["max_score"] for t in result["tests"]) == 100
         for t in result["tests"]:
             assert list(t) == ["name", "part", "score", "max_score", "output"]
-            assert isinstance(t["name"], str) and t["part"] in (1, 2, 3, 4)
+            assert isinstance(t["name"], str) and t["part"] in (1, 2, 3, 4, 5)
             assert t["score"] in (0, t["max_score"]) and isinstance(t["output"], str) and t["output"]
         json.dumps(result)
 
@@ -220,15 +220,15 @@ def test_memory_limit_fails_the_test_not_the_grader(grader, tmp_path):
     result = grader.grade(path, SEED).to_json()
     first = result["tests"][0]
     assert first["score"] == 0 and ("memory" in first["output"].lower() or "alloc" in first["output"].lower())
-    assert grader.grade(SOLUTION, SEED).to_json()["score"] == 75
+    assert grader.grade(SOLUTION, SEED).to_json()["score"] == 100
 
 
 def test_student_code_cannot_kill_the_fork_server(grader, tmp_path):
     path = notebook_with(tmp_path, "killer.ipynb", split_gradient=(
         "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\n"
         "def split_gradient(x0, dF, upstream):\n    return upstream, upstream * dF(x0)\n"))
-    assert grader.grade(path, SEED).to_json()["score"] == 75
-    assert grader.grade(SOLUTION, SEED).to_json()["score"] == 75
+    assert grader.grade(path, SEED).to_json()["score"] == 100
+    assert grader.grade(SOLUTION, SEED).to_json()["score"] == 100
 
 
 def test_huge_messages_are_capped(grader, tmp_path):

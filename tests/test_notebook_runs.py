@@ -21,7 +21,7 @@ def text_of(cell) -> str:
 
 
 def test_every_check_cell_passes(executed):
-    for part in (1, 2, 3, 4):
+    for part in (1, 2, 3, 4, 5):
         out = text_of(executed[f"part{part}-tests"])
         assert "FAILED" not in out and "not done" not in out, out
         assert f"Part {part}:" in out and "public tests passed" in out, out
@@ -91,3 +91,29 @@ def test_the_texts_arithmetic():
     for value, quoted, last_digit, text in claims:   # each is the value rounded to the digits quoted
         assert text in markdown, text
         assert abs(value - quoted) <= last_digit / 2, (text, value)
+
+
+def test_sweep_shows_what_the_text_says(executed):
+    """Part 5's text and written answer: all three fit at depth 2; from depth 16 the plain and the
+    0.5-shortcut networks stay near chance (ln 10 = 2.30) while the residual one trains."""
+    rows = {}
+    for line in text_of(executed["part5-sweep"]).splitlines():
+        name, _, values = line.partition(":")
+        if name.strip() in ("plain", "residual", "0.5 shortcut"):   # the loss table comes first
+            rows.setdefault(name.strip(), dict(zip((2, 8, 16, 32), map(float, values.split()))))
+    assert set(rows) == {"plain", "residual", "0.5 shortcut"}, rows
+    assert all(rows[kind][2] < 0.1 for kind in rows), rows
+    assert all(rows["residual"][d] < 0.1 for d in (2, 8, 16, 32)), rows
+    assert all(rows[kind][d] > 1.5 for kind in ("plain", "0.5 shortcut") for d in (16, 32)), rows
+    assert any("image/png" in o.get("data", {}) for o in executed["part5-sweep"].outputs)
+
+
+def test_branch_scaling_keeps_the_stream_near_one(executed):
+    """Default branches grow the stream and the gradient with depth; 1/sqrt(L) keeps both near 1, zero_init at 1."""
+    rows = {}
+    for line in text_of(executed["part5-scaling"]).splitlines()[1:]:
+        depth, name, stream, grad = line.split()
+        rows[int(depth), name] = (float(stream), float(grad))
+    assert rows[64, "default"][0] > 2 * rows[4, "default"][0] and rows[64, "default"][1] > 2, rows
+    assert all(max(rows[L, "1/sqrt(L)"]) < 1.3 and rows[L, "zero_init"] == (1.0, 1.0) for L in (4, 16, 64)), rows
+

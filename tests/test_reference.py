@@ -104,3 +104,24 @@ def test_residual_stream_norms_grow_in_pre_ln_and_reset_in_post_ln(reference):
     assert len(pre) == len(post) == 9
     assert pre[-1] > pre[0] * 1.2
     assert all(v == pytest.approx(math.sqrt(32), rel=1e-3) for v in post[1:])
+
+
+def test_the_sweep_separates_on_other_seeds(reference):
+    """Part 5's claims do not hang on seed 0 (the notebook's): on seeds 1 and 2, after the notebook's
+    150 steps on the digits, every network fits at depth 2, and at depth 16 only the residual one does."""
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    X, y = torch.tensor(digits.data, dtype=torch.float32) / 16.0, torch.tensor(digits.target)
+    kinds = {"plain": reference.plain_mlp, "residual": reference.residual_mlp,
+             "0.5 shortcut": lambda *args: reference.residual_mlp(*args, alpha=0.5)}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)          # as the notebook does: tiny models, threads only synchronise
+    try:
+        curves = reference.depth_sweep(X, y, (2, 16), kinds, 150, seeds=(1, 2))
+    finally:
+        torch.set_num_threads(threads)
+    final = {key: [sum(run[-10:]) / 10 for run in runs] for key, runs in curves.items()}
+    assert all(v < 0.1 for kind in kinds for v in final[kind, 2]), final
+    assert all(v < 0.1 for v in final["residual", 16]), final
+    assert all(v > 1.5 for kind in ("plain", "0.5 shortcut") for v in final[kind, 16]), final
+

@@ -4,9 +4,11 @@ Each test takes `nb`, the code of your notebook's solution cells. These tests us
 fixed inputs and give fast feedback; the graded tests are different, use inputs
 drawn at grading time, and check more. Passing here is necessary, not sufficient.
 """
+import contextlib
 import math
 
 import torch
+import torch.nn.functional as F
 from nbtest import names_shape, value_error
 from torch import nn
 
@@ -254,3 +256,146 @@ def test_part4_residual_stream_norms(nb):
 class _Double(nn.Module):
     def forward(self, x):
         return 2 * x
+
+
+# ---------------------------------------------------------------- Part 5
+
+def _blocks(model, depth):
+    return [model[l] for l in range(depth)]
+
+
+def _count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+def test_part5_plain_mlp_structure(nb):
+    model = nb.plain_mlp(64, 16, 10, 3)
+    assert isinstance(model, nn.Sequential) and len(model) == 5, (
+        "plain_mlp(64, 16, 10, 3) must be an nn.Sequential of 3 blocks, the final LayerNorm and the head")
+    for l, block in enumerate(_blocks(model, 3)):
+        d = 64 if l == 0 else 16
+        assert isinstance(block.ln, nn.LayerNorm) and block.ln.normalized_shape == (d,), (
+            f"block {l}: ln must be nn.LayerNorm({d}), the block's input width")
+        assert [type(m).__name__ for m in block.ffn] == ["Linear", "GELU", "Linear"], (
+            f"block {l}: ffn must be Linear, GELU, Linear (ResidualFFN(d_in, width, expansion=1).ffn)")
+        assert not hasattr(block, "shortcut"), f"block {l} has a shortcut; a plain block is ffn(ln(x))"
+    assert isinstance(model[3], nn.LayerNorm) and isinstance(model[4], nn.Linear), (
+        "model[depth] must be the final LayerNorm(width), model[depth + 1] the head Linear(width, d_out)")
+    per_block = lambda d: 2 * d + d * 16 + 16 + 16 * 16 + 16
+    want = per_block(64) + 2 * per_block(16) + 2 * 16 + 16 * 10 + 10
+    assert _count(model) == want, f"plain_mlp(64, 16, 10, 3) has {_count(model)} parameters, expected {want}"
+
+
+def test_part5_residual_mlp_projects_only_where_the_width_changes(nb):
+    model = nb.residual_mlp(64, 16, 10, 3)
+    assert isinstance(model, nn.Sequential) and len(model) == 5, (
+        "residual_mlp(64, 16, 10, 3) must be an nn.Sequential of 3 blocks, the final LayerNorm and the head")
+    first = model[0].shortcut.proj
+    assert isinstance(first, nn.Linear) and first.bias is None and tuple(first.weight.shape) == (16, 64), (
+        "no projection where the width changes: block 0 maps 64 -> 16, so its shortcut needs "
+        "proj = Linear(64, 16, bias=False) (ProjectionShortcut(64, 16))")
+    for l in (1, 2):
+        assert _count(model[l].shortcut) == 0, (
+            f"block {l} keeps the width 16: its shortcut is the identity, with no parameters")
+    assert isinstance(model[3], nn.LayerNorm), "model[depth] must be the final LayerNorm(width)"
+
+
+def test_part5_zero_init_blocks_are_their_shortcut(nb):
+    model = nb.residual_mlp(8, 8, 3, 2, zero_init=True)
+    x = torch.randn(5, 8, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(model[1](model[0](x)), x), (
+        "with zero_init=True each branch's last Linear (ffn[2]) starts at zero, so every block returns x exactly")
+    scaled = nb.residual_mlp(8, 8, 3, 1, alpha=0.5, zero_init=True)
+    assert torch.allclose(scaled[0](x), 0.5 * x), (
+        "with alpha=0.5 and a zero branch a block returns 0.5 * x: alpha scales the shortcut")
+
+
+def test_part5_alpha_scales_the_shortcut_not_the_branch(nb):
+    torch.manual_seed(1)
+    model = nb.residual_mlp(6, 6, 2, 1, alpha=0.5, branch_scale=3.0)
+    block, x = model[0], torch.randn(4, 6, generator=torch.Generator().manual_seed(2))
+    branch = block.ffn(block.ln(x))
+    assert torch.allclose(block(x), 0.5 * x + 3.0 * branch, atol=1e-6), (
+        "a block is alpha * shortcut(x) + branch_scale * ffn(ln(x)); scaling the branch instead of the "
+        "shortcut, or ignoring alpha, gives a different output")
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """Models this small train fastest on one thread: more threads only add synchronisation, which costs
+    seconds on a busy machine. The caller's setting is restored."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _tiny_problem():
+    gen = torch.Generator().manual_seed(0)
+    X = torch.randn(96, 6, generator=gen)
+    return X, (X @ torch.randn(6, 3, generator=gen)).argmax(1)
+
+
+def test_part5_train_lowers_the_loss(nb):
+    X, y = _tiny_problem()
+    torch.manual_seed(0)
+    model = nb.residual_mlp(6, 16, 3, 2)
+    before = F.cross_entropy(model(X), y).item()
+    with _one_thread():
+        losses = nb.train(model, X, y, 30, batch=32, seed=0)
+    assert isinstance(losses, list) and len(losses) == 30, f"train must return 30 losses, got {losses!r}"
+    after = F.cross_entropy(model(X), y).item()
+    assert after < 0.7 * before, (
+        f"30 steps of train took the loss from {before:.3f} to {after:.3f} only; check that train calls "
+        "opt.zero_grad(), loss.backward() and opt.step() on model.parameters()")
+
+
+def test_part5_full_batch_train_is_sgd_with_momentum(nb):
+    X, y = _tiny_problem()
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
+    params = [p.detach().clone().requires_grad_(True) for p in model.parameters()]
+    velocity, want = [torch.zeros_like(p) for p in params], []
+    for _ in range(4):     # SGD with momentum 0.9 by hand, as torch.optim.SGD computes it
+        w1, b1, w2, b2 = params
+        loss = F.cross_entropy(F.linear(F.relu(F.linear(X, w1, b1)), w2, b2), y)
+        with torch.no_grad():
+            for p, v, g in zip(params, velocity, torch.autograd.grad(loss, params)):
+                v.mul_(0.9).add_(g)
+                p.sub_(0.1 * v)
+        want.append(loss.item())
+    with _one_thread():
+        got = nb.train(model, X, y, 4, lr=0.1, batch=200)
+    assert len(got) == 4 and all(math.isclose(a, b, rel_tol=1e-5) for a, b in zip(got, want)), (
+        f"with batch >= len(X) every step sees the whole set: expected the losses {want} of SGD(lr=0.1, "
+        f"momentum=0.9), each taken before its step; got {got}")
+
+
+def test_part5_grad_norms(nb):
+    torch.manual_seed(4)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 3))
+    X, y = torch.randn(7, 4, generator=torch.Generator().manual_seed(5)), torch.tensor([0, 1, 2, 0, 1, 2, 0])
+    x0 = X.clone().requires_grad_(True)
+    x1 = model[0](x0)
+    x2 = model[1](x1)
+    want = [g.norm().item() for g in torch.autograd.grad(F.cross_entropy(model[2](x2), y), (x0, x1, x2))]
+    got = nb.grad_norms(model, X, y, 2)
+    assert len(got) == 3 and all(math.isclose(a, b, rel_tol=1e-5) for a, b in zip(got, want)), (
+        f"entry l is ||dL/dx_l||, x_l the input of model[l] (x_0 = X), L the mean cross-entropy: "
+        f"expected {want}, got {got}")
+    assert not X.requires_grad, "grad_norms must leave X as it was (work on a detached copy)"
+
+
+def test_part5_depth_sweep(nb):
+    X, y = _tiny_problem()
+    with _one_thread():
+        curves = nb.depth_sweep(X, y, (1, 2), {"r": nb.residual_mlp}, 3, seeds=(0, 1), width=8)
+    assert set(curves) == {("r", 1), ("r", 2)} and all(len(runs) == 2 for runs in curves.values()), (
+        f"expected {{(kind, depth): [one loss list per seed]}} for depths 1, 2 and seeds 0, 1; got {curves}")
+    torch.manual_seed(1)
+    with _one_thread():
+        want = nb.train(nb.residual_mlp(6, 8, 3, 2), X, y, 3, seed=1)
+    assert curves["r", 2][1] == want, (
+        "seed 1, depth 2: torch.manual_seed(seed), build the model, then train(model, X, y, steps, seed=seed)")

@@ -8,6 +8,9 @@ child before any student code: the torch and math functions used are bound here.
     ["pair", family, a, b]      (F, dF) for the scalar stack of Part 2: float -> float, math only
     ["derivative", family, a, b]   dF alone
     ["branch", kind, *tensors]  an nn.Module x -> F(x) for Parts 1, 3 and 4 (see Branch)
+    ["mlp", W1, b1, W2, b2]     Part 5: a trainable Sequential(Linear, ReLU, Linear) with these weights
+    ["stack", shortcut, W, b, ..., Wh, bh]
+                                Part 5: Sequential(fixed TanhBlocks, a Linear head) for grad_norms
 """
 from __future__ import annotations
 
@@ -74,12 +77,51 @@ class Branch(nn.Module):
         return x + _t_tanh(z)
 
 
-SPECS = {"pair": pair, "derivative": derivative, "branch": Branch}
+def _linear_layer(weight, bias) -> nn.Linear:
+    layer = nn.Linear(weight.shape[1], weight.shape[0])
+    with torch.no_grad():
+        layer.weight.copy_(weight)
+        layer.bias.copy_(bias)
+    return layer
+
+
+def mlp(w1, b1, w2, b2) -> nn.Sequential:
+    """(*, d) -> (*, k): Linear(d, h), ReLU, Linear(h, k), trainable, so that train is graded on a
+    model the grader built (a wrong builder costs only the builder tests)."""
+    return nn.Sequential(_linear_layer(w1, b1), nn.ReLU(), _linear_layer(w2, b2))
+
+
+class TanhBlock(nn.Module):
+    """(*, d) -> (*, d): x + tanh(x W^T + b), or tanh(x W^T + b) without the shortcut."""
+
+    def __init__(self, weight, bias, shortcut: bool):
+        super().__init__()
+        self.shortcut = shortcut
+        self.register_buffer("weight", weight)
+        self.register_buffer("bias", bias)
+
+    def forward(self, x):
+        z = _t_tanh(_linear(x, self.weight, self.bias))
+        return x + z if self.shortcut else z
+
+
+def stack(shortcut: bool, *tensors) -> nn.Sequential:
+    """TanhBlocks from (W, b) pairs, then a Linear head (the last pair)."""
+    *blocks, wh, bh = tensors
+    pairs = zip(blocks[0::2], blocks[1::2])
+    return nn.Sequential(*(TanhBlock(w, b, shortcut) for w, b in pairs), _linear_layer(wh, bh))
+
+
+SPECS = {"pair": pair, "derivative": derivative, "branch": Branch, "mlp": mlp, "stack": stack}
 
 
 def warm_up() -> None:
     """Run in the fork server once, so that children do not each pay first-call costs
-    (the first attention call and backward initialise their kernels)."""
+    (the first attention call and backward initialise their kernels; the first optimizer step
+    imports torch._dynamo, seconds that would otherwise land inside Part 5's first training test)."""
     x = torch.ones(1, 2, 2, requires_grad=True)
     attention = nn.MultiheadAttention(2, 1, batch_first=True)
     torch.autograd.backward(torch.sum(attention(x, x, x, need_weights=False)[0]))
+    p = nn.Parameter(torch.ones(1))
+    torch.sum(p).backward()
+    torch.optim.SGD([p], lr=0.1, momentum=0.9).step()
