@@ -241,7 +241,7 @@ def enter(box: Box, scratch: str, readable: list[str], writable: list[str],
         got.append(f"uid {box.uid} without capabilities")
     else:
         got.append("the grader's own uid")
-    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    die_with_parent(signal.SIGKILL)
     return got, lacking
 
 
@@ -289,6 +289,11 @@ def clean_environment(env: dict[str, str]) -> None:
     start, end = int(fields[47]), int(fields[48])    # env_start, env_end: fields 50 and 51 of stat(5)
     if 0 < start < end:
         ctypes.memset(start, 0, end - start)
+
+
+def die_with_parent(sig: int) -> None:
+    """Have the kernel send `sig` to the calling process when its parent ends, however it ends."""
+    _check(_libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
 
 
 def pid_namespaces_work() -> bool:
