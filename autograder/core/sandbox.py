@@ -79,6 +79,12 @@ class Limits:
     cuda: bool = False   # the child may use the GPU (its device files, the driver's address space)
     budget_s: float | None = None   # one submission: loading and all its tests (None: no budget)
 
+    @property
+    def resident_mb(self) -> int:
+        """The memory cgroup's limit: what a child may really use, memfd and shared memory included.
+        Half the address space: torch reserves about 1 GiB it never touches."""
+        return self.memory_mb // 2
+
 
 # ------------------------------------------------------------------ the zygote
 
@@ -319,7 +325,7 @@ def _isolate(config: dict, cgroup: "boxing.Cgroup | None") -> str:
            "TRITON_HOME": scratch, "TRITON_CACHE_DIR": os.path.join(scratch, "triton-cache"),
            **{var: os.environ[var] for var in READ_AT_IMPORT if var in os.environ}}
     budget = config.get("budget_s") or 600
-    got, lacking = boxing.enter(boxing.Box(memory_mb=config["memory_mb"], address_mb=config["memory_mb"],
+    got, lacking = boxing.enter(boxing.Box(memory_mb=config["resident_mb"], address_mb=config["memory_mb"],
                                            cpu_s=int(budget) + 10, cuda=cuda),
                                 scratch, readable, sorted(writable), cgroup, env)
     tempfile.tempdir = None                  # re-read TMPDIR
@@ -445,11 +451,12 @@ class Sandbox:
         while self._child is None:
             if self.over_budget:
                 raise Hung()
-            child = self.zygote.spawn(self.limits.memory_mb)
+            child = self.zygote.spawn(self.limits.resident_mb)
             current = None
             try:
                 child.send({"cells": self.cells, "specs": self.specs, "scratch": self._scratch,
-                            "memory_mb": self.limits.memory_mb, "cuda": self.limits.cuda,
+                            "memory_mb": self.limits.memory_mb, "resident_mb": self.limits.resident_mb,
+                            "cuda": self.limits.cuda,
                             "budget_s": self.limits.budget_s, "contract": self.contract})
                 deadline = min(time.monotonic() + self.limits.timeout_s, self.budget_end)
                 while True:

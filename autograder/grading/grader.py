@@ -49,7 +49,7 @@ class Grader:
                              env={"TRITON_INTERPRET": "0" if machine_cuda else "1"})
         try:
             source = self.assignment.notebook_path(SOLUTIONS)
-            self.template = Template(source)
+            self.template = Template(source, course.grading.max_cell_kb)
             self.contract = contract_mod.load(source.parent)
             self.reference = nbtest.load(source, name=f"autograder_reference_{assignment.replace('-', '_')}")
             self.suite = suites.load(assignment)
