@@ -37,6 +37,10 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# Feedback pages show what students wrote: nbconvert's sanitizer (bleach) cleans the HTML of
+# markdown cells and outputs and drops JavaScript outputs, so no student's script reaches a browser.
+c.HTMLExporter.sanitize_html = True
+
 # Late uploads lose course.toml's late_per_day points per started day after the deadline, which
 # `python -m autograder autograde` records as the assignment's due date (Canvas upload times
 # come from the bulk download, autograder/lms/canvas/collect.py).
