@@ -1,0 +1,176 @@
+"""The hostile corpus (tests/hostile/corpus.py) through the grader's three paths.
+
+Every submission gets a result with every test, no more points than its honest twin, the
+reason where one is required, in bounded time; nothing it did is left on the machine
+(processes, SysV segments, files, metadata, packets) and no other result changes.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.course import COURSE_FILE, ROOT
+from hostile import corpus
+
+pytestmark = pytest.mark.slow
+
+BUDGET_S = 40          # the test course's submission_budget_s (timeout_s stays 10)
+BATCH_BOUND_S = 900    # the whole corpus, 2 workers, on a loaded 2-core machine
+
+
+@pytest.fixture(scope="module")
+def course_file(tmp_path_factory):
+    """course.toml with a short per-submission budget, so that the budget case ends soon."""
+    path = tmp_path_factory.mktemp("course") / "course.toml"
+    text = COURSE_FILE.read_text(encoding="utf-8")
+    lines = [f"submission_budget_s = {BUDGET_S}" if line.startswith("submission_budget_s") else line
+             for line in text.splitlines()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+class Outside:
+    """What an attack could touch outside its box, and a snapshot to compare after grading."""
+
+    def __init__(self):
+        corpus.VICTIMS.mkdir(mode=0o755, exist_ok=True)
+        for name in ("gradebook.db", "roster.csv"):
+            path = corpus.VICTIMS / name
+            path.write_text("precious\n")
+            path.chmod(0o644)
+            os.setxattr(path, "user.keep", b"1")
+        self.heard: list[str] = []
+        self._sockets = []
+        udp = self._listen(socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", corpus.UDP_PORT))
+        threading.Thread(target=self._receive, args=(udp,), daemon=True).start()
+        for family, address in ((socket.AF_INET, ("127.0.0.1", corpus.TCP_PORT)),
+                                (socket.AF_UNIX, str(corpus.UNIX_SOCKET)), (socket.AF_UNIX, corpus.ABSTRACT)):
+            server = self._listen(family, socket.SOCK_STREAM, address)
+            server.listen()
+            threading.Thread(target=self._accept, args=(server,), daemon=True).start()
+        os.chmod(corpus.UNIX_SOCKET, 0o777)
+        self.before = self.snapshot()
+
+    def _receive(self, udp):
+        try:
+            self.heard.append(f"a datagram: {udp.recv(100)!r}")
+        except OSError:
+            pass
+
+    def _accept(self, server):
+        try:
+            server.accept()
+            self.heard.append(f"a connection to {server.getsockname()!r}")
+        except OSError:          # closed at the end of the test
+            pass
+
+    def _listen(self, family, kind, address):
+        if family == socket.AF_UNIX and isinstance(address, str) and os.path.exists(address):
+            os.unlink(address)
+        s = socket.socket(family, kind)
+        s.bind(address)
+        self._sockets.append(s)
+        return s
+
+    @staticmethod
+    def snapshot() -> dict:
+        victims = {p.name: (p.stat().st_mode, p.stat().st_uid, p.stat().st_mtime_ns, sorted(os.listxattr(p)))
+                   for p in sorted(corpus.VICTIMS.iterdir()) if p.is_file()}
+        return {"victims": victims, "victim dir": sorted(p.name for p in corpus.VICTIMS.iterdir()),
+                "shm segments": Path("/proc/sysvipc/shm").read_text().count("\n") - 1,
+                "processes": boxed_processes(),
+                "tmp": sorted(p.name for p in Path("/tmp").iterdir() if p.name.startswith(("hostile-e", "autograder-"))),
+                "repository": subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=ROOT,
+                                             capture_output=True, text=True).stdout}
+
+    def left_over(self) -> dict:
+        """{what: (before, after)} for everything that changed."""
+        deadline = time.monotonic() + 10      # an IPC namespace is freed by a kernel worker, soon after
+        while True:
+            after = self.snapshot()
+            changed = {k: (self.before[k], after[k]) for k in after if after[k] != self.before[k]}
+            if not changed or time.monotonic() > deadline:
+                return {**changed, **({"heard": self.heard} if self.heard else {})}
+            time.sleep(0.5)
+
+    def close(self):
+        for s in self._sockets:
+            s.close()
+
+
+def boxed_processes() -> list[str]:
+    """Processes running as the box's uid, or named by an attack ("hostile")."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if fields.get("Uid", "").split()[:1] == ["65534"] or fields.get("Name", "").strip() == "hostile":
+            found.append(f"{status.parent.name} {fields.get('Name', '').strip()}")
+    return sorted(found)
+
+
+@pytest.fixture
+def outside():
+    watched = Outside()
+    yield watched
+    watched.close()
+
+
+def grade(course_file, *args, timeout=BATCH_BOUND_S) -> tuple[subprocess.CompletedProcess, float]:
+    env = {**os.environ, "COURSE_FILE": str(course_file), corpus.SECRET_VAR: corpus.SECRET}
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "residual-connections", *map(str, args)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    return proc, time.monotonic() - start
+
+
+def check(name: str, case: corpus.Case, result: dict) -> list[str]:
+    """What is wrong with one submission's result (empty when it is as required)."""
+    problems = []
+    outputs = "\n".join(t["output"] for t in result["tests"])
+    if len(result["tests"]) != 29 or result["max_score"] != corpus.TWIN_SCORE:
+        problems.append(f"{name}: {len(result['tests'])} tests out of {result['max_score']}")
+    if result["score"] > case.max_score:
+        problems.append(f"{name}: {result['score']} points, more than {case.max_score}")
+    if case.reason and case.reason not in outputs:
+        problems.append(f"{name}: no '{case.reason}' in its outputs: {outputs[:300]!r}")
+    for leak in ("ESCAPED", corpus.SECRET, "Traceback"):
+        if leak in outputs:
+            problems.append(f"{name}: {leak} in its outputs: {outputs[outputs.index(leak) - 100:][:300]!r}")
+    return problems
+
+
+def test_hostile_batch(tmp_path, course_file, outside):
+    """The whole corpus in one batch (`grade ASSIGNMENT FOLDER`), two at a time."""
+    cases = corpus.write_corpus(tmp_path / "corpus")
+    assert len(cases) >= 31
+    proc, took = grade(course_file, tmp_path / "corpus", "--json", "--workers", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = {Path(r["submission"]).name: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert sorted(results) == sorted(cases)
+    assert corpus.SECRET not in proc.stdout + proc.stderr
+    problems = [p for name, case in cases.items() for p in check(name, case, results[name])]
+    assert problems == []
+    assert results["honest-twin.ipynb"]["score"] == corpus.TWIN_SCORE
+    assert took < BATCH_BOUND_S
+    assert outside.left_over() == {}
+
+
+@pytest.mark.parametrize("name", ["grader-env", "classmates", "daemon", "frame-stall", "deep-nesting", "budget"])
+def test_hostile_alone(tmp_path, course_file, outside, name):
+    """One notebook (`grade ASSIGNMENT FILE`, whose fork server is this very process forked)."""
+    cases = corpus.write_corpus(tmp_path / "corpus")
+    file = f"hostile-{name}.ipynb"
+    proc, took = grade(course_file, tmp_path / "corpus" / file, "--json", timeout=BUDGET_S + 120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert check(file, cases[file], json.loads(proc.stdout)) == []
+    assert took < BUDGET_S + 60          # the budget, plus starting the grader
+    assert outside.left_over() == {}
