@@ -38,6 +38,9 @@ def test_loads_the_repository_course():
         (lambda s: s.replace('kind = "canvas"', 'kind = "gradescope"'), "lms.kind", "expected one of canvas, got"),
         (lambda s: s.replace("late_per_day = 5", "late_per_day = -1", 1), "late_per_day", "points >= 0"),
     (lambda s: s.replace("[grading]", "[grading]\ntimout_s = 3"), "grading.timout_s", "unknown key"),
+    (lambda s: s.replace("submission_budget_s = 300", "submission_budget_s = 5"), "grading.submission_budget_s",
+     "at least timeout_s"),
+    (lambda s: s.replace("max_cell_kb = 512", "max_cell_kb = 0"), "grading.max_cell_kb", "KiB >= 1"),
     (lambda s: s.replace("[assignments.residual-connections]", "[assignments.no-such-thing]"),
      "no-such-thing.notebook", "unknown assignment"),
 ])

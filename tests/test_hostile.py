@@ -174,3 +174,118 @@ def test_hostile_alone(tmp_path, course_file, outside, name):
     assert check(file, cases[file], json.loads(proc.stdout)) == []
     assert took < BUDGET_S + 60          # the budget, plus starting the grader
     assert outside.left_over() == {}
+
+
+# ------------------------------------------------------------------ the class command
+
+CLASS = {"honest-twin": 75, "partly-right": 35, "hostile-budget": None, "segfault-at-import": 64,
+         "hostile-meta-list": None, "hostile-script-in-markdown": 75}
+HONEST = {"honest-twin", "partly-right", "hostile-script-in-markdown"}
+
+
+def class_area(tmp_path, course_file, budget_s: int):
+    """submitted/CANVAS_ID/ for each of CLASS (roster IDs in order), the roster imported; (env, {id: name})."""
+    from autograder.lms.canvas.roster import import_roster, read_roster
+    from autograder.nbgrading.run import nbgrader_config
+    roster_csv = ROOT / "submissions" / "roster.csv"
+    ids = [s.id for s in read_roster(roster_csv).students]
+    instructor = tmp_path / "instructor"
+    notebooks = tmp_path / "corpus"
+    corpus.write_corpus(notebooks)
+    students = {}
+    for cid, name in zip(ids, CLASS):
+        folder = instructor / "submitted" / cid / "residual-connections"
+        folder.mkdir(parents=True)
+        source = notebooks / f"{name}.ipynb"
+        if not source.exists():
+            source = ROOT / "submissions" / "residual-connections" / f"{name}.ipynb"
+        (folder / "residual-connections.ipynb").write_bytes(source.read_bytes())
+        students[cid] = name
+    course = tmp_path / "class-course.toml"
+    course.write_text("\n".join(f"submission_budget_s = {budget_s}" if l.startswith("submission_budget_s") else l
+                                for l in course_file.read_text().splitlines()) + "\n")
+    env = {**os.environ, "COURSE_INSTRUCTOR_DIR": str(instructor), "COURSE_FILE": str(course),
+           corpus.SECRET_VAR: corpus.SECRET}
+    before = os.environ.get("COURSE_INSTRUCTOR_DIR")
+    os.environ["COURSE_INSTRUCTOR_DIR"] = str(instructor)
+    try:
+        import_roster(roster_csv, nbgrader_config().CourseDirectory.db_url, ("residual-connections",))
+    finally:
+        os.environ.pop("COURSE_INSTRUCTOR_DIR") if before is None else os.environ.update(COURSE_INSTRUCTOR_DIR=before)
+    return instructor, env, students
+
+
+def totals(instructor) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{instructor / 'gradebook.db'}") as gb:
+        return {s.student.id: s.score for s in gb.assignment_submissions("residual-connections")}
+
+
+def exported(instructor, env) -> dict[str, str]:
+    """{Canvas ID: grade} from `nbgrader export` (the Canvas CSV)."""
+    import csv
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "export", "--log-level=WARN"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader((instructor / "canvas" / "grades.csv").open(encoding="utf-8")))
+    return {r[1]: r[5] for r in rows[1:] if r[0] != "Points Possible"}
+
+
+def test_class_with_a_hanging_and_a_crashing_student(tmp_path, course_file, outside):
+    """The whole class graded: the hanging student is stopped by its budget, with the reason; the honest
+    ones are merged, exported, and their feedback holds no student script."""
+    instructor, env, students = class_area(tmp_path, course_file, BUDGET_S)
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "autograder", "autograde", "residual-connections", "--workers", "2"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    took = time.monotonic() - start
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    got = totals(instructor)
+    for cid, name in students.items():
+        if CLASS[name] is not None:
+            assert got[cid] == CLASS[name], (name, got)
+    hanging = next(cid for cid, name in students.items() if name == "hostile-budget")
+    assert got[hanging] < 75
+    grades = exported(instructor, env)
+    assert {cid: float(grades[cid]) for cid, name in students.items() if name in HONEST} == \
+        {cid: CLASS[name] for cid, name in students.items() if name in HONEST}
+    assert took < 600
+    fb = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", "residual-connections", "--force",
+                         "--log-level=WARN"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert fb.returncode == 0, fb.stderr
+    script = next(cid for cid, name in students.items() if name == "hostile-script-in-markdown")
+    page = next((instructor / "feedback" / script).rglob("*.html")).read_text(encoding="utf-8")
+    assert 'alert("hostile")' in page.replace("&quot;", '"')           # shown as text,
+    assert '<script>alert' not in page and 'onerror="' not in page   # never as markup
+    hanging_page = next((instructor / "feedback" / hanging).rglob("*.html")).read_text(encoding="utf-8")
+    assert "time budget" in hanging_page
+    assert list(instructor.glob("gradebook.*.worker-*")) == []
+    assert outside.left_over() == {}
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "time limit"])
+def test_class_stopped_keeps_the_honest_grades(tmp_path, course_file, outside, how):
+    """Stopped while the hanging student is still being graded (its budget is long here): the students
+    graded by then are merged and exported, the command says why it stopped, nothing is left running."""
+    instructor, env, students = class_area(tmp_path, course_file, 600)
+    command = [sys.executable, "-m", "autograder", "autograde", "residual-connections", "--workers", "1"]
+    if how == "time limit":
+        command += ["--time-limit", "240"]
+    first = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    journals = lambda: " ".join(p.read_text() for p in instructor.glob("gradebook.*.graded"))
+    deadline = time.monotonic() + 400
+    while len(journals().split()) < 2 and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.2)
+    if how == "SIGTERM":
+        first.send_signal(15)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 130, err[-3000:]
+    assert ("stopped by SIGTERM" if how == "SIGTERM" else "the time limit was reached") in err
+    got = totals(instructor)
+    graded = [cid for cid in students if cid in got]
+    assert len(graded) >= 2
+    assert all(got[cid] == CLASS[students[cid]] for cid in graded if students[cid] in HONEST)
+    grades = exported(instructor, env)
+    assert all(float(grades[cid]) == CLASS[students[cid]] for cid in graded if students[cid] in HONEST)
+    assert list(instructor.glob("gradebook.*.worker-*")) == []
+    assert outside.left_over() == {}
