@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder import suites
 from autograder.course import COURSE_FILE, ROOT
 from hostile import corpus
 
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.slow
 
 BUDGET_S = 40          # the test course's submission_budget_s (timeout_s stays 10)
 BATCH_BOUND_S = 900    # the whole corpus, 2 workers, on a loaded 2-core machine
+TESTS = len(suites.load("residual-connections").tests)
 
 
 @pytest.fixture(scope="module")
@@ -136,11 +138,11 @@ def check(name: str, case: corpus.Case, result: dict) -> list[str]:
     """What is wrong with one submission's result (empty when it is as required)."""
     problems = []
     outputs = "\n".join(t["output"] for t in result["tests"])
-    if len(result["tests"]) != 29 or result["max_score"] != corpus.TWIN_SCORE:
+    if len(result["tests"]) != TESTS or result["max_score"] != corpus.TWIN_SCORE:
         problems.append(f"{name}: {len(result['tests'])} tests out of {result['max_score']}")
     if result["score"] > case.max_score:
         problems.append(f"{name}: {result['score']} points, more than {case.max_score}")
-    if case.reason and case.reason not in outputs:
+    if case.reason and not any(phrase in outputs for phrase in case.reason.split("|")):
         problems.append(f"{name}: no '{case.reason}' in its outputs: {outputs[:300]!r}")
     for leak in ("ESCAPED", corpus.SECRET, "Traceback"):
         if leak in outputs:

@@ -29,12 +29,15 @@ SECRET_VAR, SECRET = "HOSTILE_GRADER_TOKEN", "tok-7f3a9c1e55"   # in the grader'
 class Case:
     item: str                  # the issue's item it covers
     max_score: float = TWIN_SCORE
-    reason: str = ""           # a phrase some test's output must hold ("" = none required)
+    reason: str = ""           # a phrase some test's output must hold, or phrases split by "|" ("" = none)
 
 
 # ------------------------------------------------------------------ attacks run at load time
 
 _NAME = "import ctypes\nctypes.CDLL(None).prctl(15, b'hostile', 0, 0, 0)\n"   # PR_SET_NAME: findable by comm
+
+# killed over the memory limit, or (on a busy machine, the kernel reclaiming) past the load deadline
+_DROPPED = "the memory limit|did not finish loading"
 
 ATTACKS: dict[str, tuple[Case, str]] = {
     "daemon": (Case("processes"), _NAME + """
@@ -75,7 +78,7 @@ for _ in range(1000):
     except RuntimeError:
         break
 """),
-    "memfd-5g": (Case("memory", reason="memory limit"), """
+    "memfd-5g": (Case("memory", reason=_DROPPED), """
 import os
 chunk = b"\\1" * (32 << 20)
 written = 0
@@ -88,7 +91,7 @@ while written < 5 << 30:
         pass
 _hostile.append(f"{written >> 20} MiB in memfds")
 """),
-    "shm-3x1g": (Case("memory", reason="memory limit"), """
+    "shm-3x1g": (Case("memory", reason=_DROPPED), """
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 libc.shmat.restype = ctypes.c_void_p
@@ -209,9 +212,10 @@ except OSError:
 """),
     "classmates": (Case("class data"), """
 import gc
+names = ["".join(["honest", "-twin"]), "".join(["hostile", "-deep"])]   # built at run time: not among its own constants
 for obj in gc.get_objects():
     for text in (obj if isinstance(obj, (list, tuple)) else obj.values() if isinstance(obj, dict) else []):
-        if isinstance(text, str) and ("honest" + "-twin" in text or "hostile" + "-deep" in text):
+        if isinstance(text, str) and any(name in text for name in names):
             _hostile.append(f"saw {text[:80]!r}"); break
 """),
     "kill-grader": (Case("processes"), """
