@@ -76,6 +76,7 @@ class Outside:
         if family == socket.AF_UNIX and isinstance(address, str) and os.path.exists(address):
             os.unlink(address)
         s = socket.socket(family, kind)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(address)
         self._sockets.append(s)
         return s
@@ -103,6 +104,10 @@ class Outside:
 
     def close(self):
         for s in self._sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)     # wakes the thread waiting on it
+            except OSError:
+                pass
             s.close()
 
 

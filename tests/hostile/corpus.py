@@ -212,11 +212,17 @@ except OSError:
 """),
     "classmates": (Case("class data"), """
 import gc
-names = ["".join(["honest", "-twin"]), "".join(["hostile", "-deep"])]   # built at run time: not among its own constants
-for obj in gc.get_objects():
-    for text in (obj if isinstance(obj, (list, tuple)) else obj.values() if isinstance(obj, dict) else []):
-        if isinstance(text, str) and any(name in text for name in names):
-            _hostile.append(f"saw {text[:80]!r}"); break
+def _look():   # in a function: its locals are in no dict that gc lists
+    names = ["".join(["honest", "-twin"]), "".join(["hostile", "-deep"])]   # built at run time, not constants
+    for obj in gc.get_objects():
+        if obj is names:
+            continue
+        for text in (obj if isinstance(obj, (list, tuple)) else obj.values() if isinstance(obj, dict) else []):
+            if isinstance(text, str) and any(name in text for name in names):
+                return f"saw {text[:80]!r}"
+found = _look()
+if found:
+    _hostile.append(found)
 """),
     "kill-grader": (Case("processes"), """
 import os, signal
