@@ -31,7 +31,8 @@ from . import landlock, seccomp
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x08000000, 0x20000000, 0x40000000
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000, 0x40000
+MNT_DETACH = 2
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -210,6 +211,8 @@ def enter(box: Box, scratch: str, readable: list[str], writable: list[str],
     try:
         _check(_libc.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS), "unshare(network, IPC, mount)")
         private_scratch(scratch, box)
+        if os.geteuid() == 0:
+            expose(readable, scratch)
         got.append(f"no network, private IPC, a {box.scratch_mb} MiB tmpfs scratch")
     except OSError as e:
         lacking.append(f"no network, IPC or mount namespace ({e.strerror or e})")
@@ -218,11 +221,19 @@ def enter(box: Box, scratch: str, readable: list[str], writable: list[str],
     if root:
         os.chown(scratch, box.uid, box.gid)
     os.chdir(scratch)
-    limit = lambda r, v: resource.setrlimit(r, (v, v))
+    def limit(r: int, v: int) -> None:      # never above the hard limit it has (only root may raise one)
+        hard = resource.getrlimit(r)[1]
+        v = v if hard == resource.RLIM_INFINITY else min(v, hard)
+        resource.setrlimit(r, (v, v))
+
     limit(resource.RLIMIT_DATA if box.cuda else resource.RLIMIT_AS, box.address_mb << 20)
-    # RLIMIT_NPROC counts every process of the uid on the machine: with a pids cgroup
-    # (one per child) it is only a backstop for all children together
-    limit(resource.RLIMIT_NPROC, box.nproc * 64 if cgroup and "pids" in cgroup.dirs else box.nproc)
+    # RLIMIT_NPROC counts every process of the uid on the machine: for uid 65534 with a pids
+    # cgroup (one per child) a backstop for all children together; for the grader's own uid
+    # it would count the user's other processes, so it is left alone
+    if root:
+        limit(resource.RLIMIT_NPROC, box.nproc * 64 if cgroup and "pids" in cgroup.dirs else box.nproc)
+    elif cgroup is None or "pids" not in cgroup.dirs:
+        lacking.append("no limit on processes")
     limit(resource.RLIMIT_FSIZE, box.fsize_mb << 20)
     limit(resource.RLIMIT_NOFILE, box.nofile)
     limit(resource.RLIMIT_CPU, box.cpu_s)
@@ -254,6 +265,49 @@ def private_scratch(scratch: str, box: Box) -> None:
     _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
     options = f"size={box.scratch_mb}m,mode=0700,uid={box.uid},gid={box.gid}".encode()
     _check(_libc.mount(b"scratch", scratch.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), "mount tmpfs")
+
+
+def expose(paths: list[str], scratch: str) -> None:
+    """Make each existing path reachable for an unprivileged uid, read-only, in this mount namespace.
+
+    Python may live under a folder others cannot enter (pyenv in /root, mode 0700): uid 65534
+    could not import a module the fork server had not. Such a folder gets an empty tmpfs
+    (mode 0755) over it, so nothing else of it shows, with the paths inside bound back read-only.
+    """
+    blocked: dict[str, list[str]] = {}
+    for path in sorted(p for p in set(paths) if os.path.exists(p)):
+        blocker = _closed_ancestor(path)
+        if blocker and not any(path.startswith(q + os.sep) for q in blocked.get(blocker, [])):
+            blocked.setdefault(blocker, []).append(path)
+    for blocker, inside in blocked.items():
+        stages = []
+        for n, path in enumerate(inside):           # hold each path at a stage while the folder is covered
+            stage = os.path.join(scratch, f".expose-{n}")
+            os.mkdir(stage)
+            _mount(path, stage, None, MS_BIND | MS_REC)
+            stages.append(stage)
+        _mount("none", blocker, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
+        for path, stage in zip(inside, stages):
+            os.makedirs(path, exist_ok=True)
+            _mount(stage, path, None, MS_BIND | MS_REC)
+            _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+            _check(_libc.umount2(stage.encode(), MNT_DETACH), "umount2")
+            os.rmdir(stage)
+
+
+def _closed_ancestor(path: str) -> str | None:
+    """The first folder on the way to `path` that others may not enter, or None."""
+    folder = "/"
+    for part in os.path.abspath(path).strip("/").split("/")[:-1]:
+        folder = os.path.join(folder, part)
+        if not os.stat(folder).st_mode & 0o001:
+            return folder
+    return None
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, options: str | None = None) -> None:
+    enc = lambda s: s.encode() if s is not None else None
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(options)), f"mount {target}")
 
 
 def drop_privileges(uid: int, gid: int) -> None:

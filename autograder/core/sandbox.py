@@ -418,8 +418,9 @@ class Sandbox:
         self.closed = False
         self._child: Child | None = None
         self._scratch = tempfile.mkdtemp(prefix="autograder-")
-        # every deadline, loading included, is cut to the submission's budget
-        self.budget_end = time.monotonic() + limits.budget_s if limits.budget_s else float("inf")
+        # every deadline, loading included, is cut to the submission's budget, which starts with
+        # its first child (not before: the fork server may still be importing torch)
+        self.budget_end = float("inf")
 
     @property
     def over_budget(self) -> bool:
@@ -452,6 +453,8 @@ class Sandbox:
             if self.over_budget:
                 raise Hung()
             child = self.zygote.spawn(self.limits.resident_mb)
+            if self.limits.budget_s and self.budget_end == float("inf"):
+                self.budget_end = time.monotonic() + self.limits.budget_s
             current = None
             try:
                 child.send({"cells": self.cells, "specs": self.specs, "scratch": self._scratch,
