@@ -37,8 +37,14 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
-# Feedback pages show what students wrote: nbconvert's sanitizer (bleach) cleans the HTML of
-# markdown cells and outputs and drops JavaScript outputs, so no student's script reaches a browser.
+# Feedback pages show what students wrote: nbconvert's sanitizer (bleach) escapes HTML in
+# markdown cells (nbgrader's feedback template renders them itself, so HTMLExporter.sanitize_html
+# alone misses them), cleans HTML outputs and drops JavaScript ones: no student's script
+# reaches a browser.
+c.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades",
+                                    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+                                    "nbconvert.preprocessors.sanitize.SanitizeHTML"]
+c.SanitizeHTML.enabled = True
 c.HTMLExporter.sanitize_html = True
 
 # Late uploads lose course.toml's late_per_day points per started day after the deadline, which

@@ -347,7 +347,12 @@ def _set(path: str, value):
 
 def _script(nb):
     nb["cells"].insert(0, {"cell_type": "markdown", "metadata": {},
-                           "source": '<script>alert("hostile")</script> <img src=x onerror="alert(2)">'})
+                           "source": '<script>alert("hostile")</script> <img src=x onerror="alert(2)"> '
+                                     '[link](javascript:alert(3))'})
+    nb["cells"].insert(1, {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": "1",
+                           "outputs": [{"output_type": "display_data", "metadata": {},
+                                        "data": {"text/html": "<script>alert('output')</script>",
+                                                 "application/javascript": "alert('js')"}}]})
 
 
 def _huge_cell(nb):
