@@ -45,7 +45,8 @@ c.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades",
                                     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
                                     "autograder.nbgrading.sanitize.SanitizeMarkdown",
                                     "nbconvert.preprocessors.sanitize.SanitizeHTML"]
-c.SanitizeHTML.enabled = True
+c.SanitizeHTML.enabled = True      # nbgrader registers preprocessors without enabling them
+c.SanitizeMarkdown.enabled = True
 from autograder.nbgrading.sanitize import ATTRIBUTES, TAGS  # noqa: E402 (the same rules for the cleaned markdown)
 c.SanitizeHTML.tags = TAGS
 c.SanitizeHTML.attributes = ATTRIBUTES
