@@ -37,6 +37,21 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# Feedback pages show what students wrote: markdown cells are rendered and cleaned by bleach
+# (autograder/nbgrading/sanitize.py: nbgrader's feedback template renders them itself, so
+# HTMLExporter.sanitize_html alone misses them), and nbconvert's sanitizer cleans HTML outputs
+# and drops JavaScript ones: no student's script reaches a browser.
+c.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades",
+                                    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+                                    "autograder.nbgrading.sanitize.SanitizeMarkdown",
+                                    "nbconvert.preprocessors.sanitize.SanitizeHTML"]
+c.SanitizeHTML.enabled = True      # nbgrader registers preprocessors without enabling them
+c.SanitizeMarkdown.enabled = True
+from autograder.nbgrading.sanitize import ATTRIBUTES, TAGS  # noqa: E402 (the same rules for the cleaned markdown)
+c.SanitizeHTML.tags = TAGS
+c.SanitizeHTML.attributes = ATTRIBUTES
+c.HTMLExporter.sanitize_html = True
+
 # Late uploads lose course.toml's late_per_day points per started day after the deadline, which
 # `python -m autograder autograde` records as the assignment's due date (Canvas upload times
 # come from the bulk download, autograder/lms/canvas/collect.py).

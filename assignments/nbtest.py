@@ -74,18 +74,35 @@ def source_of(cell: dict) -> str:
     return "\n".join("# " + l if l.lstrip().startswith(("%", "!")) else l for l in lines) + "\n"
 
 
-def read_notebook(path: str | Path) -> dict:
-    """The notebook's JSON, or a NotebookError that says what is wrong with the file."""
+def read_notebook(path: str | Path, max_bytes: int | None = None) -> dict:
+    """The notebook's JSON, or a NotebookError that says what is wrong with the file.
+
+    max_bytes: refuse a larger file before reading it (the grader passes course.toml's limit)."""
     path = Path(path)
     try:
+        if max_bytes is not None and path.stat().st_size > max_bytes:
+            raise NotebookError(f"{path.name} is {path.stat().st_size >> 20} MiB, more than the {max_bytes >> 20} MiB "
+                                "a notebook may have here; clear its outputs (Edit > Clear Outputs) and save it again")
         nb = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise NotebookError(f"{path}: no such notebook") from None
+    except OSError as e:
+        raise NotebookError(f"{path.name} cannot be read ({e.strerror})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise NotebookError(f"{path.name} is not a readable notebook (not JSON: {e}); "
                             "download it again from JupyterLab with File > Save") from None
+    except RecursionError:
+        raise NotebookError(f"{path.name} is not a notebook: its JSON is nested too deeply to read") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise NotebookError(f"{path.name} is JSON but not a Jupyter notebook (no 'cells' list)")
+    bad = next((i for i, cell in enumerate(nb["cells"]) if not isinstance(cell, dict)), None)
+    if bad is not None:
+        raise NotebookError(f"{path.name} is not a valid notebook: cell {bad} is not a JSON object")
+    try:   # a lone surrogate (\\ud800) is valid JSON but not text: it would break every later step
+        json.dumps(nb, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise NotebookError(f"{path.name} holds text that is not valid Unicode (a lone surrogate escape); "
+                            "remove it and save the notebook again") from None
     return nb
 
 

@@ -83,6 +83,8 @@ class Grading:
     timeout_s: float
     memory_mb: int
     workers: int
+    submission_budget_s: float   # one submission, loading and every test: then it is stopped
+    max_cell_kb: int             # a larger cell in a submitted notebook is not run (score 0)
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,15 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
     course = top.sub("course")
     course.only("name", "id")
     grading = top.sub("grading")
-    grading.only("timeout_s", "memory_mb", "workers")
+    grading.only("timeout_s", "memory_mb", "workers", "submission_budget_s", "max_cell_kb")
+    timeout_s = float(grading.get("timeout_s", (int, float), "a number of seconds"))
+    budget_s = float(grading.get("submission_budget_s", (int, float), "a number of seconds"))
+    if budget_s < timeout_s:
+        raise grading.error("submission_budget_s", f"expected at least timeout_s ({timeout_s:g} s): it covers "
+                                                   f"loading and every test of one submission, got {budget_s:g}")
+    max_cell_kb = grading.get("max_cell_kb", int, "a whole number of KiB")
+    if max_cell_kb < 1:
+        raise grading.error("max_cell_kb", f"expected a whole number of KiB >= 1, got {max_cell_kb}")
     lms = top.sub("lms")
     lms.only("kind", "canvas_course_id", "gradescope")
     kind = lms.get("kind", str, "a string")
@@ -253,9 +263,10 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
     return Course(
         name=course.get("name", str, "a string"),
         id=course.get("id", str, "a string"),
-        grading=Grading(timeout_s=float(grading.get("timeout_s", (int, float), "a number of seconds")),
+        grading=Grading(timeout_s=timeout_s,
                         memory_mb=grading.get("memory_mb", int, "a whole number of MiB"),
-                        workers=grading.get("workers", int, "a whole number (0 = one per core)")),
+                        workers=grading.get("workers", int, "a whole number (0 = one per core)"),
+                        submission_budget_s=budget_s, max_cell_kb=max_cell_kb),
         lms=Lms(kind=kind, canvas_course_id=lms.get("canvas_course_id", int, "a whole number"),
                 gradescope=_gradescope(lms.sub("gradescope")) if "gradescope" in lms.table else Gradescope()),
         assignments=assignments,

@@ -182,19 +182,26 @@ def test_plan_collection_newest_wins_and_every_other_file_is_named(tmp_path):
         "intruder_59999_700008_residual-connections.ipynb": "stranger",
         "residual-connections.ipynb": "no canvas name",
         "anon_x3Yz9_700010_residual-connections.ipynb": "anonymous",
+        # Smith_51001 (51004) names the upload so that the shortest reading is 51001's
+        "smith_51001_51004_700099_residual-connections.ipynb": "smith",
+        # a name Canvas did not write: two roster IDs fit, none with its name
+        "x_51001_51004_700098_residual-connections.ipynb": "ambiguous",
     }
     for name, marker in files.items():
         if marker in (None, "{ not json"):
             (tmp_path / name).write_text(marker or "%PDF-1.4")
         else:
             write_notebook(tmp_path / name, marker)
-    plan = collect.plan_collection(tmp_path.iterdir(), {"51001", "51002", "51003", "51004"})
+    roster = {"51001": "Abara, Chidi", "51002": "Müller, Tobias", "51003": "Dubois, Amélie", "51004": "Smith_51001"}
+    plan = collect.plan_collection(tmp_path.iterdir(), roster)
     assert {cid: marker_of(Path(f.path)) for cid, f in plan.chosen.items()} == \
-        {"51001": "answer = 'new'", "51002": "answer = 'late'"}
+        {"51001": "answer = 'new'", "51002": "answer = 'late'", "51004": "answer = 'smith'"}
     assert plan.chosen["51002"].late and not plan.chosen["51001"].late
     problems = {p.split(": ")[0]: p for p in plan.problems}
     assert set(problems) == set(files) - {"abarachidi_51001_700009_residual-connections-1.ipynb",
-                                          "mullertobias_LATE_51002_700003_residual-connections.ipynb"}
+                                          "mullertobias_LATE_51002_700003_residual-connections.ipynb",
+                                          "smith_51001_51004_700099_residual-connections.ipynb"}
+    assert "could be Canvas ID 51001 or 51004" in problems["x_51001_51004_700098_residual-connections.ipynb"]
     assert "superseded by abarachidi_51001_700009" in problems["abarachidi_51001_700005_residual-connections.ipynb"]
     assert "not a notebook" in problems["mullertobias_LATE_51002_700004_answers.pdf"]
     assert "not a readable notebook" in problems["duboisamelie_51003_700006_residual-connections.ipynb"]

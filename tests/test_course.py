@@ -44,6 +44,9 @@ def test_loads_the_repository_course():
     (lambda s: s.replace(RC, RC + 'gradescope = { visibility = "soon" }\n'),
      "residual-connections.gradescope.visibility", "expected one of visible"),
     (lambda s: s.replace("[grading]", "[grading]\ntimout_s = 3"), "grading.timout_s", "unknown key"),
+    (lambda s: s.replace("submission_budget_s = 300", "submission_budget_s = 5"), "grading.submission_budget_s",
+     "at least timeout_s"),
+    (lambda s: s.replace("max_cell_kb = 512", "max_cell_kb = 0"), "grading.max_cell_kb", "KiB >= 1"),
     (lambda s: s.replace("[assignments.residual-connections]", "[assignments.no-such-thing]"),
      "no-such-thing.notebook", "unknown assignment"),
 ])

@@ -9,6 +9,8 @@ def add_parser(commands) -> None:
                             description=__doc__.split(": ", 1)[1])
     p.add_argument("assignment", help="an assignment named in course.toml")
     p.add_argument("--workers", type=int, help="parallel workers (default: course.toml grading.workers)")
+    p.add_argument("--time-limit", type=int, metavar="S",
+                   help="stop after S seconds, merging the students graded by then (as SIGTERM does)")
     p.set_defaults(run=run)
 
 
@@ -17,4 +19,5 @@ def run(args) -> int:
 
     from ..nbgrading.classrun import autograde_class
     args.course.assignment(args.assignment)
-    return autograde_class(args.course, args.assignment, CourseDirectory(config=nbgrader_config()), args.workers)
+    return autograde_class(args.course, args.assignment, CourseDirectory(config=nbgrader_config()), args.workers,
+                           args.time_limit)

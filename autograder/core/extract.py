@@ -1,6 +1,6 @@
 """A submission's code as the grader runs it.
 
-    template = Template(solutions / "residual-connections" / "residual-connections.ipynb")
+    template = Template(solutions / "residual-connections" / "residual-connections.ipynb", max_cell_kb=512)
     extracted = template.fill(Path("alice.ipynb"))   # raises NotebookError for an unreadable file
     extracted.cells, extracted.problems, extracted.key
 
@@ -9,7 +9,8 @@ what order. Solution cells (nbgrader grade_id) are taken from the submission;
 every other module cell (the locked "setup" imports) is taken from the source,
 so a student who deletes or edits a locked cell changes nothing. The notebook
 readers and cell-metadata helpers are the student-side helper's (assignments/nbtest.py),
-so the grader and the public tests read notebooks the same way.
+so the grader and the public tests read notebooks the same way. A solution cell over
+max_cell_kb is not run (its problem says why), and a file over FILE_CELLS times that is not read.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ except ImportError as e:   # pragma: no cover - a broken install, said plainly
                       "on the venv's path)") from e
 
 NotebookError = nbtest.NotebookError
+FILE_CELLS = 64      # a notebook file may be this many largest cells (outputs, images) before it is refused
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,8 @@ class Extracted:
 class Template:
     """The module cells of an assignment's source notebook."""
 
-    def __init__(self, source: Path):
+    def __init__(self, source: Path, max_cell_kb: int = 512):
+        self.max_cell_kb = max_cell_kb
         nb = nbtest.read_notebook(source)
         self.cells: list[tuple[str, str, bool]] = []   # (label, source, is the student's)
         for index, cell in enumerate(nb["cells"]):
@@ -56,7 +59,7 @@ class Template:
 
         Raises NotebookError when the file is not a readable notebook.
         """
-        found = _code_cells_by_grade_id(nbtest.read_notebook(submission))
+        found = _code_cells_by_grade_id(nbtest.read_notebook(submission, FILE_CELLS * self.max_cell_kb << 10))
         cells, problems = [], {}
         for label, src, solution in self.cells:
             if not solution:
@@ -65,9 +68,16 @@ class Template:
                 problems[label] = f"solution cell '{label}' is missing from the notebook"
             else:
                 try:
-                    cells.append((label, nbtest.source_of(found[label])))
+                    src = nbtest.source_of(found[label])
                 except (TypeError, AttributeError):
                     problems[label] = f"solution cell '{label}' is malformed (its source is not text)"
+                    continue
+                if len(src.encode("utf-8")) > self.max_cell_kb << 10:
+                    problems[label] = (f"solution cell '{label}' is {len(src.encode('utf-8')) >> 10} KiB, more than "
+                                       f"the {self.max_cell_kb} KiB a cell may have (course.toml grading.max_cell_kb); "
+                                       "it was not run")
+                else:
+                    cells.append((label, src))
         return Extracted(cells, problems)
 
     def key(self, submission: Path) -> str:

@@ -6,11 +6,12 @@
 
 The zygote is a fork server: a process that has imported torch and the child-side
 probe code and forks one child per submission (and per restart after a hang or
-crash). Each child leaves the zygote's session, drops to one thread, takes the
-memory limit, is confined by Landlock (reads only the Python installation, writes
-only its scratch folder, signals nothing outside), then runs the submission's
-cells one by one and answers requests until the grader hangs up. Frames both ways
-are codec frames; the grader never unpickles anything a child wrote.
+crash). Each child is put in a box (core/box.py: as root, its own PID, network, IPC
+and mount namespaces, a memory cgroup, rlimits, a clean environment, Landlock, a
+seccomp filter, uid 65534 without capabilities; less where the machine lacks a
+feature, said in Sandbox.isolation), then runs the submission's cells one by one and
+answers requests until the grader hangs up. Frames both ways are codec frames, read
+with a deadline for the whole frame; the grader never unpickles anything a child wrote.
 
 The zygote's environment (Zygote(env=...)) holds before its imports: Triton reads
 TRITON_INTERPRET once, when imported, and a grader without CUDA sets it to 1 so that
@@ -28,7 +29,6 @@ import glob
 import importlib
 import linecache
 import os
-import resource
 import select
 import shutil
 import signal
@@ -48,13 +48,15 @@ from typing import Callable
 import torch
 
 from ..course import ROOT, SOLUTIONS
-from . import codec, landlock
+from . import box as boxing
+from . import codec
+from .frames import FrameError, read_frame
 
 MAX_FRAME = 256 << 20        # bytes; a larger reply is treated as garbage
 # environment variables a module reads once, when it is imported: a process that imported
 # it already cannot be forked into a zygote that needs another value
 READ_AT_IMPORT = {"TRITON_INTERPRET": "triton"}
-STATUS_WAIT_S = 2.0          # how long to wait for a dead child's exit status
+STATUS_WAIT_S = 5.0          # how long to wait for a dead child's exit status (a fork bomb's namespace takes ~3 s to die)
 PROBE = "autograder.core.probe"
 
 
@@ -75,7 +77,14 @@ class Limits:
     timeout_s: float     # per request (a hidden test) and for loading the notebook's cells
     memory_mb: int       # address-space limit of each child (data limit with cuda)
     cuda: bool = False   # the child may use the GPU (its device files, the driver's address space)
-    user: tuple[int, int] | None = None   # (uid, gid) the child switches to before running student code
+    user: tuple[int, int] | None = None   # (uid, gid) the child runs as, when the grader is root (default 65534)
+    budget_s: float | None = None   # one submission: loading and all its tests (None: no budget)
+
+    @property
+    def resident_mb(self) -> int:
+        """The memory cgroup's limit: what a child may really use, memfd and shared memory included.
+        Half the address space: torch reserves about 1 GiB it never touches."""
+        return self.memory_mb // 2
 
 
 # ------------------------------------------------------------------ the zygote
@@ -93,6 +102,10 @@ class Zygote:
                  secret: Callable[[str], bool] = lambda name: False):
         """env: variables set in the zygote (and so in every child) before it imports `preload`.
         secret(module name): True for a module no child may inherit (a hidden suite)."""
+        if sys.platform != "linux":
+            raise GraderError(f"grading needs Linux (this is {sys.platform}): without namespaces, Landlock and "
+                              "seccomp a submission could read the hidden tests and outlive the grading. "
+                              "Grade in a Linux container or VM (docs/security.md).")
         self.preload = list(preload)
         self.env = dict(env or {})
         self._lock = threading.Lock()
@@ -126,8 +139,8 @@ class Zygote:
         theirs.close()
         self.pid, self._control = pid, ours
 
-    def spawn(self) -> "Child":
-        """A new child, waiting for its configuration frame."""
+    def spawn(self, memory_mb: int) -> "Child":
+        """A new child, waiting for its configuration frame; memory_mb: its memory cgroup's limit."""
         ours, theirs = socket.socketpair()
         status_r, status_w = os.pipe()
         try:
@@ -135,18 +148,18 @@ class Zygote:
                 if self.closed:
                     raise GraderError("the grader has been closed")
                 try:
-                    pid = self._ask(theirs.fileno(), status_w)
+                    pid = self._ask(theirs.fileno(), status_w, memory_mb)
                 except OSError:               # the zygote died (killed by someone): start a fresh one
                     self._stop()
                     self._start(fork=False)
-                    pid = self._ask(theirs.fileno(), status_w)
+                    pid = self._ask(theirs.fileno(), status_w, memory_mb)
         finally:
             theirs.close()
             os.close(status_w)
-        return Child(Connection(ours.detach()), pid, status_r)
+        return Child(Connection(ours.detach()), pid, status_r, memory_mb)
 
-    def _ask(self, data_fd: int, status_fd: int) -> int:
-        socket.send_fds(self._control, [b"F"], [data_fd, status_fd])
+    def _ask(self, data_fd: int, status_fd: int, memory_mb: int) -> int:
+        socket.send_fds(self._control, [b"F" + struct.pack("i", memory_mb)], [data_fd, status_fd])
         reply = self._control.recv(8)
         if len(reply) != 8:
             raise OSError("the zygote hung up")
@@ -198,10 +211,13 @@ def _preload(names: list[str]) -> None:
 
 
 def _serve(control: socket.socket) -> None:
-    """The zygote's loop: fork a child per request, write each child's exit status to its pipe."""
+    """The zygote's loop: fork a child per request (in a new PID namespace and cgroup where it can),
+    write each child's exit status and whether it was killed for memory to its pipe."""
     gc.freeze()   # torch's million objects: out of every child's garbage collections
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the grader's to handle
-    status_fds: dict[int, int] = {}
+    namespaces = boxing.pid_namespaces_work()
+    status_fds: dict[int, tuple[int, boxing.Cgroup | None]] = {}
+    made = 0
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -213,23 +229,26 @@ def _serve(control: socket.socket) -> None:
             _reap(status_fds)
         if control in ready:
             try:
-                msg, fds, _, _ = socket.recv_fds(control, 1, 2)
+                msg, fds, _, _ = socket.recv_fds(control, 5, 2)
             except OSError:
                 return
-            if not msg or len(fds) != 2:
+            if len(msg) != 5 or len(fds) != 2:
                 return
-            pid = os.fork()
+            made += 1
+            (memory_mb,) = struct.unpack("i", msg[1:])
+            cgroup = boxing.Cgroup.create(f"autograder-{os.getpid()}-{made}", memory_mb, boxing.Box.nproc)
+            pid = boxing.fork_in_pid_namespace() if namespaces else os.fork()
             if pid == 0:
                 signal.set_wakeup_fd(-1)
                 for sig in (signal.SIGCHLD, signal.SIGINT):
                     signal.signal(sig, signal.SIG_DFL)
-                _child(fds[0])
+                _child(fds[0], cgroup)
             os.close(fds[0])
-            status_fds[pid] = fds[1]
+            status_fds[pid] = (fds[1], cgroup)
             control.sendall(struct.pack("q", pid))
 
 
-def _reap(status_fds: dict[int, int]) -> None:
+def _reap(status_fds: dict[int, tuple[int, "boxing.Cgroup | None"]]) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -237,10 +256,14 @@ def _reap(status_fds: dict[int, int]) -> None:
             return
         if pid == 0:
             return
-        fd = status_fds.pop(pid, None)
+        fd, cgroup = status_fds.pop(pid, (None, None))
+        oom = False
+        if cgroup is not None:     # the child was its PID namespace's init: every process of it is gone
+            oom = cgroup.oom_killed()
+            cgroup.remove()
         if fd is not None:
             try:
-                os.write(fd, struct.pack("i", status))
+                os.write(fd, struct.pack("ii", status, oom))
             except OSError:
                 pass       # the grader stopped listening
             os.close(fd)
@@ -248,8 +271,8 @@ def _reap(status_fds: dict[int, int]) -> None:
 
 # ------------------------------------------------------------------ the child
 
-def _child(data_fd: int) -> None:
-    """A sandbox child: limits, isolation, the submission's cells, then requests until EOF."""
+def _child(data_fd: int, cgroup: "boxing.Cgroup | None") -> None:
+    """A sandbox child: the box, the submission's cells, then requests until EOF."""
     try:
         os.setsid()                          # its own process group: killed as a whole
         os.closerange(3, data_fd)
@@ -261,10 +284,7 @@ def _child(data_fd: int) -> None:
         config = codec.loads(conn.recv_bytes())
         probe = sys.modules[PROBE]
         specs = importlib.import_module(config["specs"]).SPECS if config["specs"] else {}
-        _environment(config["scratch"])
-        if config.get("user"):
-            _become(*config["user"])
-        isolation = _isolate(config["scratch"], config["memory_mb"], config.get("cuda", False))
+        isolation = _isolate(config, cgroup)
         module = types.ModuleType("submission")
         sys.modules["submission"] = module
         problems = {}
@@ -289,29 +309,10 @@ def _child(data_fd: int) -> None:
         os._exit(0)
 
 
-def _environment(scratch: str) -> None:
-    """Where Triton (and anything using tempfile) writes: the scratch folder."""
-    os.environ["TMPDIR"] = scratch
-    tempfile.tempdir = None                  # re-read TMPDIR
-    os.environ["TRITON_HOME"] = scratch
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(scratch, "triton-cache")
-
-
-def _become(uid: int, gid: int) -> None:
-    """Switch to an unprivileged user for good (the grader runs as root on Gradescope): then
-    file permissions, not only Landlock, keep the suites, solutions and results out of reach."""
-    os.setgroups([])
-    os.setgid(gid)
-    os.setuid(uid)
-
-
-def _isolate(scratch: str, memory_mb: int, cuda: bool = False) -> str:
-    """Apply the limits; returns a line saying how the child is confined."""
+def _isolate(config: dict, cgroup: "boxing.Cgroup | None") -> str:
+    """Put this child in its box; returns a line saying how it is confined, and what it lacks."""
     torch.set_num_threads(1)
-    limit = memory_mb << 20
-    resource.setrlimit(resource.RLIMIT_DATA if cuda else resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    os.chdir(scratch)
+    scratch, cuda = config["scratch"], config.get("cuda", False)
     readable = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/etc",
                 "/proc/self", "/proc/cpuinfo", "/sys/devices/system/cpu"}
     writable = [scratch, os.devnull]
@@ -319,19 +320,27 @@ def _isolate(scratch: str, memory_mb: int, cuda: bool = False) -> str:
         readable |= {"/sys", "/proc/driver/nvidia", "/sbin", "/bin"}
         writable += glob.glob("/dev/nvidia*")
     readable = [p for p in readable if not SOLUTIONS.is_relative_to(p)]
-    try:
-        abi = landlock.confine(readable, writable)
-    except OSError as e:
-        return f"no filesystem isolation ({e})"
-    return f"landlock ABI {abi}"
+    # Triton (and anything using tempfile) writes to the scratch folder; the rest of the
+    # grader's environment (tokens, paths) is not the child's to see
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": scratch, "TMPDIR": scratch,
+           "TRITON_HOME": scratch, "TRITON_CACHE_DIR": os.path.join(scratch, "triton-cache"),
+           **{var: os.environ[var] for var in READ_AT_IMPORT if var in os.environ}}
+    budget = config.get("budget_s") or 600
+    uid, gid = config.get("user") or (boxing.Box.uid, boxing.Box.gid)
+    got, lacking = boxing.enter(boxing.Box(memory_mb=config["resident_mb"], address_mb=config["memory_mb"],
+                                           cpu_s=int(budget) + 10, cuda=cuda, uid=uid, gid=gid),
+                                scratch, readable, sorted(writable), cgroup, env)
+    tempfile.tempdir = None                  # re-read TMPDIR
+    return "boxed: " + ", ".join(got) + ("; degraded: " + "; ".join(lacking) if lacking else "")
 
 
 class Child:
     """The grader's end of one child: send a frame, receive one before a deadline."""
 
-    def __init__(self, conn: Connection, pid: int, status_fd: int):
-        self.conn, self.pid, self._status_fd = conn, pid, status_fd
+    def __init__(self, conn: Connection, pid: int, status_fd: int, memory_mb: int):
+        self.conn, self.pid, self._status_fd, self.memory_mb = conn, pid, status_fd, memory_mb
         self._status: int | None = None
+        self._oom = False
 
     def send(self, obj) -> None:
         try:
@@ -340,14 +349,15 @@ class Child:
             raise Died(self.exit_reason()) from None
 
     def receive(self, deadline: float) -> dict:
-        if not self.conn.poll(max(0.0, deadline - time.monotonic())):
-            self.kill()
-            raise Hung()
+        """The child's next reply, all of it before `deadline`; raises Hung or Died (the child is then killed)."""
         try:
-            reply = codec.loads(self.conn.recv_bytes(MAX_FRAME))
+            reply = codec.loads(read_frame(self.conn.fileno(), deadline, MAX_FRAME))
+        except TimeoutError:
+            self.kill()
+            raise Hung() from None
         except (EOFError, OSError):
             raise Died(self.exit_reason()) from None
-        except codec.CodecError as e:
+        except (FrameError, codec.CodecError) as e:
             self.kill()
             raise Died(f"it sent an unreadable reply: {e}") from None
         if not isinstance(reply, dict):
@@ -357,10 +367,13 @@ class Child:
 
     def exit_reason(self) -> str:
         if self._status is None and select.select([self._status_fd], [], [], STATUS_WAIT_S)[0]:
-            data = os.read(self._status_fd, 4)
-            self._status = struct.unpack("i", data)[0] if len(data) == 4 else None
+            data = os.read(self._status_fd, 8)
+            if len(data) == 8:
+                self._status, self._oom = struct.unpack("ii", data)
         self.kill()
         status = self._status
+        if self._oom:
+            return f"the process was killed for using more than the memory limit of {self.memory_mb} MiB"
         if status is None:
             return "the process ended"
         if os.WIFSIGNALED(status):
@@ -370,10 +383,13 @@ class Child:
         return f"the process exited with code {os.WEXITSTATUS(status)} (sys.exit or os._exit?)"
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.pid, signal.SIGKILL)   # the child and anything it started
-        except (ProcessLookupError, PermissionError):
-            pass
+        """SIGKILL the child: with a PID namespace the kernel then kills everything in it;
+        without one, its process group is all that can be reached."""
+        for kill in (os.kill, os.killpg):
+            try:
+                kill(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         self.conn.close()
 
     def close(self) -> None:
@@ -404,8 +420,14 @@ class Sandbox:
         self.closed = False
         self._child: Child | None = None
         self._scratch = tempfile.mkdtemp(prefix="autograder-")
-        if limits.user:                          # the child's own folder, once it has dropped to that user
-            os.chown(self._scratch, *limits.user)
+        # every deadline, loading included, is cut to the submission's budget, which starts with
+        # its first child (not before: the fork server may still be importing torch)
+        self.budget_end = float("inf")
+
+    @property
+    def over_budget(self) -> bool:
+        """Has this submission used up its time budget (Limits.budget_s)?"""
+        return time.monotonic() >= self.budget_end
 
     def __enter__(self) -> "Sandbox":
         return self
@@ -419,7 +441,7 @@ class Sandbox:
         child = self._child
         try:
             child.send(message)
-            return child.receive(deadline)
+            return child.receive(min(deadline, self.budget_end))
         except (Hung, Died):
             self._child = None
             child.close()
@@ -430,13 +452,18 @@ class Sandbox:
         if self.closed:
             raise GraderError("this sandbox has been closed")
         while self._child is None:
-            child = self.zygote.spawn()
+            if self.over_budget:
+                raise Hung()
+            child = self.zygote.spawn(self.limits.resident_mb)
+            if self.limits.budget_s and self.budget_end == float("inf"):
+                self.budget_end = time.monotonic() + self.limits.budget_s
             current = None
             try:
                 child.send({"cells": self.cells, "specs": self.specs, "scratch": self._scratch,
-                            "memory_mb": self.limits.memory_mb, "cuda": self.limits.cuda,
-                            "contract": self.contract, "user": self.limits.user})
-                deadline = time.monotonic() + self.limits.timeout_s
+                            "memory_mb": self.limits.memory_mb, "resident_mb": self.limits.resident_mb,
+                            "cuda": self.limits.cuda, "user": self.limits.user,
+                            "budget_s": self.limits.budget_s, "contract": self.contract})
+                deadline = min(time.monotonic() + self.limits.timeout_s, self.budget_end)
                 while True:
                     frame = child.receive(deadline)
                     if "cell" in frame:
@@ -445,6 +472,8 @@ class Sandbox:
                         break
             except (Hung, Died) as e:
                 child.close()
+                if self.over_budget:
+                    raise Hung() from None
                 if current is None:
                     raise GraderError(f"a sandbox child failed before running any cell: {e or 'no answer'} "
                                       f"(is course.toml grading.memory_mb = {self.limits.memory_mb} enough? "

@@ -41,7 +41,7 @@ def grade_many(assignment: str, paths: list[str | Path], course: Course, store: 
     results: list[Result] = []
     if not paths:
         return results
-    template = Template(course.assignment(assignment).notebook_path(SOLUTIONS))
+    template = Template(course.assignment(assignment).notebook_path(SOLUTIONS), course.grading.max_cell_kb)
     keys = {path: template.key(Path(path)) for path in paths}
     todo = [p for p in paths if not (store and store.get(keys[p]))]
     for path in paths:

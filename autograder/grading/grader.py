@@ -40,7 +40,7 @@ class Grader:
         user: (uid, gid) that sandbox children run student code as (needs root; Gradescope's runner)."""
         self.assignment = course.assignment(assignment)
         self.limits = Limits(timeout_s or course.grading.timeout_s, memory_mb or course.grading.memory_mb,
-                             user=user)
+                             user=user, budget_s=max(course.grading.submission_budget_s, timeout_s or 0))
         self.workers = course.grading.workers
         child_modules = suites.child_modules(assignment)
         torch.set_num_threads(1)   # the grader's own tensors are tiny; threads would only fight the children
@@ -51,7 +51,7 @@ class Grader:
                              env={"TRITON_INTERPRET": "0" if machine_cuda else "1"})
         try:
             source = self.assignment.notebook_path(SOLUTIONS)
-            self.template = Template(source)
+            self.template = Template(source, course.grading.max_cell_kb)
             self.contract = contract_mod.load(source.parent)
             self.reference = nbtest.load(source, name=f"autograder_reference_{assignment.replace('-', '_')}")
             self.suite = suites.load(assignment)
@@ -106,6 +106,10 @@ class Grader:
         except Failed as e:
             return _entry(test, 0, str(e), e.misconception, e.kind)
         except Hung:
+            if box.over_budget:
+                return _entry(test, 0, f"not graded: this submission used up its time budget of "
+                                       f"{self.limits.budget_s:g} s (course.toml grading.submission_budget_s, "
+                                       "loading and all tests together) before this test finished")
             return _entry(test, 0, f"timed out: {trial.current} did not finish within {self.limits.timeout_s:g} s "
                                    "(an endless loop, or far too slow)", kind="timed_out")
         except Died as e:
@@ -135,10 +139,10 @@ class Grader:
         return Result(self.assignment.name, seed, tests)
 
     def _warn_isolation(self, isolation: str) -> None:
-        if not isolation.startswith("landlock") and not self._warned:
+        if "degraded" in isolation and not self._warned:
             self._warned = True
-            print(f"warning: sandbox children run with {isolation}: student code can read any file "
-                  "this user can (solutions/ included). Grade on Linux 5.13 or newer.", file=sys.stderr)
+            print(f"warning: sandbox children are {isolation}. Grade as root on Linux 5.13 or newer for the "
+                  "whole box (docs/security.md).", file=sys.stderr)
 
     def close(self) -> None:
         """Stop every running sandbox child and the fork server."""

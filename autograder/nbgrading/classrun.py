@@ -5,12 +5,14 @@
 Each worker (workers.py) is forked from this process before it has read any submission,
 solution or gradebook, and runs nbgrader's Autograde converter for one student at a time
 as this process hands them out, into its own copy of the gradebook, merged back when the
-workers stop (also after Ctrl-C or a worker's death). Results are kept in the results
-store, so an interrupted run loses nothing: run it again.
+workers stop: also after Ctrl-C, SIGTERM, the run's own time limit or a worker's death,
+and after SIGKILL by the next run. Results are kept in the results store, so an
+interrupted run loses nothing: run it again.
 """
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -52,28 +54,47 @@ def register(course: Course, assignment: str, db_url) -> None:
     sync_gradebook(course, assignment, db_url, part_cells(a.notebook_path(SOLUTIONS)))
 
 
-def autograde_class(course: Course, assignment: str, coursedir, workers: int | None = None) -> int:
+class Stopped(Exception):
+    """SIGTERM or the run's time limit: stop as after Ctrl-C (merge what is graded, then exit)."""
+
+
+def _stop_on(signum, frame) -> None:
+    raise Stopped("the time limit was reached" if signum == signal.SIGALRM else "stopped by SIGTERM")
+
+
+def autograde_class(course: Course, assignment: str, coursedir, workers: int | None = None,
+                    time_limit_s: int | None = None) -> int:
     """nbgrader autograde of every collected submission by parallel workers; prints a table.
 
     Returns 1 if nbgrader failed for a student, else 0: an unreadable notebook is listed, not
     autograded (score 0 unless the gradebook holds an earlier one), and is not a failure.
+    time_limit_s: stop the run then (students graded by then are merged), as SIGTERM does.
     """
-    found = submitted(course, coursedir, assignment)
-    if not found:
-        raise CourseError(f"no submissions of {assignment} under {coursedir.submitted_directory}/: "
-                          "collect them first (nbgrader zip_collect or nbgrader collect)")
-    count = max(1, min(workers or course.grading.workers or os.cpu_count() or 1, len(found)))
-    print(f"autograding {len(found)} submissions of {assignment} out of kernel, {count} at a time",
-          file=sys.stderr)
+    count = max(1, workers or course.grading.workers or os.cpu_count() or 1)
     from .workers import Workers   # torch and nbgrader imported here, once, for every worker
+    previous = {sig: signal.signal(sig, _stop_on) for sig in (signal.SIGTERM, signal.SIGALRM)}
+    if time_limit_s:
+        signal.alarm(time_limit_s)
     try:
+        # the workers are forked before this process reads any student's name or file
         with Workers(assignment, count, course) as pool:
+            found = submitted(course, coursedir, assignment)
+            if not found:
+                raise CourseError(f"no submissions of {assignment} under {coursedir.submitted_directory}/: "
+                                  "collect them first (nbgrader zip_collect or nbgrader collect)")
+            print(f"autograding {len(found)} submissions of {assignment} out of kernel, "
+                  f"{min(count, len(found))} at a time", file=sys.stderr)
             register(course, assignment, coursedir.db_url)
             unreadable, failed = pool.autograde(found, coursedir.db_url)
-    except KeyboardInterrupt:
-        print("\ninterrupted: the students graded so far are in the gradebook; run the command again "
+    except (KeyboardInterrupt, Stopped) as e:
+        why = str(e) or "interrupted"
+        print(f"\n{why}: the students graded so far are in the gradebook; run the command again "
               "for the rest", file=sys.stderr)
         return 130
+    finally:
+        signal.alarm(0)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     from nbgrader.api import MissingEntry
     with open_gradebook(coursedir.db_url) as gb:
         for student in found:

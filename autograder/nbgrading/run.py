@@ -50,9 +50,25 @@ def nbgrader(*args: str, capture: bool = False, check: bool = True) -> subproces
 def unreadable(path: str | Path) -> str | None:
     """Why nbformat (so nbgrader) cannot read this notebook, or None."""
     try:
-        nbformat.read(str(path), as_version=4)
-    except Exception as e:  # any failure to read it is a reason not to grade it
+        nb = nbformat.read(str(path), as_version=4)
+    except Exception as e:  # any failure to read it is a reason not to grade it (RecursionError included)
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'unreadable'}"
+    return _malformed(nb)
+
+
+def _malformed(nb) -> str | None:
+    """What in a notebook nbformat reads would break nbgrader's own code: metadata that is not a table
+    (nbgrader calls .get on it), text that is not valid Unicode (it cannot be written back)."""
+    for index, cell in enumerate(nb.get("cells", [])):
+        meta = cell.get("metadata") if isinstance(cell, dict) else None
+        if not isinstance(meta, dict) or not isinstance(meta.get("nbgrader", {}), dict):
+            return f"cell {index}: its metadata (or metadata.nbgrader) is not a table"
+        if not isinstance(cell.get("source", ""), str):
+            return f"cell {index}: its source is not text"
+    try:
+        nbformat.writes(nb).encode("utf-8")
+    except UnicodeEncodeError:
+        return "it holds text that is not valid Unicode (a lone surrogate escape)"
     return None
 
 

@@ -1,7 +1,7 @@
 """Canvas's "Download Submissions" zip: which file is whose, and each student's newest notebook.
 
     problems = extract_archives(archive_dir, extracted_dir)   # a corrupt entry is reported, the rest kept
-    collection = plan_collection(files, roster.ids)           # .chosen {Canvas ID: CanvasFile}, .problems
+    collection = plan_collection(files, roster_names)         # {Canvas ID: sortable name}; .chosen, .problems
     save_collection(db_url, assignment, collection, problems) # canvas/collected-ASSIGNMENT.json
 """
 from __future__ import annotations
@@ -21,10 +21,13 @@ from .roster import canvas_dir, write_json
 
 # Canvas's bulk download (canvas-lms lib/content_zipper.rb):
 #   "#{sortable name, lowercased, non-word characters removed}_[LATE_]#{user id}_#{attachment id}_#{file name}"
-# The name never holds "_<digits>_" (Canvas strips that so the first such run is the user id),
-# so the shortest name that fits is the right one. The file name gets "-N" when the student
-# uploaded a file of that name before (Attachment.make_unique_filename).
+# The name never holds "_<digits>_" (Canvas strips that), but it may *end* in "_<digits>"
+# ("Smith_51003" -> "smith_51003_51001_700001_x.ipynb"), so the shortest name that fits can
+# name a classmate's id: every split is tried (splits()) and only one matching the roster's
+# name for its id is taken. The file name gets "-N" when the student uploaded a file of that
+# name before (Attachment.make_unique_filename).
 FILE_NAME = re.compile(r"(?P<name>.+?)_(?P<late>LATE_)?(?P<canvas_id>\d+)_(?P<attachment_id>\d+)_(?P<original>.+)\Z")
+SPLIT = re.compile(r"_(?P<late>LATE_)?(?P<canvas_id>\d+)_(?P<attachment_id>\d+)_")
 ANONYMOUS = re.compile(r"(LATE_)?anon_")
 RESUBMISSION = re.compile(r"-(\d+)(\.[^.]*)?\Z")
 
@@ -68,6 +71,41 @@ def parse_filename(path: str | Path) -> CanvasFile | None:
                       original=match["original"])
 
 
+def splits(path: str | Path) -> list[CanvasFile]:
+    """Every reading of a Canvas bulk-download file name, shortest name first ([] if none)."""
+    shown = Path(path).name
+    out = []
+    for start in range(1, len(shown)):
+        match = SPLIT.match(shown, start)
+        if match and match.end() < len(shown):
+            out.append(CanvasFile(path=str(path), name=shown[:start], late=bool(match["late"]),
+                                  canvas_id=match["canvas_id"], attachment_id=int(match["attachment_id"]),
+                                  original=shown[match.end():]))
+    return out
+
+
+def attribute(path: str | Path, roster: dict[str, str]) -> tuple[CanvasFile | None, str]:
+    """The reading of a file name that is a roster student's ({Canvas ID: sortable name}), or (None, why).
+
+    One reading with a roster ID: that one (the roster's name may be older than the upload).
+    Several: only the one whose name is Canvas's for its ID, else none (a name ending in
+    "_51003" must not hand the upload to student 51003)."""
+    readings = splits(path)
+    shortest = {}                    # per ID its shortest reading ("x_LATE_51002_..." is also "x_LATE" + "51002")
+    for f in readings:
+        shortest.setdefault(f.canvas_id, f)
+    listed = [f for f in shortest.values() if f.canvas_id in roster]
+    named = [f for f in listed if canvas_user_name(roster[f.canvas_id]) == f.name]
+    if len(listed) == 1 or len(named) == 1:
+        return (listed if len(listed) == 1 else named)[0], ""
+    if listed:
+        ids = " or ".join(sorted({f.canvas_id for f in listed}))
+        return None, f"the name could be Canvas ID {ids}; not collected (hand it to the right student yourself)"
+    first = readings[0]
+    return None, (f"Canvas ID {first.canvas_id} ({first.name}) is not in the roster; not collected "
+                  "(import a fresh Canvas gradebook export, then collect again)")
+
+
 def canvas_user_name(sortable_name: str) -> str:
     """The name part Canvas writes into bulk-download file names."""
     name = re.sub(r"_(\d+)_", r"\1", sortable_name)
@@ -80,8 +118,9 @@ class Collection:
     problems: list[str]             # every file not collected, one message each
 
 
-def plan_collection(paths, roster_ids: set[str]) -> Collection:
-    """Pick each roster student's newest readable notebook; say why every other file is left out."""
+def plan_collection(paths, roster: dict[str, str]) -> Collection:
+    """Pick each roster student's ({Canvas ID: sortable name}) newest readable notebook; say why
+    every other file is left out."""
     candidates: dict[str, list[CanvasFile]] = {}
     problems = []
     for path in sorted(map(str, paths)):
@@ -94,13 +133,12 @@ def plan_collection(paths, roster_ids: set[str]) -> Collection:
             problems.append(f"{shown}: {hint}; not collected")
         elif Path(found.original).suffix.lower() != ".ipynb":
             problems.append(f"{shown}: not a notebook (.ipynb); not collected")
-        elif found.canvas_id not in roster_ids:
-            problems.append(f"{shown}: Canvas ID {found.canvas_id} ({found.name}) is not in the roster; "
-                            "not collected (import a fresh Canvas gradebook export, then collect again)")
+        elif (owned := attribute(path, roster))[0] is None:
+            problems.append(f"{shown}: {owned[1]}")
         elif reason := unreadable(path):
             problems.append(f"{shown}: not a readable notebook ({reason}); not collected")
         else:
-            candidates.setdefault(found.canvas_id, []).append(found)
+            candidates.setdefault(owned[0].canvas_id, []).append(owned[0])
     chosen = {}
     for canvas_id, files in candidates.items():
         newest, *older = sorted(files, key=lambda f: f.newness, reverse=True)

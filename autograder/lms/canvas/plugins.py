@@ -62,7 +62,7 @@ class CanvasCollectorPlugin(FileNameCollectorPlugin):
         roster = load_roster(app.coursedir.db_url)
         extracted = app._format_collect_path(app.extracted_directory)  # nbgrader's own layout
         files = [os.path.join(root, name) for root, _, names in os.walk(extracted) for name in names]
-        collection = plan_collection(files, roster.ids)
+        collection = plan_collection(files, {s.id: s.name for s in roster.students})
         for problem in collection.problems:
             self.log.warning(problem)
         extractor = list(getattr(app.extractor_plugin_inst, "problems", ()))

@@ -1,0 +1,361 @@
+"""The box around a sandbox child: its own namespaces, an unprivileged user, limits, a cgroup.
+
+Zygote side (torch imported):
+
+    cgroup = Cgroup.create(f"child-{n}", memory_mb=2048, pids=64)    # None where none can be made
+    pid = fork_in_pid_namespace() if namespaces else os.fork()   # the child is PID 1 of a new PID namespace
+    if pid == 0:
+        got, lacking = enter(Box(...), scratch, readable, writable, cgroup, env)
+        ...run the submission...
+    ...waitpid(pid); then cgroup.oom_killed(), cgroup.remove()
+
+When the child (its namespace's init) dies, the kernel kills every process left in
+its PID namespace, however it was detached (setsid, double fork), and frees the
+SysV segments of its IPC namespace, and unmounts its tmpfs scratch. Memory is
+charged to the cgroup, memfd and shared memory included, so RLIMIT_AS is no longer
+the only bound.
+
+As root everything applies. Without root (or on a kernel lacking a feature) enter()
+applies what it can (rlimits, clean environment, Landlock, seccomp, no_new_privs) and
+lists what is missing; docs/security.md says what each platform gets.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+from dataclasses import dataclass
+
+from . import landlock, seccomp
+
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x08000000, 0x20000000, 0x40000000
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000, 0x40000
+MNT_DETACH = 2
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+    return result
+
+
+@dataclass(frozen=True)
+class Box:
+    """What a child gets. Sizes in MiB; uid/gid: an id no file on the machine belongs to."""
+    memory_mb: int = 2048       # cgroup limit: the child's own pages, memfd, shm and page cache included
+    address_mb: int = 4096      # RLIMIT_AS (torch alone reserves about 1 GiB of address space); RLIMIT_DATA with cuda
+    scratch_mb: int = 256       # the scratch folder is a tmpfs of this size, private to the child
+    nproc: int = 64             # processes and threads of one child (pids.max; RLIMIT_NPROC without a pids cgroup)
+    fsize_mb: int = 64          # largest file it may write (RLIMIT_FSIZE)
+    nofile: int = 256           # open files (RLIMIT_NOFILE)
+    cpu_s: int = 600            # CPU seconds, a backstop behind the grader's wall-clock deadline
+    uid: int = 65534
+    gid: int = 65534
+    cuda: bool = False          # the CUDA driver reserves far more address space than it uses
+
+
+# ------------------------------------------------------------------ zygote side
+
+_own_pid_ns: int | None = None
+
+
+def fork_in_pid_namespace() -> int:
+    """os.fork(), with the child as PID 1 of a new PID namespace; the caller stays in its own.
+
+    unshare(CLONE_NEWPID) moves only the caller's future children, so the zygote
+    unshares, forks, and switches its "children's namespace" back with setns.
+    """
+    global _own_pid_ns
+    if _own_pid_ns is None:
+        _own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    _check(_libc.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+    try:
+        return os.fork()
+    finally:
+        if os.getpid() != 1:       # the parent (in the child getpid() is 1 and nothing is to undo)
+            _check(_libc.setns(_own_pid_ns, CLONE_NEWPID), "setns back to the zygote's PID namespace")
+
+
+class Cgroup:
+    """A child's cgroup with memory (and pids where available) limits: v2 or v1 controllers.
+
+    Created by the zygote before the fork, joined by the child, removed after it is reaped.
+    """
+
+    def __init__(self, dirs: dict[str, str]):
+        self.dirs = dirs          # controller -> directory of this child's group
+
+    @classmethod
+    def create(cls, name: str, memory_mb: int, pids: int) -> "Cgroup | None":
+        """None when this process cannot make a memory cgroup (no controller, not delegated, not root)."""
+        parents = _controller_dirs()
+        if "memory" not in parents:
+            return None
+        dirs = {}
+        try:
+            for controller, parent in parents.items():
+                path = os.path.join(parent, name)
+                if path not in dirs.values():
+                    os.mkdir(path)
+                dirs[controller] = path
+            group = cls(dirs)
+            limit = str(memory_mb << 20)
+            if parents["memory"] == parents.get("v2"):
+                group._write("memory", "memory.max", limit)
+                group._write("memory", "memory.swap.max", "0", optional=True)
+            else:
+                group._write("memory", "memory.limit_in_bytes", limit)
+                group._write("memory", "memory.memsw.limit_in_bytes", limit, optional=True)
+            if "pids" in dirs:
+                group._write("pids", "pids.max", str(pids))
+            return group
+        except OSError:
+            cls(dirs).remove()
+            return None
+
+    def _write(self, controller: str, file: str, value: str, optional: bool = False) -> None:
+        try:
+            with open(os.path.join(self.dirs[controller], file), "w") as f:
+                f.write(value)
+        except OSError:
+            if not optional:
+                raise
+
+    def join(self) -> None:
+        """Move the calling process (and so everything it starts) into the group."""
+        for path in set(self.dirs.values()):
+            with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                f.write("0")
+
+    def oom_killed(self) -> bool:
+        """Did the kernel kill a process of this group for exceeding the memory limit?"""
+        path = self.dirs["memory"]
+        try:
+            with open(os.path.join(path, "memory.events")) as f:          # v2
+                return dict(line.split() for line in f).get("oom_kill", "0") != "0"
+        except FileNotFoundError:
+            with open(os.path.join(path, "memory.oom_control")) as f:      # v1
+                return dict(line.split() for line in f).get("oom_kill", "0") != "0"
+
+    def remove(self) -> None:
+        """rmdir the group's directories; they are empty once the child's PID namespace is gone."""
+        for path in sorted(set(self.dirs.values()), reverse=True):
+            try:
+                os.rmdir(path)
+            except FileNotFoundError:
+                pass
+
+
+def _controller_dirs() -> dict[str, str]:
+    """controller -> the directory of this process's cgroup for it, where a child group can be made.
+
+    v2 ("0::/path"): memory and pids when the group's cgroup.subtree_control enables them;
+    v1: one hierarchy per controller. A v2 directory is also listed as "v2".
+    """
+    mounts = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, right = line.split(" - ")
+            fstype, _, options = right.split()
+            mount_point = left.split()[4]
+            if fstype == "cgroup2":
+                mounts["v2"] = mount_point
+            elif fstype == "cgroup":
+                for controller in ("memory", "pids"):
+                    if controller in options.split(","):
+                        mounts[controller] = mount_point
+    dirs = {}
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            if controllers == "" and "v2" in mounts:
+                base = mounts["v2"] + path
+                try:
+                    with open(os.path.join(base, "cgroup.subtree_control")) as g:
+                        enabled = g.read().split()
+                except OSError:
+                    continue
+                for controller in ("memory", "pids"):
+                    if controller in enabled:
+                        dirs[controller] = dirs["v2"] = base
+            for controller in controllers.split(","):
+                if controller in ("memory", "pids") and controller in mounts and controller not in dirs:
+                    dirs[controller] = mounts[controller] + path
+    return {c: d for c, d in dirs.items() if os.access(d, os.W_OK)}
+
+
+# ------------------------------------------------------------------ child side
+
+def enter(box: Box, scratch: str, readable: list[str], writable: list[str],
+          cgroup: Cgroup | None, env: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Confine the calling child for good; returns (what it got, what it lacks), a phrase each.
+
+    Order matters: the cgroup and namespaces need root, the limits on processes only
+    count once it is not root, and the parent-death signal is reset by a uid change.
+    """
+    got, lacking = [], []
+    if cgroup is not None:
+        cgroup.join()
+        got.append(f"a {box.memory_mb} MiB memory cgroup")
+    else:
+        lacking.append("no memory cgroup (memfd and shared memory are bounded per file only)")
+    if os.getpid() == 1:
+        got.append("its own PID namespace")
+    else:
+        lacking.append("no PID namespace (a detached process can outlive the grading)")
+    try:
+        _check(_libc.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS), "unshare(network, IPC, mount)")
+        private_scratch(scratch, box)
+        if os.geteuid() == 0:
+            expose(readable, scratch)
+        got.append(f"no network, private IPC, a {box.scratch_mb} MiB tmpfs scratch")
+    except OSError as e:
+        lacking.append(f"no network, IPC or mount namespace ({e.strerror or e})")
+    clean_environment(env)
+    root = os.geteuid() == 0
+    if root:
+        os.chown(scratch, box.uid, box.gid)
+    os.chdir(scratch)
+    def limit(r: int, v: int) -> None:      # never above the hard limit it has (only root may raise one)
+        hard = resource.getrlimit(r)[1]
+        v = v if hard == resource.RLIM_INFINITY else min(v, hard)
+        resource.setrlimit(r, (v, v))
+
+    limit(resource.RLIMIT_DATA if box.cuda else resource.RLIMIT_AS, box.address_mb << 20)
+    # RLIMIT_NPROC counts every process of the uid on the machine: for uid 65534 with a pids
+    # cgroup (one per child) a backstop for all children together; for the grader's own uid
+    # it would count the user's other processes, so it is left alone
+    if root:
+        limit(resource.RLIMIT_NPROC, box.nproc * 64 if cgroup and "pids" in cgroup.dirs else box.nproc)
+    elif cgroup is None or "pids" not in cgroup.dirs:
+        lacking.append("no limit on processes")
+    limit(resource.RLIMIT_FSIZE, box.fsize_mb << 20)
+    limit(resource.RLIMIT_NOFILE, box.nofile)
+    limit(resource.RLIMIT_CPU, box.cpu_s)
+    for r in (resource.RLIMIT_CORE, resource.RLIMIT_RTPRIO, resource.RLIMIT_MSGQUEUE):
+        limit(r, 0)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)     # a too-large write fails with EFBIG instead of killing
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    try:
+        got.append(f"landlock ABI {landlock.confine(readable, writable)}")
+    except OSError as e:
+        lacking.append(f"no filesystem isolation ({e})")
+    seccomp.deny_unix_sockets()
+    got.append("no unix sockets")
+    if root:
+        drop_privileges(box.uid, box.gid)
+        got.append(f"uid {box.uid} without capabilities")
+    else:
+        got.append("the grader's own uid")
+    die_with_parent(signal.SIGKILL)
+    return got, lacking
+
+
+def private_scratch(scratch: str, box: Box) -> None:
+    """Mount a tmpfs of box.scratch_mb over the scratch folder, seen only in this mount namespace.
+
+    RLIMIT_FSIZE bounds one file, not their number; a tmpfs bounds the total, its pages
+    count against the memory cgroup, and it vanishes with the child's last process.
+    """
+    _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
+    options = f"size={box.scratch_mb}m,mode=0700,uid={box.uid},gid={box.gid}".encode()
+    _check(_libc.mount(b"scratch", scratch.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), "mount tmpfs")
+
+
+def expose(paths: list[str], scratch: str) -> None:
+    """Make each existing path reachable for an unprivileged uid, read-only, in this mount namespace.
+
+    Python may live under a folder others cannot enter (pyenv in /root, mode 0700): uid 65534
+    could not import a module the fork server had not. Such a folder gets an empty tmpfs
+    (mode 0755) over it, so nothing else of it shows, with the paths inside bound back read-only.
+    """
+    blocked: dict[str, list[str]] = {}
+    for path in sorted(p for p in set(paths) if os.path.exists(p)):
+        blocker = _closed_ancestor(path)
+        if blocker and not any(path.startswith(q + os.sep) for q in blocked.get(blocker, [])):
+            blocked.setdefault(blocker, []).append(path)
+    for blocker, inside in blocked.items():
+        stages = []
+        for n, path in enumerate(inside):           # hold each path at a stage while the folder is covered
+            stage = os.path.join(scratch, f".expose-{n}")
+            os.mkdir(stage)
+            _mount(path, stage, None, MS_BIND | MS_REC)
+            stages.append(stage)
+        _mount("none", blocker, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
+        for path, stage in zip(inside, stages):
+            os.makedirs(path, exist_ok=True)
+            _mount(stage, path, None, MS_BIND | MS_REC)
+            _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+            _check(_libc.umount2(stage.encode(), MNT_DETACH), "umount2")
+            os.rmdir(stage)
+
+
+def _closed_ancestor(path: str) -> str | None:
+    """The first folder on the way to `path` that others may not enter, or None."""
+    folder = "/"
+    for part in os.path.abspath(path).strip("/").split("/")[:-1]:
+        folder = os.path.join(folder, part)
+        if not os.stat(folder).st_mode & 0o001:
+            return folder
+    return None
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, options: str | None = None) -> None:
+    enc = lambda s: s.encode() if s is not None else None
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(options)), f"mount {target}")
+
+
+def drop_privileges(uid: int, gid: int) -> None:
+    """Become uid/gid (from root) with no supplementary groups and no capabilities, not even in the bounding set."""
+    for cap in range(64):             # up to the kernel's last capability: then EINVAL
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0:
+            break
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)       # clears the permitted and effective capability sets
+    if _capabilities() != 0:
+        raise OSError("capabilities remain after the uid change")
+
+
+def _capabilities() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    raise OSError("no CapEff in /proc/self/status")
+
+
+def clean_environment(env: dict[str, str]) -> None:
+    """Only `env` in os.environ, in libc's environ, and in the memory /proc/self/environ shows.
+
+    os.environ.clear() unsets every variable, but the strings the process was started
+    with stay on its stack, where /proc/self/environ and ctypes.string_at can read them.
+    """
+    os.environ.clear()
+    os.environ.update(env)
+    with open("/proc/self/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    start, end = int(fields[47]), int(fields[48])    # env_start, env_end: fields 50 and 51 of stat(5)
+    if 0 < start < end:
+        ctypes.memset(start, 0, end - start)
+
+
+def die_with_parent(sig: int) -> None:
+    """Have the kernel send `sig` to the calling process when its parent ends, however it ends."""
+    _check(_libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+
+
+def pid_namespaces_work() -> bool:
+    """Can this process give each child its own PID namespace? (root on Linux; tried once, by a fork)"""
+    try:
+        pid = fork_in_pid_namespace()
+    except OSError:
+        return False
+    if pid == 0:
+        os._exit(0 if os.getpid() == 1 else 1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0

@@ -1,0 +1,306 @@
+"""The hostile corpus (tests/hostile/corpus.py) through the grader's three paths.
+
+Every submission gets a result with every test, no more points than its honest twin, the
+reason where one is required, in bounded time; nothing it did is left on the machine
+(processes, SysV segments, files, metadata, packets) and no other result changes.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder import suites
+from autograder.course import COURSE_FILE, ROOT
+from hostile import corpus
+
+pytestmark = pytest.mark.slow
+
+BUDGET_S = 40          # the test course's submission_budget_s (timeout_s stays 10)
+BATCH_BOUND_S = 900    # the whole corpus, 2 workers, on a loaded 2-core machine
+TESTS = len(suites.load("residual-connections").tests)
+
+
+@pytest.fixture(scope="module")
+def course_file(tmp_path_factory):
+    """course.toml with a short per-submission budget, so that the budget case ends soon."""
+    path = tmp_path_factory.mktemp("course") / "course.toml"
+    text = COURSE_FILE.read_text(encoding="utf-8")
+    lines = [f"submission_budget_s = {BUDGET_S}" if line.startswith("submission_budget_s") else line
+             for line in text.splitlines()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+class Outside:
+    """What an attack could touch outside its box, and a snapshot to compare after grading."""
+
+    def __init__(self):
+        corpus.VICTIMS.mkdir(mode=0o755, exist_ok=True)
+        for name in ("gradebook.db", "roster.csv"):
+            path = corpus.VICTIMS / name
+            path.write_text("precious\n")
+            path.chmod(0o644)
+            os.setxattr(path, "user.keep", b"1")
+        self.heard: list[str] = []
+        self._sockets = []
+        udp = self._listen(socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", corpus.UDP_PORT))
+        threading.Thread(target=self._receive, args=(udp,), daemon=True).start()
+        for family, address in ((socket.AF_INET, ("127.0.0.1", corpus.TCP_PORT)),
+                                (socket.AF_UNIX, str(corpus.UNIX_SOCKET)), (socket.AF_UNIX, corpus.ABSTRACT)):
+            server = self._listen(family, socket.SOCK_STREAM, address)
+            server.listen()
+            threading.Thread(target=self._accept, args=(server,), daemon=True).start()
+        os.chmod(corpus.UNIX_SOCKET, 0o777)
+        self.before = self.snapshot()
+
+    def _receive(self, udp):
+        try:
+            self.heard.append(f"a datagram: {udp.recv(100)!r}")
+        except OSError:
+            pass
+
+    def _accept(self, server):
+        try:
+            server.accept()
+            self.heard.append(f"a connection to {server.getsockname()!r}")
+        except OSError:          # closed at the end of the test
+            pass
+
+    def _listen(self, family, kind, address):
+        if family == socket.AF_UNIX and isinstance(address, str) and os.path.exists(address):
+            os.unlink(address)
+        s = socket.socket(family, kind)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(address)
+        self._sockets.append(s)
+        return s
+
+    @staticmethod
+    def snapshot() -> dict:
+        victims = {p.name: (p.stat().st_mode, p.stat().st_uid, p.stat().st_mtime_ns, sorted(os.listxattr(p)))
+                   for p in sorted(corpus.VICTIMS.iterdir()) if p.is_file()}
+        return {"victims": victims, "victim dir": sorted(p.name for p in corpus.VICTIMS.iterdir()),
+                "shm segments": set(Path("/proc/sysvipc/shm").read_text().splitlines()[1:]),
+                "processes": set(boxed_processes()),
+                "tmp": {p.name for p in Path("/tmp").iterdir() if p.name.startswith("hostile-e")},
+                "repository": set(subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
+                                                 cwd=ROOT, capture_output=True, text=True).stdout.splitlines())}
+
+    def left_over(self) -> dict:
+        """{what: (before, after)} for what changed, or for sets, what is new (other programs on the
+        machine may end their own processes or segments meanwhile)."""
+        deadline = time.monotonic() + 10      # an IPC namespace is freed by a kernel worker, soon after
+        while True:
+            after = self.snapshot()
+            changed = {k: (self.before[k], after[k]) for k in after
+                       if (after[k] - self.before[k] if isinstance(after[k], set) else after[k] != self.before[k])}
+            if not changed or time.monotonic() > deadline:
+                return {**changed, **({"heard": self.heard} if self.heard else {})}
+            time.sleep(0.5)
+
+    def close(self):
+        for s in self._sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)     # wakes the thread waiting on it
+            except OSError:
+                pass
+            s.close()
+
+
+def boxed_processes() -> list[str]:
+    """Processes running as the box's uid, or named by an attack ("hostile")."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if fields.get("Uid", "").split()[:1] == ["65534"] or fields.get("Name", "").strip() == "hostile":
+            found.append(f"{status.parent.name} {fields.get('Name', '').strip()}")
+    return sorted(found)
+
+
+@pytest.fixture
+def outside():
+    watched = Outside()
+    yield watched
+    watched.close()
+
+
+def grade(course_file, scratch: Path, *args, timeout=BATCH_BOUND_S) -> tuple[subprocess.CompletedProcess, float]:
+    """`python -m autograder grade` with the test course, a secret in its environment, and its
+    scratch folders under `scratch` (so that any left behind are seen)."""
+    scratch.mkdir()
+    env = {**os.environ, "COURSE_FILE": str(course_file), corpus.SECRET_VAR: corpus.SECRET, "TMPDIR": str(scratch)}
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", "residual-connections", *map(str, args)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    return proc, time.monotonic() - start
+
+
+def check(name: str, case: corpus.Case, result: dict) -> list[str]:
+    """What is wrong with one submission's result (empty when it is as required)."""
+    problems = []
+    outputs = "\n".join(t["output"] for t in result["tests"])
+    if len(result["tests"]) != TESTS or result["max_score"] != corpus.TWIN_SCORE:
+        problems.append(f"{name}: {len(result['tests'])} tests out of {result['max_score']}")
+    if result["score"] > case.max_score:
+        problems.append(f"{name}: {result['score']} points, more than {case.max_score}")
+    if case.reason and not any(phrase in outputs for phrase in case.reason.split("|")):
+        problems.append(f"{name}: no '{case.reason}' in its outputs: {outputs[:300]!r}")
+    for leak in ("ESCAPED", corpus.SECRET, "Traceback"):
+        if leak in outputs:
+            problems.append(f"{name}: {leak} in its outputs: {outputs[outputs.index(leak) - 100:][:300]!r}")
+    return problems
+
+
+def test_hostile_batch(tmp_path, course_file, outside):
+    """The whole corpus in one batch (`grade ASSIGNMENT FOLDER`), two at a time."""
+    cases = corpus.write_corpus(tmp_path / "corpus")
+    assert len(cases) >= 31
+    proc, took = grade(course_file, tmp_path / "scratch", tmp_path / "corpus", "--json", "--workers", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = {Path(r["submission"]).name: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert sorted(results) == sorted(cases)
+    assert corpus.SECRET not in proc.stdout + proc.stderr
+    problems = [p for name, case in cases.items() for p in check(name, case, results[name])]
+    assert problems == []
+    assert results["honest-twin.ipynb"]["score"] == corpus.TWIN_SCORE
+    assert took < BATCH_BOUND_S
+    assert outside.left_over() == {}
+    assert list((tmp_path / "scratch").iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["grader-env", "classmates", "daemon", "frame-stall", "deep-nesting", "budget"])
+def test_hostile_alone(tmp_path, course_file, outside, name):
+    """One notebook (`grade ASSIGNMENT FILE`, whose fork server is this very process forked)."""
+    cases = corpus.write_corpus(tmp_path / "corpus")
+    file = f"hostile-{name}.ipynb"
+    proc, took = grade(course_file, tmp_path / "scratch", tmp_path / "corpus" / file, "--json", timeout=BUDGET_S + 120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert check(file, cases[file], json.loads(proc.stdout)) == []
+    assert took < BUDGET_S + 90          # the budget, plus starting the grader on a loaded machine
+    assert outside.left_over() == {}
+    assert list((tmp_path / "scratch").iterdir()) == []
+
+
+# ------------------------------------------------------------------ the class command
+
+CLASS = {"honest-twin": 75, "partly-right": 35, "hostile-budget": None, "segfault-at-import": 64,
+         "hostile-meta-list": None, "hostile-script-in-markdown": 75}
+HONEST = {"honest-twin", "partly-right", "hostile-script-in-markdown"}
+
+
+def class_area(tmp_path, course_file, budget_s: int):
+    """submitted/CANVAS_ID/ for each of CLASS (roster IDs in order), the roster imported; (env, {id: name})."""
+    from autograder.lms.canvas.roster import import_roster, read_roster
+    from autograder.nbgrading.run import nbgrader_config
+    roster_csv = ROOT / "submissions" / "roster.csv"
+    ids = [s.id for s in read_roster(roster_csv).students]
+    instructor = tmp_path / "instructor"
+    notebooks = tmp_path / "corpus"
+    corpus.write_corpus(notebooks)
+    students = {}
+    for cid, name in zip(ids, CLASS):
+        folder = instructor / "submitted" / cid / "residual-connections"
+        folder.mkdir(parents=True)
+        source = notebooks / f"{name}.ipynb"
+        if not source.exists():
+            source = ROOT / "submissions" / "residual-connections" / f"{name}.ipynb"
+        (folder / "residual-connections.ipynb").write_bytes(source.read_bytes())
+        students[cid] = name
+    course = tmp_path / "class-course.toml"
+    course.write_text("\n".join(f"submission_budget_s = {budget_s}" if l.startswith("submission_budget_s") else l
+                                for l in course_file.read_text().splitlines()) + "\n")
+    env = {**os.environ, "COURSE_INSTRUCTOR_DIR": str(instructor), "COURSE_FILE": str(course),
+           corpus.SECRET_VAR: corpus.SECRET}
+    before = os.environ.get("COURSE_INSTRUCTOR_DIR")
+    os.environ["COURSE_INSTRUCTOR_DIR"] = str(instructor)
+    try:
+        import_roster(roster_csv, nbgrader_config().CourseDirectory.db_url, ("residual-connections",))
+    finally:
+        os.environ.pop("COURSE_INSTRUCTOR_DIR") if before is None else os.environ.update(COURSE_INSTRUCTOR_DIR=before)
+    return instructor, env, students
+
+
+def totals(instructor) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{instructor / 'gradebook.db'}") as gb:
+        return {s.student.id: s.score for s in gb.assignment_submissions("residual-connections")}
+
+
+def exported(instructor, env) -> dict[str, str]:
+    """{Canvas ID: grade} from `nbgrader export` (the Canvas CSV)."""
+    import csv
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "export", "--log-level=WARN"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader((instructor / "canvas" / "grades.csv").open(encoding="utf-8")))
+    return {r[1]: r[5] for r in rows[1:] if r[0] != "Points Possible"}
+
+
+def test_class_with_a_hanging_and_a_crashing_student(tmp_path, course_file, outside):
+    """The whole class graded: the hanging student is stopped by its budget, with the reason; the honest
+    ones are merged, exported, and their feedback holds no student script."""
+    instructor, env, students = class_area(tmp_path, course_file, BUDGET_S)
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "autograder", "autograde", "residual-connections", "--workers", "2"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    took = time.monotonic() - start
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    got = totals(instructor)
+    for cid, name in students.items():
+        if CLASS[name] is not None:
+            assert got[cid] == CLASS[name], (name, got)
+    hanging = next(cid for cid, name in students.items() if name == "hostile-budget")
+    assert got[hanging] < 75
+    grades = exported(instructor, env)
+    assert {cid: float(grades[cid]) for cid, name in students.items() if name in HONEST} == \
+        {cid: CLASS[name] for cid, name in students.items() if name in HONEST}
+    assert took < 600
+    fb = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", "residual-connections", "--force",
+                         "--log-level=WARN"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert fb.returncode == 0, fb.stderr
+    script = next(cid for cid, name in students.items() if name == "hostile-script-in-markdown")
+    page = next((instructor / "feedback" / script).rglob("*.html")).read_text(encoding="utf-8")
+    assert 'alert("hostile")' in page.replace("&quot;", '"')           # shown as text,
+    assert '<script>alert' not in page and "<img src=\"x\" onerror" not in page   # never as markup
+    assert 'href="javascript' not in page
+    hanging_page = next((instructor / "feedback" / hanging).rglob("*.html")).read_text(encoding="utf-8")
+    assert "time budget" in hanging_page
+    assert list(instructor.glob("gradebook.*.worker-*")) == []
+    assert outside.left_over() == {}
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "time limit"])
+def test_class_stopped_keeps_the_honest_grades(tmp_path, course_file, outside, how):
+    """Stopped while the hanging student is still being graded (its budget is long here): the students
+    graded by then are merged and exported, the command says why it stopped, nothing is left running."""
+    instructor, env, students = class_area(tmp_path, course_file, 600)
+    command = [sys.executable, "-m", "autograder", "autograde", "residual-connections", "--workers", "1"]
+    if how == "time limit":
+        command += ["--time-limit", "240"]
+    first = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    journals = lambda: " ".join(p.read_text() for p in instructor.glob("gradebook.*.graded"))
+    deadline = time.monotonic() + 400
+    while len(journals().split()) < 2 and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.2)
+    if how == "SIGTERM":
+        first.send_signal(15)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 130, err[-3000:]
+    assert ("stopped by SIGTERM" if how == "SIGTERM" else "the time limit was reached") in err
+    got = totals(instructor)
+    graded = [cid for cid in students if cid in got]
+    assert len(graded) >= 2
+    assert all(got[cid] == CLASS[students[cid]] for cid in graded if students[cid] in HONEST)
+    grades = exported(instructor, env)
+    assert all(float(grades[cid]) == CLASS[students[cid]] for cid in graded if students[cid] in HONEST)
+    assert list(instructor.glob("gradebook.*.worker-*")) == []
+    assert outside.left_over() == {}
