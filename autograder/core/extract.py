@@ -70,6 +70,11 @@ class Template:
                     problems[label] = f"solution cell '{label}' is malformed (its source is not text)"
         return Extracted(cells, problems)
 
+    def marked(self, extracted: Extracted) -> list[tuple[str, str, bool]]:
+        """extracted's cells as (label, source, is the student's), for the static policy."""
+        solution = {label for label, _, student in self.cells if student}
+        return [(label, src, label in solution) for label, src in extracted.cells]
+
     def key(self, submission: Path) -> str:
         """Extracted.key of a submission; for an unreadable file, a hash of its bytes."""
         try:

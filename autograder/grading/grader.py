@@ -19,6 +19,7 @@ import torch
 
 from .. import contract as contract_mod
 from .. import suites
+from ..core import policy
 from ..core.extract import NotebookError, Template, nbtest
 from ..core.sandbox import PROBE, Died, GraderError, Hung, Limits, Sandbox, Zygote
 from ..course import SOLUTIONS, Course, CourseError
@@ -50,6 +51,7 @@ class Grader:
             source = self.assignment.notebook_path(SOLUTIONS)
             self.template = Template(source)
             self.contract = contract_mod.load(source.parent)
+            self.policy = policy.for_assignment(self.assignment.rules)
             self.reference = nbtest.load(source, name=f"autograder_reference_{assignment.replace('-', '_')}")
             self.suite = suites.load(assignment)
             self.suite.check_points(self.assignment.auto)
@@ -84,21 +86,27 @@ class Grader:
         with Sandbox(self.zygote, extracted.cells, self.specs_module, self.limits, self.contract.wire()) as box:
             with self._lock:
                 self._open.add(box)
+            violations = policy.check_cells(self.template.marked(extracted), self.policy)
             try:
                 box.problems.update(extracted.problems)
-                entries = [self._run(test, box, seed) for test in self.graded]
+                entries = [self._run(test, box, seed, violations) for test in self.graded]
             finally:
                 with self._lock:
                     self._open.discard(box)
             self._warn_isolation(box.isolation)
         return self._result(seed, entries)
 
-    def _run(self, test: Test, box: Sandbox, seed: int) -> TestResult:
+    def _run(self, test: Test, box: Sandbox, seed: int, violations: list[policy.Violation]) -> TestResult:
         trial = Trial(test, seed, box, self.limits.timeout_s, self.reference, self.specs,
                       lambda name: self._explain(name, box), cuda=self.cuda, timing=self.assignment.timing,
-                      contract=self.contract)
+                      contract=self.contract, violations=[v for v in violations if self._part(v) == test.part])
         try:
             test.check(trial)
+            held = _held(test, violations, {label for label, _ in box.cells})
+            if held:
+                raise Failed("held for an instructor's review: the test rests on what your code's process reports, "
+                             "and the code breaks a rule that could forge that report:\n"
+                             + "\n".join(f"  {v}" for v in held))
         except Failed as e:
             return _entry(test, 0, str(e))
         except Hung:
@@ -115,6 +123,11 @@ class Grader:
             if test.own_child:
                 box.discard()
         return _entry(test, test.points, "passed" + "".join(f"\n{note}" for note in trial.notes))
+
+    def _part(self, violation: policy.Violation) -> int:
+        """The part of the cell a violation is in: that of the first contract name the cell defines."""
+        parts = [entry.part for name, entry in self.contract.items() if self.template.owner.get(name) == violation.cell]
+        return min(parts, default=min(t.part for t in self.suite.tests))
 
     def _explain(self, name: str, box: Sandbox) -> str:
         """Why a name the test needs is not defined: the problem of the cell that should define it."""
@@ -148,6 +161,14 @@ def cuda_present() -> bool:
     """Whether this machine has a CUDA GPU, asked through NVML where it can be: a process that
     initialised CUDA cannot be forked into a fork server whose children use the GPU."""
     return torch.cuda.device_count() > 0
+
+
+def _held(test: Test, violations: list[policy.Violation], loaded: set[str]) -> list[policy.Violation]:
+    """The violations that hold a test for review: a rule it names in held_by, or, for a test that rests
+    on the child's reports, a withhold-severity construct in any cell that loaded (any loaded cell shares
+    the process with the code under test; a cell that killed its child ran in no later one)."""
+    return [v for v in violations if v.rule in test.held_by
+            or (test.trusts_child and v.severity == policy.WITHHOLD and v.cell in loaded)]
 
 
 def _entry(test: Test, score: float, output: str) -> TestResult:

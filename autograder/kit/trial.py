@@ -20,6 +20,7 @@ course.toml's [timing] without_cuda (results.result.not_run).
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import time
@@ -47,15 +48,32 @@ class Test:
     check: Callable[["Trial"], None]
     needs_cuda: bool = False   # skipped on a grading machine without CUDA
     own_child: bool = False    # its sandbox child is discarded afterwards (memory it may have corrupted)
+    trusts_child: bool = False  # rests on what the child reports besides returned values (docs/security.md)
+    held_by: frozenset[str] = frozenset()   # policy rules whose breach holds it for review
+
+
+RULES = "rules"   # the check name of each part's rules test
+
+
+def rules(t: "Trial") -> None:
+    """The part's solution cells follow the assignment's static policy (core/policy.py)."""
+    if t.violations:
+        t.fail("flagged for an instructor's review; this costs no points, but the code breaks the assignment's "
+               "rules:\n" + "\n".join(f"  {v}" for v in t.violations))
 
 
 class Suite:
     """An assignment's hidden tests, in the order they run."""
 
-    def __init__(self, assignment: str, cuda: bool = False):
+    def __init__(self, assignment: str, cuda: bool = False, trusts_child: set[str] = frozenset(),
+                 held_by: dict[str, set[str]] | None = None):
+        """trusts_child: check names of the tests that rest on the child's reports (held for review when
+        the code reaches into the process); held_by: check name -> the policy rules that hold it."""
         self.assignment = assignment
         self.cuda = cuda             # the submission runs on the GPU where there is one
         self.tests: list[Test] = []
+        self._trusts_child, self._held_by = set(trusts_child), dict(held_by or {})
+        self._finished = False
 
     def test(self, part: int, points: int, name: str, needs_cuda: bool = False, own_child: bool = False):
         """own_child: the tests after this one get a fresh child, unharmed by what it ran (a kernel
@@ -64,6 +82,24 @@ class Suite:
             self.tests.append(Test(name, part, points, check, needs_cuda, own_child))
             return check
         return register
+
+    def finish(self) -> "Suite":
+        """Mark the tests named in trusts_child and held_by, and add a 0-point rules test to each part
+        that has tests run without CUDA. Called once, after the module registered its tests."""
+        if self._finished:
+            return self
+        unknown = (self._trusts_child | set(self._held_by)) - {t.check.__name__ for t in self.tests}
+        if unknown:
+            raise CourseError(f"hidden suite of {self.assignment}: trusts_child / held_by name no test: "
+                              f"{sorted(unknown)}")
+        self.tests = [dataclasses.replace(t, trusts_child=t.check.__name__ in self._trusts_child,
+                                          held_by=frozenset(self._held_by.get(t.check.__name__, ())))
+                      for t in self.tests]
+        for part in sorted({t.part for t in self.tests if not t.needs_cuda}):
+            self.tests.append(Test(f"part {part}: the code follows the assignment's rules (0 points; "
+                                   "a break flags the notebook for review)", part, 0, rules))
+        self._finished = True
+        return self
 
     def check_points(self, auto: dict[int, int]) -> None:
         """The points of each part must add up to course.toml's `auto` table."""
@@ -123,7 +159,7 @@ class Trial:
 
     def __init__(self, test: Test, seed: int, sandbox, timeout_s: float, reference, specs: dict,
                  explain: Callable[[str], str], *, cuda: bool = False, timing=None,
-                 contract: Contract | None = None):
+                 contract: Contract | None = None, violations=()):
         self.rng = random.Random(f"{seed}/{test.name}")
         self.gen = torch.Generator().manual_seed(self.rng.getrandbits(63))
         self.ref, self.specs, self._explain = reference, specs, explain
@@ -133,6 +169,7 @@ class Trial:
         self.timing = timing                   # course.toml's [timing] table of the assignment, or None
         self.contract = contract or Contract()  # the assignment's names, parameters and attributes
         self.notes: list[str] = []             # shown after "passed" (t.note)
+        self.violations = list(violations)     # the static policy's findings in this test's part
         self.current = "the notebook's code"   # what was running, for timeout messages
 
     # ---------------------------------------------------------------- inputs

@@ -23,7 +23,16 @@ from ..kit.bandwidth import data_sheet_peak
 from ..core.sandbox import Died
 from ..kit import Suite, Trial, describe, shape_in, show
 
-SUITE = Suite("fused-add-norm", cuda=True)
+# Tests that rest on what the sandbox child reports besides returned values (see
+# residual_connections.py); the fusion tests are also held by the wrapper and kernel rules, which
+# say that nothing but the kernel computes h and y (docs/security.md).
+FUSION_RULES = {"wrapper-no-launch", "wrapper-arithmetic", "wrapper-torch-op", "wrapper-launch-loop",
+                "wrapper-launches", "wrapper-statement", "numpy", "forbidden-module", "kernel-python",
+                "kernel-decorator", "kernel-signature"}
+SUITE = Suite("fused-add-norm", cuda=True,
+              trusts_child={"inputs_untouched", "shape_mismatch", "too_wide", "launches_kernel", "one_launch",
+                            "timing"},
+              held_by={"launches_kernel": FUSION_RULES, "one_launch": FUSION_RULES, "timing": FUSION_RULES})
 test = SUITE.test
 F64 = torch.float64
 FN = "fused_add_layernorm"
