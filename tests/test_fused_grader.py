@@ -58,7 +58,8 @@ def test_reference_scores_full_marks_through_the_command_line():
                            "--seed", str(SEED)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]
+    assert list(result) == ["assignment", "score", "max_score", "seed", "seed_from", "code_key", "secret_id",
+                                "review", "tests"]
     assert result["assignment"] == ASSIGNMENT and result["seed"] == SEED
     lost = {t["name"]: t["output"] for t in result["tests"] if t["score"] != t["max_score"]}
     assert not lost, f"seed {SEED}: the reference lost points: {lost}"
@@ -179,7 +180,8 @@ def test_points_per_part_match_course_toml():
 
 def test_result_schema(graded):
     for result in graded.values():
-        assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]
+        assert list(result) == ["assignment", "score", "max_score", "seed", "seed_from", "code_key", "secret_id",
+                                "review", "tests"]
         assert result["assignment"] == ASSIGNMENT and result["seed"] == SEED
         assert result["score"] == round(sum(t["score"] for t in result["tests"]), 2)
         assert result["max_score"] == sum(t["max_score"] for t in result["tests"]) == 40

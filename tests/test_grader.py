@@ -147,7 +147,8 @@ def test_output_never_contains_hidden_or_solution_source(graded):
 
 def test_result_schema(graded):
     for result in graded.values():
-        assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]
+        assert list(result) == ["assignment", "score", "max_score", "seed", "seed_from", "code_key", "secret_id",
+                                "review", "tests"]
         assert result["assignment"] == ASSIGNMENT and result["seed"] == SEED
         assert result["score"] == sum(t["score"] for t in result["tests"])
         assert result["max_score"] == sum(t["max_score"] for t in result["tests"]) == 75

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import csv
 import os
+import secrets
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from ..core import seeds
 from ..course import ROOT, Course
 from ..lms.canvas.roster import canvas_dir, import_roster
 from ..nbgrading.classrun import register
@@ -41,15 +43,20 @@ def run_loop(course: Course, area: Path = AREA, workers: int | None = None) -> P
     if area.exists():
         shutil.rmtree(area)
     area.mkdir(parents=True)
-    before = os.environ.get("COURSE_INSTRUCTOR_DIR")
-    os.environ["COURSE_INSTRUCTOR_DIR"] = str(area)  # read by nbgrader_config.py, here and in nbgrader
+    # COURSE_INSTRUCTOR_DIR is read by nbgrader_config.py, here and in nbgrader; the demo grades with a
+    # throwaway course secret (core/seeds.py), so it never makes or reads the instructor's ~/.config one
+    demo_env = {"COURSE_INSTRUCTOR_DIR": str(area), seeds.ENV: secrets.token_hex(32)}
+    before = {var: os.environ.get(var) for var in demo_env}
+    os.environ.update(demo_env)
+    print("grading with a throwaway course secret: the demo's seeds are its own, ~/.config is left alone")
     try:
         return _loop(course, area, workers)
     finally:
-        if before is None:
-            del os.environ["COURSE_INSTRUCTOR_DIR"]
-        else:
-            os.environ["COURSE_INSTRUCTOR_DIR"] = before
+        for var, value in before.items():
+            if value is None:
+                del os.environ[var]
+            else:
+                os.environ[var] = value
 
 
 def _loop(course: Course, area: Path, workers: int | None) -> Path:

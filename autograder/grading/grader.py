@@ -19,13 +19,12 @@ import torch
 
 from .. import contract as contract_mod
 from .. import suites
-from ..core import policy
-from ..core.extract import NotebookError, Template, nbtest
+from ..core import policy, seeds
+from ..core.extract import NotebookError, Template, nbtest, unreadable_key
 from ..core.sandbox import PROBE, Died, GraderError, Hung, Limits, Sandbox, Zygote
 from ..course import SOLUTIONS, Course, CourseError
 from ..kit import Failed, Test, Trial
 from ..results.result import Result, TestResult, entry, not_run
-from ..results.store import new_seed
 
 
 class Grader:
@@ -45,13 +44,15 @@ class Grader:
         machine_cuda = cuda_present() if cuda is None else bool(cuda)
         # First the fork server, while this process holds nothing secret; then the secrets.
         # Without CUDA, Triton (where a suite's child modules import it) is built for its interpreter.
-        self.zygote = Zygote([PROBE, *child_modules], fork=fork, secret=suites.is_hidden,
+        self.zygote = Zygote([PROBE, *child_modules], fork=fork and not seeds.loaded(), secret=suites.is_hidden,
                              env={"TRITON_INTERPRET": "0" if machine_cuda else "1"})
         try:
             source = self.assignment.notebook_path(SOLUTIONS)
             self.template = Template(source)
             self.contract = contract_mod.load(source.parent)
             self.policy = policy.for_assignment(self.assignment.rules)
+            self.secret = seeds.read_secret()
+            self.secret_id = seeds.secret_id(self.secret)
             self.reference = nbtest.load(source, name=f"autograder_reference_{assignment.replace('-', '_')}")
             self.suite = suites.load(assignment)
             self.suite.check_points(self.assignment.auto)
@@ -77,12 +78,18 @@ class Grader:
         self.close()
 
     def grade(self, path: str | Path, seed: int | None = None) -> Result:
-        """Grade one notebook; inputs are drawn from `seed` (a fresh one when None)."""
-        seed = new_seed() if seed is None else int(seed)
+        """Grade one notebook; inputs are drawn from `seed`, or when None from a seed derived from the
+        code and the course secret (the same code always gets the same inputs)."""
         try:
-            extracted = self.template.fill(Path(path))
+            extracted, problem = self.template.fill(Path(path)), None
         except NotebookError as e:
-            return self._result(seed, [_entry(t, 0, f"could not read the notebook: {e}") for t in self.graded])
+            extracted, problem = None, e
+        key = extracted.key if extracted else unreadable_key(Path(path))
+        stamp = {"seed_from": "code" if seed is None else "given", "code_key": key, "secret_id": self.secret_id}
+        seed = seeds.derive(self.secret, self.assignment.name, key) if seed is None else int(seed)
+        if problem is not None:
+            return self._result(seed, [_entry(t, 0, f"could not read the notebook: {problem}") for t in self.graded],
+                                **stamp)
         with Sandbox(self.zygote, extracted.cells, self.specs_module, self.limits, self.contract.wire()) as box:
             with self._lock:
                 self._open.add(box)
@@ -94,7 +101,7 @@ class Grader:
                 with self._lock:
                     self._open.discard(box)
             self._warn_isolation(box.isolation)
-        return self._result(seed, entries)
+        return self._result(seed, entries, review=tuple(map(str, violations)), **stamp)
 
     def _run(self, test: Test, box: Sandbox, seed: int, violations: list[policy.Violation]) -> TestResult:
         trial = Trial(test, seed, box, self.limits.timeout_s, self.reference, self.specs,
@@ -136,12 +143,12 @@ class Grader:
             return "the assignment does not define it either"
         return box.problems.get(cell, f"cell '{cell}' ran but did not define it (renamed or deleted?)")
 
-    def _result(self, seed: int, entries: list[TestResult]) -> Result:
+    def _result(self, seed: int, entries: list[TestResult], **stamp) -> Result:
         """The graded tests' entries, with an entry for each test not run without CUDA, in suite order."""
         ran = dict(zip((t.name for t in self.graded), entries))
         rule = self.assignment.timing.without_cuda if self.assignment.timing else "skip"
         tests = [ran.get(t.name) or not_run(t.name, t.part, t.points, rule, entries) for t in self.suite.tests]
-        return Result(self.assignment.name, seed, tests)
+        return Result(self.assignment.name, seed, tests, **stamp)
 
     def _warn_isolation(self, isolation: str) -> None:
         if not isolation.startswith("landlock") and not self._warned:

@@ -1,4 +1,4 @@
 """The test kit the hidden suites are written with (see trial.py)."""
-from .trial import Failed, Observation, Remote, Suite, Test, Trial, describe, shape_in, show
+from .trial import Failed, Observation, Remote, Suite, Test, Trial, describe, excerpt, shape_in, show
 
-__all__ = ["Failed", "Observation", "Remote", "Suite", "Test", "Trial", "describe", "shape_in", "show"]
+__all__ = ["Failed", "Observation", "Remote", "Suite", "Test", "Trial", "describe", "excerpt", "shape_in", "show"]

@@ -34,6 +34,8 @@ from ..core import probe
 from ..course import CourseError
 
 SHOWN_VALUES = 6   # tensor entries shown in "yours / expected"
+STUDENT_TEXT = 120  # characters of a message, string or type name the submission made, shown in feedback
+STUDENT_NAME = 60   # of a type name
 
 
 class Failed(Exception):
@@ -225,7 +227,7 @@ class Trial:
         if obs.error:
             entry = self.contract.get(obj.label.split("(")[0])
             names = f" ({', '.join(entry.attributes)})" if entry and entry.attributes else ""
-            self.fail(f"{obj.label}: the grader could not set its weights: {obs.error['message']}. "
+            self.fail(f"{obj.label}: the grader could not set its weights: {excerpt(obs.error['message'])}. "
                       f"Use the attribute names the assignment gives{names} so that the layers can be checked.")
 
     def invoke(self, obj: Remote, *args, expect_error=False, **kwargs) -> Observation:
@@ -257,7 +259,7 @@ class Trial:
         """A readable line for an exception the submission raised."""
         if "NotImplementedError" in error.get("is", []):
             return f"{label} is not implemented yet: it still raises NotImplementedError."
-        text = f"{label} raised {error['type']}: {error['message']}"
+        text = f"{label} raised {excerpt(error['type'], STUDENT_NAME)}: {excerpt(error['message'])}"
         name = re.search(r"name '(\w+)' is not defined", error["message"])
         if name:
             text += f" ({self._explain(name.group(1))})"
@@ -383,7 +385,7 @@ def describe(value: dict) -> str:
     if kind == "tensor" and type(value.get("value")) is torch.Tensor:
         return show(value["value"])
     if kind == "number":
-        return f"the {value.get('type', 'number')} {value.get('value')!r}"
+        return f"the {excerpt(value.get('type', 'number'), STUDENT_NAME)} {value.get('value')!r}"
     if kind in ("list", "tuple"):
         return f"a {kind} of {value.get('length')} items"
     if kind == "none":
@@ -391,5 +393,13 @@ def describe(value: dict) -> str:
     if kind == "bool":
         return f"the bool {value.get('value')}"
     if kind == "str":
-        return f"the string {value.get('value')!r}"
-    return f"an object of type {value.get('type', '?')}"
+        return f"the string {excerpt(value.get('value'))!r}"
+    return f"an object of type {excerpt(value.get('type', '?'), STUDENT_NAME)}"
+
+
+def excerpt(text, limit: int = STUDENT_TEXT) -> str:
+    """A one-line excerpt of text the submission made (an exception's message, a returned string, a type
+    name), cut here in the grader: a submission can put any hidden input it received into such text, and
+    feedback carries no more of it than a test needs to name the mistake."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[:limit - 10] + " ... (cut)"

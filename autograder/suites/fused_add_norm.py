@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from ..kit.bandwidth import data_sheet_peak
 from ..core.sandbox import Died
-from ..kit import Suite, Trial, describe, shape_in, show
+from ..kit import Suite, Trial, describe, excerpt, shape_in, show
 
 # Tests that rest on what the sandbox child reports besides returned values (see
 # residual_connections.py); the fusion tests are also held by the wrapper and kernel rules, which
@@ -282,7 +282,7 @@ def shape_mismatch(t: Trial):
                           "fx.shape before launching")
         if not (shape_in(message, xs) and shape_in(message, fs)):
             t.fail(f"the ValueError must name both shapes, {xs} and {fs}, so the caller can find the bug; yours "
-                   f"said: {message!r}")
+                   f"said: {excerpt(message)!r}")
 
 
 @test(1, 1, "a width over 8192 raises a ValueError naming the limit")
@@ -293,7 +293,7 @@ def too_wide(t: Trial):
     message = refused(t, x, fx, weight, bias, f"widths over {limit} must be refused (one program holds a whole "
                       "row, BLOCK = next_power_of_2(n) lanes)")
     if str(limit) not in message:
-        t.fail(f"the ValueError for width {n} must name the limit, {limit}; yours said: {message!r}")
+        t.fail(f"the ValueError for width {n} must name the limit, {limit}; yours said: {excerpt(message)!r}")
 
 
 # ===================================================================== Part 1: fused (10 points)
