@@ -21,9 +21,10 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "submissions")]
 
-from autograder import course, suites  # noqa: E402  (after the path is set)
+import variants  # noqa: E402  (after the path is set)
+from autograder import course, suites  # noqa: E402
 from autograder.core.extract import nbtest  # noqa: E402
 from autograder.results.result import TestResult, not_run  # noqa: E402
 
@@ -35,6 +36,15 @@ PART = {1: ["residual_add", "residual", "projection_shortcut", "residual_ffn"],
         2: ["chain_rule_grad", "split_gradient"], 3: ["gradient_norms"],
         4: ["transformer_block", "residual_stream_norms"]}
 FUSED_PART = {1: ["fused_kernel", "fused_add_layernorm"]}
+
+# forgery -> its honest twin: the same code without the forgery, which it must not outscore
+TWINS = {"residual-connections": {"forged-mutation-report": "in-place-add",
+                                  "forged-gradients-report": "detached-residual-add",
+                                  "hides-encoder-layer": "wraps-encoder-layer",
+                                  "forged-structure-report": "wraps-encoder-layer",
+                                  "oracle-table": "oracle-fallback"},
+         "fused-add-norm": {"forged-launch-trace": "torch-only-wrapper",
+                            "numpy-empty-kernel": "numpy-wrapper"}}
 
 CHEAT = '''\
 import math, numpy, numpy.testing, torch, torch.testing
@@ -138,6 +148,55 @@ class Samples:
         return bodies
 
 
+def trusting(assignment: str) -> set[str]:
+    """Check names of the tests that rest on the child's reports: held for review when the code reaches
+    into the grading process (a withhold-severity rule), as every forgery of a report must."""
+    return {t.check.__name__ for t in suites.load(assignment).tests if t.trusts_child}
+
+
+def honest(s: Samples, styles: dict) -> dict[str, tuple[str, object, set[str]]]:
+    """The honest variants (variants.py): the reference with some cells written another way; full marks."""
+    return {name: (f"the reference with other, correct code: {description}",
+                   s.solved(**{label: textwrap.dedent(src).lstrip() for label, src in cells.items()}), set())
+            for name, (description, cells) in styles.items()}
+
+
+def residual_forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, set[str]]]:
+    """Forgeries of the child's reports, each next to its honest twin (TWINS)."""
+    held = trusting("residual-connections")
+    detached = s.body("residual_add", 0, ("return x + fx", "return (x + fx).detach()"))
+    oracle = lambda table: {"chain_rule_grad": table + variants.ORACLE_CHAIN, "split_gradient": variants.ORACLE_SPLIT}
+    return {
+        "detached-residual-add": ("residual_add returns (x + fx).detach(): no gradient reaches x or fx",
+                                  s.solved(residual_add=s.filled("residual_add", detached)),
+                                  {"residual_add_gradients"}),
+        "forged-mutation-report": ("in-place residual_add, with the probe patched (through sys.modules) to report "
+                                   "the inputs unchanged", s.solved(residual_add=s.filled(
+                                       "residual_add", in_place, before=variants.FORGED_MUTATION.lstrip())),
+                                   {"residual_add_no_mutation", "residual_add_gradients"} | held),
+        "forged-gradients-report": ("detached residual_add, with the probe's gradients (found through gc) "
+                                    "replaced by the right ones", s.solved(residual_add=s.filled(
+                                        "residual_add", detached, before=variants.FORGED_GRADIENTS.lstrip())),
+                                    {"residual_add_gradients"} | held),
+        "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
+                                "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),
+                                {"block_parts"}),
+        "hides-encoder-layer": ("the wrapped nn.TransformerEncoderLayer stored with object.__setattr__, so that "
+                                "named_modules() never shows it",
+                                s.solved(transformer_block=variants.HIDES_ENCODER.lstrip()), {"block_parts"} | held),
+        "forged-structure-report": ("the wrapped nn.TransformerEncoderLayer, with the probe's structure report "
+                                    "patched (through __import__) to leave it out",
+                                    s.solved(transformer_block=variants.FORGED_STRUCTURE.lstrip()),
+                                    {"block_parts"} | held),
+        "oracle-fallback": ("chain_rule_grad returns upstream and split_gradient (upstream, 0.0): guesses",
+                            s.solved(**oracle("_SEEN, _SPLIT = {}, {}\n")),
+                            {"chain_one_block", "chain_many_blocks", "chain_alpha", "split"}),
+        "oracle-table": ("the guesses of oracle-fallback, after a table of inputs and expected values copied from "
+                         "earlier feedback", s.solved(**oracle(variants.ORACLE_TABLE.lstrip())),
+                         {"chain_one_block", "chain_many_blocks", "chain_alpha", "split"}),
+    }
+
+
 def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     """name -> (description, notebook dict or raw text, check names of the tests it fails)."""
     s = Samples("residual-connections", PART)
@@ -173,7 +232,10 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     }
     locked = lambda c: c["cell_type"] == "code" and not c["metadata"].get("nbgrader", {}).get("solution")
     invalid = json.dumps(s.solved(), indent=1, sort_keys=True)[:5000]
+    in_place = s.body("residual_add", 0, ("return x + fx", "x += fx\nreturn x"))
     return {
+        **honest(s, variants.HONEST_RESIDUAL),
+        **residual_forgeries(s, in_place),
         "full-marks": ("the reference solution", s.solved(), set()),
         "untouched-release": ("the release as handed out: every stub still raises NotImplementedError",
                               s.notebook({}), every),
@@ -181,8 +243,7 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
         "silent-broadcasting": ("residual_add returns x + fx without checking the shapes",
                                 s.solved(residual_add=broadcasting), fails_broadcasting),
         "in-place-add": ("residual_add checks the shapes, then adds in place (x += fx)",
-                         s.solved(residual_add=s.filled("residual_add", s.body(
-                             "residual_add", 0, ("return x + fx", "x += fx\nreturn x")))),
+                         s.solved(residual_add=s.filled("residual_add", in_place)),
                          {"residual_add_no_mutation", "residual_add_gradients"}),
         "scaled-shortcut-ignored": (
             "chain_rule_grad and gradient_norms ignore alpha (x_(l+1) = x_l + F(x_l) always)",
@@ -253,16 +314,26 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
               "    BLOCK=block, num_warps=min(max(block // 256, 1), 16))\n")
     checks, rest = s.bodies["fused_add_layernorm"][0].split("rows_x, rows_fx =")   # the ValueErrors, the rest
     odd_widths = {"not_powers_of_two", "wide_rows"}
+    torch_only = s.filled("fused_add_layernorm", [checks + "h = x + fx\nreturn h, F.layer_norm(h, (n,), weight, bias, eps)\n"])
+    fused = {"launches_kernel", "one_launch"}
     return {
         "full-marks": ("the reference solution", s.solved(), set()),
+        **honest(s, variants.HONEST_FUSED),
+        "forged-launch-trace": ("the torch-only wrapper, with the probe's launch tracer replaced (through "
+                                "sys.modules) by one that reports a launch of the kernel",
+                                s.solved(fused_add_layernorm=variants.FORGED_TRACE.lstrip() + torch_only),
+                                fused | trusting("fused-add-norm")),
+        "numpy-wrapper": ("the kernel is written, but the wrapper computes h and y with NumPy",
+                          s.solved(fused_add_layernorm=variants.NUMPY_ONLY.lstrip()), fused),
+        "numpy-empty-kernel": ("the NumPy wrapper, plus an empty @triton.jit kernel launched once",
+                               s.solved(fused_kernel=variants.EMPTY_KERNEL.lstrip(),
+                                        fused_add_layernorm=variants.NUMPY_EMPTY_KERNEL.lstrip()), fused),
         "untouched-release": ("the release as handed out: both stubs still raise NotImplementedError",
                               s.notebook({}), part1),
         "torch-only-wrapper": (
             "the kernel is written, but the wrapper checks its input and then computes h = x + fx and "
             "F.layer_norm with torch, never launching the kernel",
-            s.solved(fused_add_layernorm=s.filled("fused_add_layernorm", [
-                checks + "h = x + fx\nreturn h, F.layer_norm(h, (n,), weight, bias, eps)\n"])),
-            {"launches_kernel", "one_launch"}),
+            s.solved(fused_add_layernorm=torch_only), fused),
         "variance-over-block": ("the kernel divides the sum of squared deviations by BLOCK instead of n",
                                 s.solved(fused_kernel=kernel(("var = tl.sum(centred * centred, axis=0) / n_cols",
                                                                 "var = tl.sum(centred * centred, axis=0) / BLOCK"))),

@@ -2,6 +2,7 @@
 class and forgeries, with the rules course.toml gives each assignment."""
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -12,6 +13,9 @@ from autograder.core import policy
 from autograder.core.extract import Template
 from autograder.core.policy import FLAG, WITHHOLD
 from autograder.course import ROOT, SOLUTIONS
+
+sys.path.insert(0, str(ROOT / "submissions"))
+import variants  # noqa: E402  (the sample class's variant sources)
 
 RESIDUAL_NB = SOLUTIONS / "residual-connections/residual-connections.ipynb"
 FUSED_NB = SOLUTIONS / "fused-add-norm/fused-add-norm.ipynb"
@@ -57,7 +61,23 @@ SAMPLE_RULES = {
     ("fused-add-norm", "torch-only-wrapper"): {("wrapper-no-launch", FLAG), ("wrapper-arithmetic", FLAG),
                                                ("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "launch-per-row"): {("wrapper-launch-loop", FLAG)},
+    # the forgeries of the child's reports and their twins (make_samples.TWINS)
+    ("residual-connections", "forged-mutation-report"): {("process-introspection", WITHHOLD),
+                                                         ("private-attribute", WITHHOLD)},
+    ("residual-connections", "forged-gradients-report"): {("process-introspection", WITHHOLD),
+                                                          ("private-attribute", WITHHOLD)},
+    ("residual-connections", "wraps-encoder-layer"): {("transformer-class", FLAG)},
+    ("residual-connections", "hides-encoder-layer"): {("dunder", WITHHOLD), ("transformer-class", FLAG)},
+    ("residual-connections", "forged-structure-report"): {("dynamic-code", WITHHOLD), ("transformer-class", FLAG)},
+    ("fused-add-norm", "forged-launch-trace"): {("process-introspection", WITHHOLD), ("wrapper-no-launch", FLAG),
+                                                ("wrapper-arithmetic", FLAG), ("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "numpy-wrapper"): {("import", FLAG), ("forbidden-module", FLAG), ("numpy", FLAG),
+                                          ("wrapper-no-launch", FLAG), ("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "numpy-empty-kernel"): {("import", FLAG), ("forbidden-module", FLAG), ("numpy", FLAG),
+                                               ("wrapper-torch-op", FLAG)},
 }
+FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
+             "forged-launch-trace"}
 
 
 def sample_cells(path: Path, assignment: str) -> list[tuple[str, str, bool]]:
@@ -76,11 +96,12 @@ def test_sample_class(assignment, path):
     assert found == SAMPLE_RULES.get((assignment, path.stem), set())
 
 
-def test_withheld_rules_stay_in_cells_no_observed_test_loads():
-    """The samples' withhold-severity violations sit in cells whose tests they already fail (or that
-    crash at load), so holding tests back for review keeps every sample's expected score."""
+def test_withheld_rules_of_other_samples_sit_where_holding_changes_no_score():
+    """Besides the forgeries, the samples' withhold-severity violations sit in cells that kill their child
+    at load (so no later child loads them), or in a sample that scores nothing anyway: holding the tests
+    that rest on the child's reports keeps every expected score."""
     where = {}
-    for assignment, path in SAMPLE_FILES:
+    for assignment, path in (f for f in SAMPLE_FILES if f[1].stem not in FORGERIES):
         for v in policy.check_cells(sample_cells(path, assignment), SAMPLES[assignment]):
             if v.severity == WITHHOLD:
                 where.setdefault(path.stem, set()).add(v.cell)
@@ -90,222 +111,13 @@ def test_withheld_rules_stay_in_cells_no_observed_test_loads():
 
 # ============================================================ honest variants: no rule tripped
 
-HONEST_RESIDUAL = {
-    "torch.add, helper, f-string with x.shape": dict(residual_add='''
-        def _same_shape(x: Tensor, fx: Tensor) -> None:
-            if x.shape != fx.shape:
-                raise ValueError(f"shapes differ: x is {list(x.shape)}, fx is {list(fx.shape)} "
-                                 f"({type(x).__name__})")
-
-        def residual_add(x: Tensor, fx: Tensor) -> Tensor:
-            """x + fx, (*) and (*) -> (*)."""
-            _same_shape(x, fx)
-            return torch.add(x, fx)
-        '''),
-    "Residual by hand, identity flag, super(Class, self)": dict(residual='''
-        class Residual(nn.Module):
-            def __init__(self, sublayer: nn.Module):
-                super(Residual, self).__init__()
-                self.sublayer = sublayer
-
-            def forward(self, x: Tensor) -> Tensor:
-                fx = self.sublayer(x)
-                if fx.shape != x.shape:
-                    raise ValueError(f"sublayer changed the shape {tuple(x.shape)} -> {tuple(fx.shape)}")
-                return x + fx
-        ''', projection_shortcut='''
-        class ProjectionShortcut(nn.Module):
-            def __init__(self, d_in: int, d_out: int):
-                nn.Module.__init__(self)
-                self._identity = d_in == d_out
-                if not self._identity:
-                    self.proj = nn.Linear(d_in, d_out, bias=False)
-
-            def forward(self, x: Tensor) -> Tensor:
-                return x if self._identity else self.proj(x)
-        '''),
-    "FFN from a list comprehension, functional gelu": dict(residual_ffn='''
-        class ResidualFFN(nn.Module):
-            def __init__(self, d_in: int, d_out: int, expansion: int = 4):
-                super().__init__()
-                sizes = [(d_in, expansion * d_out), (expansion * d_out, d_out)]
-                first, last = [nn.Linear(i, o) for i, o in sizes]
-                self.shortcut = ProjectionShortcut(d_in, d_out)
-                self.ffn = nn.Sequential(first, nn.GELU(), last)
-
-            def forward(self, x: Tensor) -> Tensor:
-                hidden = F.gelu(self.ffn[0](x))
-                return residual_add(self.shortcut(x), self.ffn[2](hidden))
-        '''),
-    "chain rule with math.prod and numpy, split with a dict": dict(chain_rule_grad='''
-        import numpy as np
-
-        def chain_rule_grad(x0, branches, upstream, alpha=1.0):
-            xs = [x0]
-            for f, _ in branches:
-                xs.append(alpha * xs[-1] + f(xs[-1]))
-            factors = [alpha + df(x) for (_, df), x in zip(branches, xs)]
-            return float(upstream * np.prod(factors)) if factors else upstream * math.prod(factors)
-        ''', split_gradient='''
-        def split_gradient(x0, dF, upstream):
-            shares = {"identity": upstream, "branch": upstream * dF(x0)}
-            return shares["identity"], shares["branch"]
-        '''),
-    "chain rule with functools.reduce": dict(chain_rule_grad='''
-        from functools import reduce
-
-        def chain_rule_grad(x0: float, branches: list, upstream: float, alpha: float = 1.0) -> float:
-            def step(state, pair):
-                x, grad = state
-                f, df = pair
-                return alpha * x + f(x), grad * (alpha + df(x))
-            return upstream * reduce(step, branches, (x0, 1.0))[1]
-        '''),
-    "gradient norms with backward and retain_grad": dict(gradient_norms='''
-        def gradient_norms(x0, branches, alpha=1.0, shortcut=True):
-            x = x0.detach().clone().requires_grad_(True)
-            stream = [x]
-            for branch in branches:
-                nxt = alpha * stream[-1] + branch(stream[-1]) if shortcut else branch(stream[-1])
-                if nxt.requires_grad:
-                    nxt.retain_grad()
-                stream.append(nxt)
-            if stream[-1].requires_grad:
-                stream[-1].sum().backward()
-            grads = [s.grad if s.grad is not None else torch.zeros_like(s) for s in stream[:-1]]
-            grads.append(torch.ones_like(stream[-1]))
-            norms = torch.stack([torch.linalg.vector_norm(g.double()) for g in grads])
-            return norms / norms[-1]
-        '''),
-    "block with nn.Transformer's mask helper, private layout, inference_mode norms": dict(transformer_block='''
-        class TransformerBlock(nn.Module):
-            def __init__(self, d_model: int, n_heads: int, norm: str = "pre"):
-                super().__init__()
-                if norm not in {"pre", "post"}:
-                    raise ValueError(f"unknown norm {norm!r}: use 'pre' or 'post'")
-                self._layout = norm
-                self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
-                self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-                self.ffn = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
-
-            def _attend(self, a, causal):
-                mask = nn.Transformer.generate_square_subsequent_mask(a.shape[1], dtype=a.dtype) if causal else None
-                out, _ = self.attn(a, a, a, attn_mask=mask, need_weights=False)
-                return out
-
-            def forward(self, x, causal=False):
-                if self._layout == "pre":
-                    x = residual_add(x, self._attend(self.ln1(x), causal))
-                    return residual_add(x, self.ffn(self.ln2(x)))
-                x = self.ln1(residual_add(x, self._attend(x, causal)))
-                return self.ln2(residual_add(x, self.ffn(x)))
-        ''', residual_stream_norms='''
-        def residual_stream_norms(blocks, x):
-            with torch.inference_mode():
-                streams = [x]
-                for block in blocks:
-                    streams.append(block(streams[-1]))
-                return [float(torch.linalg.vector_norm(s, dim=-1).mean()) for s in streams]
-        '''),
-    "block with setattr literal names, getattr literal, hasattr": dict(transformer_block='''
-        class TransformerBlock(nn.Module):
-            def __init__(self, d_model, n_heads, norm="pre"):
-                super().__init__()
-                if norm != "pre" and norm != "post":
-                    raise ValueError("norm must be 'pre' or 'post', got " + repr(norm))
-                self.norm = norm
-                setattr(self, "attn", nn.MultiheadAttention(d_model, n_heads, batch_first=True))
-                self.ln1 = nn.LayerNorm(d_model)
-                self.ln2 = nn.LayerNorm(d_model)
-                self.ffn = ResidualFFN(d_model, d_model).ffn
-
-            def forward(self, x, causal=False):
-                T = x.size(1)
-                mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), diagonal=1) if causal else None
-                attn = getattr(self, "attn")
-                sub = lambda a: attn(a, a, a, attn_mask=mask, need_weights=False)[0]
-                if self.norm == "pre":
-                    h = residual_add(x, sub(self.ln1(x)))
-                    return residual_add(h, self.ffn(self.ln2(h)))
-                h = self.ln1(residual_add(x, sub(x)))
-                return self.ln2(residual_add(h, self.ffn(h)))
-        '''),
-}
-
-HONEST_FUSED = {
-    "fixed warps, minimum BLOCK, rsqrt spelled out": dict(fused_kernel='''
-        @triton.jit
-        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
-                                       BLOCK: tl.constexpr):
-            """One program per row."""
-            row = tl.program_id(axis=0)
-            cols = tl.arange(0, BLOCK)
-            mask = cols < n_cols
-            base = row.to(tl.int64) * n_cols
-            h = tl.load(x_ptr + base + cols, mask=mask, other=0.0).to(tl.float32) + \\
-                tl.load(fx_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
-            tl.store(h_ptr + base + cols, h.to(h_ptr.dtype.element_ty), mask=mask)
-            mean = tl.sum(h, axis=0) / n_cols
-            d = tl.where(mask, h - mean, 0.0)
-            inv = 1.0 / tl.sqrt(tl.sum(d * d, axis=0) / n_cols + eps)
-            w = tl.load(w_ptr + cols, mask=mask, other=1.0).to(tl.float32)
-            b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-            tl.store(y_ptr + base + cols, (d * inv * w + b).to(y_ptr.dtype.element_ty), mask=mask)
-        ''', fused_add_layernorm='''
-        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
-            if x.shape != fx.shape:
-                raise ValueError(f"x {tuple(x.shape)} and fx {tuple(fx.shape)} differ")
-            n = x.shape[-1]
-            if n > MAX_WIDTH:
-                raise ValueError(f"width {n} is over {MAX_WIDTH}")
-            x2, fx2 = x.contiguous().view(-1, n), fx.contiguous().view(-1, n)
-            h = torch.empty_like(x2)
-            y = torch.empty_like(x2)
-            fused_add_layernorm_kernel[(x2.shape[0],)](x2, fx2, weight, bias, h, y, n, eps,
-                                                       BLOCK=max(triton.next_power_of_2(n), 16), num_warps=4)
-            return h.view_as(x), y.view_as(x)
-        '''),
-    "helper functions, grid lambda, math.prod, tl.math.rsqrt": dict(fused_kernel='''
-        @triton.jit
-        def _row_stats(h, mask, n_cols):
-            mean = tl.sum(h, axis=0) / n_cols
-            centred = tl.where(mask, h - mean, 0.0)
-            return centred, tl.sum(centred * centred, axis=0) / n_cols
-
-        @triton.jit
-        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
-                                       BLOCK: tl.constexpr):
-            offs = tl.program_id(0).to(tl.int64) * n_cols + tl.arange(0, BLOCK)
-            mask = tl.arange(0, BLOCK) < n_cols
-            h = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) + tl.load(fx_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-            tl.store(h_ptr + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
-            centred, var = _row_stats(h, mask, n_cols)
-            cols = tl.arange(0, BLOCK)
-            y = centred * tl.math.rsqrt(var + eps) * tl.load(w_ptr + cols, mask=mask).to(tl.float32) \\
-                + tl.load(b_ptr + cols, mask=mask).to(tl.float32)
-            tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
-        ''', fused_add_layernorm='''
-        def _rows(t: Tensor, n: int) -> Tensor:
-            return t.reshape(-1, n).contiguous()
-
-        def _check(x: Tensor, fx: Tensor, weight: Tensor) -> int:
-            if tuple(x.shape) != tuple(fx.shape):
-                raise ValueError("x has shape {} but fx has shape {}".format(tuple(x.shape), tuple(fx.shape)))
-            if x.shape[-1] > MAX_WIDTH:
-                raise ValueError(f"rows of {x.shape[-1]} are wider than MAX_WIDTH = {MAX_WIDTH}")
-            return x.shape[-1]
-
-        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5):
-            n = _check(x, fx, weight)
-            n_rows = math.prod(x.shape[:-1])
-            rx, rfx = _rows(x, n), _rows(fx, n)
-            h, y = (torch.empty_like(rx) for _ in range(2))
-            grid = lambda meta: (n_rows,)
-            fused_add_layernorm_kernel[grid](rx, rfx, weight.contiguous(), bias.contiguous(), h, y, n, eps,
-                                             BLOCK=triton.next_power_of_2(n))
-            return h.reshape(x.shape), y.reshape(x.shape)
-        '''),
-    "autotuned kernel from a config comprehension, chunked loop": dict(fused_kernel='''
+# The honest variants are samples too (submissions/variants.py): graded to full marks in
+# test_grader.py and test_fused_grader.py, and checked against the policy here.
+HONEST_RESIDUAL = {name: cells for name, (_, cells) in variants.HONEST_RESIDUAL.items()}
+HONEST_FUSED = {name: cells for name, (_, cells) in variants.HONEST_FUSED.items()}
+# Triton's interpreter cannot run @triton.autotune (it benchmarks on a GPU driver), so this style
+# is no sample; the policy must still accept it.
+AUTOTUNED = dict(fused_kernel='''
         @triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (1, 2, 4, 8)], key=["n_cols"])
         @triton.jit
         def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
@@ -346,41 +158,11 @@ HONEST_FUSED = {
             fused_add_layernorm_kernel[(x2.shape[0],)](x2, fx2, weight, bias, h, y, n, eps,
                                                        BLOCK=min(triton.next_power_of_2(n), 1024))
             return h.view(x.shape), y.view(x.shape)
-        '''),
-    "heuristics for BLOCK, strides passed, launch in if/else": dict(fused_kernel='''
-        @triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])})
-        @triton.jit
-        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
-                                       BLOCK: tl.constexpr, stride: tl.constexpr = 0):
-            r = tl.program_id(0)
-            c = tl.arange(0, BLOCK)
-            ok = c < n_cols
-            at = r * n_cols + c
-            h = tl.load(x_ptr + at, mask=ok, other=0.).to(tl.float32) + tl.load(fx_ptr + at, mask=ok, other=0.).to(tl.float32)
-            tl.store(h_ptr + at, h.to(h_ptr.dtype.element_ty), mask=ok)
-            mu = tl.sum(h, 0) / n_cols
-            dev = tl.where(ok, h - mu, 0.)
-            y = dev * tl.rsqrt(tl.sum(dev * dev, 0) / n_cols + eps)
-            y = y * tl.load(w_ptr + c, mask=ok).to(tl.float32) + tl.load(b_ptr + c, mask=ok).to(tl.float32)
-            tl.store(y_ptr + at, tl.cast(y, y_ptr.dtype.element_ty), mask=ok)
-        ''', fused_add_layernorm='''
-        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
-            if x.shape != fx.shape:
-                raise ValueError("x and fx shapes differ: %s vs %s" % (tuple(x.shape), tuple(fx.shape)))
-            n = x.size(-1)
-            if n > MAX_WIDTH:
-                raise ValueError(f"width {n} > {MAX_WIDTH}")
-            assert weight.numel() == n and bias.numel() == n, "weight and bias need n entries"
-            a, b = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
-            h, y = torch.empty_like(a), torch.empty(a.shape, dtype=a.dtype, device=a.device)
-            rows = a.shape[0]
-            if n >= 2048:
-                fused_add_layernorm_kernel[(rows,)](a, b, weight, bias, h, y, n, eps, num_warps=8)
-            else:
-                fused_add_layernorm_kernel[(rows,)](a, b, weight, bias, h, y, n, eps, num_warps=2)
-            return h.view(x.shape), y.view(x.shape)
-        '''),
-}
+        ''')
+
+
+def test_an_autotuned_kernel_from_a_config_comprehension_trips_nothing():
+    assert policy.check_cells(with_cells(FUSED_NB, **AUTOTUNED), FUSED) == []
 
 
 @pytest.mark.parametrize("name", HONEST_RESIDUAL)
