@@ -174,8 +174,8 @@ def residual_forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, 
                                    "the inputs unchanged", s.solved(residual_add=s.filled(
                                        "residual_add", in_place, before=variants.FORGED_MUTATION.lstrip())),
                                    {"residual_add_no_mutation", "residual_add_gradients"} | held),
-        "forged-gradients-report": ("detached residual_add, with the probe's gradients (found through gc) "
-                                    "replaced by the right ones", s.solved(residual_add=s.filled(
+        "forged-gradients-report": ("detached residual_add, with the probe's gradients (reached as "
+                                    "torch.sys.modules) replaced by the right ones", s.solved(residual_add=s.filled(
                                         "residual_add", detached, before=variants.FORGED_GRADIENTS.lstrip())),
                                     {"residual_add_gradients"} | held),
         "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "

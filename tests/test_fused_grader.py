@@ -16,6 +16,7 @@ import pytest
 
 from autograder import course, suites
 from autograder.course import ROOT
+from autograder.grading import grader as grader_module
 from autograder.grading.grader import Grader
 from helpers import SampleClass
 
@@ -71,6 +72,9 @@ def test_reference_scores_full_marks_through_the_command_line():
 
 def test_release_scores_zero_and_is_reported_not_crashed(grader):
     result = grader.grade(RELEASE, SEED).to_json()
+    rules = [t for t in result["tests"] if t["max_score"] == 0]
+    assert rules and all(t["output"] == "passed" for t in rules), "stubs break no rule"
+    result["tests"] = [t for t in result["tests"] if t["max_score"]]
     assert result["score"] == 0 and result["max_score"] == 40
     for t in result["tests"]:
         if t["name"] == TIMING:
@@ -90,6 +94,27 @@ def test_torch_only_wrapper_loses_exactly_the_fused_points(graded):
         assert "fused_add_layernorm_kernel is defined but never launched" in tests[name]["output"]
         assert "add, native_layer_norm" in tests[name]["output"]
     assert sum(t["score"] for t in result["tests"] if t["part"] == 1) == 20
+
+
+def test_forgeries_of_the_launch_trace_earn_no_more_than_their_honest_twins(graded):
+    CLASS.assert_forgeries_gain_nothing(graded)
+    tests = by_name(graded["numpy-empty-kernel.ipynb"])
+    for name in FUSED:
+        assert tests[name]["score"] == 0 and "[forbidden-module]" in tests[name]["output"], tests[name]["output"]
+
+
+def test_each_forgery_would_pay_without_the_policy(grader, graded, monkeypatch):
+    """The forgeries are real: with no test held for review, each outscores its honest twin."""
+    monkeypatch.setattr(grader_module, "_held", lambda *args: [])
+    for forged, twin in CLASS.twins.items():
+        score = grader.grade(SAMPLES / forged, SEED).score
+        assert score > graded[twin]["score"], f"{forged}: {score} without the policy (seed {SEED})"
+
+
+def test_honest_styles_keep_full_marks_and_trip_no_rule(graded):
+    for name in CLASS.honest:
+        result = graded[name]
+        assert result["score"] == result["max_score"] and result["review"] == [], (name, result["review"])
 
 
 # ---------------------------------------------------------------- the sample class

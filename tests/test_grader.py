@@ -5,9 +5,8 @@ with a seed drawn per run and named in every failure message.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,10 @@ from autograder import course, suites
 from autograder.core import codec
 from autograder.course import ROOT, CourseError
 from autograder.core.extract import NotebookError, Template
+from autograder.grading import grader as grader_module
 from autograder.grading.grader import Grader
 from autograder.results.result import MAX_OUTPUT
-from helpers import SampleClass
+from helpers import SampleClass, make_samples
 
 ASSIGNMENT = "residual-connections"
 CLASS = SampleClass(ASSIGNMENT)
@@ -63,6 +63,9 @@ def test_reference_scores_full_marks(grader):
 
 def test_release_scores_zero_and_is_reported_not_crashed(grader):
     result = grader.grade(RELEASE, SEED).to_json()
+    rules = [t for t in result["tests"] if t["max_score"] == 0]
+    assert rules and all(t["output"] == "passed" for t in rules), "stubs break no rule"
+    result["tests"] = [t for t in result["tests"] if t["max_score"]]
     assert result["score"] == 0
     for t in result["tests"]:
         assert "not implemented yet" in t["output"], (t["name"], t["output"])
@@ -72,7 +75,9 @@ def test_points_per_part_match_course_toml():
     suite = suites.load(ASSIGNMENT)
     auto = course.load().assignment(ASSIGNMENT).auto
     suite.check_points(auto)
-    assert all(t.points > 0 and t.part in auto and len(t.name) > 15 for t in suite.tests)
+    assert all((t.points > 0 or t.check.__name__ == "rules") and t.part in auto and len(t.name) > 15
+               for t in suite.tests)
+    assert sorted(t.part for t in suite.tests if t.points == 0) == sorted(auto), "one rules test per part"
     assert len({t.name for t in suite.tests}) == len(suite.tests), "test names must be unique"
     with pytest.raises(CourseError, match="differ from course.toml"):
         suite.check_points({**auto, 1: auto[1] + 1})
@@ -86,11 +91,67 @@ def test_sample_gets_expected_scores(graded, name):
 
 
 def test_sample_class_is_up_to_date():
-    spec = importlib.util.spec_from_file_location("make_samples", ROOT / "submissions" / "make_samples.py")
-    make_samples = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(make_samples)
-    assert make_samples.stale(make_samples.render()) == [], "run: python submissions/make_samples.py"
+    samples = make_samples()
+    assert samples.stale(samples.render()) == [], "run: python submissions/make_samples.py"
     assert len(EXPECTED) >= 12
+
+
+# ---------------------------------------------------------------- forgeries, honest styles, the oracle
+
+def test_forgeries_of_the_childs_reports_earn_no_more_than_their_honest_twins(graded):
+    CLASS.assert_forgeries_gain_nothing(graded)
+    held = [t for t in graded["forged-mutation-report.ipynb"]["tests"] if t["output"].startswith("held for")]
+    assert held and "[process-introspection]" in held[0]["output"] and "import sys" in held[0]["output"]
+
+
+def test_each_forgery_would_pay_without_the_policy(grader, graded, monkeypatch):
+    """The forgeries are real: with no test held for review, each outscores its honest twin."""
+    monkeypatch.setattr(grader_module, "_held", lambda *args: [])
+    for forged, twin in CLASS.twins.items():
+        if forged.startswith("oracle"):
+            continue     # the oracle is defeated by seeds, not by the policy (test_an_oracle_loop_...)
+        score = grader.grade(SAMPLES / forged, SEED).score
+        assert score > graded[twin]["score"], f"{forged}: {score} without the policy (seed {SEED})"
+
+
+def test_honest_styles_keep_full_marks_and_trip_no_rule(graded):
+    assert len(CLASS.honest) + len(SampleClass("fused-add-norm").honest) >= 10
+    for name in CLASS.honest:
+        result = graded[name]
+        assert result["score"] == result["max_score"] and result["review"] == [], (name, result["review"])
+
+
+ORACLE_FEEDBACK = re.compile(r"(chain_rule_grad|split_gradient)\(x0=(\S+?), .*?upstream=(\S+?)[,)].*?"
+                             r"expected: (\[[^\]]*\]|\S+)", re.S)
+
+
+def _oracle(table: dict) -> dict[str, str]:
+    """chain_rule_grad and split_gradient that answer from a table of (x0, upstream) -> expected."""
+    chain = {k[1:]: float(v) for k, v in table.items() if k[0] == "chain_rule_grad"}
+    split = {k[1:]: tuple(json.loads(v)) for k, v in table.items() if k[0] == "split_gradient"}
+    return {"chain_rule_grad": f"_SEEN, _SPLIT = {chain!r}, {split!r}\n\n"
+                               "def chain_rule_grad(x0, branches, upstream, alpha=1.0):\n"
+                               "    return _SEEN.get((f'{x0:.4g}', f'{upstream:.4g}'), upstream)\n",
+            "split_gradient": "def split_gradient(x0, dF, upstream):\n"
+                              "    return _SPLIT.get((f'{x0:.4g}', f'{upstream:.4g}'), (upstream, 0.0))\n"}
+
+
+def _oracle_loop(grader, tmp_path, seed) -> float:
+    """Part 2's score after three rounds of copying the expected values in the feedback into the table."""
+    table = {}
+    for round_ in range(4):
+        result = grader.grade(notebook_with(tmp_path, f"oracle{round_}.ipynb", **_oracle(table)), seed)
+        for t in result.tests:
+            for fn, x0, upstream, expected in ORACLE_FEEDBACK.findall(t.output):
+                table[(fn, x0, upstream)] = expected
+    return result.parts()[2][0]
+
+
+def test_an_oracle_loop_over_three_regrades_gains_nothing_under_per_submission_seeds(grader, tmp_path):
+    baseline = grader.grade(notebook_with(tmp_path, "guess.ipynb", **_oracle({}))).parts()[2][0]
+    assert _oracle_loop(grader, tmp_path, None) <= baseline
+    # the same loop against one seed for every submission (the grader before per-submission seeds)
+    assert _oracle_loop(grader, tmp_path, SEED) > baseline
 
 
 def test_checker_cheat_scores_exactly_the_wrong_answers(graded):
@@ -149,7 +210,8 @@ def test_result_schema(graded):
     for result in graded.values():
         assert list(result) == ["assignment", "score", "max_score", "seed", "seed_from", "code_key", "secret_id",
                                 "review", "tests"]
-        assert result["assignment"] == ASSIGNMENT and result["seed"] == SEED
+        assert result["assignment"] == ASSIGNMENT and result["seed"] == SEED and result["seed_from"] == "given"
+        assert len(result["code_key"]) == 64 and len(result["secret_id"]) == 12
         assert result["score"] == sum(t["score"] for t in result["tests"])
         assert result["max_score"] == sum(t["max_score"] for t in result["tests"]) == 75
         for t in result["tests"]:
@@ -175,7 +237,7 @@ def test_unreadable_files_score_zero_with_a_reason(grader, tmp_path, content, re
     path = tmp_path / "upload.ipynb"
     path.write_bytes(content)
     result = grader.grade(path, SEED).to_json()
-    assert result["score"] == 0 and len(result["tests"]) == 33
+    assert result["score"] == 0 and len(result["tests"]) == len(suites.load(ASSIGNMENT).tests)
     assert all(reason in t["output"] for t in result["tests"])
 
 
@@ -228,7 +290,11 @@ def test_student_code_cannot_kill_the_fork_server(grader, tmp_path):
     path = notebook_with(tmp_path, "killer.ipynb", split_gradient=(
         "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\n"
         "def split_gradient(x0, dF, upstream):\n    return upstream, upstream * dF(x0)\n"))
-    assert grader.grade(path, SEED).to_json()["score"] == 75
+    result = grader.grade(path, SEED)
+    # the grading finished; the code reaches the process, so the tests that trust the child are held
+    held = [t for t in result.tests if t.output.startswith("held for an instructor's review")]
+    assert held and all(t.passed or t in held or t.max_score == 0 for t in result.tests)
+    assert "os.kill(os.getppid(), signal.SIGKILL)" in "\n".join(result.review)
     assert grader.grade(SOLUTION, SEED).to_json()["score"] == 75
 
 

@@ -117,48 +117,9 @@ HONEST_RESIDUAL = {name: cells for name, (_, cells) in variants.HONEST_RESIDUAL.
 HONEST_FUSED = {name: cells for name, (_, cells) in variants.HONEST_FUSED.items()}
 # Triton's interpreter cannot run @triton.autotune (it benchmarks on a GPU driver), so this style
 # is no sample; the policy must still accept it.
-AUTOTUNED = dict(fused_kernel='''
-        @triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (1, 2, 4, 8)], key=["n_cols"])
-        @triton.jit
-        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
-                                       BLOCK: tl.constexpr):
-            row = tl.program_id(0).to(tl.int64)
-            total = tl.zeros([BLOCK], dtype=tl.float32)
-            for start in range(0, n_cols, BLOCK):
-                cols = start + tl.arange(0, BLOCK)
-                m = cols < n_cols
-                h = tl.load(x_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) + \\
-                    tl.load(fx_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32)
-                tl.store(h_ptr + row * n_cols + cols, h.to(h_ptr.dtype.element_ty), mask=m)
-                total += h
-            mean = tl.sum(total, axis=0) / n_cols
-            sq = tl.zeros([BLOCK], dtype=tl.float32)
-            for start in tl.range(0, n_cols, BLOCK):
-                cols = start + tl.arange(0, BLOCK)
-                m = cols < n_cols
-                c = tl.where(m, tl.load(h_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) - mean, 0.0)
-                sq += c * c
-            rstd = tl.rsqrt(tl.sum(sq, axis=0) / n_cols + eps)
-            for start in tl.static_range(0, 1):
-                pass
-            for start in range(0, n_cols, BLOCK):
-                cols = start + tl.arange(0, BLOCK)
-                m = cols < n_cols
-                c = tl.load(h_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) - mean
-                w = tl.load(w_ptr + cols, mask=m, other=0.0).to(tl.float32)
-                b = tl.load(b_ptr + cols, mask=m, other=0.0).to(tl.float32)
-                tl.store(y_ptr + row * n_cols + cols, (c * rstd * w + b).to(y_ptr.dtype.element_ty), mask=m)
-        ''', fused_add_layernorm='''
-        def fused_add_layernorm(x, fx, weight, bias, eps: float = 1e-5):
-            n = x.shape[-1]
-            if x.shape != fx.shape or n > MAX_WIDTH:
-                raise ValueError(f"need equal shapes and width <= {MAX_WIDTH}: x {tuple(x.shape)}, fx {tuple(fx.shape)}")
-            x2, fx2 = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
-            h, y = torch.empty_like(x2), torch.empty_like(x2)
-            fused_add_layernorm_kernel[(x2.shape[0],)](x2, fx2, weight, bias, h, y, n, eps,
-                                                       BLOCK=min(triton.next_power_of_2(n), 1024))
-            return h.view(x.shape), y.view(x.shape)
-        ''')
+_, _chunked = variants.HONEST_FUSED["style-chunked-block-1024"]
+AUTOTUNE = '@triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (1, 2, 4, 8)], key=["n_cols"])'
+AUTOTUNED = {**_chunked, "fused_kernel": "\n" + AUTOTUNE + textwrap.dedent(_chunked["fused_kernel"])}
 
 
 def test_an_autotuned_kernel_from_a_config_comprehension_trips_nothing():

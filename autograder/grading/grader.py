@@ -96,6 +96,7 @@ class Grader:
             violations = policy.check_cells(self.template.marked(extracted), self.policy)
             try:
                 box.problems.update(extracted.problems)
+                _drop_raising_cells(box, violations)
                 entries = [self._run(test, box, seed, violations) for test in self.graded]
             finally:
                 with self._lock:
@@ -168,6 +169,20 @@ def cuda_present() -> bool:
     """Whether this machine has a CUDA GPU, asked through NVML where it can be: a process that
     initialised CUDA cannot be forked into a fork server whose children use the GPU."""
     return torch.cuda.device_count() > 0
+
+
+def _drop_raising_cells(box: Sandbox, violations: list[policy.Violation]) -> None:
+    """Leave out of the child every cell that raised when loaded and breaks a withhold rule: what it did
+    before raising (patching the probe, say) must not outlive it, and what it meant to define is missing
+    anyway. Such a cell is then treated as one that killed its child: it holds no test (_held)."""
+    reaching = {v.cell for v in violations if v.severity == policy.WITHHOLD}
+    if not reaching:
+        return
+    box.start()
+    raised = reaching & set(box.problems) & {label for label, _ in box.cells}
+    if raised:
+        box.cells = [(label, src) for label, src in box.cells if label not in raised]
+        box.discard()
 
 
 def _held(test: Test, violations: list[policy.Violation], loaded: set[str]) -> list[policy.Violation]:

@@ -394,7 +394,7 @@ def describe(value: dict) -> str:
         return f"the bool {value.get('value')}"
     if kind == "str":
         return f"the string {excerpt(value.get('value'))!r}"
-    return f"an object of type {excerpt(value.get('type', '?'), STUDENT_NAME)}"
+    return f"an object of type {excerpt(value.get('type', '?'))}"
 
 
 def excerpt(text, limit: int = STUDENT_TEXT) -> str:
