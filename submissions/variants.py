@@ -350,9 +350,9 @@ class TransformerBlock(nn.Module):
             raise ValueError(f"norm must be 'pre' or 'post', got {norm!r}")
         layer = nn.TransformerEncoderLayer(d_model, n_heads, 4 * d_model, dropout=0.0, activation="gelu",
                                            batch_first=True, norm_first=norm == "pre")
-        KEEP
         self.attn, self.ln1, self.ln2 = layer.self_attn, layer.norm1, layer.norm2
         self.ffn = nn.Sequential(layer.linear1, nn.GELU(), layer.linear2)
+        KEEP
 
     def forward(self, x: Tensor, causal: bool = False) -> Tensor:
         mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1], dtype=x.dtype) if causal else None
