@@ -305,6 +305,23 @@ def test_huge_messages_are_capped(grader, tmp_path):
     assert max(len(t["output"]) for t in result["tests"]) <= MAX_OUTPUT
 
 
+def test_what_student_code_says_about_hidden_inputs_reaches_feedback_only_as_an_excerpt(grader, tmp_path):
+    """A function that puts its inputs into its exception, its returned string and a class name."""
+    path = notebook_with(tmp_path, "leaky.ipynb", residual_add=(
+        "def residual_add(x, fx):\n"
+        "    raise ValueError(repr(x.tolist()) * 50)\n"), chain_rule_grad=(
+        "def chain_rule_grad(x0, branches, upstream, alpha=1.0):\n"
+        "    return type(f'Leak{x0!r}{upstream!r}' * 20, (), {})()\n"), split_gradient=(
+        "def split_gradient(x0, dF, upstream):\n"
+        "    return f'{x0!r} {upstream!r} ' * 200\n"))
+    result = grader.grade(path, SEED)
+    for name in ("residual_add returns x + fx on odd shapes", "chain_rule_grad on one block with random branches",
+                 "split_gradient: the identity path's and the branch's share"):
+        output = next(t.output for t in result.tests if t.name == name)
+        student = max(re.findall(r"(?:ValueError: |type |string ')(.*?(?:\(cut\)|$))", output, re.M), key=len)
+        assert student.endswith("(cut)") and len(student) <= 120, output
+
+
 def test_child_frames_are_read_without_running_code(tmp_path):
     marker = tmp_path / "pwned"
 
