@@ -26,13 +26,13 @@ from ..kit import Suite, Trial, describe, excerpt, shape_in, show
 # Tests that rest on what the sandbox child reports besides returned values (see
 # residual_connections.py); the fusion tests are also held by the wrapper and kernel rules, which
 # say that nothing but the kernel computes h and y (docs/security.md).
-FUSION_RULES = {"wrapper-no-launch", "wrapper-arithmetic", "wrapper-torch-op", "wrapper-launch-loop",
-                "wrapper-launches", "wrapper-statement", "numpy", "forbidden-module", "kernel-python",
-                "kernel-decorator", "kernel-signature"}
+KERNEL_RULES = {"wrapper-no-launch", "wrapper-arithmetic", "wrapper-torch-op", "wrapper-statement", "numpy",
+                "forbidden-module", "kernel-python", "kernel-decorator", "kernel-signature"}
+ONE_LAUNCH_RULES = KERNEL_RULES | {"wrapper-launch-loop", "wrapper-launches"}
 SUITE = Suite("fused-add-norm", cuda=True,
               trusts_child={"inputs_untouched", "shape_mismatch", "too_wide", "launches_kernel", "one_launch",
                             "timing"},
-              held_by={"launches_kernel": FUSION_RULES, "one_launch": FUSION_RULES, "timing": FUSION_RULES})
+              held_by={"launches_kernel": KERNEL_RULES, "one_launch": ONE_LAUNCH_RULES, "timing": ONE_LAUNCH_RULES})
 test = SUITE.test
 F64 = torch.float64
 FN = "fused_add_layernorm"
