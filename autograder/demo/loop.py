@@ -43,12 +43,15 @@ def run_loop(course: Course, area: Path = AREA, workers: int | None = None) -> P
     if area.exists():
         shutil.rmtree(area)
     area.mkdir(parents=True)
-    # COURSE_INSTRUCTOR_DIR is read by nbgrader_config.py, here and in nbgrader; the demo grades with a
-    # throwaway course secret (core/seeds.py), so it never makes or reads the instructor's ~/.config one
-    demo_env = {"COURSE_INSTRUCTOR_DIR": str(area), seeds.ENV: secrets.token_hex(32)}
+    # COURSE_INSTRUCTOR_DIR is read by nbgrader_config.py, here and in nbgrader. Unless a course secret
+    # is set in the environment (tests set one), the demo grades with a throwaway one (core/seeds.py),
+    # so that it never makes or reads the instructor's ~/.config secret.
+    demo_env = {"COURSE_INSTRUCTOR_DIR": str(area)}
+    if not (os.environ.get(seeds.ENV) or os.environ.get(seeds.ENV_FILE)):
+        demo_env[seeds.ENV] = secrets.token_hex(32)
+        print("grading with a throwaway course secret: the demo's seeds are its own, ~/.config is left alone")
     before = {var: os.environ.get(var) for var in demo_env}
     os.environ.update(demo_env)
-    print("grading with a throwaway course secret: the demo's seeds are its own, ~/.config is left alone")
     try:
         return _loop(course, area, workers)
     finally:
