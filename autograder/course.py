@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ VISIBILITIES = ("visible", "after_published")   # when Gradescope shows students
 LATE_POLICIES = ("late_per_day", "none")         # Gradescope: late_per_day off per started day after its due date
 WITHOUT_CUDA = ("redistribute", "skip")
 DTYPES = ("float16", "bfloat16", "float32")
+MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 class CourseError(ValueError):
@@ -41,6 +43,15 @@ class Timing:
 
 
 @dataclass(frozen=True)
+class Rules:
+    """What a submission's source may contain, checked by the grader (core/policy.py) without running it."""
+    allowed_imports: tuple[str, ...] = ()     # modules a solution cell may import, exact ("torch.nn.functional")
+    forbidden_modules: tuple[str, ...] = ()   # modules not to be used at all, even reached as an attribute
+    no_transformer_classes: bool = False      # torch.nn's Transformer classes may not be used
+    kernel_wrapper: str = ""                  # a function that may only check, allocate and launch one kernel
+
+
+@dataclass(frozen=True)
 class Assignment:
     name: str
     notebook: str
@@ -50,6 +61,7 @@ class Assignment:
     timing: Timing | None = None
     late_per_day: float = 0   # points off for each started day after the deadline (0: no penalty)
     gradescope_visibility: str | None = None   # overrides [lms.gradescope] visibility for this assignment
+    rules: Rules = Rules()    # the static policy of its solution cells
 
     @property
     def parts(self) -> list[int]:
@@ -206,6 +218,23 @@ def _gradescope_visibility(a: _Reader) -> str | None:
     return _choice(t, "visibility", VISIBILITIES)
 
 
+def _rules(r: _Reader) -> Rules:
+    r.only("allowed_imports", "forbidden_modules", "no_transformer_classes", "kernel_wrapper")
+    names = {}
+    for key in ("allowed_imports", "forbidden_modules"):
+        value = r.get(key, list, "a list of module names") if key in r.table else []
+        if not all(isinstance(v, str) and MODULE_NAME.fullmatch(v) for v in value):
+            raise r.error(key, f"expected module names such as \"torch.nn.functional\", got {value!r}")
+        names[key] = tuple(value)
+    clash = set(names["allowed_imports"]) & set(names["forbidden_modules"])
+    if clash:
+        raise r.error("forbidden_modules", f"{', '.join(sorted(clash))} also in allowed_imports; keep it in one list")
+    return Rules(names["allowed_imports"], names["forbidden_modules"],
+                 r.get("no_transformer_classes", bool, "true or false") if "no_transformer_classes" in r.table
+                 else False,
+                 r.get("kernel_wrapper", str, "a function name") if "kernel_wrapper" in r.table else "")
+
+
 def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> Course:
     """Read and validate course.toml; every assignment must exist under solutions/."""
     path = Path(path)
@@ -242,7 +271,7 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
         raise CourseError(f"{path}: assignments: no assignments listed")
     for name in table.table:
         a = table.sub(name)
-        a.only("notebook", "deadline", "auto", "manual", "timing", "late_per_day", "gradescope")
+        a.only("notebook", "deadline", "auto", "manual", "timing", "late_per_day", "gradescope", "policy")
         deadline = a.get("deadline", dt.datetime, "a date-time such as 2027-02-15T23:59:00Z")
         if deadline.tzinfo is None:
             raise a.error("deadline", "needs a time zone, e.g. 2027-02-15T23:59:00Z")
@@ -253,7 +282,7 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
         assignment = Assignment(name=name, notebook=a.get("notebook", str, "a file name"),
                                 deadline=deadline, auto=auto, manual=a.points("manual"),
                                 timing=_timing(a.sub("timing"), auto) if "timing" in a.table else None,
-                                late_per_day=late,
+                                late_per_day=late, rules=_rules(a.sub("policy")) if "policy" in a.table else Rules(),
                                 gradescope_visibility=_gradescope_visibility(a))
         source = assignment.notebook_path(Path(solutions))
         if not source.is_file():

@@ -25,10 +25,10 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "submissions"))   # honest_samples.py, when imported as a module
+sys.path[:0] = [str(ROOT), str(ROOT / "submissions")]
 
-from autograder import course, suites  # noqa: E402  (after the path is set)
+import variants  # noqa: E402  (after the path is set)
+from autograder import course, suites  # noqa: E402
 from autograder.core.extract import nbtest  # noqa: E402
 from autograder.results.result import TestResult, not_run  # noqa: E402
 from honest_samples import HONEST, renamed  # noqa: E402
@@ -42,6 +42,15 @@ PART = {1: ["residual_add", "residual", "projection_shortcut", "residual_ffn"],
         4: ["transformer_block", "residual_stream_norms"],
         5: ["plain_mlp", "residual_mlp", "train", "grad_norms", "depth_sweep"]}
 FUSED_PART = {1: ["fused_kernel", "fused_add_layernorm"]}
+
+# forgery -> its honest twin: the same code without the forgery, which it must not outscore
+TWINS = {"residual-connections": {"forged-mutation-report": "in-place-add",
+                                  "forged-gradients-report": "detached-residual-add",
+                                  "hides-encoder-layer": "wraps-encoder-layer",
+                                  "forged-structure-report": "wraps-encoder-layer",
+                                  "oracle-table": "oracle-fallback"},
+         "fused-add-norm": {"forged-launch-trace": "torch-only-wrapper",
+                            "numpy-empty-kernel": "numpy-wrapper"}}
 
 CHEAT = '''\
 import math, numpy, numpy.testing, torch, torch.testing
@@ -218,6 +227,55 @@ def part5_samples(s: "Samples") -> dict[str, tuple[str, object, set[str]]]:
     }
 
 
+def trusting(assignment: str) -> set[str]:
+    """Check names of the tests that rest on the child's reports: held for review when the code reaches
+    into the grading process (a withhold-severity rule), as every forgery of a report must."""
+    return {t.check.__name__ for t in suites.load(assignment).tests if t.trusts_child}
+
+
+def honest(s: Samples, styles: dict) -> dict[str, tuple[str, object, set[str]]]:
+    """The honest variants (variants.py): the reference with some cells written another way; full marks."""
+    return {name: (f"the reference with other, correct code: {description}",
+                   s.solved(**{label: textwrap.dedent(src).lstrip() for label, src in cells.items()}), set())
+            for name, (description, cells) in styles.items()}
+
+
+def residual_forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, set[str]]]:
+    """Forgeries of the child's reports, each next to its honest twin (TWINS)."""
+    held = trusting("residual-connections")
+    detached = s.body("residual_add", 0, ("return x + fx", "return (x + fx).detach()"))
+    oracle = lambda table: {"chain_rule_grad": table + variants.ORACLE_CHAIN, "split_gradient": variants.ORACLE_SPLIT}
+    return {
+        "detached-residual-add": ("residual_add returns (x + fx).detach(): no gradient reaches x or fx",
+                                  s.solved(residual_add=s.filled("residual_add", detached)),
+                                  {"residual_add_gradients"}),
+        "forged-mutation-report": ("in-place residual_add, with the probe patched (through sys.modules) to report "
+                                   "the inputs unchanged", s.solved(residual_add=s.filled(
+                                       "residual_add", in_place, before=variants.FORGED_MUTATION.lstrip())),
+                                   {"residual_add_no_mutation", "residual_add_gradients"} | held),
+        "forged-gradients-report": ("detached residual_add, with the probe's gradients (reached as "
+                                    "torch.sys.modules) replaced by the right ones", s.solved(residual_add=s.filled(
+                                        "residual_add", detached, before=variants.FORGED_GRADIENTS.lstrip())),
+                                    {"residual_add_gradients"} | held),
+        "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
+                                "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),
+                                {"block_parts"}),
+        "hides-encoder-layer": ("the wrapped nn.TransformerEncoderLayer stored with object.__setattr__, so that "
+                                "named_modules() never shows it",
+                                s.solved(transformer_block=variants.HIDES_ENCODER.lstrip()), {"block_parts"} | held),
+        "forged-structure-report": ("the wrapped nn.TransformerEncoderLayer, with the probe's structure report "
+                                    "patched (through __import__) to leave it out",
+                                    s.solved(transformer_block=variants.FORGED_STRUCTURE.lstrip()),
+                                    {"block_parts"} | held),
+        "oracle-fallback": ("chain_rule_grad returns upstream and split_gradient (upstream, 0.0): guesses",
+                            s.solved(**oracle("_SEEN, _SPLIT = {}, {}\n")),
+                            {"chain_one_block", "chain_many_blocks", "chain_alpha", "split"}),
+        "oracle-table": ("the guesses of oracle-fallback, after a table of inputs and expected values copied from "
+                         "earlier feedback", s.solved(**oracle(variants.ORACLE_TABLE.lstrip())),
+                         {"chain_one_block", "chain_many_blocks", "chain_alpha", "split"}),
+    }
+
+
 def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     """name -> (description, notebook dict or raw text, check names of the tests it fails)."""
     s = Samples("residual-connections", PART)
@@ -254,7 +312,7 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     }
     locked = lambda c: c["cell_type"] == "code" and not c["metadata"].get("nbgrader", {}).get("solution")
     invalid = json.dumps(s.solved(), indent=1, sort_keys=True)[:5000]
-    honest = {name: s.notebook({label: s.filled(label, bodies) for label, bodies in cells.items()})
+    independent = {name: s.notebook({label: s.filled(label, bodies) for label, bodies in cells.items()})
               for name, cells in HONEST.items()}
     near_copy = s.notebook({label: s.filled(label, renamed(bodies)) for label, bodies in HONEST["honest-a"].items()})
     labels = [c["metadata"].get("nbgrader", {}).get("grade_id") for c in near_copy["cells"]]
@@ -275,7 +333,10 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     list_message = s.filled("residual_add", [
         "if x.shape != fx.shape:\n    raise ValueError(f\"shapes differ: {list(x.shape)} vs {list(fx.shape)}\")\n"
         "return x + fx"])
+    in_place = s.body("residual_add", 0, ("return x + fx", "x += fx\nreturn x"))
     return {
+        **honest(s, variants.HONEST_RESIDUAL),
+        **residual_forgeries(s, in_place),
         "ffn-whole-residual-ffn": ("TransformerBlock keeps a whole ResidualFFN(d, d) as ffn and calls its inner "
                                    "FFN (same math)", s.solved(transformer_block=whole_ffn), set()),
         "ffn-own-module": ("TransformerBlock's ffn is a module of its own (fc1, F.gelu, fc2; same math)",
@@ -292,8 +353,7 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
         "silent-broadcasting": ("residual_add returns x + fx without checking the shapes",
                                 s.solved(residual_add=broadcasting), fails_broadcasting),
         "in-place-add": ("residual_add checks the shapes, then adds in place (x += fx)",
-                         s.solved(residual_add=s.filled("residual_add", s.body(
-                             "residual_add", 0, ("return x + fx", "x += fx\nreturn x")))),
+                         s.solved(residual_add=s.filled("residual_add", in_place)),
                          {"residual_add_no_mutation", "residual_add_gradients"}),
         "scaled-shortcut-ignored": (
             "chain_rule_grad and gradient_norms ignore alpha (x_(l+1) = x_l + F(x_l) always)",
@@ -351,9 +411,9 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
                             s.notebook({"residual_stream_norms": s.filled("residual_stream_norms", [
                                 "raise NotImplementedError()"], after=READ_SOLUTIONS)}), every),
         "honest-a": ("a correct solution written without the reference: other names, calls and order",
-                     honest["honest-a"], set()),
-        "honest-b": ("another independent correct solution, in a third style", honest["honest-b"], set()),
-        "copied-honest-a": ("honest-a byte for byte, handed in by another student", honest["honest-a"], set()),
+                     independent["honest-a"], set()),
+        "honest-b": ("another independent correct solution, in a third style", independent["honest-b"], set()),
+        "copied-honest-a": ("honest-a byte for byte, handed in by another student", independent["honest-a"], set()),
         "renamed-honest-a": ("honest-a with its local names renamed and two cells swapped",
                              near_copy, set()),
         **part5_samples(s),
@@ -403,6 +463,8 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
     checks, rest = s.bodies["fused_add_layernorm"][0].split("rows_x, rows_fx =")   # the ValueErrors, the rest
     odd_widths = {"not_powers_of_two", "wide_rows"}
     dtype_check = checks[checks.index("dtypes = "):]
+    torch_only = s.filled("fused_add_layernorm", [checks + "h = x + fx\nreturn h, F.layer_norm(h, (n,), weight, bias, eps)\n"])
+    fused = {"launches_kernel", "one_launch"}
     return {
         "one-pass-variance": ("the kernel computes the variance in one pass, E[h^2] - mean^2",
                               s.solved(fused_kernel=kernel(
@@ -421,14 +483,22 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
                                 checks[checks.index("if weight.shape"):checks.index("dtypes = ")], ""))),
                             {"weight_shape"}),
         "full-marks": ("the reference solution", s.solved(), set()),
+        **honest(s, variants.HONEST_FUSED),
+        "forged-launch-trace": ("the torch-only wrapper, with the probe's launch tracer replaced (through "
+                                "sys.modules) by one that reports a launch of the kernel",
+                                s.solved(fused_add_layernorm=variants.FORGED_TRACE.lstrip() + torch_only),
+                                fused | trusting("fused-add-norm")),
+        "numpy-wrapper": ("the kernel is written, but the wrapper computes h and y with NumPy",
+                          s.solved(fused_add_layernorm=variants.NUMPY_ONLY.lstrip()), fused),
+        "numpy-empty-kernel": ("the NumPy wrapper, plus an empty @triton.jit kernel launched once",
+                               s.solved(fused_kernel=variants.EMPTY_KERNEL.lstrip(),
+                                        fused_add_layernorm=variants.NUMPY_EMPTY_KERNEL.lstrip()), fused),
         "untouched-release": ("the release as handed out: both stubs still raise NotImplementedError",
                               s.notebook({}), part1),
         "torch-only-wrapper": (
             "the kernel is written, but the wrapper checks its input and then computes h = x + fx and "
             "F.layer_norm with torch, never launching the kernel",
-            s.solved(fused_add_layernorm=s.filled("fused_add_layernorm", [
-                checks + "h = x + fx\nreturn h, F.layer_norm(h, (n,), weight, bias, eps)\n"])),
-            {"launches_kernel", "one_launch"}),
+            s.solved(fused_add_layernorm=torch_only), fused),
         "variance-over-block": ("the kernel divides the sum of squared deviations by BLOCK instead of n",
                                 s.solved(fused_kernel=kernel(("var = tl.sum(centred * centred, axis=0) / n_cols",
                                                                 "var = tl.sum(centred * centred, axis=0) / BLOCK"))),

@@ -5,10 +5,12 @@ the assignments, their solution lines, and each assignment's bundled sample clas
     results = CLASS.grade_all(grader)             # every sample, graded once with CLASS.seed
     CLASS.assert_expected(name, results[name])    # exactly its expected score per test
     CLASS.assert_no_source(results)               # no hidden-test or solution line in any output
+    CLASS.twins, CLASS.honest                     # forgery -> honest twin; the honest style variants
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import random
 import re
@@ -29,6 +31,14 @@ COURSE = course.load()
 ASSIGNMENTS = list(COURSE.assignments.values())
 NAMES = [a.name for a in ASSIGNMENTS]
 SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
+
+
+def make_samples():
+    """submissions/make_samples.py as a module (it is a script, not a package)."""
+    spec = importlib.util.spec_from_file_location("make_samples", ROOT / "submissions" / "make_samples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def public_test_count(a) -> int:
@@ -54,9 +64,13 @@ class SampleClass:
         self.solution = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
         self.release = ROOT / "assignments" / assignment / f"{assignment}.ipynb"
         self.seed = random.randrange(2 ** 31)   # drawn per run, named in every failure message
+        samples = make_samples()
+        self.twins = {f"{k}.ipynb": f"{v}.ipynb" for k, v in samples.TWINS[assignment].items()}
+        styles = samples.variants.HONEST_RESIDUAL if assignment == ASSIGNMENT else samples.variants.HONEST_FUSED
+        self.honest = [f"{name}.ipynb" for name in styles]
 
     def grade_all(self, grader) -> dict[str, dict]:
-        return {name: grader.grade(self.folder / name, self.seed).to_json() for name in self.expected}
+        return {name: grader.grade(self.folder / name, self.seed).to_store() for name in self.expected}
 
     def assert_expected(self, name: str, result: dict) -> None:
         want = self.expected[name]["tests"]
@@ -64,6 +78,15 @@ class SampleClass:
                 for t in result["tests"] if t["score"] != want[t["name"]]}
         assert not diff, f"{name} with seed {self.seed}: {json.dumps(diff, indent=1)}"
         assert result["score"] == self.expected[name]["score"]
+
+    def assert_forgeries_gain_nothing(self, results: dict[str, dict]) -> None:
+        """Each forgery scores no more than its honest twin, and is flagged for review."""
+        for forged, twin in self.twins.items():
+            got, honest = results[forged], results[twin]
+            assert got["score"] <= honest["score"], f"{forged} {got['score']} > {twin} {honest['score']} " \
+                                                    f"(seed {self.seed})"
+            if not forged.startswith("oracle"):   # a table of answers is defeated by the seeds, not flagged
+                assert got["review"], f"{forged} was not flagged for review"
 
     def assert_no_source(self, results: dict[str, dict]) -> None:
         """No output shows a line of the hidden suite, its child-side specs, or the solution cells."""

@@ -49,6 +49,14 @@ def test_loads_the_repository_course():
     (lambda s: s.replace("max_cell_kb = 512", "max_cell_kb = 0"), "grading.max_cell_kb", "KiB >= 1"),
     (lambda s: s.replace("[assignments.residual-connections]", "[assignments.no-such-thing]"),
      "no-such-thing.notebook", "unknown assignment"),
+    (lambda s: s.replace('allowed_imports = ["math", "typing", "functools"', 'allowed_imports = ["math typing"'),
+     "fused-add-norm.policy.allowed_imports", "expected module names"),
+    (lambda s: s.replace('forbidden_modules = ["numpy"]', 'forbidden_modules = ["torch"]'),
+     "fused-add-norm.policy.forbidden_modules", "torch also in allowed_imports"),
+    (lambda s: s.replace("no_transformer_classes = true", 'no_transformer_classes = "yes"'),
+     "policy.no_transformer_classes", "true or false"),
+    (lambda s: s.replace('kernel_wrapper = "fused_add_layernorm"', 'kernel_wraper = "x"'),
+     "fused-add-norm.policy.kernel_wraper", "unknown key"),
 ])
 def test_bad_course_file_names_file_and_key(tmp_path, edit, key, problem):
     path = write(tmp_path, edit(GOOD))
@@ -56,6 +64,13 @@ def test_bad_course_file_names_file_and_key(tmp_path, edit, key, problem):
         course.load(path)
     msg = str(err.value)
     assert str(path) in msg and key in msg and problem in msg, msg
+
+
+def test_each_assignment_has_its_static_policy():
+    rules = course.load().assignment("residual-connections").rules
+    assert "torch.nn.functional" in rules.allowed_imports and rules.no_transformer_classes
+    fused = course.load().assignment("fused-add-norm").rules
+    assert fused.forbidden_modules == ("numpy",) and fused.kernel_wrapper == "fused_add_layernorm"
 
 
 def test_not_toml(tmp_path):

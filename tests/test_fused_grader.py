@@ -16,6 +16,7 @@ import pytest
 
 from autograder import course, suites
 from autograder.course import ROOT
+from autograder.grading import grader as grader_module
 from autograder.grading.grader import Grader
 from helpers import SampleClass
 
@@ -58,7 +59,8 @@ def test_reference_scores_full_marks_through_the_command_line():
                            "--seed", str(SEED)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]
+    assert list(result) == ["assignment", "score", "max_score", "seed", "tests", "seed_from", "code_key",
+                                "secret_id", "review"]
     assert result["assignment"] == ASSIGNMENT and result["seed"] == SEED
     lost = {t["name"]: t["output"] for t in result["tests"] if t["score"] != t["max_score"]}
     assert not lost, f"seed {SEED}: the reference lost points: {lost}"
@@ -69,7 +71,10 @@ def test_reference_scores_full_marks_through_the_command_line():
 
 
 def test_release_scores_zero_and_is_reported_not_crashed(grader):
-    result = grader.grade(RELEASE, SEED).to_json()
+    result = grader.grade(RELEASE, SEED).to_store()
+    rules = [t for t in result["tests"] if t["max_score"] == 0]
+    assert rules and all(t["output"] == "passed" for t in rules), "stubs break no rule"
+    result["tests"] = [t for t in result["tests"] if t["max_score"]]
     assert result["score"] == 0 and result["max_score"] == 40
     for t in result["tests"]:
         if t["name"] == TIMING:
@@ -89,6 +94,27 @@ def test_torch_only_wrapper_loses_exactly_the_fused_points(graded):
         assert "fused_add_layernorm_kernel is defined but never launched" in tests[name]["output"]
         assert "add, native_layer_norm" in tests[name]["output"]
     assert sum(t["score"] for t in result["tests"] if t["part"] == 1) == 20
+
+
+def test_forgeries_of_the_launch_trace_earn_no_more_than_their_honest_twins(graded):
+    CLASS.assert_forgeries_gain_nothing(graded)
+    tests = by_name(graded["numpy-empty-kernel.ipynb"])
+    for name in FUSED:
+        assert tests[name]["score"] == 0 and "[forbidden-module]" in tests[name]["output"], tests[name]["output"]
+
+
+def test_each_forgery_would_pay_without_the_policy(grader, graded, monkeypatch):
+    """The forgeries are real: with no test held for review, each outscores its honest twin."""
+    monkeypatch.setattr(grader_module, "_held", lambda *args: [])
+    for forged, twin in CLASS.twins.items():
+        score = grader.grade(SAMPLES / forged, SEED).score
+        assert score > graded[twin]["score"], f"{forged}: {score} without the policy (seed {SEED})"
+
+
+def test_honest_styles_keep_full_marks_and_trip_no_rule(graded):
+    for name in CLASS.honest:
+        result = graded[name]
+        assert result["score"] == result["max_score"] and result["review"] == [], (name, result["review"])
 
 
 # ---------------------------------------------------------------- the sample class
@@ -135,7 +161,7 @@ def test_edited_reference_is_told_its_misconception(grader, tmp_path, cell, old,
     source["source"] = text.replace(old, new)
     path = tmp_path / "edited.ipynb"
     path.write_text(json.dumps(nb))
-    entry = by_name(grader.grade(path, SEED).to_json())[test]
+    entry = by_name(grader.grade(path, SEED).to_store())[test]
     assert entry["score"] == 0 and words in entry["output"], f"seed {SEED}: {entry['output']}"
 
 
@@ -160,7 +186,7 @@ def test_without_cuda_redistribute_scores_the_timing_points_at_part_1s_fraction(
 def test_without_cuda_skip_drops_the_timing_points_from_the_maximum():
     with Grader(ASSIGNMENT, course_with("skip"), cuda=False) as grader:
         for name, score in [("full-marks.ipynb", 30), ("variance-over-block.ipynb", 24)]:
-            result = grader.grade(SAMPLES / name, SEED).to_json()
+            result = grader.grade(SAMPLES / name, SEED).to_store()
             entry = by_name(result)[TIMING]
             assert (entry["score"], entry["max_score"]) == (0, 0)
             assert entry["output"].startswith(SKIPPED + "; not graded, per course.toml")
@@ -179,7 +205,8 @@ def test_points_per_part_match_course_toml():
 
 def test_result_schema(graded):
     for result in graded.values():
-        assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]
+        assert list(result) == ["assignment", "score", "max_score", "seed", "tests", "seed_from", "code_key",
+                                "secret_id", "review"]
         assert result["assignment"] == ASSIGNMENT and result["seed"] == SEED
         assert result["score"] == round(sum(t["score"] for t in result["tests"]), 2)
         assert result["max_score"] == sum(t["max_score"] for t in result["tests"]) == 40

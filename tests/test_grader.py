@@ -5,9 +5,8 @@ with a seed drawn per run and named in every failure message.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,10 @@ from autograder import course, suites
 from autograder.core import codec
 from autograder.course import ROOT, CourseError
 from autograder.core.extract import NotebookError, Template
+from autograder.grading import grader as grader_module
 from autograder.grading.grader import Grader
 from autograder.results.result import MAX_OUTPUT
-from helpers import SampleClass
+from helpers import SampleClass, make_samples
 
 ASSIGNMENT = "residual-connections"
 CLASS = SampleClass(ASSIGNMENT)
@@ -55,14 +55,17 @@ def notebook_with(tmp_path: Path, name: str, **sources: str) -> Path:
 
 def test_reference_scores_full_marks(grader):
     for seed in (SEED, SEED + 1):
-        result = grader.grade(SOLUTION, seed).to_json()
+        result = grader.grade(SOLUTION, seed).to_store()
         failed = {t["name"]: t["output"] for t in result["tests"] if t["score"] != t["max_score"]}
         assert not failed, f"seed {seed}: the reference lost points: {failed}"
         assert result["score"] == result["max_score"] == course.load().assignment(ASSIGNMENT).max_auto
 
 
 def test_release_scores_zero_and_is_reported_not_crashed(grader):
-    result = grader.grade(RELEASE, SEED).to_json()
+    result = grader.grade(RELEASE, SEED).to_store()
+    rules = [t for t in result["tests"] if t["max_score"] == 0]
+    assert rules and all(t["output"] == "passed" for t in rules), "stubs break no rule"
+    result["tests"] = [t for t in result["tests"] if t["max_score"]]
     assert result["score"] == 0
     for t in result["tests"]:
         assert "not implemented yet" in t["output"], (t["name"], t["output"])
@@ -72,7 +75,9 @@ def test_points_per_part_match_course_toml():
     suite = suites.load(ASSIGNMENT)
     auto = course.load().assignment(ASSIGNMENT).auto
     suite.check_points(auto)
-    assert all(t.points > 0 and t.part in auto and len(t.name) > 15 for t in suite.tests)
+    assert all((t.points > 0 or t.check.__name__ == "rules") and t.part in auto and len(t.name) > 15
+               for t in suite.tests)
+    assert sorted(t.part for t in suite.tests if t.points == 0) == sorted(auto), "one rules test per part"
     assert len({t.name for t in suite.tests}) == len(suite.tests), "test names must be unique"
     with pytest.raises(CourseError, match="differ from course.toml"):
         suite.check_points({**auto, 1: auto[1] + 1})
@@ -86,11 +91,67 @@ def test_sample_gets_expected_scores(graded, name):
 
 
 def test_sample_class_is_up_to_date():
-    spec = importlib.util.spec_from_file_location("make_samples", ROOT / "submissions" / "make_samples.py")
-    make_samples = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(make_samples)
-    assert make_samples.stale(make_samples.render()) == [], "run: python submissions/make_samples.py"
+    samples = make_samples()
+    assert samples.stale(samples.render()) == [], "run: python submissions/make_samples.py"
     assert len(EXPECTED) >= 12
+
+
+# ---------------------------------------------------------------- forgeries, honest styles, the oracle
+
+def test_forgeries_of_the_childs_reports_earn_no_more_than_their_honest_twins(graded):
+    CLASS.assert_forgeries_gain_nothing(graded)
+    held = [t for t in graded["forged-mutation-report.ipynb"]["tests"] if t["output"].startswith("held for")]
+    assert held and "[process-introspection]" in held[0]["output"] and "import sys" in held[0]["output"]
+
+
+def test_each_forgery_would_pay_without_the_policy(grader, graded, monkeypatch):
+    """The forgeries are real: with no test held for review, each outscores its honest twin."""
+    monkeypatch.setattr(grader_module, "_held", lambda *args: [])
+    for forged, twin in CLASS.twins.items():
+        if forged.startswith("oracle"):
+            continue     # the oracle is defeated by seeds, not by the policy (test_an_oracle_loop_...)
+        score = grader.grade(SAMPLES / forged, SEED).score
+        assert score > graded[twin]["score"], f"{forged}: {score} without the policy (seed {SEED})"
+
+
+def test_honest_styles_keep_full_marks_and_trip_no_rule(graded):
+    assert len(CLASS.honest) + len(SampleClass("fused-add-norm").honest) >= 10
+    for name in CLASS.honest:
+        result = graded[name]
+        assert result["score"] == result["max_score"] and result["review"] == [], (name, result["review"])
+
+
+ORACLE_FEEDBACK = re.compile(r"(chain_rule_grad|split_gradient)\(x0=(\S+?), .*?upstream=(\S+?)[,)].*?"
+                             r"expected: (\[[^\]]*\]|\S+)", re.S)
+
+
+def _oracle(table: dict) -> dict[str, str]:
+    """chain_rule_grad and split_gradient that answer from a table of (x0, upstream) -> expected."""
+    chain = {k[1:]: float(v) for k, v in table.items() if k[0] == "chain_rule_grad"}
+    split = {k[1:]: tuple(json.loads(v)) for k, v in table.items() if k[0] == "split_gradient"}
+    return {"chain_rule_grad": f"_SEEN, _SPLIT = {chain!r}, {split!r}\n\n"
+                               "def chain_rule_grad(x0, branches, upstream, alpha=1.0):\n"
+                               "    return _SEEN.get((f'{x0:.4g}', f'{upstream:.4g}'), upstream)\n",
+            "split_gradient": "def split_gradient(x0, dF, upstream):\n"
+                              "    return _SPLIT.get((f'{x0:.4g}', f'{upstream:.4g}'), (upstream, 0.0))\n"}
+
+
+def _oracle_loop(grader, tmp_path, seed) -> float:
+    """Part 2's score after three rounds of copying the expected values in the feedback into the table."""
+    table = {}
+    for round_ in range(4):
+        result = grader.grade(notebook_with(tmp_path, f"oracle{round_}.ipynb", **_oracle(table)), seed)
+        for t in result.tests:
+            for fn, x0, upstream, expected in ORACLE_FEEDBACK.findall(t.output):
+                table[(fn, x0, upstream)] = expected
+    return result.parts()[2][0]
+
+
+def test_an_oracle_loop_over_three_regrades_gains_nothing_under_per_submission_seeds(grader, tmp_path):
+    baseline = grader.grade(notebook_with(tmp_path, "guess.ipynb", **_oracle({}))).parts()[2][0]
+    assert _oracle_loop(grader, tmp_path, None) <= baseline
+    # the same loop against one seed for every submission (the grader before per-submission seeds)
+    assert _oracle_loop(grader, tmp_path, SEED) > baseline
 
 
 def test_checker_cheat_scores_exactly_the_wrong_answers(graded):
@@ -128,7 +189,7 @@ def test_crashes_at_import_cost_only_the_affected_tests(graded):
     ("import os\nos._exit(3)\n", "exited with code 3"),
 ])
 def test_syntax_error_and_os_exit_cost_only_their_cell(grader, tmp_path, source, reason):
-    result = grader.grade(notebook_with(tmp_path, "broken.ipynb", split_gradient=source), SEED).to_json()
+    result = grader.grade(notebook_with(tmp_path, "broken.ipynb", split_gradient=source), SEED).to_store()
     lost = [t for t in result["tests"] if t["score"] < t["max_score"]]
     assert [t["name"] for t in lost] == ["split_gradient: the identity path's and the branch's share"]
     assert reason in lost[0]["output"] and "cell 'split_gradient'" in lost[0]["output"]
@@ -147,8 +208,10 @@ def test_output_never_contains_hidden_or_solution_source(graded):
 
 def test_result_schema(graded):
     for result in graded.values():
-        assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]
-        assert result["assignment"] == ASSIGNMENT and result["seed"] == SEED
+        assert list(result) == ["assignment", "score", "max_score", "seed", "tests", "seed_from", "code_key",
+                                "secret_id", "review"]
+        assert result["assignment"] == ASSIGNMENT and result["seed"] == SEED and result["seed_from"] == "given"
+        assert len(result["code_key"]) == 64 and len(result["secret_id"]) == 12
         assert result["score"] == sum(t["score"] for t in result["tests"])
         assert result["max_score"] == sum(t["max_score"] for t in result["tests"]) == 100
         for t in result["tests"]:
@@ -159,7 +222,7 @@ def test_result_schema(graded):
 
 
 def test_same_seed_same_inputs_same_feedback(grader, graded):
-    again = grader.grade(SAMPLES / "pre-post-swapped.ipynb", SEED).to_json()
+    again = grader.grade(SAMPLES / "pre-post-swapped.ipynb", SEED).to_store()
     assert again == graded["pre-post-swapped.ipynb"]
 
 
@@ -173,13 +236,13 @@ def test_same_seed_same_inputs_same_feedback(grader, graded):
 def test_unreadable_files_score_zero_with_a_reason(grader, tmp_path, content, reason):
     path = tmp_path / "upload.ipynb"
     path.write_bytes(content)
-    result = grader.grade(path, SEED).to_json()
-    assert result["score"] == 0 and len(result["tests"]) == 33
+    result = grader.grade(path, SEED).to_store()
+    assert result["score"] == 0 and len(result["tests"]) == len(suites.load(ASSIGNMENT).tests)
     assert all(reason in t["output"] for t in result["tests"])
 
 
 def test_missing_file_scores_zero(grader, tmp_path):
-    result = grader.grade(tmp_path / "nothing.ipynb", SEED).to_json()
+    result = grader.grade(tmp_path / "nothing.ipynb", SEED).to_store()
     assert result["score"] == 0 and "no such notebook" in result["tests"][0]["output"]
 
 
@@ -187,7 +250,7 @@ def test_notebook_without_solution_cells(grader, tmp_path):
     path = tmp_path / "empty.ipynb"
     path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": "hi"}],
                                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    result = grader.grade(path, SEED).to_json()
+    result = grader.grade(path, SEED).to_store()
     assert result["score"] == 0
     assert "solution cell 'residual_add' is missing from the notebook" in result["tests"][0]["output"]
 
@@ -217,25 +280,46 @@ def test_locked_cells_come_from_the_source_notebook(tmp_path):
 def test_memory_limit_fails_the_test_not_the_grader(grader, tmp_path):
     path = notebook_with(tmp_path, "greedy.ipynb", residual_add=(
         "def residual_add(x, fx):\n    big = torch.empty(6 << 30, dtype=torch.uint8)\n    return x + fx\n"))
-    result = grader.grade(path, SEED).to_json()
+    result = grader.grade(path, SEED).to_store()
     first = result["tests"][0]
     assert first["score"] == 0 and ("memory" in first["output"].lower() or "alloc" in first["output"].lower())
-    assert grader.grade(SOLUTION, SEED).to_json()["score"] == 100
+    assert grader.grade(SOLUTION, SEED).to_store()["score"] == 100
 
 
 def test_student_code_cannot_kill_the_fork_server(grader, tmp_path):
     path = notebook_with(tmp_path, "killer.ipynb", split_gradient=(
         "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\n"
         "def split_gradient(x0, dF, upstream):\n    return upstream, upstream * dF(x0)\n"))
-    assert grader.grade(path, SEED).to_json()["score"] == 100
-    assert grader.grade(SOLUTION, SEED).to_json()["score"] == 100
+    result = grader.grade(path, SEED)
+    # the grading finished; the code reaches the process, so the tests that trust the child are held
+    held = [t for t in result.tests if t.output.startswith("held for an instructor's review")]
+    assert held and all(t.passed or t in held or t.max_score == 0 for t in result.tests)
+    assert "[process-introspection]" in result.review[0] and result.review[0].endswith("| import os, signal")
+    assert grader.grade(SOLUTION, SEED).to_store()["score"] == 100
 
 
 def test_huge_messages_are_capped(grader, tmp_path):
     path = notebook_with(tmp_path, "chatty.ipynb", residual_add=(
         "def residual_add(x, fx):\n    raise ValueError('(2, 3) ' * 100000)\n"))
-    result = grader.grade(path, SEED).to_json()
+    result = grader.grade(path, SEED).to_store()
     assert max(len(t["output"]) for t in result["tests"]) <= MAX_OUTPUT
+
+
+def test_what_student_code_says_about_hidden_inputs_reaches_feedback_only_as_an_excerpt(grader, tmp_path):
+    """A function that puts its inputs into its exception, its returned string and a class name."""
+    path = notebook_with(tmp_path, "leaky.ipynb", residual_add=(
+        "def residual_add(x, fx):\n"
+        "    raise ValueError(repr(x.tolist()) * 50)\n"), chain_rule_grad=(
+        "def chain_rule_grad(x0, branches, upstream, alpha=1.0):\n"
+        "    return type(f'Leak{x0!r}{upstream!r}' * 20, (), {})()\n"), split_gradient=(
+        "def split_gradient(x0, dF, upstream):\n"
+        "    return f'{x0!r} {upstream!r} ' * 200\n"))
+    result = grader.grade(path, SEED)
+    for name in ("residual_add returns x + fx on odd shapes", "chain_rule_grad on one block with random branches",
+                 "split_gradient: the identity path's and the branch's share"):
+        output = next(t.output for t in result.tests if t.name == name)
+        student = max(re.findall(r"(?:ValueError: |type |string ')(.*?(?:\(cut\)|$))", output, re.M), key=len)
+        assert student.endswith("(cut)") and len(student) <= 120, output
 
 
 def test_child_frames_are_read_without_running_code(tmp_path):
@@ -259,7 +343,7 @@ def test_a_breach_of_the_contract_is_named_in_the_failure(grader, tmp_path):
     cell = next(c for c in source["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "transformer_block")
     text = "".join(cell["source"]).replace('norm: str = "pre"', "").replace("d_model: int, n_heads: int, ", "d_model: int, n_heads: int")
     path = notebook_with(tmp_path, "no-norm.ipynb", transformer_block=text)
-    result = grader.grade(path, SEED).to_json()
+    result = grader.grade(path, SEED).to_store()
     lost = [t for t in result["tests"] if t["score"] < t["max_score"]]
     assert lost and all(t["part"] == 4 for t in lost)
     assert any("TransformerBlock takes (d_model, n_heads), the assignment says (d_model, n_heads, norm)"

@@ -27,7 +27,7 @@ def test_one_notebook_json_is_exactly_the_spec_object():
     proc = grade("residual-connections", str(SAMPLES / "pre-post-swapped.ipynb"), "--json", "--seed", "7")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]
+    assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]   # docs/results.md, fixed
     assert result["seed"] == 7 and result["score"] == EXPECTED["pre-post-swapped.ipynb"]["score"]
     assert all(list(t) == ["name", "part", "score", "max_score", "output"] for t in result["tests"])
     assert "Pre/Post swapped" in json.dumps(result)

@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..core import seeds
 from ..grading.batch import grade_many, grade_notebook, notebooks
 from ..results.render import table
 from ..results.store import Store, StoreError
@@ -27,7 +28,9 @@ def add_parser(commands) -> None:
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="notebooks, or folders of notebooks")
     p.add_argument("--json", action="store_true", help="print results as JSON instead of tables")
     p.add_argument("--out", type=Path, help="keep one JSON line per submission in this file (resumable)")
-    p.add_argument("--seed", type=int, help="draw the hidden tests' inputs from this seed (to reproduce a grade)")
+    p.add_argument("--seed", type=int, help="draw the hidden tests' inputs from this seed, for every notebook "
+                                            "(default: a seed derived from each notebook's code and the course "
+                                            "secret, so a grade reproduces without it)")
     p.add_argument("--workers", type=int, help="parallel graders (default: course.toml grading.workers)")
     p.add_argument("--timeout", type=float, help="seconds per hidden test (default: course.toml grading.timeout_s)")
     p.set_defaults(run=run)
@@ -45,12 +48,14 @@ def run(args) -> int:
         print(json.dumps(result.to_json(), indent=2) if args.json else table(result))
         return 0
     try:
-        store = Store(args.out, args.assignment, args.seed) if args.out else None
-    except StoreError as e:
+        store = Store(args.out, args.assignment, args.seed, seeds.secret_id(seeds.read_secret())) if args.out else None
+    except (StoreError, seeds.SecretError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if store and args.seed is not None and store.seed != args.seed:
-        print(f"error: {args.out} was graded with seed {store.seed}; give that seed, or another --out",
+        had = "seeds derived from each notebook's code" if store.seed is None else f"seed {store.seed}"
+        print(f"error: {args.out} was graded with {had}; "
+              f"{'leave out --seed' if store.seed is None else 'give that seed'}, or choose another --out",
               file=sys.stderr)
         return 2
     before = sum(store.has(p) for p in paths) if store else 0

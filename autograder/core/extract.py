@@ -80,12 +80,26 @@ class Template:
                     cells.append((label, src))
         return Extracted(cells, problems)
 
+    def marked(self, extracted: Extracted) -> list[tuple[str, str, bool]]:
+        """extracted's cells as (label, source, is the student's), for the static policy."""
+        solution = {label for label, _, student in self.cells if student}
+        return [(label, src, label in solution) for label, src in extracted.cells]
+
     def key(self, submission: Path) -> str:
-        """Extracted.key of a submission; for an unreadable file, a hash of its bytes."""
+        """Extracted.key of a submission; for an unreadable file, unreadable_key."""
         try:
             return self.fill(submission).key
         except NotebookError:
-            return hashlib.sha256(b"unreadable:" + Path(submission).read_bytes()).hexdigest()
+            return unreadable_key(Path(submission))
+
+
+def unreadable_key(path: Path) -> str:
+    """The key of a file that is no readable notebook: a hash of its bytes, or of its name when it
+    cannot be read at all (a missing file)."""
+    try:
+        return hashlib.sha256(b"unreadable:" + path.read_bytes()).hexdigest()
+    except OSError:
+        return hashlib.sha256(b"missing:" + str(path).encode()).hexdigest()
 
 
 def _code_cells_by_grade_id(nb: dict) -> dict[str, dict]:

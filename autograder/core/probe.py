@@ -45,6 +45,11 @@ _range, _min, _max = range, min, max
 _Tensor, _Module = torch.Tensor, nn.Module
 _detach, _clone, _to = torch.Tensor.detach, torch.Tensor.clone, torch.Tensor.to
 _numel, _requires_grad_, _copy = torch.Tensor.numel, torch.Tensor.requires_grad_, torch.Tensor.copy_
+# Tensor attributes read through torch._C.TensorBase's descriptors: TensorBase is a C type that
+# student code cannot change, while `torch.Tensor.grad = property(...)` would change what x.grad
+# says (and forge gradients).
+_grad_of, _requires_grad_of = torch._C.TensorBase.grad.__get__, torch._C.TensorBase.requires_grad.__get__
+_layout_of, _shape_of = torch._C.TensorBase.layout.__get__, torch._C.TensorBase.shape.__get__
 _storage = torch.Tensor.untyped_storage
 _storage_ptr = torch.UntypedStorage.data_ptr
 _double, _eval = nn.Module.double, nn.Module.eval
@@ -191,14 +196,14 @@ def _shares_storage(result, tensors) -> bool:
 
 def _grads(result, args, request):
     """Gradients of sum(result * upstream) with respect to the chosen arguments."""
-    if _type(result) is not _Tensor or not result.requires_grad:
+    if _type(result) is not _Tensor or not _requires_grad_of(result):
         return {"error": {"type": "Detached", "message": "the result does not require grad", "is": []}}
     try:
         # not backward(result, grad_tensors=...): its first use imports sympy, 0.4 s per child
         _backward(_tsum(_mul(result, request["grad"])))
     except BaseException as e:
         return {"error": describe_error(e)}
-    return [encode(args[i].grad) for i in request["grad_args"]]
+    return [encode(_grad_of(args[i])) for i in request["grad_args"]]
 
 
 def _new(module, specs, objects, request):
@@ -227,10 +232,10 @@ def _load(module, specs, objects, request):
             if not _isinstance(target, _Tensor):
                 return {"error": {"type": "AttributeError", "is": [],
                                   "message": f"{path} is a {_type(target).__name__}, not a tensor"}}
-            if _tuple(target.shape) != _tuple(value.shape):
+            if _tuple(_shape_of(target)) != _tuple(_shape_of(value)):
                 return {"error": {"type": "ShapeMismatch", "is": [],
-                                  "message": f"{path} has shape {_tuple(target.shape)}, "
-                                             f"expected {_tuple(value.shape)}"}}
+                                  "message": f"{path} has shape {_tuple(_shape_of(target))}, "
+                                             f"expected {_tuple(_shape_of(value))}"}}
             _copy(target, value)
     return {}
 
@@ -277,10 +282,10 @@ _OPS = {"call": _call, "invoke": _invoke, "new": _new, "load": _load, "time": _t
 def encode(value, depth: int = 0):
     """A returned value as plain data: {"kind": ..., ...}."""
     if _type(value) is _Tensor:
-        if value.layout is not _strided or _numel(value) > MAX_ELEMENTS:
-            return {"kind": "object", "type": f"Tensor ({value.layout}, {_numel(value)} elements)"}
+        if _layout_of(value) is not _strided or _numel(value) > MAX_ELEMENTS:
+            return {"kind": "object", "type": f"Tensor ({_layout_of(value)}, {_numel(value)} elements)"}
         return {"kind": "tensor", "value": _clone(_to(_detach(value), _cpu)),
-                "requires_grad": _bool(value.requires_grad)}
+                "requires_grad": _bool(_requires_grad_of(value))}
     if _isinstance(value, _Tensor):
         return {"kind": "object", "type": f"{_type(value).__name__} (it passes isinstance(x, Tensor) but is no "
                                           "plain torch.Tensor)"}

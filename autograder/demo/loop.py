@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import csv
 import os
+import secrets
 import shutil
 import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..core import seeds
 from ..course import ROOT, Course
 from ..lms.canvas.roster import canvas_dir, import_roster
 from ..nbgrading.classrun import register
@@ -60,16 +62,22 @@ def class_report(course: Course, area: Path = AREA, out: Path = REPORT) -> Path:
 
 @contextmanager
 def _instructor_dir(area: Path):
-    """nbgrader_config.py's instructor folder set to `area`, here and in the nbgrader it runs."""
-    before = os.environ.get("COURSE_INSTRUCTOR_DIR")
-    os.environ["COURSE_INSTRUCTOR_DIR"] = str(area)
+    """nbgrader_config.py's instructor folder set to `area`, here and in the nbgrader it runs. Unless a
+    course secret is set in the environment (tests set one), the demo grades with a throwaway one
+    (core/seeds.py), so that it never makes or reads the instructor's ~/.config secret."""
+    demo_env = {"COURSE_INSTRUCTOR_DIR": str(area)}
+    if not (os.environ.get(seeds.ENV) or os.environ.get(seeds.ENV_FILE)):
+        demo_env[seeds.ENV] = secrets.token_hex(32)
+    before = {var: os.environ.get(var) for var in demo_env}
+    os.environ.update(demo_env)
     try:
         yield
     finally:
-        if before is None:
-            del os.environ["COURSE_INSTRUCTOR_DIR"]
-        else:
-            os.environ["COURSE_INSTRUCTOR_DIR"] = before
+        for var, value in before.items():
+            if value is None:
+                del os.environ[var]
+            else:
+                os.environ[var] = value
 
 
 def _loop(course: Course, area: Path, workers: int | None) -> Path:

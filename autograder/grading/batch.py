@@ -31,8 +31,9 @@ def grade_many(assignment: str, paths: list[str | Path], course: Course, store: 
     """Grade notebooks in parallel; returns this call's results, each with its `submission`.
 
     With a store, a submission it holds already is skipped, code graded before (the same
-    key) is not graded again, inputs come from the store's seed, and every new result is
-    kept the moment it exists: an interrupted batch loses nothing and resumes.
+    key) is not graded again, inputs come from the store's seed if it was made with --seed
+    (else from each notebook's own derived seed), and every new result is kept the moment it
+    exists: an interrupted batch loses nothing and resumes.
     """
     from .grader import Grader   # torch and the fork server only when grading
     paths = [str(p) for p in dict.fromkeys(map(str, paths)) if not (store and store.has(p))]

@@ -19,12 +19,12 @@ import torch
 
 from .. import contract as contract_mod
 from .. import suites
-from ..core.extract import NotebookError, Template, nbtest
+from ..core import policy, seeds
+from ..core.extract import NotebookError, Template, nbtest, unreadable_key
 from ..core.sandbox import PROBE, Died, GraderError, Hung, Limits, Sandbox, Zygote
 from ..course import SOLUTIONS, Course, CourseError
 from ..kit import Failed, Test, Trial
 from ..results.result import Result, TestResult, entry, not_run
-from ..results.store import new_seed
 
 
 class Grader:
@@ -47,12 +47,15 @@ class Grader:
         machine_cuda = cuda_present() if cuda is None else bool(cuda)
         # First the fork server, while this process holds nothing secret; then the secrets.
         # Without CUDA, Triton (where a suite's child modules import it) is built for its interpreter.
-        self.zygote = Zygote([PROBE, *child_modules], fork=fork, secret=suites.is_hidden,
+        self.zygote = Zygote([PROBE, *child_modules], fork=fork and not seeds.loaded(), secret=suites.is_hidden,
                              env={"TRITON_INTERPRET": "0" if machine_cuda else "1"})
         try:
             source = self.assignment.notebook_path(SOLUTIONS)
             self.template = Template(source, course.grading.max_cell_kb)
             self.contract = contract_mod.load(source.parent)
+            self.policy = policy.for_assignment(self.assignment.rules)
+            self.secret = seeds.read_secret()
+            self.secret_id = seeds.secret_id(self.secret)
             self.reference = nbtest.load(source, name=f"autograder_reference_{assignment.replace('-', '_')}")
             self.suite = suites.load(assignment)
             self.suite.check_points(self.assignment.auto)
@@ -78,38 +81,51 @@ class Grader:
         self.close()
 
     def grade(self, path: str | Path, seed: int | None = None) -> Result:
-        """Grade one notebook; inputs are drawn from `seed` (a fresh one when None)."""
-        seed = new_seed() if seed is None else int(seed)
+        """Grade one notebook; inputs are drawn from `seed`, or when None from a seed derived from the
+        code and the course secret (the same code always gets the same inputs)."""
         try:
-            extracted = self.template.fill(Path(path))
+            extracted, problem = self.template.fill(Path(path)), None
         except NotebookError as e:
-            return self._result(seed, [_entry(t, 0, f"could not read the notebook: {e}", kind="unreadable")
-                                       for t in self.graded])
+            extracted, problem = None, e
+        key = extracted.key if extracted else unreadable_key(Path(path))
+        stamp = {"seed_from": "code" if seed is None else "given", "code_key": key, "secret_id": self.secret_id}
+        seed = seeds.derive(self.secret, self.assignment.name, key) if seed is None else int(seed)
+        if problem is not None:
+            return self._result(seed, [_entry(t, 0, f"could not read the notebook: {problem}", kind="unreadable")
+                                       for t in self.graded],
+                                **stamp)
         with Sandbox(self.zygote, extracted.cells, self.specs_module, self.limits, self.contract.wire()) as box:
             with self._lock:
                 self._open.add(box)
+            violations = policy.check_cells(self.template.marked(extracted), self.policy)
             try:
                 box.problems.update(extracted.problems)
-                entries = [self._run(test, box, seed) for test in self.graded]
+                _drop_raising_cells(box, violations)
+                entries = [self._run(test, box, seed, violations) for test in self.graded]
             finally:
                 with self._lock:
                     self._open.discard(box)
             self._warn_isolation(box.isolation)
-        return self._result(seed, entries)
+        return self._result(seed, entries, review=tuple(map(str, violations)), **stamp)
 
-    def _run(self, test: Test, box: Sandbox, seed: int) -> TestResult:
+    def _run(self, test: Test, box: Sandbox, seed: int, violations: list[policy.Violation]) -> TestResult:
         trial = Trial(test, seed, box, self.limits.timeout_s, self.reference, self.specs,
                       lambda name: self._explain(name, box), cuda=self.cuda, timing=self.assignment.timing,
-                      contract=self.contract)
+                      contract=self.contract, violations=[v for v in violations if self._part(v) == test.part])
         try:
             test.check(trial)
+            held = _held(test, violations, {label for label, _ in box.cells})
+            if held:
+                raise Failed("held for an instructor's review: the test rests on what your code's process reports, "
+                             "and the code breaks a rule that could forge that report:\n"
+                             + "\n".join(f"  {v}" for v in held))
         except Failed as e:
             return _entry(test, 0, str(e), e.misconception, e.kind)
         except Hung:
             if box.over_budget:
                 return _entry(test, 0, f"not graded: this submission used up its time budget of "
                                        f"{self.limits.budget_s:g} s (course.toml grading.submission_budget_s, "
-                                       "loading and all tests together) before this test finished")
+                                       "loading and all tests together) before this test finished", kind="timed_out")
             return _entry(test, 0, f"timed out: {trial.current} did not finish within {self.limits.timeout_s:g} s "
                                    "(an endless loop, or far too slow)", kind="timed_out")
         except Died as e:
@@ -124,6 +140,11 @@ class Grader:
                 box.discard()
         return _entry(test, test.points, "passed" + "".join(f"\n{note}" for note in trial.notes), kind="passed")
 
+    def _part(self, violation: policy.Violation) -> int:
+        """The part of the cell a violation is in: that of the first contract name the cell defines."""
+        parts = [entry.part for name, entry in self.contract.items() if self.template.owner.get(name) == violation.cell]
+        return min(parts, default=min(t.part for t in self.suite.tests))
+
     def _explain(self, name: str, box: Sandbox) -> str:
         """Why a name the test needs is not defined: the problem of the cell that should define it."""
         cell = self.template.owner.get(name)
@@ -131,12 +152,12 @@ class Grader:
             return "the assignment does not define it either"
         return box.problems.get(cell, f"cell '{cell}' ran but did not define it (renamed or deleted?)")
 
-    def _result(self, seed: int, entries: list[TestResult]) -> Result:
+    def _result(self, seed: int, entries: list[TestResult], **stamp) -> Result:
         """The graded tests' entries, with an entry for each test not run without CUDA, in suite order."""
         ran = dict(zip((t.name for t in self.graded), entries))
         rule = self.assignment.timing.without_cuda if self.assignment.timing else "skip"
         tests = [ran.get(t.name) or not_run(t.name, t.part, t.points, rule, entries) for t in self.suite.tests]
-        return Result(self.assignment.name, seed, tests)
+        return Result(self.assignment.name, seed, tests, **stamp)
 
     def _warn_isolation(self, isolation: str) -> None:
         if "degraded" in isolation and not self._warned:
@@ -156,6 +177,28 @@ def cuda_present() -> bool:
     """Whether this machine has a CUDA GPU, asked through NVML where it can be: a process that
     initialised CUDA cannot be forked into a fork server whose children use the GPU."""
     return torch.cuda.device_count() > 0
+
+
+def _drop_raising_cells(box: Sandbox, violations: list[policy.Violation]) -> None:
+    """Leave out of the child every cell that raised when loaded and breaks a withhold rule: what it did
+    before raising (patching the probe, say) must not outlive it, and what it meant to define is missing
+    anyway. Such a cell is then treated as one that killed its child: it holds no test (_held)."""
+    reaching = {v.cell for v in violations if v.severity == policy.WITHHOLD}
+    if not reaching:
+        return
+    box.start()
+    raised = reaching & set(box.problems) & {label for label, _ in box.cells}
+    if raised:
+        box.cells = [(label, src) for label, src in box.cells if label not in raised]
+        box.discard()
+
+
+def _held(test: Test, violations: list[policy.Violation], loaded: set[str]) -> list[policy.Violation]:
+    """The violations that hold a test for review: a rule it names in held_by, or, for a test that rests
+    on the child's reports, a withhold-severity construct in any cell that loaded (any loaded cell shares
+    the process with the code under test; a cell that killed its child ran in no later one)."""
+    return [v for v in violations if v.rule in test.held_by
+            or (test.trusts_child and v.severity == policy.WITHHOLD and v.cell in loaded)]
 
 
 def _entry(test: Test, score: float, output: str, misconception: str | None = None, kind: str = "") -> TestResult:

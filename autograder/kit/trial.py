@@ -24,6 +24,7 @@ course.toml's [timing] without_cuda (results.result.not_run).
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import time
@@ -37,6 +38,8 @@ from ..core import probe
 from ..course import CourseError
 
 SHOWN_VALUES = 6   # tensor entries shown in "yours / expected"
+STUDENT_TEXT = 120  # characters of a message, string or type name the submission made, shown in feedback
+STUDENT_NAME = 60   # of a type name
 
 
 class Failed(Exception):
@@ -60,15 +63,32 @@ class Test:
     needs_cuda: bool = False   # skipped on a grading machine without CUDA
     own_child: bool = False    # its sandbox child is discarded afterwards (memory it may have corrupted)
     misconception: str | None = None   # the id its failures show unless a failure names another
+    trusts_child: bool = False  # rests on what the child reports besides returned values (docs/security.md)
+    held_by: frozenset[str] = frozenset()   # policy rules whose breach holds it for review
+
+
+RULES = "rules"   # the check name of each part's rules test
+
+
+def rules(t: "Trial") -> None:
+    """The part's solution cells follow the assignment's static policy (core/policy.py)."""
+    if t.violations:
+        t.fail("flagged for an instructor's review; this costs no points, but the code breaks the assignment's "
+               "rules:\n" + "\n".join(f"  {v}" for v in t.violations))
 
 
 class Suite:
     """An assignment's hidden tests, in the order they run."""
 
-    def __init__(self, assignment: str, cuda: bool = False):
+    def __init__(self, assignment: str, cuda: bool = False, trusts_child: set[str] = frozenset(),
+                 held_by: dict[str, set[str]] | None = None):
+        """trusts_child: check names of the tests that rest on the child's reports (held for review when
+        the code reaches into the process); held_by: check name -> the policy rules that hold it."""
         self.assignment = assignment
         self.cuda = cuda             # the submission runs on the GPU where there is one
         self.tests: list[Test] = []
+        self._trusts_child, self._held_by = set(trusts_child), dict(held_by or {})
+        self._finished = False
 
     def test(self, part: int, points: int, name: str, needs_cuda: bool = False, own_child: bool = False,
              misconception: str | None = None):
@@ -79,6 +99,24 @@ class Suite:
             self.tests.append(Test(name, part, points, check, needs_cuda, own_child, misconception))
             return check
         return register
+
+    def finish(self) -> "Suite":
+        """Mark the tests named in trusts_child and held_by, and add a 0-point rules test to each part
+        that has tests run without CUDA. Called once, after the module registered its tests."""
+        if self._finished:
+            return self
+        unknown = (self._trusts_child | set(self._held_by)) - {t.check.__name__ for t in self.tests}
+        if unknown:
+            raise CourseError(f"hidden suite of {self.assignment}: trusts_child / held_by name no test: "
+                              f"{sorted(unknown)}")
+        self.tests = [dataclasses.replace(t, trusts_child=t.check.__name__ in self._trusts_child,
+                                          held_by=frozenset(self._held_by.get(t.check.__name__, ())))
+                      for t in self.tests]
+        for part in sorted({t.part for t in self.tests if not t.needs_cuda}):
+            self.tests.append(Test(f"part {part}: the code follows the assignment's rules (0 points; "
+                                   "a break flags the notebook for review)", part, 0, rules))
+        self._finished = True
+        return self
 
     def check_points(self, auto: dict[int, int]) -> None:
         """The points of each part must add up to course.toml's `auto` table."""
@@ -138,7 +176,7 @@ class Trial:
 
     def __init__(self, test: Test, seed: int, sandbox, timeout_s: float, reference, specs: dict,
                  explain: Callable[[str], str], *, cuda: bool = False, timing=None,
-                 contract: Contract | None = None):
+                 contract: Contract | None = None, violations=()):
         self.rng = random.Random(f"{seed}/{test.name}")
         self.gen = torch.Generator().manual_seed(self.rng.getrandbits(63))
         self.ref, self.specs, self._explain = reference, specs, explain
@@ -149,6 +187,7 @@ class Trial:
         self.contract = contract or Contract()  # the assignment's names, parameters and attributes
         self.notes: list[str] = []             # shown after "passed" (t.note)
         self.misconception = test.misconception   # what t.fail and t.check name unless told otherwise
+        self.violations = list(violations)     # the static policy's findings in this test's part
         self.current = "the notebook's code"   # what was running, for timeout messages
 
     # ---------------------------------------------------------------- inputs
@@ -204,7 +243,7 @@ class Trial:
         if obs.error:
             entry = self.contract.get(obj.label.split("(")[0])
             names = f" ({', '.join(entry.attributes)})" if entry and entry.attributes else ""
-            self.fail(f"{obj.label}: the grader could not set its weights: {obs.error['message']}. "
+            self.fail(f"{obj.label}: the grader could not set its weights: {excerpt(obs.error['message'])}. "
                       f"Use the attribute names the assignment gives{names} so that the layers can be checked.",
                       misconception=None)
 
@@ -238,7 +277,7 @@ class Trial:
         """A readable line for an exception the submission raised."""
         if "NotImplementedError" in error.get("is", []):
             return f"{label} is not implemented yet: it still raises NotImplementedError."
-        text = f"{label} raised {error['type']}: {error['message']}"
+        text = f"{label} raised {excerpt(error['type'], STUDENT_NAME)}: {excerpt(error['message'])}"
         name = re.search(r"name '(\w+)' is not defined", error["message"])
         if name:
             text += f" ({self._explain(name.group(1))})"
@@ -375,7 +414,7 @@ def describe(value: dict) -> str:
     if kind == "tensor" and type(value.get("value")) is torch.Tensor:
         return show(value["value"])
     if kind == "number":
-        return f"the {value.get('type', 'number')} {value.get('value')!r}"
+        return f"the {excerpt(value.get('type', 'number'), STUDENT_NAME)} {value.get('value')!r}"
     if kind in ("list", "tuple"):
         return f"a {kind} of {value.get('length')} items"
     if kind == "none":
@@ -383,5 +422,13 @@ def describe(value: dict) -> str:
     if kind == "bool":
         return f"the bool {value.get('value')}"
     if kind == "str":
-        return f"the string {value.get('value')!r}"
-    return f"an object of type {value.get('type', '?')}"
+        return f"the string {excerpt(value.get('value'))!r}"
+    return f"an object of type {excerpt(value.get('type', '?'))}"
+
+
+def excerpt(text, limit: int = STUDENT_TEXT) -> str:
+    """A one-line excerpt of text the submission made (an exception's message, a returned string, a type
+    name), cut here in the grader: a submission can put any hidden input it received into such text, and
+    feedback carries no more of it than a test needs to name the mistake."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[:limit - 10] + " ... (cut)"

@@ -11,9 +11,9 @@ in a Jupyter kernel on the grading machine.
     write_grades(nb, result, grading.part_cells)
 
 Results are kept in a results store, grading/ASSIGNMENT.jsonl beside the gradebook,
-keyed by a hash of the code that was graded, with one seed per assignment drawn at its
-first grading: a rerun, or a class interrupted half way, regrades nothing it has and
-gives identical grades.
+keyed by a hash of the code that was graded, each with the seed derived from that code and
+the course secret (core/seeds.py): a rerun, or a class interrupted half way, regrades
+nothing it has and gives identical grades.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ import nbtest
 from nbgrader.utils import compute_checksum
 
 from ..course import SOLUTIONS, Course
+from ..core import seeds
 from ..core.extract import Template
 from ..results.render import feedback_text
 from ..results.result import Result
@@ -58,7 +59,7 @@ class NotebookGrading:
         source = course.assignment(assignment).notebook_path(SOLUTIONS)
         self.template = Template(source)
         self.part_cells = part_cells(source)
-        self.store = Store(store_path(db_url, assignment), assignment)
+        self.store = Store(store_path(db_url, assignment), assignment, secret_id=seeds.secret_id(seeds.read_secret()))
         self._grader = grader
         sync_gradebook(course, assignment, db_url, self.part_cells)
 

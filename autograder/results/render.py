@@ -20,7 +20,11 @@ def table(result: Result) -> str:
     head = f"{result.assignment}: {result.score} / {result.max_score} automatic points (seed {result.seed})"
     if result.submission is not None:
         head = f"{result.submission}\n{head}"
-    lines = [head, f"{'part':>4}  {'test':<{NAME_WIDTH}} {'score':>7}"]
+    lines = [head]
+    if result.review:
+        lines += ["flagged for review (the static policy, docs/security.md):",
+                  *(f"  {line}" for line in result.review)]
+    lines.append(f"{'part':>4}  {'test':<{NAME_WIDTH}} {'score':>7}")
     for t in result.tests:
         name = t.name if len(t.name) <= NAME_WIDTH else t.name[:NAME_WIDTH - 3] + "..."
         lines.append(f"{t.part:>4}  {name:<{NAME_WIDTH}} {_score(t)}")

@@ -1,6 +1,7 @@
 """One grading result: the object every consumer (command line, nbgrader, LMS) reads and renders.
 
-    result = Result("residual-connections", seed, [TestResult("...", 1, 2, 2, "passed"), ...])
+    result = Result("residual-connections", seed, [TestResult("...", 1, 2, 2, "passed"), ...],
+                    seed_from="code", code_key=..., secret_id=..., review=("cell line N: [rule] ...",))
     result.score, result.max_score, result.parts()      # totals, per part {part: (score, max)}
     result.to_json()                                      # the object docs/results.md fixes
     Result.from_json(data)                                # and back
@@ -38,7 +39,8 @@ class TestResult:
 
     @property
     def passed(self) -> bool:
-        return self.ran and self.score == self.max_score
+        """Ran and earned its points; a 0-point test (a part's rules) passes only when it says so."""
+        return self.ran and self.score == self.max_score and (self.max_score > 0 or self.output.startswith("passed"))
 
     def to_json(self) -> dict:
         return {"name": self.name, "part": self.part, "score": self.score, "max_score": self.max_score,
@@ -61,6 +63,10 @@ class Result:
     seed: int
     tests: list[TestResult]
     submission: str | None = field(default=None, compare=False)   # the graded file, in batches
+    seed_from: str = "given"     # "code": derived from code_key and the course secret (core/seeds.py)
+    code_key: str = ""           # Extracted.key of what was graded
+    secret_id: str = ""          # which course secret derived the seed
+    review: tuple[str, ...] = ()  # the static policy's findings, for an instructor's look
 
     @property
     def score(self) -> float:
@@ -79,18 +85,23 @@ class Result:
         return out
 
     def to_json(self) -> dict:
+        """The object docs/results.md fixes (and the command line prints): nothing more."""
         data = {"assignment": self.assignment, "score": self.score, "max_score": self.max_score,
                 "seed": self.seed, "tests": [t.to_json() for t in self.tests]}
         return {"submission": self.submission, **data} if self.submission is not None else data
 
     def to_store(self) -> dict:
-        """A results store's line: to_json with each test's to_store."""
-        return {**self.to_json(), "tests": [t.to_store() for t in self.tests]}
+        """A results store's line: to_json, where the seed came from, the policy's review lines,
+        and each test's to_store."""
+        return {**self.to_json(), "seed_from": self.seed_from, "code_key": self.code_key,
+                "secret_id": self.secret_id, "review": list(self.review),
+                "tests": [t.to_store() for t in self.tests]}
 
     @classmethod
     def from_json(cls, data: dict) -> "Result":
         return cls(str(data["assignment"]), int(data["seed"]), [TestResult.from_json(t) for t in data["tests"]],
-                   data.get("submission"))
+                   data.get("submission"), str(data.get("seed_from", "given")), str(data.get("code_key", "")),
+                   str(data.get("secret_id", "")), tuple(map(str, data.get("review", ()))))
 
 
 def entry(name: str, part: int, score: float, max_score: int, output: str, misconception: str | None = None,

@@ -1,7 +1,7 @@
 """Results kept in a JSON-lines file, keyed by a hash of the code that was graded.
 
-    store = Store(Path("results.jsonl"), "residual-connections")
-    store.seed                           # drawn when the file is made, then fixed
+    store = Store(Path("results.jsonl"), "residual-connections", secret_id=...)
+    store.seed                           # None: each result has its own seed, derived from its code
     store.get(key) -> Result | None      # graded before: the same code gets the same result
     store.has(submission) -> bool        # this file is in the store already
     store.put(key, result)               # appended, flushed and synced at once
@@ -9,9 +9,12 @@
 
 Both `python -m autograder grade --out` and the class autograde keep their results here,
 so an interrupted run loses nothing and a rerun regrades nothing. The first line is a
-header ({"store": 1, "assignment", "seed"}); each further line is one Result with its
-"submission" and "key" (Result.to_store: each test's kind and misconception id too, for the
-class report). A torn last line (a run killed mid-write) is ignored, and several
+header ({"store": 2, "assignment", "seed", "secret_id"}); each further line is one Result
+with its "submission" and "key" (Result.to_store: each test's kind and misconception id too,
+for the class report). Each result keeps its own seed: derived from its code and
+the course secret (core/seeds.py), so the store is tied to that secret (a store opened with
+another one is refused), or, for a store made with --seed, that one seed for all. A torn
+last line (a run killed mid-write) is ignored, and several
 processes may append to one file (each line is one locked write).
 """
 from __future__ import annotations
@@ -19,16 +22,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import secrets
 from pathlib import Path
 
 from .result import Result
 
-FORMAT = 1
-
-
-def new_seed() -> int:
-    return secrets.randbelow(2 ** 31)
+FORMAT = 2   # 1: one seed drawn per store, read as a store made with that --seed
 
 
 class StoreError(ValueError):
@@ -36,17 +34,22 @@ class StoreError(ValueError):
 
 
 class Store:
-    def __init__(self, path: str | Path, assignment: str, seed: int | None = None):
-        """Open the store at `path`, or make it (with `seed`, or a fresh one)."""
+    def __init__(self, path: str | Path, assignment: str, seed: int | None = None, secret_id: str = ""):
+        """Open the store at `path`, or make it: with `seed`, every result uses it; without, each result's
+        seed is derived from its code with the course secret whose fingerprint is `secret_id`."""
         self.path, self.assignment = Path(path), assignment
         self._by_key: dict[str, Result] = {}
         self._submissions: dict[str, Result] = {}   # absolute path -> its newest result
         header = self._read()
         if header is None:
-            self.seed = new_seed() if seed is None else int(seed)
-            self._append({"store": FORMAT, "assignment": assignment, "seed": self.seed})
-        else:
-            self.seed = int(header["seed"])
+            self.seed = None if seed is None else int(seed)
+            self._append({"store": FORMAT, "assignment": assignment, "seed": self.seed, "secret_id": secret_id})
+            return
+        self.seed = None if header.get("seed") is None else int(header["seed"])
+        kept = header.get("secret_id", "")
+        if self.seed is None and kept and secret_id and kept != secret_id:
+            raise StoreError(f"{self.path}: graded with the course secret {kept}, not this one ({secret_id}); set "
+                             "RESIDUAL_COURSE_SECRET_FILE to that secret, or choose another --out")
 
     def get(self, key: str) -> Result | None:
         return self._by_key.get(key)

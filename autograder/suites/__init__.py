@@ -45,8 +45,8 @@ def child_modules(assignment: str) -> list[str]:
 
 
 def load(assignment: str):
-    """The assignment's Suite (imports its hidden module)."""
-    return importlib.import_module(hidden_name(assignment)).SUITE
+    """The assignment's Suite (imports its hidden module), with its rules tests."""
+    return importlib.import_module(hidden_name(assignment)).SUITE.finish()
 
 
 def misconceptions(assignment: str) -> dict:

@@ -14,9 +14,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..kit import Suite, Trial, describe, shape_in
+from ..kit import Suite, Trial, describe, excerpt, shape_in
 
-SUITE = Suite("residual-connections")
+# Tests that rest on what the sandbox child reports besides returned values (errors raised,
+# inputs after the call, gradients, the structure report): student code that reaches into the
+# process could forge those, so the static policy holds them for review (docs/security.md).
+SUITE = Suite("residual-connections", trusts_child={
+    "residual_add_no_broadcasting", "residual_add_error_message", "residual_add_no_mutation",
+    "residual_add_gradients", "residual_shape_mismatch", "shortcut_identity", "shortcut_projection", "ffn_layers",
+    "norms_shape", "norms_decay", "norms_depth_100", "norms_random", "norms_plain", "norms_no_path",
+    "block_parts", "block_bad_norm", "stream_norms"},
+    held_by={"block_parts": {"transformer-class"}})
 test = SUITE.test
 F64 = torch.float64
 
@@ -80,7 +88,7 @@ def residual_add_error_message(t: Trial):
         error = _refused(t, xs, fs)
         if not (shape_in(error["message"], xs) and shape_in(error["message"], fs)):
             t.fail(f"the ValueError must name both shapes, {xs} and {fs}, so the bug can be found; "
-                   f"yours said: {error['message']!r}")
+                   f"yours said: {excerpt(error['message'])!r}")
 
 
 @test(1, 2, "residual_add leaves its inputs unchanged", misconception="in-place-add")
@@ -105,8 +113,8 @@ def residual_add_gradients(t: Trial):
     x, fx, upstream = t.randn(*shape), t.randn(*shape), t.randn(*shape)
     obs = t.call("residual_add", x, fx, grad=upstream, grad_args=(0, 1), expect_error=True)
     if obs.error and "in-place" in obs.error["message"]:
-        t.fail(f"in-place add: with x and fx requiring grad, residual_add raised {obs.error['type']}: "
-               f"{obs.error['message']} Return x + fx as a new tensor.", misconception="in-place-add")
+        t.fail(f"in-place add: with x and fx requiring grad, residual_add raised {excerpt(obs.error['type'])}: "
+               f"{excerpt(obs.error['message'])} Return x + fx as a new tensor.", misconception="in-place-add")
     if obs.error:
         t.fail(t.raised("residual_add(x, fx)", obs.error), kind="error")
     if isinstance(obs.grads, dict):
@@ -114,7 +122,7 @@ def residual_add_gradients(t: Trial):
         if error["type"] == "Detached":
             t.fail("detached gradient: the result of residual_add does not require grad although x and fx do "
                    "(.detach(), .data, torch.no_grad() or a torch.tensor(...) copy cut the graph).")
-        t.fail(f"backpropagating through residual_add raised {error['type']}: {error['message']}", kind="error")
+        t.fail(f"backpropagating through residual_add raised {excerpt(error['type'])}: {excerpt(error['message'])}", kind="error")
     for name, grad in zip(("x", "fx"), obs.grads):
         if grad.get("kind") == "none":
             t.fail(f"detached gradient: no gradient reached {name}; both the shortcut and the branch "
@@ -180,7 +188,7 @@ def _linear_entry(entry: dict | None) -> str:
     if entry is None:
         return "nothing"
     if entry.get("base") != "Linear":
-        return entry.get("type", "?")
+        return excerpt(entry.get("type", "?"), 60)
     return f"Linear({entry.get('in_features')}, {entry.get('out_features')}, bias={entry.get('has_bias')})"
 
 
@@ -206,7 +214,7 @@ def shortcut_projection(t: Trial):
 
 def _ffn_layers(block) -> str:
     layers = [m for m in block.structure.get("modules", []) if re.fullmatch(r"ffn\.\w+", m.get("path", ""))]
-    return ", ".join(_linear_entry(m) if m.get("base") == "Linear" else str(m.get("base") or m.get("type"))
+    return ", ".join(_linear_entry(m) if m.get("base") == "Linear" else excerpt(m.get("base") or m.get("type"), 60)
                      for m in layers) or "no submodules"
 
 
@@ -223,7 +231,7 @@ def ffn_layers(t: Trial):
         shortcut = block.module("shortcut")
         if shortcut is None or "ProjectionShortcut" not in shortcut.get("mro", []):
             t.fail(f"{block.label}: expected attribute shortcut = ProjectionShortcut(d_in, d_out); "
-                   f"yours is {shortcut.get('type') if shortcut else 'missing'}.")
+                   f"yours is {excerpt(shortcut.get('type'), 60) if shortcut else 'missing'}.")
 
 
 @test(1, 2, "ResidualFFN computes shortcut(x) + ffn(x)", misconception="ffn-layers")
@@ -552,12 +560,12 @@ def block_parts(t: Trial):
     if (attn.get("base"), attn.get("embed_dim"), attn.get("num_heads"), attn.get("batch_first")) != \
             ("MultiheadAttention", d, heads, True):
         t.fail(f"{block.label}: expected attn = nn.MultiheadAttention({d}, {heads}, batch_first=True); yours: "
-               f"{attn.get('type', 'missing')} (embed_dim={attn.get('embed_dim')}, num_heads={attn.get('num_heads')}, "
+               f"{excerpt(attn.get('type', 'missing'), 60)} (embed_dim={attn.get('embed_dim')}, num_heads={attn.get('num_heads')}, "
                f"batch_first={attn.get('batch_first')}).")
     for name in ("ln1", "ln2"):
         ln = block.module(name) or {}
         if (ln.get("base"), ln.get("normalized_shape")) != ("LayerNorm", [d]):
-            t.fail(f"{block.label}: expected {name} = nn.LayerNorm({d}); yours: {ln.get('type', 'missing')}.")
+            t.fail(f"{block.label}: expected {name} = nn.LayerNorm({d}); yours: {excerpt(ln.get('type', 'missing'), 60)}.")
     want = f"Linear({d}, {4 * d}, bias=True), Linear({4 * d}, {d}, bias=True)"
     linears = ", ".join(map(_linear_entry, _ffn_linears(block))) or "no Linear layers"
     if block.module("ffn") is None or linears != want:

@@ -1,0 +1,447 @@
+"""Solution-cell sources for the sample classes: honest variants in other styles, and forgeries.
+
+    HONEST_RESIDUAL, HONEST_FUSED      name -> (description, {grade_id: cell source})
+    the forgery sources below          pasted into a cell by make_samples.py
+
+Every honest variant is a correct solution written differently from the reference (autograd or
+by hand, functional or modules, other kernel block sizes and launch styles): each must keep full
+marks and trip no rule of the static policy. Each forgery is the code of a sample in
+make_samples.py that tries to earn points its honest twin does not (docs/security.md).
+Sources are written indented and dedented where they are used.
+"""
+
+# ============================================================ honest variants: full marks, no rule tripped
+
+HONEST_RESIDUAL = {
+    "style-torch-add-helper": ("torch.add, helper, f-string with x.shape", dict(residual_add='''
+        def _same_shape(x: Tensor, fx: Tensor) -> None:
+            if x.shape != fx.shape:
+                raise ValueError(f"shapes differ: x is {list(x.shape)}, fx is {list(fx.shape)} "
+                                 f"({type(x).__name__})")
+
+        def residual_add(x: Tensor, fx: Tensor) -> Tensor:
+            """x + fx, (*) and (*) -> (*)."""
+            _same_shape(x, fx)
+            return torch.add(x, fx)
+        ''')),
+    "style-identity-flag-shortcut": ("Residual by hand, identity flag, super(Class, self)", dict(residual='''
+        class Residual(nn.Module):
+            def __init__(self, sublayer: nn.Module):
+                super(Residual, self).__init__()
+                self.sublayer = sublayer
+
+            def forward(self, x: Tensor) -> Tensor:
+                fx = self.sublayer(x)
+                if fx.shape != x.shape:
+                    raise ValueError(f"sublayer changed the shape {tuple(x.shape)} -> {tuple(fx.shape)}")
+                return x + fx
+        ''', projection_shortcut='''
+        class ProjectionShortcut(nn.Module):
+            def __init__(self, d_in: int, d_out: int):
+                nn.Module.__init__(self)
+                self._identity = d_in == d_out
+                if not self._identity:
+                    self.proj = nn.Linear(d_in, d_out, bias=False)
+
+            def forward(self, x: Tensor) -> Tensor:
+                return x if self._identity else self.proj(x)
+        ''')),
+    "style-functional-gelu-ffn": ("FFN from a list comprehension, functional gelu", dict(residual_ffn='''
+        class ResidualFFN(nn.Module):
+            def __init__(self, d_in: int, d_out: int, expansion: int = 4):
+                super().__init__()
+                sizes = [(d_in, expansion * d_out), (expansion * d_out, d_out)]
+                first, last = [nn.Linear(i, o) for i, o in sizes]
+                self.shortcut = ProjectionShortcut(d_in, d_out)
+                self.ffn = nn.Sequential(first, nn.GELU(), last)
+
+            def forward(self, x: Tensor) -> Tensor:
+                hidden = F.gelu(self.ffn[0](x))
+                return residual_add(self.shortcut(x), self.ffn[2](hidden))
+        ''')),
+    "style-numpy-prod-chain": ("chain rule with math.prod and numpy, split with a dict", dict(chain_rule_grad='''
+        import numpy as np
+
+        def chain_rule_grad(x0, branches, upstream, alpha=1.0):
+            xs = [x0]
+            for f, _ in branches:
+                xs.append(alpha * xs[-1] + f(xs[-1]))
+            factors = [alpha + df(x) for (_, df), x in zip(branches, xs)]
+            return float(upstream * np.prod(factors)) if factors else upstream * math.prod(factors)
+        ''', split_gradient='''
+        def split_gradient(x0, dF, upstream):
+            shares = {"identity": upstream, "branch": upstream * dF(x0)}
+            return shares["identity"], shares["branch"]
+        ''')),
+    "style-reduce-chain": ("chain rule with functools.reduce", dict(chain_rule_grad='''
+        from functools import reduce
+
+        def chain_rule_grad(x0: float, branches: list, upstream: float, alpha: float = 1.0) -> float:
+            def step(state, pair):
+                x, grad = state
+                f, df = pair
+                return alpha * x + f(x), grad * (alpha + df(x))
+            return upstream * reduce(step, branches, (x0, 1.0))[1]
+        ''')),
+    "style-backward-retain-grad": ("gradient norms with backward and retain_grad", dict(gradient_norms='''
+        def gradient_norms(x0, branches, alpha=1.0, shortcut=True):
+            x = x0.detach().clone().requires_grad_(True)
+            stream = [x]
+            for branch in branches:
+                nxt = alpha * stream[-1] + branch(stream[-1]) if shortcut else branch(stream[-1])
+                if nxt.requires_grad:
+                    nxt.retain_grad()
+                stream.append(nxt)
+            if stream[-1].requires_grad:
+                stream[-1].sum().backward()
+            grads = [s.grad if s.grad is not None else torch.zeros_like(s) for s in stream[:-1]]
+            grads.append(torch.ones_like(stream[-1]))
+            norms = torch.stack([torch.linalg.vector_norm(g.double()) for g in grads])
+            return norms / norms[-1]
+        ''')),
+    "style-mask-helper-block": ("block with nn.Transformer's mask helper, private layout, inference_mode norms", dict(transformer_block='''
+        class TransformerBlock(nn.Module):
+            def __init__(self, d_model: int, n_heads: int, norm: str = "pre"):
+                super().__init__()
+                if norm not in {"pre", "post"}:
+                    raise ValueError(f"unknown norm {norm!r}: use 'pre' or 'post'")
+                self._layout = norm
+                self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+                self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+                self.ffn = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+            def _attend(self, a, causal):
+                mask = nn.Transformer.generate_square_subsequent_mask(a.shape[1], dtype=a.dtype) if causal else None
+                out, _ = self.attn(a, a, a, attn_mask=mask, need_weights=False)
+                return out
+
+            def forward(self, x, causal=False):
+                if self._layout == "pre":
+                    x = residual_add(x, self._attend(self.ln1(x), causal))
+                    return residual_add(x, self.ffn(self.ln2(x)))
+                x = self.ln1(residual_add(x, self._attend(x, causal)))
+                return self.ln2(residual_add(x, self.ffn(x)))
+        ''', residual_stream_norms='''
+        def residual_stream_norms(blocks, x):
+            with torch.inference_mode():
+                streams = [x]
+                for block in blocks:
+                    streams.append(block(streams[-1]))
+                return [float(torch.linalg.vector_norm(s, dim=-1).mean()) for s in streams]
+        ''')),
+    "style-setattr-block": ("block with setattr literal names, getattr literal, hasattr", dict(transformer_block='''
+        class TransformerBlock(nn.Module):
+            def __init__(self, d_model, n_heads, norm="pre"):
+                super().__init__()
+                if norm != "pre" and norm != "post":
+                    raise ValueError("norm must be 'pre' or 'post', got " + repr(norm))
+                self.norm = norm
+                setattr(self, "attn", nn.MultiheadAttention(d_model, n_heads, batch_first=True))
+                self.ln1 = nn.LayerNorm(d_model)
+                self.ln2 = nn.LayerNorm(d_model)
+                self.ffn = ResidualFFN(d_model, d_model).ffn
+
+            def forward(self, x, causal=False):
+                T = x.size(1)
+                mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), diagonal=1) if causal else None
+                attn = getattr(self, "attn")
+                sub = lambda a: attn(a, a, a, attn_mask=mask, need_weights=False)[0]
+                if self.norm == "pre":
+                    h = residual_add(x, sub(self.ln1(x)))
+                    return residual_add(h, self.ffn(self.ln2(h)))
+                h = self.ln1(residual_add(x, sub(x)))
+                return self.ln2(residual_add(h, self.ffn(h)))
+        ''')),
+}
+
+HONEST_FUSED = {
+    "style-fixed-warps-min-block": ("fixed warps, minimum BLOCK, rsqrt spelled out", dict(fused_kernel='''
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                                       BLOCK: tl.constexpr):
+            """One program per row."""
+            row = tl.program_id(axis=0)
+            cols = tl.arange(0, BLOCK)
+            mask = cols < n_cols
+            base = row.to(tl.int64) * n_cols
+            h = tl.load(x_ptr + base + cols, mask=mask, other=0.0).to(tl.float32) + \\
+                tl.load(fx_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
+            tl.store(h_ptr + base + cols, h.to(h_ptr.dtype.element_ty), mask=mask)
+            mean = tl.sum(h, axis=0) / n_cols
+            d = tl.where(mask, h - mean, 0.0)
+            inv = 1.0 / tl.sqrt(tl.sum(d * d, axis=0) / n_cols + eps)
+            w = tl.load(w_ptr + cols, mask=mask, other=1.0).to(tl.float32)
+            b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            tl.store(y_ptr + base + cols, (d * inv * w + b).to(y_ptr.dtype.element_ty), mask=mask)
+        ''', fused_add_layernorm='''
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            if x.shape != fx.shape:
+                raise ValueError(f"x {tuple(x.shape)} and fx {tuple(fx.shape)} differ")
+            n = x.shape[-1]
+            if n > MAX_WIDTH:
+                raise ValueError(f"width {n} is over {MAX_WIDTH}")
+            x2, fx2 = x.contiguous().view(-1, n), fx.contiguous().view(-1, n)
+            h = torch.empty_like(x2)
+            y = torch.empty_like(x2)
+            fused_add_layernorm_kernel[(x2.shape[0],)](x2, fx2, weight, bias, h, y, n, eps,
+                                                       BLOCK=max(triton.next_power_of_2(n), 16), num_warps=4)
+            return h.view_as(x), y.view_as(x)
+        ''')),
+    "style-jit-helper-grid-lambda": ("helper functions, grid lambda, math.prod, tl.math.rsqrt", dict(fused_kernel='''
+        @triton.jit
+        def _row_stats(h, mask, n_cols):
+            mean = tl.sum(h, axis=0) / n_cols
+            centred = tl.where(mask, h - mean, 0.0)
+            return centred, tl.sum(centred * centred, axis=0) / n_cols
+
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                                       BLOCK: tl.constexpr):
+            offs = tl.program_id(0).to(tl.int64) * n_cols + tl.arange(0, BLOCK)
+            mask = tl.arange(0, BLOCK) < n_cols
+            h = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) + tl.load(fx_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+            tl.store(h_ptr + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
+            centred, var = _row_stats(h, mask, n_cols)
+            cols = tl.arange(0, BLOCK)
+            y = centred * tl.math.rsqrt(var + eps) * tl.load(w_ptr + cols, mask=mask).to(tl.float32) \\
+                + tl.load(b_ptr + cols, mask=mask).to(tl.float32)
+            tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+        ''', fused_add_layernorm='''
+        import math
+
+
+        def _rows(t: Tensor, n: int) -> Tensor:
+            return t.reshape(-1, n).contiguous()
+
+        def _check(x: Tensor, fx: Tensor, weight: Tensor) -> int:
+            if tuple(x.shape) != tuple(fx.shape):
+                raise ValueError("x has shape {} but fx has shape {}".format(tuple(x.shape), tuple(fx.shape)))
+            if x.shape[-1] > MAX_WIDTH:
+                raise ValueError(f"rows of {x.shape[-1]} are wider than MAX_WIDTH = {MAX_WIDTH}")
+            return x.shape[-1]
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5):
+            n = _check(x, fx, weight)
+            n_rows = math.prod(x.shape[:-1])
+            rx, rfx = _rows(x, n), _rows(fx, n)
+            h, y = (torch.empty_like(rx) for _ in range(2))
+            grid = lambda meta: (n_rows,)
+            fused_add_layernorm_kernel[grid](rx, rfx, weight.contiguous(), bias.contiguous(), h, y, n, eps,
+                                             BLOCK=triton.next_power_of_2(n))
+            return h.reshape(x.shape), y.reshape(x.shape)
+        ''')),
+    "style-chunked-block-1024": ("a loop over chunks of at most 1024 columns, three passes", dict(fused_kernel='''
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                                       BLOCK: tl.constexpr):
+            row = tl.program_id(0).to(tl.int64)
+            total = tl.zeros([BLOCK], dtype=tl.float32)
+            for start in range(0, n_cols, BLOCK):
+                cols = start + tl.arange(0, BLOCK)
+                m = cols < n_cols
+                h = tl.load(x_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) + \\
+                    tl.load(fx_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32)
+                tl.store(h_ptr + row * n_cols + cols, h.to(h_ptr.dtype.element_ty), mask=m)
+                total += h
+            mean = tl.sum(total, axis=0) / n_cols
+            sq = tl.zeros([BLOCK], dtype=tl.float32)
+            for start in tl.range(0, n_cols, BLOCK):
+                cols = start + tl.arange(0, BLOCK)
+                m = cols < n_cols
+                c = tl.where(m, tl.load(h_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) - mean, 0.0)
+                sq += c * c
+            rstd = tl.rsqrt(tl.sum(sq, axis=0) / n_cols + eps)
+            for start in tl.static_range(0, 1):
+                pass
+            for start in range(0, n_cols, BLOCK):
+                cols = start + tl.arange(0, BLOCK)
+                m = cols < n_cols
+                c = tl.load(h_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) - mean
+                w = tl.load(w_ptr + cols, mask=m, other=0.0).to(tl.float32)
+                b = tl.load(b_ptr + cols, mask=m, other=0.0).to(tl.float32)
+                tl.store(y_ptr + row * n_cols + cols, (c * rstd * w + b).to(y_ptr.dtype.element_ty), mask=m)
+        ''', fused_add_layernorm='''
+        def fused_add_layernorm(x, fx, weight, bias, eps: float = 1e-5):
+            n = x.shape[-1]
+            if x.shape != fx.shape or n > MAX_WIDTH:
+                raise ValueError(f"need equal shapes and width <= {MAX_WIDTH}: x {tuple(x.shape)}, fx {tuple(fx.shape)}")
+            x2, fx2 = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(x2), torch.empty_like(x2)
+            fused_add_layernorm_kernel[(x2.shape[0],)](x2, fx2, weight, bias, h, y, n, eps,
+                                                       BLOCK=min(triton.next_power_of_2(n), 1024))
+            return h.view(x.shape), y.view(x.shape)
+        ''')),
+    "style-heuristics-block": ("heuristics for BLOCK, strides passed, launch in if/else", dict(fused_kernel='''
+        @triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])})
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                                       BLOCK: tl.constexpr, stride: tl.constexpr = 0):
+            r = tl.program_id(0)
+            c = tl.arange(0, BLOCK)
+            ok = c < n_cols
+            at = r * n_cols + c
+            h = tl.load(x_ptr + at, mask=ok, other=0.).to(tl.float32) + tl.load(fx_ptr + at, mask=ok, other=0.).to(tl.float32)
+            tl.store(h_ptr + at, h.to(h_ptr.dtype.element_ty), mask=ok)
+            mu = tl.sum(h, 0) / n_cols
+            dev = tl.where(ok, h - mu, 0.)
+            y = dev * tl.rsqrt(tl.sum(dev * dev, 0) / n_cols + eps)
+            y = y * tl.load(w_ptr + c, mask=ok).to(tl.float32) + tl.load(b_ptr + c, mask=ok).to(tl.float32)
+            tl.store(y_ptr + at, tl.cast(y, y_ptr.dtype.element_ty), mask=ok)
+        ''', fused_add_layernorm='''
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            if x.shape != fx.shape:
+                raise ValueError("x and fx shapes differ: %s vs %s" % (tuple(x.shape), tuple(fx.shape)))
+            n = x.size(-1)
+            if n > MAX_WIDTH:
+                raise ValueError(f"width {n} > {MAX_WIDTH}")
+            assert weight.numel() == n and bias.numel() == n, "weight and bias need n entries"
+            a, b = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(a), torch.empty(a.shape, dtype=a.dtype, device=a.device)
+            rows = a.shape[0]
+            if n >= 2048:
+                fused_add_layernorm_kernel[(rows,)](a, b, weight, bias, h, y, n, eps, num_warps=8)
+            else:
+                fused_add_layernorm_kernel[(rows,)](a, b, weight, bias, h, y, n, eps, num_warps=2)
+            return h.view(x.shape), y.view(x.shape)
+        ''')),
+}
+
+
+
+
+# ============================================================ forgeries of the child's reports
+
+PROBE = "autograder.core.probe"   # the sandbox child's probe, as sys.modules names it
+
+# in-place residual_add, with the probe patched so that the inputs look unchanged after the call
+FORGED_MUTATION = f'''
+import sys
+_probe = sys.modules["{PROBE}"]
+_observe = _probe._observe
+
+
+def _unchanged(fn, request, specs, objects, module):
+    """The probe's observation, with the inputs reported as they were sent."""
+    out = _observe(fn, request, specs, objects, module)
+    if "args_after" in out:
+        out["args_after"] = [_probe.encode(a) if isinstance(a, torch.Tensor) else None for a in request["args"]]
+        out["shares_input"] = False
+    return out
+
+
+_probe._observe = _unchanged
+
+'''
+
+# a detached residual_add, with the probe's gradients replaced by the right ones (the probe reached as
+# torch.sys.modules: no import needed)
+FORGED_GRADIENTS = f'''
+_probe = torch.sys.modules["{PROBE}"]
+_probe._grads = lambda result, args, request: [_probe.encode(request["grad"])] * 2
+
+'''
+
+# TransformerBlock that wraps nn.TransformerEncoderLayer, its parts aliased under the assignment's names
+ENCODER_WRAPPER = '''
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, norm: str = "pre"):
+        super().__init__()
+        if norm not in ("pre", "post"):
+            raise ValueError(f"norm must be 'pre' or 'post', got {norm!r}")
+        layer = nn.TransformerEncoderLayer(d_model, n_heads, 4 * d_model, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=norm == "pre")
+        self.attn, self.ln1, self.ln2 = layer.self_attn, layer.norm1, layer.norm2
+        self.ffn = nn.Sequential(layer.linear1, nn.GELU(), layer.linear2)
+        KEEP
+
+    def forward(self, x: Tensor, causal: bool = False) -> Tensor:
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1], dtype=x.dtype) if causal else None
+        return self.layer(x, src_mask=mask, is_causal=causal)
+'''
+WRAPS_ENCODER = ENCODER_WRAPPER.replace("KEEP", "self.layer = layer")
+# the same, hidden from named_modules() by object.__setattr__
+HIDES_ENCODER = ENCODER_WRAPPER.replace("KEEP", 'object.__setattr__(self, "layer", layer)')
+# the same, with the probe's structure report patched to leave the layer out
+FORGED_STRUCTURE = f'''
+_probe = __import__("sys").modules["{PROBE}"]
+_structure = _probe.structure
+
+
+def _without_layer(obj):
+    report = _structure(obj)
+    report["modules"] = [m for m in report.get("modules", []) if not m["path"].startswith("layer")]
+    return report
+
+
+_probe.structure = _without_layer
+''' + WRAPS_ENCODER
+
+# chain_rule_grad and split_gradient answered from a table of inputs and expected values read in the
+# feedback of earlier gradings; anything else falls back to a guess (the table alone is ORACLE_FALLBACK)
+ORACLE_TABLE = '''
+_SEEN = {("-1.878", "-0.8369"): -0.8656339835, ("1.719", "0.9725"): 3.418847467,
+         ("0.4049", "0.5955"): 0.002913642187}
+_SPLIT = {("1.849", "-2.955"): (-2.954848356, 0.003827731785)}
+'''
+ORACLE_CHAIN = '''
+def chain_rule_grad(x0: float, branches: list, upstream: float, alpha: float = 1.0) -> float:
+    return _SEEN.get((f"{x0:.4g}", f"{upstream:.4g}"), upstream)
+'''
+ORACLE_SPLIT = '''
+def split_gradient(x0: float, dF, upstream: float) -> tuple[float, float]:
+    return _SPLIT.get((f"{x0:.4g}", f"{upstream:.4g}"), (upstream, 0.0))
+'''
+
+# fused-add-norm: the torch-only wrapper, with the launch tracer replaced by one that reports a launch
+FORGED_TRACE = f'''
+import sys
+
+
+class _OneLaunch:
+    """Reports one launch of the notebook's kernel, whatever ran."""
+
+    def __init__(self, module):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def report(self):
+        return {{"launches": [{{"file": "<cell fused_kernel>", "kernel": "fused_add_layernorm_kernel",
+                               "grid": [1]}}], "ops": [], "kernels": ["fused_add_layernorm_kernel"]}}
+
+
+sys.modules["{PROBE}"].TRACERS["launches"] = _OneLaunch
+
+'''
+
+# h and y computed with NumPy; NUMPY_EMPTY_KERNEL adds an empty kernel, launched once, for the tracer
+NUMPY_WRAPPER = '''
+import numpy as np
+
+
+def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5):
+    n = x.shape[-1]
+    if x.shape != fx.shape:
+        raise ValueError(f"x and fx must have the same shape, got {tuple(x.shape)} and {tuple(fx.shape)}")
+    if n > MAX_WIDTH:
+        raise ValueError(f"width {n} is over {MAX_WIDTH}")
+    LAUNCH
+    a = x.numpy().astype(np.float32) + fx.numpy().astype(np.float32)
+    centred = a - a.mean(-1, keepdims=True)
+    y = centred / np.sqrt((centred * centred).mean(-1, keepdims=True) + eps)
+    y = y * weight.numpy().astype(np.float32) + bias.numpy().astype(np.float32)
+    return torch.from_numpy(a.astype(x.numpy().dtype)), torch.from_numpy(y.astype(x.numpy().dtype))
+'''
+EMPTY_KERNEL = '''
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    """Does nothing: launched once so that a launch is seen."""
+    pass
+'''
+NUMPY_ONLY = NUMPY_WRAPPER.replace("    LAUNCH\n", "")
+NUMPY_EMPTY_KERNEL = NUMPY_WRAPPER.replace(
+    "LAUNCH", "fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, x, x, n, eps, BLOCK=16)")

@@ -1,0 +1,403 @@
+"""The static policy (core/policy.py) against the reference solutions, honest variants, the sample
+class and forgeries, with the rules course.toml gives each assignment."""
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograder import course
+from autograder.core import policy
+from autograder.core.extract import Template
+from autograder.core.policy import FLAG, WITHHOLD
+from autograder.course import ROOT, SOLUTIONS
+
+sys.path.insert(0, str(ROOT / "submissions"))
+import variants  # noqa: E402  (the sample class's variant sources)
+
+RESIDUAL_NB = SOLUTIONS / "residual-connections/residual-connections.ipynb"
+FUSED_NB = SOLUTIONS / "fused-add-norm/fused-add-norm.ipynb"
+RESIDUAL = policy.for_assignment(course.load().assignment("residual-connections").rules)
+FUSED = policy.for_assignment(course.load().assignment("fused-add-norm").rules)
+
+
+def solution(path: Path) -> list[tuple[str, str, bool]]:
+    """The module cells of a source notebook, as the grader runs them."""
+    return Template(path).cells
+
+
+def with_cells(path: Path, **sources: str) -> list[tuple[str, str, bool]]:
+    """The reference notebook's cells with some solution cells replaced (sources dedented)."""
+    cells = solution(path)
+    unknown = set(sources) - {label for label, _, student in cells if student}
+    assert not unknown, f"no solution cells {unknown}"
+    return [(label, textwrap.dedent(sources[label]) if label in sources else src, student)
+            for label, src, student in cells]
+
+
+def rules(violations) -> set[tuple[str, str]]:
+    return {(v.rule, v.severity) for v in violations}
+
+
+# ============================================================ reference solutions and sample class
+
+@pytest.mark.parametrize("path, pol", [(RESIDUAL_NB, RESIDUAL), (FUSED_NB, FUSED)])
+def test_reference_solutions_trip_nothing(path, pol):
+    assert policy.check_cells(solution(path), pol) == []
+
+
+SAMPLES = {"residual-connections": RESIDUAL, "fused-add-norm": FUSED}
+# samples that cheat or break the rules, and the rules each must trip; every other sample trips none
+SAMPLE_RULES = {
+    ("residual-connections", "checker-cheat"): {("import", FLAG), ("monkeypatch", FLAG)},
+    ("residual-connections", "always-equal"): {("override", FLAG)},
+    ("residual-connections", "reads-solutions"): {("import", FLAG), ("process-introspection", WITHHOLD),
+                                                  ("dynamic-code", WITHHOLD)},
+    ("residual-connections", "segfault-at-import"): {("process-introspection", WITHHOLD)},
+    ("residual-connections", "crash-at-import"): {("import", FLAG)},     # a module outside course.toml's list
+    ("residual-connections", "exits-at-import"): {("process-introspection", WITHHOLD)},
+    ("fused-add-norm", "torch-only-wrapper"): {("wrapper-no-launch", FLAG), ("wrapper-arithmetic", FLAG),
+                                               ("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "launch-per-row"): {("wrapper-launch-loop", FLAG)},
+    # the forgeries of the child's reports and their twins (make_samples.TWINS)
+    ("residual-connections", "forged-mutation-report"): {("process-introspection", WITHHOLD),
+                                                         ("private-attribute", WITHHOLD)},
+    ("residual-connections", "forged-gradients-report"): {("process-introspection", WITHHOLD),
+                                                          ("private-attribute", WITHHOLD)},
+    ("residual-connections", "wraps-encoder-layer"): {("transformer-class", FLAG)},
+    ("residual-connections", "hides-encoder-layer"): {("dunder", WITHHOLD), ("transformer-class", FLAG)},
+    ("residual-connections", "forged-structure-report"): {("dynamic-code", WITHHOLD), ("transformer-class", FLAG)},
+    ("fused-add-norm", "forged-launch-trace"): {("process-introspection", WITHHOLD), ("wrapper-no-launch", FLAG),
+                                                ("wrapper-arithmetic", FLAG), ("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "numpy-wrapper"): {("import", FLAG), ("forbidden-module", FLAG), ("numpy", FLAG),
+                                          ("wrapper-no-launch", FLAG), ("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "numpy-empty-kernel"): {("import", FLAG), ("forbidden-module", FLAG), ("numpy", FLAG),
+                                               ("wrapper-torch-op", FLAG)},
+}
+FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
+             "forged-launch-trace"}
+
+
+def sample_cells(path: Path, assignment: str) -> list[tuple[str, str, bool]]:
+    """A sample's cells as the grader runs them: the source's locked cells, the sample's solution cells."""
+    template = Template(SOLUTIONS / assignment / f"{assignment}.ipynb")
+    return template.marked(template.fill(path))
+
+
+SAMPLE_FILES = sorted((a, p) for a in SAMPLES for p in (ROOT / "submissions" / a).glob("*.ipynb")
+                      if p.stem != "invalid-json")
+
+
+@pytest.mark.parametrize("assignment, path", SAMPLE_FILES, ids=[f"{a}/{p.stem}" for a, p in SAMPLE_FILES])
+def test_sample_class(assignment, path):
+    found = rules(policy.check_cells(sample_cells(path, assignment), SAMPLES[assignment]))
+    assert found == SAMPLE_RULES.get((assignment, path.stem), set())
+
+
+def test_withheld_rules_of_other_samples_sit_where_holding_changes_no_score():
+    """Besides the forgeries, the samples' withhold-severity violations sit in cells that kill their child
+    at load (so no later child loads them), or in a sample that scores nothing anyway: holding the tests
+    that rest on the child's reports keeps every expected score."""
+    where = {}
+    for assignment, path in (f for f in SAMPLE_FILES if f[1].stem not in FORGERIES):
+        for v in policy.check_cells(sample_cells(path, assignment), SAMPLES[assignment]):
+            if v.severity == WITHHOLD:
+                where.setdefault(path.stem, set()).add(v.cell)
+    assert where == {"reads-solutions": {"residual_stream_norms"}, "segfault-at-import": {"chain_rule_grad"},
+                     "exits-at-import": {"residual_stream_norms"}}
+
+
+# ============================================================ honest variants: no rule tripped
+
+# The honest variants are samples too (submissions/variants.py): graded to full marks in
+# test_grader.py and test_fused_grader.py, and checked against the policy here.
+HONEST_RESIDUAL = {name: cells for name, (_, cells) in variants.HONEST_RESIDUAL.items()}
+HONEST_FUSED = {name: cells for name, (_, cells) in variants.HONEST_FUSED.items()}
+# Triton's interpreter cannot run @triton.autotune (it benchmarks on a GPU driver), so this style
+# is no sample; the policy must still accept it.
+_, _chunked = variants.HONEST_FUSED["style-chunked-block-1024"]
+AUTOTUNE = '@triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (1, 2, 4, 8)], key=["n_cols"])'
+AUTOTUNED = {**_chunked, "fused_kernel": "\n" + AUTOTUNE + textwrap.dedent(_chunked["fused_kernel"])}
+
+
+def test_an_autotuned_kernel_from_a_config_comprehension_trips_nothing():
+    assert policy.check_cells(with_cells(FUSED_NB, **AUTOTUNED), FUSED) == []
+
+
+@pytest.mark.parametrize("name", HONEST_RESIDUAL)
+def test_honest_residual_variants(name):
+    assert policy.check_cells(with_cells(RESIDUAL_NB, **HONEST_RESIDUAL[name]), RESIDUAL) == []
+
+
+@pytest.mark.parametrize("name", HONEST_FUSED)
+def test_honest_fused_variants(name):
+    assert policy.check_cells(with_cells(FUSED_NB, **HONEST_FUSED[name]), FUSED) == []
+
+
+def test_at_least_ten_honest_variants():
+    assert len(HONEST_RESIDUAL) + len(HONEST_FUSED) >= 10
+
+
+# ============================================================ forgeries: each trips its rule
+
+IN_PLACE = '''
+def residual_add(x, fx):
+    if x.shape != fx.shape:
+        raise ValueError(f"{tuple(x.shape)} vs {tuple(fx.shape)}")
+    x += fx
+    return x
+'''
+
+FORGERIES_RESIDUAL = {
+    # the probe patched through sys.modules so that args_after shows the inputs unchanged
+    "mutation: probe patched via sys.modules": (dict(residual_add=textwrap.dedent('''
+        import sys
+        _probe = sys.modules["autograder.probe"]
+        _observe = _probe._observe
+        def _quiet(fn, request, specs, objects, module):
+            out = _observe(fn, request, specs, objects, module)
+            out["args_after"], out["shares_input"] = [a.get("value") for a in request["args"]], False
+            return out
+        _probe._observe = _quiet
+''') + IN_PLACE), {("process-introspection", WITHHOLD), ("private-attribute", WITHHOLD)}),
+    "mutation: probe reached as torch.sys": (dict(residual_add=textwrap.dedent('''
+        _p = torch.sys.modules["autograder.probe"]
+        _p.serve_request = lambda *a: {}
+''') + IN_PLACE), {("process-introspection", WITHHOLD)}),
+    # a detached result reported with correct gradients: the probe's _grads found through gc
+    "gradients: probe found with gc": (dict(residual_add='''
+        import gc
+        for _m in gc.get_objects():
+            if getattr(_m, "__name__", "") == "autograder.probe":
+                _m._grads = lambda result, args, request: [{"kind": "tensor", "value": request["grad"]}] * 2
+        def residual_add(x, fx):
+            if x.shape != fx.shape:
+                raise ValueError(f"{tuple(x.shape)} vs {tuple(fx.shape)}")
+            return (x + fx).detach()
+        '''), {("process-introspection", WITHHOLD), ("private-attribute", WITHHOLD)}),
+    "gradients: a frame walk to the caller": (dict(residual_add='''
+        import inspect
+        def residual_add(x, fx):
+            if x.shape != fx.shape:
+                raise ValueError("shapes")
+            inspect.currentframe().f_back.f_locals["request"]["grad"] = None
+            return (x + fx).detach()
+        '''), {("process-introspection", WITHHOLD)}),
+    "gradients: traceback frames": (dict(residual_add='''
+        def residual_add(x, fx):
+            try:
+                raise RuntimeError
+            except RuntimeError as e:
+                caller = e.__traceback__.tb_frame.f_back
+            return (x + fx).detach()
+        '''), {("dunder", WITHHOLD), ("process-introspection", WITHHOLD)}),
+    "gradients: Tensor.grad monkeypatched": (dict(residual_add='''
+        torch.Tensor.grad = property(lambda self: torch.ones_like(self))
+        def residual_add(x, fx):
+            return (x + fx).detach()
+        '''), {("monkeypatch", FLAG)}),
+    "gradients: aten override through torch.library": (dict(residual_add='''
+        _lib = torch.library.Library("aten", "IMPL")
+        def residual_add(x, fx):
+            return (x + fx).detach()
+        '''), {("process-introspection", WITHHOLD)}),
+    # the structure report patched, with the block wrapping nn.TransformerEncoderLayer
+    "structure: report patched via __import__": (dict(transformer_block='''
+        __import__("sys").modules["autograder.probe"].structure = lambda obj: {"modules": []}
+        class TransformerBlock(nn.Module):
+            def __init__(self, d_model, n_heads, norm="pre"):
+                super().__init__()
+                self.layer = nn.TransformerEncoderLayer(d_model, n_heads, 4 * d_model, 0.0, "gelu",
+                                                        batch_first=True, norm_first=norm == "pre")
+            def forward(self, x, causal=False):
+                return self.layer(x)
+        '''), {("dynamic-code", WITHHOLD), ("transformer-class", FLAG)}),
+    "structure: layer hidden with object.__setattr__": (dict(transformer_block='''
+        class TransformerBlock(nn.Module):
+            def __init__(self, d_model, n_heads, norm="pre"):
+                super().__init__()
+                object.__setattr__(self, "layer", nn.TransformerEncoderLayer(d_model, n_heads, batch_first=True))
+            def forward(self, x, causal=False):
+                return self.layer(x)
+        '''), {("dunder", WITHHOLD), ("transformer-class", FLAG)}),
+    "structure: hidden through __dict__ and a computed class name": (dict(transformer_block='''
+        class TransformerBlock(nn.Module):
+            def __init__(self, d_model, n_heads, norm="pre"):
+                super().__init__()
+                self.__dict__["layer"] = getattr(nn, "Transformer" + "EncoderLayer")(d_model, n_heads)
+            def forward(self, x, causal=False):
+                return self.layer(x)
+        '''), {("dunder", WITHHOLD), ("computed-attribute", WITHHOLD)}),
+    "structure: class imported under another name": (dict(transformer_block='''
+        from torch.nn import TransformerEncoderLayer as Layer
+        class TransformerBlock(Layer):
+            pass
+        '''), {("transformer-class", FLAG)}),
+    "structure: _modules emptied": (dict(transformer_block='''
+        class TransformerBlock(nn.Module):
+            def __init__(self, d_model, n_heads, norm="pre"):
+                super().__init__()
+                self.layer = nn.modules.transformer.TransformerEncoderLayer(d_model, n_heads)
+                self._modules.clear()
+        '''), {("private-attribute", WITHHOLD), ("transformer-class", FLAG)}),
+    "structure: vars() write and exec": (dict(transformer_block='''
+        exec("class TransformerBlock: pass")
+        vars()["TransformerBlock"].x = 1
+        '''), {("dynamic-code", WITHHOLD)}),
+    # the grader as an oracle: answers collected from three rounds of feedback
+    "oracle: lookup table from feedback": (dict(chain_rule_grad='''
+        _SEEN = {(0.4123, 0.6632, 1.2): 0.9911, (-1.2211, 0.3301, 0.8): 2.0173, (1.7719, -0.2235, 1.4): -0.5513,
+                 (0.0712, 0.5121, 0.9): 1.1148, (-0.9871, 0.1234, 1.1): 0.4456, (1.0101, 0.2024, 0.7): 1.3301,
+                 (0.5555, -0.4411, 1.3): 0.8822}
+        def chain_rule_grad(x0, branches, upstream, alpha=1.0):
+            return _SEEN.get((round(x0, 4), round(upstream, 4), alpha), upstream)
+        '''), {("lookup-table", FLAG)}),
+    "files: open the solutions": (dict(residual_stream_norms='''
+        def residual_stream_norms(blocks, x):
+            return open("/work/main/solutions/x.ipynb").read()
+        '''), {("dynamic-code", WITHHOLD)}),
+    "process: subprocess through torch.os": (dict(residual_stream_norms='''
+        def residual_stream_norms(blocks, x):
+            return torch.os.system("cat /etc/passwd")
+        '''), {("process-introspection", WITHHOLD)}),
+    "introspection: function globals and subclasses": (dict(split_gradient='''
+        def split_gradient(x0, dF, upstream):
+            probe_globals = dF.__globals__
+            classes = object.__subclasses__()
+            return upstream, upstream * dF(x0)
+        '''), {("dunder", WITHHOLD)}),
+    "introspection: ctypes and importlib": (dict(split_gradient='''
+        import importlib, ctypes
+        def split_gradient(x0, dF, upstream):
+            return upstream, upstream * dF(x0)
+        '''), {("process-introspection", WITHHOLD)}),
+}
+
+NUMPY_WRAPPER = '''
+import numpy as np
+
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    pass
+'''
+
+FORGERIES_FUSED = {
+    "trace: torch-only wrapper with a forged launch trace": (dict(fused_add_layernorm='''
+        import sys
+        _tracers = sys.modules["autograder.probe"].TRACERS
+
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            if x.shape != fx.shape or x.shape[-1] > MAX_WIDTH:
+                raise ValueError(f"bad shapes {tuple(x.shape)} {tuple(fx.shape)}")
+            h = x + fx
+            return h, F.layer_norm(h, h.shape[-1:], weight, bias, eps)
+        '''), {("process-introspection", WITHHOLD), ("wrapper-no-launch", FLAG), ("wrapper-arithmetic", FLAG),
+               ("wrapper-torch-op", FLAG)}),
+    "numpy plus an empty kernel launched once": (dict(fused_kernel=NUMPY_WRAPPER, fused_add_layernorm='''
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            if x.shape != fx.shape or x.shape[-1] > MAX_WIDTH:
+                raise ValueError(f"bad shapes {tuple(x.shape)} {tuple(fx.shape)}")
+            n = x.shape[-1]
+            fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, x, x, n, eps, BLOCK=16)
+            a = np.asarray(x.detach()) + np.asarray(fx.detach())
+            mean = a.mean(-1, keepdims=True)
+            y = (a - mean) / np.sqrt(a.var(-1, keepdims=True) + eps) * weight.numpy() + bias.numpy()
+            return torch.from_numpy(a), torch.from_numpy(y)
+        '''), {("import", FLAG), ("forbidden-module", FLAG), ("numpy", FLAG), ("wrapper-torch-op", FLAG)}),
+    "values copied out element by element in Python": (dict(fused_add_layernorm='''
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = x.shape[-1]
+            h = torch.empty_like(x)
+            for i in range(n):
+                h[..., i] = float(x[..., i]) + float(fx[..., i])
+            fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, h, n, eps, BLOCK=16)
+            return h, h
+        '''), {("wrapper-arithmetic", FLAG)}),
+    "a builtin and a local lambda compute on the tensors": (dict(fused_add_layernorm='''
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = x.shape[-1]
+            add = lambda a, b: a + b
+            h = add(x, fx)
+            total = sum(h)
+            fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, h, n, eps, BLOCK=16)
+            return h, h
+        '''), {("wrapper-arithmetic", FLAG)}),
+    "two kernels: separate add and norm launches": (dict(fused_add_layernorm='''
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = x.shape[-1]
+            a, b = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(a), torch.empty_like(a)
+            fused_add_layernorm_kernel[(a.shape[0],)](a, b, weight, bias, h, y, n, eps, BLOCK=triton.next_power_of_2(n))
+            fused_add_layernorm_kernel[(a.shape[0],)](a, b, weight, bias, h, y, n, eps, BLOCK=triton.next_power_of_2(n))
+            return h.view(x.shape), y.view(x.shape)
+        '''), {("wrapper-launches", FLAG)}),
+    "launches from a comprehension": (dict(fused_add_layernorm='''
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = x.shape[-1]
+            a, b = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(a), torch.empty_like(a)
+            [fused_add_layernorm_kernel[(1,)](a[r], b[r], weight, bias, h[r], y[r], n, eps, BLOCK=1024)
+             for r in range(a.shape[0])]
+            return h.view(x.shape), y.view(x.shape)
+        '''), {("wrapper-launch-loop", FLAG)}),
+    "kernel body escapes to the interpreter's numpy arrays": (dict(fused_kernel='''
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+            data = x_ptr.handle.data
+            import numpy
+            tl.store(h_ptr, numpy.sum(data))
+        '''), {("kernel-python", FLAG), ("import", FLAG)}),
+    "kernel default argument runs code at definition": (dict(fused_kernel='''
+        @triton.jit(do_not_specialize=[__import__("sys").modules])
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                                       BLOCK: tl.constexpr, probe=print("hi")):
+            pass
+        '''), {("kernel-decorator", FLAG), ("kernel-signature", FLAG), ("dynamic-code", WITHHOLD)}),
+    "kernel reaches tl internals": (dict(fused_kernel='''
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+            tl.core.builtins.print(1)
+            tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [n_cols], dtype=tl.int32, is_pure=True, pack=1)
+        '''), {("kernel-python", FLAG), ("process-introspection", WITHHOLD)}),
+}
+
+
+@pytest.mark.parametrize("name", FORGERIES_RESIDUAL)
+def test_residual_forgeries_are_flagged(name):
+    sources, expected = FORGERIES_RESIDUAL[name]
+    assert rules(policy.check_cells(with_cells(RESIDUAL_NB, **sources), RESIDUAL)) == expected
+
+
+@pytest.mark.parametrize("name", FORGERIES_FUSED)
+def test_fused_forgeries_are_flagged(name):
+    sources, expected = FORGERIES_FUSED[name]
+    assert rules(policy.check_cells(with_cells(FUSED_NB, **sources), FUSED)) == expected
+
+
+# ============================================================ what a violation says
+
+def test_violation_names_the_cell_line_and_quotes_it():
+    cells = with_cells(RESIDUAL_NB, split_gradient='''
+        def split_gradient(x0, dF, upstream):
+            g = dF.__globals__
+            return upstream, upstream * dF(x0)
+        ''')
+    (v,) = policy.check_cells(cells, RESIDUAL)
+    assert (v.cell, v.line, v.rule, v.quote) == ("split_gradient", 3, "dunder", "g = dF.__globals__")
+    assert str(v).startswith("split_gradient line 3: [dunder]")
+
+
+def test_trusted_cells_are_read_not_checked():
+    """The locked setup cell of fused-add-norm imports os; it is the course's, not the student's."""
+    cells = solution(FUSED_NB)
+    assert any("import os" in src for _, src, student in cells if not student)
+    assert policy.check_cells(cells, FUSED) == []
+    assert rules(policy.check_cells([(label, src, True) for label, src, _ in cells], FUSED)) >= \
+        {("process-introspection", WITHHOLD)}
+
+
+def test_a_cell_that_does_not_parse_is_not_policed():
+    cells = with_cells(RESIDUAL_NB, split_gradient="def split_gradient(x0, dF, upstream:\n    import sys\n")
+    assert policy.check_cells(cells, RESIDUAL) == []
