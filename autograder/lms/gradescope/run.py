@@ -25,7 +25,6 @@ from pathlib import Path
 
 from ...course import Course, CourseError
 from ...grading.grader import Grader
-from ...results.store import new_seed
 from .late import lateness
 from .results import not_graded, to_gradescope
 
@@ -114,7 +113,8 @@ def grade_roots(course: Course, roots: list[Path], student: str, assignment: str
             except NoNotebook as e:
                 write_results(root, not_graded(name, str(e)))
                 continue
-            seed = metadata["id"] if isinstance(metadata.get("id"), int) else new_seed()
+            # Gradescope's submission id, so `grade --seed ID` reproduces it; else derived from the code
+            seed = metadata["id"] if isinstance(metadata.get("id"), int) else None
             try:
                 result = grader.grade(notebook, seed)
             except Exception as e:         # the grader's own failure, never the submission's
