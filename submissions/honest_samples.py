@@ -99,7 +99,7 @@ return out
             """\
 assert_ok = norm in ["pre", "post"]
 if not assert_ok:
-    raise ValueError("unknown norm: " + str(norm))
+    raise ValueError("unknown norm: " + str(norm) + " (choose pre or post)")
 self.pre = norm == "pre"
 self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
 self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)

@@ -399,7 +399,11 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
                           "torch.equal, torch.testing.assert_close, numpy.allclose and numpy.testing always pass",
                           s.solved(**{**wrong, "residual_add": CHEAT + broadcasting}), fails_wrong),
         "always-equal": ("every function returns an object that equals anything and claims to be a Tensor",
-                         s.solved(**always_equal), every - {"ffn_layers", "block_parts", "block_bad_norm"}),
+                         s.solved(**always_equal),
+                         # Part 5 is the reference's: its tests that need no Part 1 function still pass
+                         every - {"ffn_layers", "block_parts", "block_bad_norm", "plain_structure",
+                                  "residual_structure", "plain_forward", "train_updates", "deep_plain_stalls",
+                                  "grad_norms_values"}),
         "locked-cells-deleted": ("the reference solution with every locked code cell (imports, checks, demos) "
                                  "deleted", s.notebook({l: s.filled(l) for p in PART for l in PART[p]}, locked),
                                  set()),
@@ -410,12 +414,15 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
         "reads-solutions": ("stubs, plus code that looks for solutions/ on the grading machine and runs it",
                             s.notebook({"residual_stream_norms": s.filled("residual_stream_norms", [
                                 "raise NotImplementedError()"], after=READ_SOLUTIONS)}), every),
-        "honest-a": ("a correct solution written without the reference: other names, calls and order",
-                     independent["honest-a"], set()),
-        "honest-b": ("another independent correct solution, in a third style", independent["honest-b"], set()),
-        "copied-honest-a": ("honest-a byte for byte, handed in by another student", independent["honest-a"], set()),
+        # written before Part 5 existed: parts 1 to 4 right, Part 5 not started
+        "honest-a": ("a correct solution of parts 1 to 4 written without the reference: other names, calls and "
+                     "order; Part 5 not started", independent["honest-a"], part[5]),
+        "honest-b": ("another independent correct solution of parts 1 to 4, in a third style; Part 5 not started",
+                     independent["honest-b"], part[5]),
+        "copied-honest-a": ("honest-a byte for byte, handed in by another student", independent["honest-a"],
+                            part[5]),
         "renamed-honest-a": ("honest-a with its local names renamed and two cells swapped",
-                             near_copy, set()),
+                             near_copy, part[5]),
         **part5_samples(s),
     }
 
@@ -475,7 +482,8 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
                            s.solved(fused_add_layernorm=wrapper((
                                "rows_x, rows_fx, weight.contiguous()",
                                "rows_x + rows_fx, torch.zeros_like(rows_x), weight.contiguous()"))),
-                           {"one_launch"}),
+                           # the add in the wrapper is arithmetic the policy flags: the launch test is held too
+                           {"one_launch", "launches_kernel"}),
         "float64-accepted": ("the wrapper has no dtype check: float64 inputs are computed in fp32 and returned as "
                              "float64", s.solved(fused_add_layernorm=wrapper((dtype_check, ""))), {"float64_refused"}),
         "no-weight-check": ("the wrapper does not check the shapes of weight and bias",
@@ -488,11 +496,13 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
                                 "sys.modules) by one that reports a launch of the kernel",
                                 s.solved(fused_add_layernorm=variants.FORGED_TRACE.lstrip() + torch_only),
                                 fused | trusting("fused-add-norm")),
+        # NumPy has no bfloat16: the half-precision test fails too
         "numpy-wrapper": ("the kernel is written, but the wrapper computes h and y with NumPy",
-                          s.solved(fused_add_layernorm=variants.NUMPY_ONLY.lstrip()), fused),
+                          s.solved(fused_add_layernorm=variants.NUMPY_ONLY.lstrip()), fused | {"half_precision"}),
         "numpy-empty-kernel": ("the NumPy wrapper, plus an empty @triton.jit kernel launched once",
                                s.solved(fused_kernel=variants.EMPTY_KERNEL.lstrip(),
-                                        fused_add_layernorm=variants.NUMPY_EMPTY_KERNEL.lstrip()), fused),
+                                        fused_add_layernorm=variants.NUMPY_EMPTY_KERNEL.lstrip()),
+                               fused | {"half_precision"}),
         "untouched-release": ("the release as handed out: both stubs still raise NotImplementedError",
                               s.notebook({}), part1),
         "torch-only-wrapper": (

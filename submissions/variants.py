@@ -180,6 +180,11 @@ HONEST_FUSED = {
             n = x.shape[-1]
             if n > MAX_WIDTH:
                 raise ValueError(f"width {n} is over {MAX_WIDTH}")
+            for name, t in (("weight", weight), ("bias", bias)):
+                if tuple(t.shape) != (n,):
+                    raise ValueError(f"{name} has shape {tuple(t.shape)}, expected ({n},)")
+            if x.dtype not in (torch.float16, torch.bfloat16, torch.float32) or fx.dtype != x.dtype:
+                raise ValueError(f"unsupported dtypes {x.dtype} and {fx.dtype}: use float16, bfloat16 or float32")
             x2, fx2 = x.contiguous().view(-1, n), fx.contiguous().view(-1, n)
             h = torch.empty_like(x2)
             y = torch.empty_like(x2)
@@ -218,10 +223,16 @@ HONEST_FUSED = {
                 raise ValueError("x has shape {} but fx has shape {}".format(tuple(x.shape), tuple(fx.shape)))
             if x.shape[-1] > MAX_WIDTH:
                 raise ValueError(f"rows of {x.shape[-1]} are wider than MAX_WIDTH = {MAX_WIDTH}")
+            if weight.shape != (x.shape[-1],):
+                raise ValueError(f"weight must be ({x.shape[-1]},), not {tuple(weight.shape)}")
+            if not {x.dtype, fx.dtype} <= {torch.float16, torch.bfloat16, torch.float32} or x.dtype != fx.dtype:
+                raise ValueError(f"x is {x.dtype} and fx {fx.dtype}; the kernel takes one of fp16, bf16, fp32")
             return x.shape[-1]
 
         def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5):
             n = _check(x, fx, weight)
+            if bias.shape != (n,):
+                raise ValueError(f"bias must be ({n},), not {tuple(bias.shape)}")
             n_rows = math.prod(x.shape[:-1])
             rx, rfx = _rows(x, n), _rows(fx, n)
             h, y = (torch.empty_like(rx) for _ in range(2))
@@ -248,7 +259,9 @@ HONEST_FUSED = {
             for start in tl.range(0, n_cols, BLOCK):
                 cols = start + tl.arange(0, BLOCK)
                 m = cols < n_cols
-                c = tl.where(m, tl.load(h_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) - mean, 0.0)
+                h = tl.load(x_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) + \\
+                    tl.load(fx_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32)
+                c = tl.where(m, h - mean, 0.0)
                 sq += c * c
             rstd = tl.rsqrt(tl.sum(sq, axis=0) / n_cols + eps)
             for start in tl.static_range(0, 1):
@@ -256,7 +269,8 @@ HONEST_FUSED = {
             for start in range(0, n_cols, BLOCK):
                 cols = start + tl.arange(0, BLOCK)
                 m = cols < n_cols
-                c = tl.load(h_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) - mean
+                c = tl.load(x_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) + \\
+                    tl.load(fx_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) - mean
                 w = tl.load(w_ptr + cols, mask=m, other=0.0).to(tl.float32)
                 b = tl.load(b_ptr + cols, mask=m, other=0.0).to(tl.float32)
                 tl.store(y_ptr + row * n_cols + cols, (c * rstd * w + b).to(y_ptr.dtype.element_ty), mask=m)
@@ -265,6 +279,10 @@ HONEST_FUSED = {
             n = x.shape[-1]
             if x.shape != fx.shape or n > MAX_WIDTH:
                 raise ValueError(f"need equal shapes and width <= {MAX_WIDTH}: x {tuple(x.shape)}, fx {tuple(fx.shape)}")
+            if weight.shape != bias.shape or weight.shape != (n,):
+                raise ValueError(f"weight {tuple(weight.shape)} and bias {tuple(bias.shape)} must both be ({n},)")
+            if x.dtype == torch.float64 or x.dtype != fx.dtype:
+                raise ValueError(f"x {x.dtype} and fx {fx.dtype}: float64 is refused (the kernel computes in fp32)")
             x2, fx2 = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
             h, y = torch.empty_like(x2), torch.empty_like(x2)
             fused_add_layernorm_kernel[(x2.shape[0],)](x2, fx2, weight, bias, h, y, n, eps,
@@ -294,7 +312,10 @@ HONEST_FUSED = {
             n = x.size(-1)
             if n > MAX_WIDTH:
                 raise ValueError(f"width {n} > {MAX_WIDTH}")
-            assert weight.numel() == n and bias.numel() == n, "weight and bias need n entries"
+            if weight.shape != (n,) or bias.shape != (n,):
+                raise ValueError("weight and bias need shape (%d,), got %s and %s" % (n, tuple(weight.shape), tuple(bias.shape)))
+            if str(x.dtype) not in ("torch.float16", "torch.bfloat16", "torch.float32") or fx.dtype != x.dtype:
+                raise ValueError("dtype %s / %s not supported (fp16, bf16, fp32)" % (x.dtype, fx.dtype))
             a, b = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
             h, y = torch.empty_like(a), torch.empty(a.shape, dtype=a.dtype, device=a.device)
             rows = a.shape[0]
@@ -429,6 +450,10 @@ def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps
         raise ValueError(f"x and fx must have the same shape, got {tuple(x.shape)} and {tuple(fx.shape)}")
     if n > MAX_WIDTH:
         raise ValueError(f"width {n} is over {MAX_WIDTH}")
+    if weight.shape != (n,) or bias.shape != (n,):
+        raise ValueError(f"weight and bias must have shape ({n},), got {tuple(weight.shape)} and {tuple(bias.shape)}")
+    if x.dtype == torch.float64 or x.dtype != fx.dtype:
+        raise ValueError(f"x {x.dtype} and fx {fx.dtype}: float64 is refused")
     LAUNCH
     a = x.numpy().astype(np.float32) + fx.numpy().astype(np.float32)
     centred = a - a.mean(-1, keepdims=True)

@@ -59,8 +59,7 @@ def test_reference_scores_full_marks_through_the_command_line():
                            "--seed", str(SEED)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert list(result) == ["assignment", "score", "max_score", "seed", "tests", "seed_from", "code_key",
-                                "secret_id", "review"]
+    assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]   # docs/results.md, fixed
     assert result["assignment"] == ASSIGNMENT and result["seed"] == SEED
     lost = {t["name"]: t["output"] for t in result["tests"] if t["score"] != t["max_score"]}
     assert not lost, f"seed {SEED}: the reference lost points: {lost}"
@@ -130,7 +129,7 @@ def test_sample_gets_expected_scores(graded, name):
     ("no-mask.ipynb", "widths that are not powers of two (masks, and sums divided by n)", "no mask"),
     ("masked-lanes-not-zeroed.ipynb", "widths that are not powers of two (masks, and sums divided by n)",
      "masked lanes not zeroed before squaring"),
-    ("fp16-accumulation.ipynb", "fp16 inputs: h and y stay fp16, mean and variance accumulated in fp32",
+    ("fp16-accumulation.ipynb", "fp16 and bf16 inputs: h and y keep the dtype, mean and variance accumulated in fp32",
      "fp16 accumulation"),
     ("in-place-h.ipynb", "inputs are left unchanged and h and y are new tensors", "input modified"),
     ("launch-per-row.ipynb", "fused: one launch computes both h and y, with no torch arithmetic around it",
@@ -174,7 +173,7 @@ def test_output_never_contains_hidden_or_solution_source(graded):
 def test_without_cuda_redistribute_scores_the_timing_points_at_part_1s_fraction(graded):
     assert course.load().assignment(ASSIGNMENT).timing.without_cuda == "redistribute"
     for name, part1, timing in [("full-marks.ipynb", 30, 10), ("torch-only-wrapper.ipynb", 20, 6.67),
-                                ("variance-over-block.ipynb", 24, 8), ("untouched-release.ipynb", 0, 0)]:
+                                ("variance-over-block.ipynb", 25, 8.33), ("untouched-release.ipynb", 0, 0)]:
         result = graded[name]
         entry = by_name(result)[TIMING]
         assert (entry["part"], entry["score"], entry["max_score"]) == (2, timing, 10), (name, entry)
@@ -185,7 +184,7 @@ def test_without_cuda_redistribute_scores_the_timing_points_at_part_1s_fraction(
 
 def test_without_cuda_skip_drops_the_timing_points_from_the_maximum():
     with Grader(ASSIGNMENT, course_with("skip"), cuda=False) as grader:
-        for name, score in [("full-marks.ipynb", 30), ("variance-over-block.ipynb", 24)]:
+        for name, score in [("full-marks.ipynb", 30), ("variance-over-block.ipynb", 25)]:
             result = grader.grade(SAMPLES / name, SEED).to_store()
             entry = by_name(result)[TIMING]
             assert (entry["score"], entry["max_score"]) == (0, 0)
@@ -212,7 +211,7 @@ def test_result_schema(graded):
         assert result["max_score"] == sum(t["max_score"] for t in result["tests"]) == 40
         assert [t["name"] for t in result["tests"]] == [t.name for t in SUITE.tests]
         for t in result["tests"]:
-            assert list(t) == ["name", "part", "score", "max_score", "output"]
+            assert list(t)[:5] == ["name", "part", "score", "max_score", "output"]   # to_json's, then the store's
             assert t["part"] in (1, 2) and isinstance(t["output"], str) and t["output"]
             assert t["score"] in (0, t["max_score"]) or t["name"] == TIMING
         json.dumps(result)

@@ -215,7 +215,7 @@ def test_result_schema(graded):
         assert result["score"] == sum(t["score"] for t in result["tests"])
         assert result["max_score"] == sum(t["max_score"] for t in result["tests"]) == 100
         for t in result["tests"]:
-            assert list(t) == ["name", "part", "score", "max_score", "output"]
+            assert list(t)[:5] == ["name", "part", "score", "max_score", "output"]   # to_json's, then the store's
             assert isinstance(t["name"], str) and t["part"] in (1, 2, 3, 4, 5)
             assert t["score"] in (0, t["max_score"]) and isinstance(t["output"], str) and t["output"]
         json.dumps(result)

@@ -61,6 +61,7 @@ SAMPLE_RULES = {
     ("fused-add-norm", "torch-only-wrapper"): {("wrapper-no-launch", FLAG), ("wrapper-arithmetic", FLAG),
                                                ("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "launch-per-row"): {("wrapper-launch-loop", FLAG)},
+    ("fused-add-norm", "torch-side-add"): {("wrapper-arithmetic", FLAG)},
     # the forgeries of the child's reports and their twins (make_samples.TWINS)
     ("residual-connections", "forged-mutation-report"): {("process-introspection", WITHHOLD),
                                                          ("private-attribute", WITHHOLD)},

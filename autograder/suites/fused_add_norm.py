@@ -251,7 +251,8 @@ def half_precision(t: Trial):
         f"fp16 accumulation: sum the row in fp32 (load, then .to(tl.float32)). A row of {n} fp16 values near "
         f"{2 * shift:.3g} sums to about 80000, past fp16's largest value, 65504 (inf, then nan), and fp16 sums "
         "lose the small deviations from the mean"))
-    x, fx, weight, bias = inputs(t, t.rng.randint(2, 6), t.choice([256, 1000]), dtype=torch.bfloat16,
+    # widths that are powers of two, so that this test sees the dtype and nothing else (masks have their own)
+    x, fx, weight, bias = inputs(t, t.rng.randint(2, 6), t.choice([256, 512]), dtype=torch.bfloat16,
                                  shift=offset(t))
     check_values(t, x, fx, weight, bias, why=(
         "bf16 inputs: load, convert to fp32, compute, and store h and y as bf16 (y.to(y_ptr.dtype.element_ty)); "
