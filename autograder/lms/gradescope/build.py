@@ -56,15 +56,16 @@ def course_toml(text: str, assignment: str) -> str:
 def files(course: Course, assignment: str) -> dict[str, tuple[bytes, int]]:
     """{path in the zip: (contents, mode)}."""
     a = course.assignment(assignment)
-    others = {suites.hidden_name(n) for n in course.assignments if n != assignment}
-    others |= {suites.specs_name(n) for n in course.assignments if n != assignment}
+    # another assignment's suite and its companions (_specs, _misconceptions, ...)
+    others = tuple(suites.hidden_name(n) for n in course.assignments if n != assignment)
+    theirs = lambda module: any(module == o or module.startswith(o + "_") for o in others)
     out = {name: ((TEMPLATES / name).read_bytes(), EXECUTABLE) for name in ("setup.sh", "run_autograder")}
     out["requirements.txt"] = ("\n".join(requirements()) + "\n").encode(), PLAIN
     out["course.toml"] = course_toml(COURSE_FILE.read_text(encoding="utf-8"), assignment).encode(), PLAIN
     for path in sorted((ROOT / "autograder").rglob("*")):
         rel = path.relative_to(ROOT)
         module = ".".join(rel.with_suffix("").parts)
-        if path.is_file() and "__pycache__" not in rel.parts and module not in others:
+        if path.is_file() and "__pycache__" not in rel.parts and not theirs(module):
             out[rel.as_posix()] = path.read_bytes(), PLAIN
     out["assignments/nbtest.py"] = (ROOT / "assignments" / "nbtest.py").read_bytes(), PLAIN
     source = a.notebook_path(SOLUTIONS)
