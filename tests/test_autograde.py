@@ -42,9 +42,10 @@ def db_url(area):
 
 
 def gradebook_scores(area) -> dict[str, dict[str, float]]:
-    """{student: {grade cell: auto score}} from the nbgrader gradebook."""
+    """{student: {autograded cell: auto score}} from the nbgrader gradebook (written answers, graded by
+    hand, are left out: an answered one has no auto score)."""
     with Gradebook(db_url(area)) as gb:
-        return {s.student.id: {g.name: g.auto_score for g in s.notebooks[0].grades}
+        return {s.student.id: {g.name: g.auto_score for g in s.notebooks[0].grades if g.name.endswith("-tests")}
                 for s in gb.assignment_submissions(demo.ASSIGNMENT)}
 
 
