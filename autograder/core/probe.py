@@ -56,6 +56,7 @@ _double, _eval = nn.Module.double, nn.Module.eval
 _named_modules, _parameters = nn.Module.named_modules, nn.Module.parameters
 _backward, _tsum, _mul = torch.autograd.backward, torch.sum, torch.mul
 _no_grad, _set_grad_enabled, _set_default_dtype = torch.no_grad, torch.set_grad_enabled, torch.set_default_dtype
+_manual_seed = torch.manual_seed
 _float32, _cpu, _strided = torch.float32, torch.device("cpu"), torch.strided
 _cuda_available, _cuda_name = torch.cuda.is_available, torch.cuda.get_device_name
 _Event, _synchronize = torch.cuda.Event, torch.cuda.synchronize
@@ -103,6 +104,8 @@ def serve_request(module, specs: dict, objects: dict, request: dict) -> dict:
     """Run one request against the submission's module; never raises."""
     _set_grad_enabled(True)          # undo global switches left by earlier calls or cells
     _set_default_dtype(_float32)
+    if _type(request.get("torch_seed")) is _int:
+        _manual_seed(request["torch_seed"])
     try:
         return _OPS[request["op"]](module, specs, objects, request)
     except Missing as e:
