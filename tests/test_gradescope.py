@@ -324,7 +324,12 @@ def test_student_code_can_neither_write_results_nor_read_the_suites(class_runs):
         mine = {t["name"]: t["score"] for t in doc["tests"] if t["name"].startswith("residual_add")}
         assert len(mine) >= 5
         if cheat.startswith("control"):
-            assert mine == {n: full[n] for n in mine}, "the cheat harness itself is broken"
+            # the harness's `import os` breaks the static policy, which holds the tests that trust the
+            # child (issue 11); the others show that a cheat that works scores
+            free = {t["name"] for t in doc["tests"] if t["name"] in mine
+                    and not t["output"].startswith("held for an instructor's review")}
+            assert len(free) >= 2 and {n: mine[n] for n in free} == {n: full[n] for n in free}, \
+                "the cheat harness itself is broken"
         else:
             assert set(mine.values()) == {0}, f"{cheat} worked: {mine}"
         assert sorted(p.name for p in (roots[cheat] / "results").iterdir()) == ["results.json"]
