@@ -244,19 +244,23 @@ def residual_forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, 
     """Forgeries of the child's reports, each next to its honest twin (TWINS)."""
     held = trusting("residual-connections")
     detached = s.body("residual_add", 0, ("return x + fx", "return (x + fx).detach()"))
+    # a detached residual_add also starves Part 5's deep residual stacks of their shortcut gradient, by a
+    # seed-dependent margin: these two leave Part 5 as handed out, so their scores stay exact
+    part5 = {t.check.__name__ for t in suites.load("residual-connections").tests if t.part == 5}
+    upto4 = (1, 2, 3, 4)
     oracle = lambda table: {"chain_rule_grad": table + variants.ORACLE_CHAIN, "split_gradient": variants.ORACLE_SPLIT}
     return {
         "detached-residual-add": ("residual_add returns (x + fx).detach(): no gradient reaches x or fx",
-                                  s.solved(residual_add=s.filled("residual_add", detached)),
-                                  {"residual_add_gradients"}),
+                                  s.solved(upto4, residual_add=s.filled("residual_add", detached)),
+                                  {"residual_add_gradients"} | part5),
         "forged-mutation-report": ("in-place residual_add, with the probe patched (through sys.modules) to report "
                                    "the inputs unchanged", s.solved(residual_add=s.filled(
                                        "residual_add", in_place, before=variants.FORGED_MUTATION.lstrip())),
                                    {"residual_add_no_mutation", "residual_add_gradients"} | held),
         "forged-gradients-report": ("detached residual_add, with the probe's gradients (reached as "
-                                    "torch.sys.modules) replaced by the right ones", s.solved(residual_add=s.filled(
+                                    "torch.sys.modules) replaced by the right ones", s.solved(upto4, residual_add=s.filled(
                                         "residual_add", detached, before=variants.FORGED_GRADIENTS.lstrip())),
-                                    {"residual_add_gradients"} | held),
+                                    {"residual_add_gradients"} | part5 | held),
         "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
                                 "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),
                                 {"block_parts"}),
