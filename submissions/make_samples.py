@@ -443,6 +443,11 @@ WRONG = {**BROADCASTING, **HARD_CODED, **DETACHED, **CAUSAL}
 SHOWN = {"residual-connections": {
     "silent-broadcasting": BROADCASTING,
     "in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
+    "detached-residual-add": {"residual_add_gradients": "detached-gradient"},
+    "forged-mutation-report": {"residual_add_gradients": "in-place-add"},
+    "wraps-encoder-layer": {"block_parts": "block-structure"},
+    "oracle-fallback": {"split": "gradient-split"},
+    "oracle-table": {"split": "gradient-split"},
     "scaled-shortcut-ignored": dict.fromkeys(["chain_alpha", "norms_decay", "norms_random"], "scaled-shortcut-ignored"),
     "hard-coded-example": HARD_CODED,
     "derivative-at-wrong-point": dict.fromkeys(["chain_many_blocks", "chain_alpha"], "derivative-at-wrong-point"),

@@ -67,6 +67,8 @@ def test_pass_rates_are_what_expected_json_implies(graded):
     assert list(report) == list(points)                       # every test, in the suite's order
     for test, r in report.items():
         assert int(r["graded"]) == len(CLASS.expected), test
+        if not points[test]:          # a 0-point rules test: expected.json cannot say (tests/test_policy.py does)
+            continue
         assert int(r["passed"]) == len(CLASS.expected) - len(failed_by[test]), (test, CLASS.seed)
         assert set(r["failed_by"].split()) == failed_by[test], (test, CLASS.seed)
 
@@ -111,7 +113,8 @@ def test_crashes_hangs_and_stubs_are_listed_apart(graded):
     assert apart["invalid-json"] == {"unreadable"}
     assert apart["untouched-release"] == {"not_attempted"}
     assert apart["crash-at-import"] == {"error"}
-    assert apart["full-marks"] == apart["honest-b"] == set()
+    assert apart["full-marks"] == set()
+    assert apart["honest-b"] == {"not_attempted"}                 # Part 5 not started (make_samples.py)
 
 
 def test_copies_are_listed_and_no_honest_pair_is(graded):
