@@ -174,7 +174,7 @@ def test_hostile_batch(tmp_path, course_file, outside):
     assert results["honest-twin.ipynb"]["score"] == corpus.TWIN_SCORE
     assert took < BATCH_BOUND_S
     assert outside.left_over() == {}
-    assert list((tmp_path / "scratch").iterdir()) == []
+    assert left_in(tmp_path / "scratch") == []
 
 
 @pytest.mark.parametrize("name", ["grader-env", "classmates", "daemon", "frame-stall", "deep-nesting", "budget"])
@@ -187,13 +187,21 @@ def test_hostile_alone(tmp_path, course_file, outside, name):
     assert check(file, cases[file], json.loads(proc.stdout)) == []
     assert took < BUDGET_S + 90          # the budget, plus starting the grader on a loaded machine
     assert outside.left_over() == {}
-    assert list((tmp_path / "scratch").iterdir()) == []
+    assert left_in(tmp_path / "scratch") == []
+
+
+def left_in(scratch) -> list:
+    """What is left in the grader's temporary folder, less torch's compiler cache, which the fork
+    server's warm-up (an optimizer step, suites/residual_connections_specs.py) makes for itself."""
+    return [p for p in scratch.iterdir() if not p.name.startswith("torchinductor_")]
 
 
 # ------------------------------------------------------------------ the class command
 
-CLASS = {"honest-twin": 75, "partly-right": 35, "hostile-budget": None, "segfault-at-import": 64,
-         "hostile-meta-list": None, "hostile-script-in-markdown": 75}
+EXPECTED = json.loads((corpus.HONEST.parent / "expected.json").read_text())["samples"]
+CLASS = {"honest-twin": corpus.TWIN_SCORE, "partly-right": EXPECTED["partly-right.ipynb"]["score"],
+         "hostile-budget": None, "segfault-at-import": EXPECTED["segfault-at-import.ipynb"]["score"],
+         "hostile-meta-list": None, "hostile-script-in-markdown": corpus.TWIN_SCORE}
 HONEST = {"honest-twin", "partly-right", "hostile-script-in-markdown"}
 
 
@@ -259,7 +267,7 @@ def test_class_with_a_hanging_and_a_crashing_student(tmp_path, course_file, outs
         if CLASS[name] is not None:
             assert got[cid] == CLASS[name], (name, got)
     hanging = next(cid for cid, name in students.items() if name == "hostile-budget")
-    assert got[hanging] < 75
+    assert got[hanging] < corpus.TWIN_SCORE
     grades = exported(instructor, env)
     assert {cid: float(grades[cid]) for cid, name in students.items() if name in HONEST} == \
         {cid: CLASS[name] for cid, name in students.items() if name in HONEST}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HONEST = Path(__file__).resolve().parents[2] / "submissions" / "residual-connections" / "full-marks.ipynb"
-TWIN_SCORE = 75
+TWIN_SCORE = json.loads((HONEST.parent / "expected.json").read_text())["samples"][HONEST.name]["score"]
 VICTIMS = Path("/tmp/hostile-victims")       # a gradebook and a roster the attacks try to change
 UDP_PORT, TCP_PORT = 47813, 47814            # listeners on 127.0.0.1 that must hear nothing
 UNIX_SOCKET = VICTIMS / "world.sock"         # mode 0777: only seccomp keeps a child away
