@@ -1,12 +1,15 @@
 """The box around a sandbox child and the grader's side of its frames (the hostile corpus is test_hostile.py)."""
 import io
 import os
+import shutil
 import socket
 import struct
 import sys
+import tempfile
 import threading
 import time
 import zipfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -123,3 +126,101 @@ def test_grading_is_refused_outside_linux(monkeypatch):
     monkeypatch.setattr(sys, "platform", "darwin")
     with pytest.raises(GraderError, match="grading needs Linux"):
         Zygote([PROBE])
+
+
+NOT_ROOT = 4242       # an ordinary user: no file on the machine is its own until a test makes one
+
+# Run as NOT_ROOT (tests/as_user.py): a fork server of each kind, one child that tries what the
+# box should stop, and what it saw, as JSON on stdout.
+_AS_USER_PROBE = r'''
+import json, os, socket, sys
+from autograder.core.sandbox import PROBE, Limits, Sandbox, Zygote
+victim = sys.argv[1]
+cell = """
+import ctypes, os, socket, wave
+seen = {"pid": os.getpid(), "uid": os.getuid(),
+        "capabilities": open("/proc/self/status").read().split("CapEff:")[1].split()[0]}
+acts = {"chmod": lambda: os.chmod(VICTIM, 0), "touch": lambda: os.utime(VICTIM, None),
+        "setxattr": lambda: os.setxattr(VICTIM, "user.x", b"1"),
+        "udp": lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", 9)),
+        "write outside": lambda: open(VICTIM + ".new", "w"), "memfd": lambda: os.memfd_create("m"),
+        "shmget": lambda: ctypes.CDLL(None, use_errno=True).shmget(0, 1 << 20, 0o1666) >= 0 or 1 / 0,
+        "kill the grader": lambda: os.kill(GRADER, 9), "write scratch": lambda: open("s", "w").write("ok")}
+for name, act in acts.items():
+    try:
+        act()
+        seen[name] = "done"
+    except (OSError, ZeroDivisionError) as e:
+        seen[name] = type(e).__name__
+raise RuntimeError(repr(seen))
+""".replace("VICTIM", repr(victim)).replace("GRADER", str(os.getpid()))
+out = {}
+for fork in (False, True):
+    zygote = Zygote([PROBE], fork=fork)
+    with Sandbox(zygote, [("a", cell)], None, Limits(20, 4096)) as box:
+        box.start()
+        out["forked" if fork else "fresh"] = {"isolation": box.isolation, "problem": box.problems["a"]}
+    zygote.close()
+print(json.dumps(out))
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making an ordinary user's grader needs root (tests/as_user.py)")
+def test_a_grader_that_is_not_root_gets_the_box_from_user_namespaces(tmp_path):
+    """The same namespaces, limits and read-only mounts, the grader's uid without capabilities; only
+    the cgroup is missing, so memfd and SysV shared memory are refused instead."""
+    import ast
+    import json
+    import subprocess
+    from autograder.course import ROOT
+    home = Path(tempfile.mkdtemp(prefix="not-root-"))      # /tmp: tmp_path's parents are root's alone
+    try:
+        victim = home / "grader-owned.txt"
+        victim.write_text("mine\n")
+        for path in (home, victim):
+            os.chown(path, NOT_ROOT, NOT_ROOT)
+        before = victim.stat()
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": str(ROOT),
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "as_user.py"), str(NOT_ROOT), "--",
+                               sys.executable, "-c", _AS_USER_PROBE, str(victim)],
+                              env=env, cwd=home, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        for kind, got in json.loads(proc.stdout).items():
+            isolation = got["isolation"]
+            for part in ("its own PID namespace", "no network, private IPC", "the rest read-only", "landlock",
+                         "no unix sockets, memfd or SysV shared memory",
+                         f"the grader's uid {NOT_ROOT} without capabilities, in a user namespace"):
+                assert part in isolation, (kind, isolation)
+            assert isolation.split("; degraded: ")[1].startswith("no memory cgroup"), (kind, isolation)
+            assert "; " not in isolation.split("; degraded: ")[1], (kind, isolation)
+            seen = ast.literal_eval(got["problem"].split("when loaded: ", 1)[1])
+            assert seen == {"pid": 1, "uid": NOT_ROOT, "capabilities": "0000000000000000",
+                            "chmod": "OSError", "touch": "OSError", "setxattr": "OSError", "udp": "OSError",
+                            "write outside": "OSError", "memfd": "PermissionError", "shmget": "ZeroDivisionError",
+                            "kill the grader": "ProcessLookupError", "write scratch": "done"}, (kind, seen)
+        after = victim.stat()
+        assert (after.st_mode, after.st_mtime_ns, os.listxattr(victim)) == (before.st_mode, before.st_mtime_ns, [])
+        assert sorted(p.name for p in home.iterdir()) == ["grader-owned.txt"]
+    finally:
+        shutil.rmtree(home)
+
+
+def test_a_child_is_killed_through_its_pidfd_never_by_its_number(zygote):
+    """Once a child is reaped its PID number may go to another process (another student's child, in a
+    batch): a late kill() of the old child must not reach it."""
+    import subprocess
+    with Sandbox(zygote, [("a", "x = 1\n")], None, Limits(10, 4096)) as box:
+        box.start()
+        child = box._child
+        child.kill()
+        assert "SIGKILL" in child.exit_reason()          # the zygote has reaped it and said how it ended
+        bystander = subprocess.Popen(["sleep", "60"])
+        try:
+            child.pid = bystander.pid                   # as if the number had been handed out again
+            child.kill()
+            time.sleep(0.3)
+            assert bystander.poll() is None, "a kill aimed at the reaped child reached another process"
+        finally:
+            bystander.kill()
+            bystander.wait()

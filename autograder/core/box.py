@@ -15,9 +15,13 @@ SysV segments of its IPC namespace, and unmounts its tmpfs scratch. Memory is
 charged to the cgroup, memfd and shared memory included, so RLIMIT_AS is no longer
 the only bound.
 
-As root everything applies. Without root (or on a kernel lacking a feature) enter()
-applies what it can (rlimits, clean environment, Landlock, seccomp, no_new_privs) and
-lists what is missing; docs/security.md says what each platform gets.
+As root everything applies. A grader that is not root first puts its fork server in a
+user namespace of its own (own_user_namespace), where the same namespaces and mounts
+can be made over what its uid owns; the child then keeps the grader's uid but gives up
+every capability, and only the cgroup is missing (it needs root or systemd's
+delegation). Without either, or on a kernel lacking a feature, enter() applies what it
+can (rlimits, clean environment, Landlock, seccomp, no_new_privs) and lists what is
+missing; docs/security.md says what each platform gets.
 """
 from __future__ import annotations
 
@@ -29,8 +33,11 @@ from dataclasses import dataclass
 
 from . import landlock, seccomp
 
-CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x08000000, 0x20000000, 0x40000000
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = \
+    0x00020000, 0x08000000, 0x10000000, 0x20000000, 0x40000000
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 1, 24, 38, 47, 4
+CAP_SYS_ADMIN = 21
+SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1   # 442 on x86_64 and arm64
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000, 0x40000
 MNT_DETACH = 2
 
@@ -61,6 +68,51 @@ class Box:
 
 # ------------------------------------------------------------------ zygote side
 
+def own_user_namespace() -> bool:
+    """Unless root, carry on in a new user namespace, as the same uid and gid, and a PID namespace it owns.
+
+    There this process holds every capability over what the user namespace owns: the PID,
+    network, IPC and mount namespaces its children make, and mounts in those; nothing
+    outside. The PID namespace is needed because setns() back to the machine's (as
+    fork_in_pid_namespace does) would need root. So this process forks: the child returns
+    True and goes on as PID 1 of the new namespace (every process in it dies with it); the
+    parent waits and exits as the child did, so whoever started it sees one process. False
+    for root (who needs none) and where the kernel refuses: user namespaces disabled, no
+    pidfd (the grader could not aim a signal at a PID it cannot see), or the process has
+    threads (so call it before importing torch, which starts one).
+    """
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    if os.geteuid() == 0 or not _unshare_user(CLONE_NEWPID):
+        return False
+    pid = os.fork()
+    if pid == 0:
+        die_with_parent(signal.SIGKILL)
+        return True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)       # Ctrl-C is for the grader; it then closes the socket
+    while True:
+        try:
+            status = os.waitpid(pid, 0)[1]
+            break
+        except InterruptedError:
+            continue
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(code if code >= 0 else 128 - code)
+
+
+def _unshare_user(also: int = 0) -> bool:
+    """unshare(CLONE_NEWUSER | also), mapping this process's uid and gid to themselves; False if refused."""
+    uid, gid = os.getuid(), os.getgid()
+    if _libc.unshare(CLONE_NEWUSER | also) < 0:
+        return False
+    for file, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{file}", "w") as f:
+            f.write(text)
+    return True
+
+
 _own_pid_ns: int | None = None
 
 
@@ -74,10 +126,12 @@ def fork_in_pid_namespace() -> int:
     if _own_pid_ns is None:
         _own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     _check(_libc.unshare(CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+    pid = -1
     try:
-        return os.fork()
+        pid = os.fork()
+        return pid
     finally:
-        if os.getpid() != 1:       # the parent (in the child getpid() is 1 and nothing is to undo)
+        if pid != 0:               # the parent, or a failed fork (the child has nothing to undo)
             _check(_libc.setns(_own_pid_ns, CLONE_NEWPID), "setns back to the zygote's PID namespace")
 
 
@@ -195,29 +249,42 @@ def enter(box: Box, scratch: str, readable: list[str], writable: list[str],
           cgroup: Cgroup | None, env: dict[str, str]) -> tuple[list[str], list[str]]:
     """Confine the calling child for good; returns (what it got, what it lacks), a phrase each.
 
-    Order matters: the cgroup and namespaces need root, the limits on processes only
-    count once it is not root, and the parent-death signal is reset by a uid change.
+    Order matters: the cgroup and namespaces need root (or the capabilities of a user
+    namespace's owner), the limits on processes only count once those are gone, and the
+    parent-death signal is reset by a uid change.
     """
     got, lacking = [], []
+    root = os.geteuid() == 0
+    owner = not root and bool(_capabilities() >> CAP_SYS_ADMIN & 1)   # in the zygote's own user namespace
     if cgroup is not None:
         cgroup.join()
         got.append(f"a {box.memory_mb} MiB memory cgroup")
     else:
-        lacking.append("no memory cgroup (memfd and shared memory are bounded per file only)")
+        lacking.append("no memory cgroup (memory is bounded per process: its address space, times the "
+                       "limit on processes)")
     if os.getpid() == 1:
         got.append("its own PID namespace")
     else:
         lacking.append("no PID namespace (a detached process can outlive the grading)")
+    # RLIMIT_NPROC counts a uid's processes per user namespace: one of its own keeps this child's
+    # count apart from the other children's of the same zygote
+    own_count = owner and _unshare_user()
     try:
         _check(_libc.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS), "unshare(network, IPC, mount)")
         private_scratch(scratch, box)
-        if os.geteuid() == 0:
+        if root:
             expose(readable, scratch)
         got.append(f"no network, private IPC, a {box.scratch_mb} MiB tmpfs scratch")
     except OSError as e:
         lacking.append(f"no network, IPC or mount namespace ({e.strerror or e})")
+    else:
+        try:
+            read_only_but(scratch)
+            got.append("the rest read-only")
+        except OSError as e:       # mount_setattr came with Linux 5.12
+            lacking.append(f"mounts left writable: the metadata of files the child's uid may write can change "
+                           f"({e.strerror or e})")
     clean_environment(env)
-    root = os.geteuid() == 0
     if root:
         os.chown(scratch, box.uid, box.gid)
     os.chdir(scratch)
@@ -227,11 +294,14 @@ def enter(box: Box, scratch: str, readable: list[str], writable: list[str],
         resource.setrlimit(r, (v, v))
 
     limit(resource.RLIMIT_DATA if box.cuda else resource.RLIMIT_AS, box.address_mb << 20)
-    # RLIMIT_NPROC counts every process of the uid on the machine: for uid 65534 with a pids
-    # cgroup (one per child) a backstop for all children together; for the grader's own uid
-    # it would count the user's other processes, so it is left alone
+    # RLIMIT_NPROC counts the processes of the uid in the process's user namespace: for uid
+    # 65534 with a pids cgroup (one per child) a backstop for all children together; in the
+    # child's own user namespace, its own; for the grader's uid in the machine's namespace it
+    # would count the user's other processes, so it is left alone
     if root:
         limit(resource.RLIMIT_NPROC, box.nproc * 64 if cgroup and "pids" in cgroup.dirs else box.nproc)
+    elif own_count:
+        limit(resource.RLIMIT_NPROC, box.nproc)
     elif cgroup is None or "pids" not in cgroup.dirs:
         lacking.append("no limit on processes")
     limit(resource.RLIMIT_FSIZE, box.fsize_mb << 20)
@@ -245,11 +315,17 @@ def enter(box: Box, scratch: str, readable: list[str], writable: list[str],
         got.append(f"landlock ABI {landlock.confine(readable, writable)}")
     except OSError as e:
         lacking.append(f"no filesystem isolation ({e})")
-    seccomp.deny_unix_sockets()
-    got.append("no unix sockets")
+    # without a cgroup nothing would bound memfd and SysV memory that is never mapped; a CUDA
+    # driver may need them, and a GPU grader is root in practice
+    shared_memory = cgroup is not None or box.cuda
+    seccomp.install(shared_memory)
+    got.append("no unix sockets" if shared_memory else "no unix sockets, memfd or SysV shared memory")
     if root:
         drop_privileges(box.uid, box.gid)
         got.append(f"uid {box.uid} without capabilities")
+    elif owner:
+        drop_capabilities()
+        got.append(f"the grader's uid {os.getuid()} without capabilities, in a user namespace")
     else:
         got.append("the grader's own uid")
     die_with_parent(signal.SIGKILL)
@@ -295,6 +371,27 @@ def expose(paths: list[str], scratch: str) -> None:
             os.rmdir(stage)
 
 
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def read_only_but(scratch: str) -> None:
+    """Every mount of this mount namespace read-only, but the scratch tmpfs.
+
+    Landlock governs no change of metadata: without this a child could chmod, chown, touch or
+    set extended attributes on any file its uid owns or may write (the grader's own files,
+    when the grader is not root; a world-writable file anywhere). A read-only mount refuses
+    them all (EROFS); device files such as /dev/null stay writable.
+    """
+    def setattr_(path: str, flags: int, attr: _MountAttr, what: str) -> None:
+        _check(_libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), flags, ctypes.byref(attr),
+                             ctypes.sizeof(attr)), what)
+
+    setattr_("/", AT_RECURSIVE, _MountAttr(attr_set=MOUNT_ATTR_RDONLY), "mount_setattr(read-only)")
+    setattr_(scratch, 0, _MountAttr(attr_clr=MOUNT_ATTR_RDONLY), "mount_setattr(scratch writable)")
+
+
 def _closed_ancestor(path: str) -> str | None:
     """The first folder on the way to `path` that others may not enter, or None."""
     folder = "/"
@@ -312,14 +409,28 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, opti
 
 def drop_privileges(uid: int, gid: int) -> None:
     """Become uid/gid (from root) with no supplementary groups and no capabilities, not even in the bounding set."""
-    for cap in range(64):             # up to the kernel's last capability: then EINVAL
-        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0:
-            break
+    _drop_bounding_set()
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)       # clears the permitted and effective capability sets
     if _capabilities() != 0:
         raise OSError("capabilities remain after the uid change")
+
+
+def drop_capabilities() -> None:
+    """Give up every capability and keep the uid (a user namespace's owner: no other uid is mapped in it)."""
+    _drop_bounding_set()
+    _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "prctl(PR_CAP_AMBIENT_CLEAR_ALL)")
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)       # _LINUX_CAPABILITY_VERSION_3, this process
+    _check(_libc.capset(header, (ctypes.c_uint32 * 6)()), "capset(no capabilities)")
+    if _capabilities() != 0:
+        raise OSError("capabilities remain after capset")
+
+
+def _drop_bounding_set() -> None:
+    for cap in range(64):             # up to the kernel's last capability: then EINVAL
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0:
+            break
 
 
 def _capabilities() -> int:

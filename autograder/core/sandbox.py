@@ -125,12 +125,15 @@ class Zygote:
             if pid == 0:
                 try:
                     ours.close()
+                    boxing.own_user_namespace()     # a fork has one thread, which the kernel requires
                     _serve(theirs)
                 finally:
                     os._exit(0)
             self._process = None
         else:
+            # a user namespace first, before torch starts a thread (box.own_user_namespace)
             code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+                    "from autograder.core import box; box.own_user_namespace(); "
                     "from autograder.core.sandbox import zygote_main; zygote_main()")
             self._process = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno()), *self.preload],
                                              pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
@@ -148,22 +151,26 @@ class Zygote:
                 if self.closed:
                     raise GraderError("the grader has been closed")
                 try:
-                    pid = self._ask(theirs.fileno(), status_w, memory_mb)
+                    pid, pidfd, namespaced = self._ask(theirs.fileno(), status_w, memory_mb)
                 except OSError:               # the zygote died (killed by someone): start a fresh one
                     self._stop()
                     self._start(fork=False)
-                    pid = self._ask(theirs.fileno(), status_w, memory_mb)
+                    pid, pidfd, namespaced = self._ask(theirs.fileno(), status_w, memory_mb)
         finally:
             theirs.close()
             os.close(status_w)
-        return Child(Connection(ours.detach()), pid, status_r, memory_mb)
+        return Child(Connection(ours.detach()), pid, status_r, memory_mb, pidfd, namespaced)
 
-    def _ask(self, data_fd: int, status_fd: int, memory_mb: int) -> int:
+    def _ask(self, data_fd: int, status_fd: int, memory_mb: int) -> tuple[int, int, bool]:
+        """(pid, pidfd or -1, whether the child is its own PID namespace's init)."""
         socket.send_fds(self._control, [b"F" + struct.pack("i", memory_mb)], [data_fd, status_fd])
-        reply = self._control.recv(8)
-        if len(reply) != 8:
+        reply, fds, _, _ = socket.recv_fds(self._control, 9, 1)
+        if len(reply) != 9:
+            for fd in fds:
+                os.close(fd)
             raise OSError("the zygote hung up")
-        return struct.unpack("q", reply)[0]
+        pid, namespaced = struct.unpack("q?", reply)
+        return pid, (fds[0] if fds else -1), namespaced
 
     def close(self) -> None:
         with self._lock:
@@ -245,7 +252,15 @@ def _serve(control: socket.socket) -> None:
                 _child(fds[0], cgroup)
             os.close(fds[0])
             status_fds[pid] = (fds[1], cgroup)
-            control.sendall(struct.pack("q", pid))
+            # a pidfd, opened before the child can be reaped, lets the grader kill this child and
+            # never a process that got its PID number later (another student's child, say)
+            try:
+                pidfd = [os.pidfd_open(pid)]
+            except OSError:
+                pidfd = []
+            socket.send_fds(control, [struct.pack("q?", pid, namespaces)], pidfd)
+            for fd in pidfd:
+                os.close(fd)
 
 
 def _reap(status_fds: dict[int, tuple[int, "boxing.Cgroup | None"]]) -> None:
@@ -326,7 +341,9 @@ def _isolate(config: dict, cgroup: "boxing.Cgroup | None") -> str:
            "TRITON_HOME": scratch, "TRITON_CACHE_DIR": os.path.join(scratch, "triton-cache"),
            **{var: os.environ[var] for var in READ_AT_IMPORT if var in os.environ}}
     budget = config.get("budget_s") or 600
-    uid, gid = config.get("user") or (boxing.Box.uid, boxing.Box.gid)
+    # as root the child becomes uid 65534 (or Limits.user); otherwise it keeps the grader's uid
+    uid, gid = config.get("user") or ((boxing.Box.uid, boxing.Box.gid) if os.geteuid() == 0
+                                      else (os.getuid(), os.getgid()))
     got, lacking = boxing.enter(boxing.Box(memory_mb=config["resident_mb"], address_mb=config["memory_mb"],
                                            cpu_s=int(budget) + 10, cuda=cuda, uid=uid, gid=gid),
                                 scratch, readable, sorted(writable), cgroup, env)
@@ -337,8 +354,11 @@ def _isolate(config: dict, cgroup: "boxing.Cgroup | None") -> str:
 class Child:
     """The grader's end of one child: send a frame, receive one before a deadline."""
 
-    def __init__(self, conn: Connection, pid: int, status_fd: int, memory_mb: int):
+    def __init__(self, conn: Connection, pid: int, status_fd: int, memory_mb: int, pidfd: int = -1,
+                 namespaced: bool = False):
+        """pidfd: the child's, or -1 (a kernel before 5.3); namespaced: it is its PID namespace's init."""
         self.conn, self.pid, self._status_fd, self.memory_mb = conn, pid, status_fd, memory_mb
+        self._pidfd, self._namespaced = pidfd, namespaced
         self._status: int | None = None
         self._oom = False
 
@@ -383,11 +403,20 @@ class Child:
         return f"the process exited with code {os.WEXITSTATUS(status)} (sys.exit or os._exit?)"
 
     def kill(self) -> None:
-        """SIGKILL the child: with a PID namespace the kernel then kills everything in it;
-        without one, its process group is all that can be reached."""
-        for kill in (os.kill, os.killpg):
+        """SIGKILL the child through its pidfd: with a PID namespace the kernel then kills everything
+        in it. Without one, its process group is all that can be reached, and only while the child
+        has not been reaped (until then no other process can get its number as a group id)."""
+        alive = True
+        try:
+            if self._pidfd >= 0:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            alive = False
+        if alive and not self._namespaced:
             try:
-                kill(self.pid, signal.SIGKILL)
+                os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
         self.conn.close()
@@ -397,6 +426,9 @@ class Child:
         if self._status_fd >= 0:
             os.close(self._status_fd)
             self._status_fd = -1
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
 
 
 # ------------------------------------------------------------------ one submission

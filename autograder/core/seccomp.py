@@ -1,9 +1,12 @@
-"""A seccomp filter: no AF_UNIX sockets, no io_uring, no x32 or foreign-architecture syscalls.
+"""A seccomp filter: no AF_UNIX sockets, no io_uring, no x32 or foreign-architecture syscalls;
+where no memory cgroup bounds them, no memfd and no SysV shared memory either.
 
 Landlock (ABI 7 here) does not govern connect() to a named unix socket, which is a
 file anywhere on disk: a child could talk to any world-writable socket (a database,
 a desktop bus). Sockets the child already holds (its connection to the grader) keep
 working; socketpair() too. io_uring is refused because its requests bypass seccomp.
+memfd and SysV segments hold memory that RLIMIT_AS does not see until it is mapped;
+honest code needs neither.
 """
 from __future__ import annotations
 
@@ -11,10 +14,13 @@ import ctypes
 import os
 import platform
 
-_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}   # AUDIT_ARCH_*, __NR_socket
+# AUDIT_ARCH_*, then the system call numbers this filter names
+_ARCH = {"x86_64": (0xC000003E, {"socket": 41, "memfd_create": 319, "shmget": 29}),
+         "aarch64": (0xC00000B7, {"socket": 198, "memfd_create": 279, "shmget": 194})}
 _NR_IO_URING_SETUP = 425                                              # the same on both
 _LD, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06                       # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, RET|K
 _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
+_ENOSYS, _EACCES, _EPERM = 38, 13, 1
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _AF_UNIX = 1
 
@@ -27,26 +33,37 @@ class _Prog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Insn))]
 
 
-def deny_unix_sockets() -> None:
-    """Install the filter for good (needs no_new_privs, which Landlock has already set)."""
-    arch, nr_socket = _ARCH[platform.machine()]
-    program = [
-        (_LD, 0, 0, 4),                        # 0 seccomp_data.arch
-        (_JEQ, 1, 0, arch),                    # 1 native? to 3
-        (_RET, 0, 0, _ERRNO | 38),             # 2 ENOSYS
-        (_LD, 0, 0, 0),                        # 3 seccomp_data.nr
-        (_JGE, 0, 1, 0x40000000),              # 4 x32 numbers: to 5, else 6
-        (_RET, 0, 0, _ERRNO | 38),             # 5 ENOSYS
-        (_JEQ, 5, 0, _NR_IO_URING_SETUP),      # 6 io_uring_setup: to 12
-        (_JEQ, 0, 3, nr_socket),               # 7 socket: to 8, else 11
-        (_LD, 0, 0, 16),                       # 8 args[0] (low half): the domain
-        (_JEQ, 0, 1, _AF_UNIX),                # 9 AF_UNIX: to 10, else 11
-        (_RET, 0, 0, _ERRNO | 13),             # 10 EACCES
-        (_RET, 0, 0, _ALLOW),                  # 11
-        (_RET, 0, 0, _ERRNO | 1),              # 12 EPERM
+def program(shared_memory: bool = True) -> list[tuple[int, int, int, int]]:
+    """The filter's instructions (code, jump if true, jump if false, k); jumps count from the next one."""
+    arch, nr = _ARCH[platform.machine()]
+    refused = [_NR_IO_URING_SETUP] + ([] if shared_memory else [nr["memfd_create"], nr["shmget"]])
+    prog = [
+        (_LD, 0, 0, 4),                        # seccomp_data.arch
+        (_JEQ, 1, 0, arch),                    # native? skip the next
+        (_RET, 0, 0, _ERRNO | _ENOSYS),
+        (_LD, 0, 0, 0),                        # seccomp_data.nr
+        (_JGE, 0, 1, 0x40000000),              # x32 numbers
+        (_RET, 0, 0, _ERRNO | _ENOSYS),
     ]
-    insns = (_Insn * len(program))(*[_Insn(*i) for i in program])
-    prog = _Prog(len(program), insns)
+    for n, number in enumerate(refused):       # each jumps to the EPERM at the very end
+        prog.append((_JEQ, len(refused) - n - 1 + 5, 0, number))
+    prog += [
+        (_JEQ, 0, 3, nr["socket"]),            # socket: check its domain, else allow
+        (_LD, 0, 0, 16),                       # args[0] (low half): the domain
+        (_JEQ, 0, 1, _AF_UNIX),
+        (_RET, 0, 0, _ERRNO | _EACCES),
+        (_RET, 0, 0, _ALLOW),
+        (_RET, 0, 0, _ERRNO | _EPERM),
+    ]
+    return prog
+
+
+def install(shared_memory: bool = True) -> None:
+    """Install the filter for good (needs no_new_privs, which Landlock has already set).
+    shared_memory=False also refuses memfd_create and shmget (EPERM)."""
+    instructions = program(shared_memory)
+    insns = (_Insn * len(instructions))(*[_Insn(*i) for i in instructions])
+    prog = _Prog(len(instructions), insns)
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) < 0:
         errno = ctypes.get_errno()

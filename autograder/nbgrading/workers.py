@@ -256,7 +256,7 @@ def _autograde_one(app, student: str, path: Path) -> tuple[str, str]:
     """("graded", ""), ("unreadable", why) or ("failed", why) for one student's submission."""
     problem = unreadable(path)
     if problem:
-        return "unreadable", f"{path.name} is not a readable notebook ({problem})"
+        return "unreadable", problem
     app.coursedir.student_id = student
     try:
         Autograde(coursedir=app.coursedir, parent=app).start()

@@ -2,8 +2,8 @@
 
     write_corpus(folder) -> {file name: Case}
 
-Each attack is appended to the honest notebook's last solution cell (residual_stream_norms),
-so the twin's 75 points are the most it may earn. An attack that finds its way out (a
+Each attack is appended to the honest notebook's residual_stream_norms cell, so the twin's
+points are the most it may earn. An attack that finds its way out (a
 secret, a capability, a classmate's data) redefines residual_add to raise "ESCAPED: ...",
 which shows in the result; what it does to the outside world (processes, segments, files,
 metadata, packets) the test checks on the machine. Input cases break the notebook itself.
@@ -89,17 +89,21 @@ while written < 5 << 30:
             written += os.write(fd, chunk)
     except OSError:
         pass
-_hostile.append(f"{written >> 20} MiB in memfds")
+if written >= 5 << 30:
+    _hostile.append(f"{written >> 20} MiB in memfds")
 """),
     "shm-3x1g": (Case("memory", reason=_DROPPED), """
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 libc.shmat.restype = ctypes.c_void_p
+held = 0
 for _ in range(3):
     seg = libc.shmget(0, 1 << 30, 0o1666)
     if seg >= 0:
         ctypes.memset(libc.shmat(seg, None, 0), 1, 1 << 30)
-_hostile.append("3 GiB of shared memory")
+        held += 1
+if held == 3:
+    _hostile.append("3 GiB of shared memory")
 """),
     "scratch-2g": (Case("disk"), """
 chunk, total = b"\\1" * (16 << 20), 0

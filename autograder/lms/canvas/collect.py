@@ -136,7 +136,7 @@ def plan_collection(paths, roster: dict[str, str]) -> Collection:
         elif (owned := attribute(path, roster))[0] is None:
             problems.append(f"{shown}: {owned[1]}")
         elif reason := unreadable(path):
-            problems.append(f"{shown}: not a readable notebook ({reason}); not collected")
+            problems.append(f"{shown}: {reason}; not collected")
         else:
             candidates.setdefault(owned[0].canvas_id, []).append(owned[0])
     chosen = {}
