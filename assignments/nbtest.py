@@ -95,15 +95,30 @@ def read_notebook(path: str | Path, max_bytes: int | None = None) -> dict:
         raise NotebookError(f"{path.name} is not a notebook: its JSON is nested too deeply to read") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise NotebookError(f"{path.name} is JSON but not a Jupyter notebook (no 'cells' list)")
-    bad = next((i for i, cell in enumerate(nb["cells"]) if not isinstance(cell, dict)), None)
-    if bad is not None:
-        raise NotebookError(f"{path.name} is not a valid notebook: cell {bad} is not a JSON object")
+    for index, cell in enumerate(nb["cells"]):
+        problem = _malformed(cell)
+        if problem:
+            raise NotebookError(f"{path.name} is not a valid notebook: cell {index} {problem}; undo the edit to "
+                                "the file (or take the cell from a fresh copy of the assignment) and save it again")
     try:   # a lone surrogate (\\ud800) is valid JSON but not text: it would break every later step
         json.dumps(nb, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         raise NotebookError(f"{path.name} holds text that is not valid Unicode (a lone surrogate escape); "
                             "remove it and save the notebook again") from None
     return nb
+
+
+def _malformed(cell) -> str | None:
+    """What makes a cell unusable by Jupyter and nbgrader (nbformat's schema), or None."""
+    if not isinstance(cell, dict):
+        return "is not a JSON object"
+    meta = cell.get("metadata", {})
+    if not isinstance(meta, dict) or not isinstance(meta.get("nbgrader", {}), dict):
+        return "has metadata (or metadata.nbgrader) that is not a JSON object"
+    source = cell.get("source", "")
+    if not (isinstance(source, str) or isinstance(source, list) and all(isinstance(s, str) for s in source)):
+        return "has a source that is not text"
+    return None
 
 
 def load(path: str | Path, name: str | None = None) -> types.ModuleType:

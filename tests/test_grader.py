@@ -232,6 +232,12 @@ def test_same_seed_same_inputs_same_feedback(grader, graded):
     (b"%PDF-1.4 \x00\xff binary", "not a readable notebook"),
     (b'{"hello": "world"}', "not a Jupyter notebook"),
     (b"", "not a readable notebook"),
+    # cells Jupyter and nbgrader cannot use: nbgrader's class run cannot grade them, so no path does
+    (b'{"cells": [{"cell_type": "code", "metadata": {"nbgrader": []}, "source": ""}]}',
+     "cell 0 has metadata (or metadata.nbgrader) that is not a JSON object"),
+    (b'{"cells": [{"cell_type": "code", "metadata": null, "source": ""}]}', "cell 0 has metadata"),
+    (b'{"cells": [{"cell_type": "markdown", "metadata": {}, "source": {"a": 1}}]}',
+     "cell 0 has a source that is not text"),
 ])
 def test_unreadable_files_score_zero_with_a_reason(grader, tmp_path, content, reason):
     path = tmp_path / "upload.ipynb"

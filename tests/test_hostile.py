@@ -51,10 +51,10 @@ class Outside:
         """owner: the uid the victims belong to (a grader that is not root owns the class's files)."""
         self.uids = {65534, owner} - {0}
         corpus.VICTIMS.mkdir(mode=0o755, exist_ok=True)
-        for name in ("gradebook.db", "roster.csv"):
+        for name, mode in (("gradebook.db", 0o644), ("roster.csv", 0o644), ("world-writable.txt", 0o666)):
             path = corpus.VICTIMS / name
             path.write_text("precious\n")
-            path.chmod(0o644)
+            path.chmod(mode)
             os.setxattr(path, "user.keep", b"1")
         for path in (corpus.VICTIMS, *corpus.VICTIMS.iterdir()):
             os.chown(path, owner, owner)

@@ -67,11 +67,7 @@ class Template:
             elif label not in found:
                 problems[label] = f"solution cell '{label}' is missing from the notebook"
             else:
-                try:
-                    src = nbtest.source_of(found[label])
-                except (TypeError, AttributeError):
-                    problems[label] = f"solution cell '{label}' is malformed (its source is not text)"
-                    continue
+                src = nbtest.source_of(found[label])
                 if len(src.encode("utf-8")) > self.max_cell_kb << 10:
                     problems[label] = (f"solution cell '{label}' is {len(src.encode('utf-8')) >> 10} KiB, more than "
                                        f"the {self.max_cell_kb} KiB a cell may have (course.toml grading.max_cell_kb); "

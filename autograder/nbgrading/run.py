@@ -51,28 +51,14 @@ def nbgrader(*args: str, capture: bool = False, check: bool = True) -> subproces
 def unreadable(path: str | Path) -> str | None:
     """Why nbgrader cannot read this notebook, as a sentence naming the file, or None. The grader's own
     reader speaks first (nbtest.read_notebook), so a file gets the same reason here as from `grade`."""
-    name = Path(path).name
     try:
         nbtest.read_notebook(path)
-        nb = nbformat.read(str(path), as_version=4)
+        nbformat.read(str(path), as_version=4)
     except nbtest.NotebookError as e:
         return str(e)
     except Exception as e:  # any failure to read it is a reason not to grade it (RecursionError included)
-        return f"{name} is not a notebook nbgrader can read ({type(e).__name__}: " \
+        return f"{Path(path).name} is not a notebook nbgrader can read ({type(e).__name__}: " \
                f"{str(e).splitlines()[0] if str(e) else 'unreadable'})"
-    problem = _malformed(nb)
-    return f"{name} is not a notebook nbgrader can grade: {problem}" if problem else None
-
-
-def _malformed(nb) -> str | None:
-    """What in a notebook nbformat reads would break nbgrader's own code: metadata that is not a table
-    (nbgrader calls .get on it), a source that is not text."""
-    for index, cell in enumerate(nb.get("cells", [])):
-        meta = cell.get("metadata") if isinstance(cell, dict) else None
-        if not isinstance(meta, dict) or not isinstance(meta.get("nbgrader", {}), dict):
-            return f"cell {index}: its metadata (or metadata.nbgrader) is not a table"
-        if not isinstance(cell.get("source", ""), str):
-            return f"cell {index}: its source is not text"
     return None
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 HONEST = Path(__file__).resolve().parents[2] / "submissions" / "residual-connections" / "full-marks.ipynb"
 TWIN_SCORE = json.loads((HONEST.parent / "expected.json").read_text())["samples"][HONEST.name]["score"]
-VICTIMS = Path("/tmp/hostile-victims")       # a gradebook and a roster the attacks try to change
+VICTIMS = Path("/tmp/hostile-victims")       # a gradebook, a roster and a world-writable file the attacks try to change
 UDP_PORT, TCP_PORT = 47813, 47814            # listeners on 127.0.0.1 that must hear nothing
 UNIX_SOCKET = VICTIMS / "world.sock"         # mode 0777: only seccomp keeps a child away
 ABSTRACT = "\0hostile-abstract"
@@ -125,9 +125,10 @@ except MemoryError:
     pass
 """),
     "write-outside": (Case("files"), """
-for path in ("/tmp/hostile-escape", "/tmp/hostile-victims/escape", "hostile-escape"):
+for path, how in (("/tmp/hostile-escape", "w"), ("/tmp/hostile-victims/escape", "w"),
+                  ("/tmp/hostile-victims/world-writable.txt", "a"), ("hostile-escape", "w")):
     try:
-        open(path, "w").write("x")
+        open(path, how).write("x")
         if path.startswith("/"):
             _hostile.append(f"wrote {path}")
     except OSError:
@@ -168,7 +169,8 @@ except OSError:
 """),
     "metadata": (Case("metadata"), f"""
 import os
-for path in ({str(VICTIMS / 'gradebook.db')!r}, {str(VICTIMS / 'roster.csv')!r}, {str(VICTIMS)!r}):
+for path in ({str(VICTIMS / 'gradebook.db')!r}, {str(VICTIMS / 'roster.csv')!r}, {str(VICTIMS / 'world-writable.txt')!r},
+             {str(VICTIMS)!r}):
     for name, act in (("chmod", lambda: os.chmod(path, 0)), ("chown", lambda: os.chown(path, 65534, 65534)),
                       ("utime", lambda: os.utime(path, (0, 0))), ("touch", lambda: os.utime(path, None)),
                       ("setxattr", lambda: os.setxattr(path, "user.x", b"1")),
@@ -363,13 +365,16 @@ def _huge_cell(nb):
     _solution(nb, "residual_add")["source"] += "\n#" + "x" * (600 << 10)
 
 
+# Jupyter and nbgrader cannot use such a cell, so no path grades the notebook: 0, saying which cell
+_BAD_META = "metadata (or metadata.nbgrader) that is not a JSON object"
+
 BROKEN: dict[str, tuple[Case, object]] = {
-    "meta-list": (Case("input"), _set("nbgrader", [])),
-    "meta-null": (Case("input"), _set("nbgrader", None)),
-    "meta-string": (Case("input"), _set("nbgrader", "solution")),
-    "metadata-list": (Case("input"), _set("metadata", [1, 2])),
+    "meta-list": (Case("input", 0, _BAD_META), _set("nbgrader", [])),
+    "meta-null": (Case("input", 0, _BAD_META), _set("nbgrader", None)),
+    "meta-string": (Case("input", 0, _BAD_META), _set("nbgrader", "solution")),
+    "metadata-list": (Case("input", 0, _BAD_META), _set("metadata", [1, 2])),
     "cell-not-object": (Case("input", 0, "not a JSON object"), _set("cell", "a string")),
-    "source-dict": (Case("input", reason="source is not text"), _set("source", {"a": 1})),
+    "source-dict": (Case("input", 0, "source that is not text"), _set("source", {"a": 1})),
     "huge-cell": (Case("input", reason="max_cell_kb"), _huge_cell),
     "script-in-markdown": (Case("feedback"), _script),
 }
