@@ -159,7 +159,10 @@ for fork in (False, True):
     zygote = Zygote([PROBE], fork=fork)
     with Sandbox(zygote, [("a", cell)], None, Limits(20, 4096)) as box:
         box.start()
-        out["forked" if fork else "fresh"] = {"isolation": box.isolation, "problem": box.problems["a"]}
+        # the grader's number for the child, whose innermost number is 1 (its own PID namespace's init)
+        nspid = open(f"/proc/{box._child.pid}/status").read().split("NSpid:")[1].split("\n")[0].split()
+        out["forked" if fork else "fresh"] = {"isolation": box.isolation, "problem": box.problems["a"],
+                                              "nspid": nspid}
     zygote.close()
 print(json.dumps(out))
 '''
@@ -194,6 +197,7 @@ def test_a_grader_that_is_not_root_gets_the_box_from_user_namespaces(tmp_path):
                 assert part in isolation, (kind, isolation)
             assert isolation.split("; degraded: ")[1].startswith("no memory cgroup"), (kind, isolation)
             assert "; " not in isolation.split("; degraded: ")[1], (kind, isolation)
+            assert len(got["nspid"]) >= 3 and got["nspid"][-1] == "1", (kind, got["nspid"])   # grader's, zygote's, 1
             seen = ast.literal_eval(got["problem"].split("when loaded: ", 1)[1])
             assert seen == {"pid": 1, "uid": NOT_ROOT, "capabilities": "0000000000000000",
                             "chmod": "OSError", "touch": "OSError", "setxattr": "OSError", "udp": "OSError",

@@ -170,6 +170,8 @@ class Zygote:
                 os.close(fd)
             raise OSError("the zygote hung up")
         pid, namespaced = struct.unpack("q?", reply)
+        if fds:                 # the zygote's number is not ours when it lives in a PID namespace of its own
+            pid = _pid_in_this_namespace(fds[0])
         return pid, (fds[0] if fds else -1), namespaced
 
     def close(self) -> None:
@@ -184,6 +186,15 @@ class Zygote:
             self._process.wait()
         else:
             os.waitpid(self.pid, 0)
+
+
+def _pid_in_this_namespace(pidfd: int) -> int:
+    """The PID of a pidfd's process as this process sees it; -1 once the process has been reaped."""
+    with open(f"/proc/self/fdinfo/{pidfd}") as f:
+        for line in f:
+            if line.startswith("Pid:"):
+                return int(line.split()[1])
+    return -1
 
 
 def process_is_clean(secret: Callable[[str], bool]) -> bool:
@@ -406,15 +417,15 @@ class Child:
         """SIGKILL the child through its pidfd: with a PID namespace the kernel then kills everything
         in it. Without one, its process group is all that can be reached, and only while the child
         has not been reaped (until then no other process can get its number as a group id)."""
-        alive = True
+        alive = self._pidfd >= 0 or self.pid > 0        # never os.kill(-1): every process we may signal
         try:
             if self._pidfd >= 0:
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-            else:
+            elif alive:
                 os.kill(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             alive = False
-        if alive and not self._namespaced:
+        if alive and self.pid > 0 and not self._namespaced:
             try:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
