@@ -81,24 +81,20 @@ def own_user_namespace() -> bool:
     pidfd (the grader could not aim a signal at a PID it cannot see), or the process has
     threads (so call it before importing torch, which starts one).
     """
+    if os.geteuid() == 0:
+        return False
     try:
         os.close(os.pidfd_open(os.getpid()))
     except (AttributeError, OSError):
         return False
-    if os.geteuid() == 0 or not _unshare_user(CLONE_NEWPID):
+    if not _unshare_user(CLONE_NEWPID):
         return False
     pid = os.fork()
     if pid == 0:
         die_with_parent(signal.SIGKILL)
         return True
     signal.signal(signal.SIGINT, signal.SIG_IGN)       # Ctrl-C is for the grader; it then closes the socket
-    while True:
-        try:
-            status = os.waitpid(pid, 0)[1]
-            break
-        except InterruptedError:
-            continue
-    code = os.waitstatus_to_exitcode(status)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     os._exit(code if code >= 0 else 128 - code)
 
 
