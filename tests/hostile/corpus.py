@@ -105,6 +105,24 @@ for _ in range(3):
 if held == 3:
     _hostile.append("3 GiB of shared memory")
 """),
+    "fork-alloc-6g": (Case("memory"), """
+import mmap, os, time
+kids = []
+for _ in range(4):          # 1.5 GiB each, all held at once: under RLIMIT_AS, far over the cgroup
+    pid = os.fork()
+    if pid == 0:
+        try:
+            m = mmap.mmap(-1, 1536 << 20)
+            for i in range(0, 1536 << 20, 4096):
+                m[i] = 1
+            time.sleep(3)
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    kids.append(pid)
+if [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in kids] == [0] * 4:
+    _hostile.append("6 GiB held by 4 processes")
+"""),
     "scratch-2g": (Case("disk"), """
 chunk, total = b"\\1" * (16 << 20), 0
 for n in range(32):
