@@ -157,6 +157,12 @@ def in_session(sid: int) -> list[int]:
     return pids
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """SIGINT's default action in the command: a suite started in the background of a shell without
+    job control inherits SIGINT ignored, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("how", ["crash", "ctrl-c", "command killed"])
 def test_interrupted_class_loses_nothing(tmp_path, how):
     """Stop `python -m autograder autograde` mid-class; the rerun finishes with the same grades.
@@ -169,7 +175,7 @@ def test_interrupted_class_loses_nothing(tmp_path, how):
     command = [sys.executable, "-m", "autograder", "autograde", demo.ASSIGNMENT, "--workers", "1"]
     with (tmp_path / "stderr.txt").open("w+") as stderr:
         first = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
-                                 start_new_session=True)
+                                 start_new_session=True, preexec_fn=_ctrl_c_as_at_a_terminal)
         kept = instructor / "grading" / f"{demo.ASSIGNMENT}.jsonl"
         deadline = time.monotonic() + 120
         while kept_results(kept) < 2 and time.monotonic() < deadline:
