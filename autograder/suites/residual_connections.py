@@ -987,17 +987,22 @@ def _deep_loss(t: Trial, builder: str, depth: int = 16) -> tuple[str, float, flo
 
 
 _DEEP, _DEEP_STEPS = (16, 32, 4, 16), 40        # d_in, width, d_out, depth
+# Runs averaged by the residual test: over 300 seeds one run of the reference ended as high as
+# 0.49 and one of a projection on every shortcut as low as 0.62, either side of the 0.624 bound
+_DEEP_RUNS = 2
 
 
 @test(5, 2, "at depth 16 residual_mlp trains")
 def deep_residual_trains(t: Trial):
-    label, loss, chance = _deep_loss(t, "residual_mlp")
+    runs = [_deep_loss(t, "residual_mlp") for _ in range(_DEEP_RUNS)]
+    label, chance = runs[0][0], runs[0][2]
+    loss = sum(r[1] for r in runs) / len(runs)
     if loss > 0.45 * chance:
-        t.fail(f"{label} after {_DEEP_STEPS} steps of train: loss {loss:.3f} (chance is ln {_DEEP[2]} = {chance:.3f}); "
-               "the reference reaches below 0.35 on 20 of 20 seeds. A residual stack this deep trains only if every "
-               "block adds its input back unscaled (alpha=1, the identity where the width stays the same) and "
-               "the branches see ln(x).")
-    t.note(f"training loss {loss:.3f} (chance {chance:.3f})")
+        t.fail(f"{label} after {_DEEP_STEPS} steps of train, on {_DEEP_RUNS} problems: mean loss {loss:.3f} (chance is "
+               f"ln {_DEEP[2]} = {chance:.3f}); the reference's mean stays below 0.35 on 300 of 300 seeds. A residual "
+               "stack this deep trains only if every block adds its input back unscaled (alpha=1, the identity where "
+               "the width stays the same) and the branches see ln(x).")
+    t.note(f"training loss {loss:.3f}, the mean of {_DEEP_RUNS} runs (chance {chance:.3f})")
 
 
 @test(5, 2, "at depth 16 plain_mlp stays near chance")
