@@ -45,17 +45,17 @@ def program(shared_memory: bool = True) -> list[tuple[int, int, int, int]]:
         (_JGE, 0, 1, 0x40000000),              # x32 numbers
         (_RET, 0, 0, _ERRNO | _ENOSYS),
     ]
-    for n, number in enumerate(refused):       # each jumps to the EPERM at the very end
-        prog.append((_JEQ, len(refused) - n - 1 + 5, 0, number))
-    prog += [
+    tail = [
         (_JEQ, 0, 3, nr["socket"]),            # socket: check its domain, else allow
         (_LD, 0, 0, 16),                       # args[0] (low half): the domain
         (_JEQ, 0, 1, _AF_UNIX),
         (_RET, 0, 0, _ERRNO | _EACCES),
         (_RET, 0, 0, _ALLOW),
-        (_RET, 0, 0, _ERRNO | _EPERM),
+        (_RET, 0, 0, _ERRNO | _EPERM),         # where each refused call jumps
     ]
-    return prog
+    for n, number in enumerate(refused):       # over the refused checks after it and the tail before EPERM
+        prog.append((_JEQ, len(refused) - n - 1 + len(tail) - 1, 0, number))
+    return prog + tail
 
 
 def install(shared_memory: bool = True) -> None:
