@@ -152,6 +152,90 @@ HONEST_RESIDUAL = {
                 h = self.ln1(residual_add(x, sub(x)))
                 return self.ln2(residual_add(h, self.ffn(h)))
         ''')),
+    "style-named-sequential": ("Sequential built from an OrderedDict (block0, ..., final_ln, head), named FFN layers",
+                               dict(plain_mlp='''
+        from collections import OrderedDict
+
+
+        def _ffn(d_in: int, d_out: int) -> nn.Sequential:
+            return nn.Sequential(OrderedDict(fc1=nn.Linear(d_in, d_out), act=nn.GELU(), fc2=nn.Linear(d_out, d_out)))
+
+
+        class PlainBlock(nn.Module):
+            def __init__(self, d_in: int, d_out: int):
+                super().__init__()
+                self.ln = nn.LayerNorm(d_in)
+                self.ffn = _ffn(d_in, d_out)
+
+            def forward(self, x: Tensor) -> Tensor:
+                return self.ffn(self.ln(x))
+
+
+        def _stack(blocks: list, width: int, d_out: int) -> nn.Sequential:
+            layers = OrderedDict((f"block{l}", block) for l, block in enumerate(blocks))
+            layers["final_ln"] = nn.LayerNorm(width)
+            layers["head"] = nn.Linear(width, d_out)
+            return nn.Sequential(layers)
+
+
+        def plain_mlp(d_in: int, width: int, d_out: int, depth: int) -> nn.Sequential:
+            return _stack([PlainBlock(d_in if l == 0 else width, width) for l in range(depth)], width, d_out)
+        ''', residual_mlp='''
+        class ResidualBlock(nn.Module):
+            def __init__(self, d_in: int, d_out: int, alpha: float = 1.0, branch_scale: float = 1.0):
+                super().__init__()
+                self.alpha, self.branch_scale = alpha, branch_scale
+                self.ln = nn.LayerNorm(d_in)
+                self.shortcut = ProjectionShortcut(d_in, d_out)
+                self.ffn = _ffn(d_in, d_out)
+
+            def forward(self, x: Tensor) -> Tensor:
+                return residual_add(self.alpha * self.shortcut(x), self.branch_scale * self.ffn(self.ln(x)))
+
+
+        def residual_mlp(d_in: int, width: int, d_out: int, depth: int, alpha: float = 1.0,
+                         branch_scale: float = 1.0, zero_init: bool = False) -> nn.Sequential:
+            blocks = [ResidualBlock(d_in if l == 0 else width, width, alpha, branch_scale) for l in range(depth)]
+            for block in blocks if zero_init else []:
+                nn.init.zeros_(block.ffn.fc2.weight)
+                nn.init.zeros_(block.ffn.fc2.bias)
+            return _stack(blocks, width, d_out)
+        ''')),
+    "style-float32-scalars": ("alpha and branch_scale kept as float32 buffers; stream norms over flattened tokens",
+                              dict(residual_mlp='''
+        class ResidualBlock(nn.Module):
+            def __init__(self, d_in: int, d_out: int, alpha: float = 1.0, branch_scale: float = 1.0):
+                super().__init__()
+                self.register_buffer("alpha", torch.tensor(alpha, dtype=torch.float32))
+                self.register_buffer("branch_scale", torch.tensor(branch_scale, dtype=torch.float32))
+                self.ln = nn.LayerNorm(d_in)
+                self.shortcut = ProjectionShortcut(d_in, d_out)
+                self.ffn = ResidualFFN(d_in, d_out, expansion=1).ffn
+
+            def forward(self, x: Tensor) -> Tensor:
+                return residual_add(self.alpha * self.shortcut(x), self.branch_scale * self.ffn(self.ln(x)))
+
+
+        def residual_mlp(d_in, width, d_out, depth, alpha=1.0, branch_scale=1.0, zero_init=False):
+            model = nn.Sequential(*[ResidualBlock(d_in if l == 0 else width, width, alpha, branch_scale)
+                                    for l in range(depth)], nn.LayerNorm(width), nn.Linear(width, d_out))
+            if zero_init:
+                with torch.no_grad():
+                    for l in range(depth):
+                        model[l].ffn[2].weight.fill_(0.0)
+                        model[l].ffn[2].bias.fill_(0.0)
+            return model
+        ''', residual_stream_norms='''
+        def residual_stream_norms(blocks, x):
+            norms = []
+            with torch.no_grad():
+                for step in range(len(blocks) + 1):
+                    if step:
+                        x = blocks[step - 1](x)
+                    tokens = x.reshape(-1, x.shape[-1])
+                    norms.append(tokens.norm(dim=1).mean().item())
+            return norms
+        ''')),
 }
 
 HONEST_FUSED = {
@@ -323,6 +407,42 @@ HONEST_FUSED = {
                 fused_add_layernorm_kernel[(rows,)](a, b, weight, bias, h, y, n, eps, num_warps=8)
             else:
                 fused_add_layernorm_kernel[(rows,)](a, b, weight, bias, h, y, n, eps, num_warps=2)
+            return h.view(x.shape), y.view(x.shape)
+        ''')),
+    "style-autotune-warps": ("@triton.autotune over num_warps (the interpreter runs each config once)", dict(fused_kernel='''
+        @triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (2, 4)], key=["n_cols"])
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                                       BLOCK: tl.constexpr):
+            row = tl.program_id(0).to(tl.int64)
+            cols = tl.arange(0, BLOCK)
+            keep = cols < n_cols
+            at = row * n_cols + cols
+            h = tl.load(x_ptr + at, mask=keep, other=0.0).to(tl.float32) + \
+                tl.load(fx_ptr + at, mask=keep, other=0.0).to(tl.float32)
+            tl.store(h_ptr + at, h.to(h_ptr.dtype.element_ty), mask=keep)
+            mean = tl.sum(h, axis=0) / n_cols
+            diff = tl.where(keep, h - mean, 0.0)
+            inv = 1.0 / tl.sqrt(tl.sum(diff * diff, axis=0) / n_cols + eps)
+            w = tl.load(w_ptr + cols, mask=keep, other=0.0).to(tl.float32)
+            b = tl.load(b_ptr + cols, mask=keep, other=0.0).to(tl.float32)
+            tl.store(y_ptr + at, (diff * inv * w + b).to(y_ptr.dtype.element_ty), mask=keep)
+        ''', fused_add_layernorm='''
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = x.shape[-1]
+            if x.shape != fx.shape:
+                raise ValueError(f"shape mismatch: x {tuple(x.shape)}, fx {tuple(fx.shape)}")
+            if n > MAX_WIDTH:
+                raise ValueError(f"width {n} is over the limit of {MAX_WIDTH}")
+            for name, t in (("weight", weight), ("bias", bias)):
+                if t.shape != (n,):
+                    raise ValueError(f"{name} must be ({n},), got {tuple(t.shape)}")
+            if x.dtype not in DTYPES or fx.dtype != x.dtype or weight.dtype not in DTYPES or bias.dtype not in DTYPES:
+                raise ValueError(f"unsupported dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}")
+            a, b = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(a), torch.empty_like(a)
+            fused_add_layernorm_kernel[(a.shape[0],)](a, b, weight.contiguous(), bias.contiguous(), h, y, n, eps,
+                                                      BLOCK=triton.next_power_of_2(n))
             return h.view(x.shape), y.view(x.shape)
         ''')),
 }

@@ -110,3 +110,16 @@ def test_late_penalty_counts_started_days():
     a = course.load().assignment("residual-connections")
     assert [a.late_penalty(s) for s in (-5, 0, 1, 86400, 86401)] == \
         [(0, 0), (0, 0), (1, a.late_per_day), (1, a.late_per_day), (2, 2 * a.late_per_day)]
+
+
+def test_each_notebook_tells_students_its_without_cuda_rule():
+    """A timed part without a GPU on the grader follows course.toml's without_cuda: the notebook
+    the student reads names the rule in force, so a change to course.toml cannot leave it stale."""
+    c = course.load()
+    for name in c.assignments:
+        timing = c.assignment(name).timing
+        if timing is None:
+            continue
+        nb = nbtest.read_notebook(c.assignment(name).notebook_path(ROOT / "solutions"))
+        text = "\n".join("".join(cell["source"]) for cell in nb["cells"] if cell["cell_type"] == "markdown")
+        assert f'without_cuda = "{timing.without_cuda}"' in text, (name, timing.without_cuda)

@@ -49,6 +49,9 @@ def test_release_fails_every_public_test_with_a_clear_message(tmp_path):
     results = public_results(RELEASE_NB.parent, tmp_path)
     assert sorted(results) == sorted(PUBLIC)
     for name, (outcome, message) in results.items():
+        if name.startswith("test_part2_"):   # skipped before it calls the stub: no GPU here
+            assert outcome == "skipped" and "needs a CUDA GPU" in message, (name, outcome, message)
+            continue
         assert outcome == "failure" and "not implemented yet" in message, (name, outcome, message)
         assert "Traceback" not in message, name
 

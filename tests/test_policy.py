@@ -116,17 +116,6 @@ def test_withheld_rules_of_other_samples_sit_where_holding_changes_no_score():
 # test_grader.py and test_fused_grader.py, and checked against the policy here.
 HONEST_RESIDUAL = {name: cells for name, (_, cells) in variants.HONEST_RESIDUAL.items()}
 HONEST_FUSED = {name: cells for name, (_, cells) in variants.HONEST_FUSED.items()}
-# Triton's interpreter cannot run @triton.autotune (it benchmarks on a GPU driver), so this style
-# is no sample; the policy must still accept it.
-_, _chunked = variants.HONEST_FUSED["style-chunked-block-1024"]
-AUTOTUNE = '@triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (1, 2, 4, 8)], key=["n_cols"])'
-AUTOTUNED = {**_chunked, "fused_kernel": "\n" + AUTOTUNE + textwrap.dedent(_chunked["fused_kernel"])}
-
-
-def test_an_autotuned_kernel_from_a_config_comprehension_trips_nothing():
-    assert policy.check_cells(with_cells(FUSED_NB, **AUTOTUNED), FUSED) == []
-
-
 @pytest.mark.parametrize("name", HONEST_RESIDUAL)
 def test_honest_residual_variants(name):
     assert policy.check_cells(with_cells(RESIDUAL_NB, **HONEST_RESIDUAL[name]), RESIDUAL) == []

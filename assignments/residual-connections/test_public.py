@@ -152,6 +152,8 @@ def test_part3_shape_and_last_entry(nb):
     norms = nb.gradient_norms(torch.ones(4), [_zero_branch] * 3)
     assert isinstance(norms, torch.Tensor) and norms.shape == (4,), (
         f"expected a tensor of shape (len(branches) + 1,) = (4,), got {getattr(norms, 'shape', norms)}")
+    assert norms.dtype == torch.float64, (
+        f"expected float64, got {norms.dtype}: in float32 a ratio like 0.5 ** 100 underflows to 0 when squared")
     assert math.isclose(float(norms[-1]), 1.0), "the last entry is ||dL/dx_L|| / ||dL/dx_L|| = 1"
 
 
@@ -251,6 +253,10 @@ def test_part4_residual_stream_norms(nb):
         f"expected a list of len(blocks) + 1 = 3 floats, got {norms!r}")
     assert [round(float(v), 6) for v in norms] == [3.0, 3.0, 6.0], (
         f"the mean per-token L2 norm before the blocks and after each: expected [3, 3, 6], got {norms}")
+    flat = nb.residual_stream_norms(blocks, x[0])   # (N, d), as Part 5's scaling cell calls it
+    assert [round(float(v), 6) for v in flat] == [3.0, 3.0, 6.0], (
+        "x may have any leading dimensions, (B, T, d) or (N, d): a token is the last dimension. With the same "
+        f"two tokens as a (2, 2) tensor, expected [3, 3, 6], got {flat}")
 
 
 class _Double(nn.Module):

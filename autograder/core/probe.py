@@ -41,7 +41,7 @@ from torch import nn
 _isinstance, _type, _len, _str = builtins.isinstance, builtins.type, builtins.len, builtins.str
 _float, _int, _bool, _list, _tuple, _dict = float, int, bool, list, tuple, dict
 _getattr, _enumerate, _sum, _next, _any = getattr, enumerate, sum, next, any
-_range, _min, _max = range, min, max
+_range, _min, _max, _id = range, min, max, id
 _Tensor, _Module = torch.Tensor, nn.Module
 _detach, _clone, _to = torch.Tensor.detach, torch.Tensor.clone, torch.Tensor.to
 _numel, _requires_grad_, _copy = torch.Tensor.numel, torch.Tensor.requires_grad_, torch.Tensor.copy_
@@ -53,7 +53,8 @@ _layout_of, _shape_of = torch._C.TensorBase.layout.__get__, torch._C.TensorBase.
 _storage = torch.Tensor.untyped_storage
 _storage_ptr = torch.UntypedStorage.data_ptr
 _double, _eval = nn.Module.double, nn.Module.eval
-_named_modules, _parameters = nn.Module.named_modules, nn.Module.parameters
+_named_children, _parameters = nn.Module.named_children, nn.Module.parameters
+_Indexed = (nn.Sequential, nn.ModuleList)   # their children are reached by position: model[l]
 _backward, _tsum, _mul = torch.autograd.backward, torch.sum, torch.mul
 _no_grad, _set_grad_enabled, _set_default_dtype = torch.no_grad, torch.set_grad_enabled, torch.set_default_dtype
 _manual_seed = torch.manual_seed
@@ -225,22 +226,34 @@ def _new(module, specs, objects, request):
 
 
 def _load(module, specs, objects, request):
-    """Copy the grader's tensors into the object's parameters, by dotted path."""
+    """Copy the grader's tensors into the object's parameters, by the paths `structure` reports."""
     obj = objects[request["handle"]]
     with _no_grad():
         for path, value in request["weights"].items():
             target = obj
             for part in path.split("."):
-                target = _getattr(target, part)
+                target = _child(target, part)
+                if target is None:
+                    return {"error": {"type": "AttributeError", "is": [],
+                                      "message": f"{_text(path)}: nothing at '{_text(part)}'"}}
             if not _isinstance(target, _Tensor):
                 return {"error": {"type": "AttributeError", "is": [],
-                                  "message": f"{path} is a {_type(target).__name__}, not a tensor"}}
+                                  "message": f"{_text(path)} is a {_type(target).__name__}, not a tensor"}}
             if _tuple(_shape_of(target)) != _tuple(_shape_of(value)):
                 return {"error": {"type": "ShapeMismatch", "is": [],
-                                  "message": f"{path} has shape {_tuple(_shape_of(target))}, "
+                                  "message": f"{_text(path)} has shape {_tuple(_shape_of(target))}, "
                                              f"expected {_tuple(_shape_of(value))}"}}
             _copy(target, value)
     return {}
+
+
+def _child(obj, part: str):
+    """obj's part: by position in an nn.Sequential or nn.ModuleList (whatever its children are
+    named, as model[l] reaches them), else the attribute; None where there is none."""
+    if _isinstance(obj, _Indexed) and part.isdigit():
+        children = _list(obj._modules.values())
+        return children[_int(part)] if _int(part) < _len(children) else None
+    return _getattr(obj, part, None)
 
 
 def _time(module, specs, objects, request):
@@ -312,13 +325,27 @@ def structure(obj) -> dict:
     """What an object is built from: its modules, their torch.nn base classes and sizes."""
     if not _isinstance(obj, _Module):
         return {"type": _text(_type(obj).__qualname__), "module": False}
-    modules = []
-    for i, (path, m) in _enumerate(_named_modules(obj)):
-        if i >= MAX_ITEMS:
-            break
-        modules.append(_describe_module(path, m))
+    modules = [_describe_module(path, m) for path, m in _submodules(obj)]
     return {"type": _text(_type(obj).__qualname__), "module": True, "modules": modules,
             "parameters": _int(_sum(_numel(p) for p in _parameters(obj)))}
+
+
+def _submodules(obj) -> list:
+    """(path, module) for obj and its submodules, depth first, each once, at most MAX_ITEMS. A path
+    names the children of an nn.Sequential or nn.ModuleList by position ("0.ffn.2"), as `_child`
+    reaches them, so the grader finds model[l] however the student named the children."""
+    out, seen, stack = [], set(), [("", obj)]
+    while stack and _len(out) < MAX_ITEMS:
+        path, m = stack.pop()
+        if _id(m) in seen:
+            continue
+        seen.add(_id(m))
+        out.append((path, m))
+        children = _list(_named_children(m))
+        if _isinstance(m, _Indexed):
+            children = [(_str(i), c) for i, (_, c) in _enumerate(children)]
+        stack.extend((f"{path}.{name}" if path else name, c) for name, c in reversed(children))
+    return out
 
 
 def _describe_module(path: str, m) -> dict:

@@ -239,14 +239,15 @@ class Trial:
         return Remote(obs.reply["handle"], label, obs.reply["structure"])
 
     def load(self, obj: Remote, weights: dict[str, torch.Tensor]) -> None:
-        """Copy tensors into obj's parameters, by dotted path ("ffn.0.weight")."""
+        """Copy tensors into obj's parameters, by dotted path ("ffn.0.weight"; a number is a position in an
+        nn.Sequential or nn.ModuleList, whatever the child is named)."""
         obs = self._ask({"op": "load", "handle": obj.handle, "weights": weights}, obj.label, True)
         if obs.error:
             entry = self.contract.get(obj.label.split("(")[0])
             names = f" ({', '.join(entry.attributes)})" if entry and entry.attributes else ""
-            self.fail(f"{obj.label}: the grader could not set its weights: {excerpt(obs.error['message'])}. "
-                      f"Use the attribute names the assignment gives{names} so that the layers can be checked.",
-                      misconception=None)
+            self.fail(f"{obj.label}: the grader could not set its weights: {excerpt(obs.error['message'])}. It "
+                      "reaches each layer as the docstring states: by position in an nn.Sequential or nn.ModuleList "
+                      f"(model[l], ffn[2]) and by the attribute names given{names}.", misconception=None)
 
     def invoke(self, obj: Remote, *args, expect_error=False, **kwargs) -> Observation:
         """obj(*args, **kwargs) in the submission."""

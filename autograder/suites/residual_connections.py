@@ -388,7 +388,8 @@ def _check_norms(t: Trial, x0: torch.Tensor, specs: list, what: str, why: str, e
          "norms-normalisation")])
 
 
-@test(3, 2, "gradient_norms returns shape (L+1,) ending in 1, and leaves x0 alone", misconception="norms-normalisation")
+@test(3, 2, "gradient_norms returns shape (L+1,), float64, ending in 1, and leaves x0 alone",
+      misconception="norms-normalisation")
 def norms_shape(t: Trial):
     depth, d = t.size(3, 7), t.size()
     x0 = t.randn(t.size(), d)
@@ -396,6 +397,10 @@ def norms_shape(t: Trial):
     out = _norms(t, x0, _tanh_branches(t, depth, d), what)
     if out.shape != (depth + 1,):
         t.fail(f"{what} returned shape {tuple(out.shape)}, expected ({depth + 1},): one entry per x_0 ... x_L.")
+    if out.dtype != F64:
+        t.fail(f"{what} returned {str(out.dtype).removeprefix('torch.')}, expected float64 as the docstring says: in "
+               "float32 a ratio like 0.5 ** 100 = 7.9e-31 underflows to 0 when it is squared inside the norm.",
+               misconception="norms-underflow")
     t.check(out[-1], 1.0, f"the last entry of {what}", "the last entry is ||dL/dx_L|| / ||dL/dx_L|| = 1", rtol=1e-9)
 
 
@@ -631,23 +636,26 @@ def stream_norms(t: Trial):
     specs = [spec("branch", "scale", t.uniform(0.5, 2.0)) if t.rng.random() < 0.4 else
              spec("branch", "residual", t.randn(d, d, scale=1 / math.sqrt(d)), t.randn(d, scale=0.3))
              for _ in range(t.size(3, 5))]
-    x = t.randn(t.size(1, 3), t.size(3, 7), d, scale=t.uniform(0.5, 3))
-    what = f"residual_stream_norms({len(specs)} blocks, x of shape {tuple(x.shape)})"
-    obs = t.call("residual_stream_norms", specs, x)
-    t.check(t.tensor(obs.args_after[1], "x"), x, f"x after {what}", "residual_stream_norms must not modify x", exact=True)
-    got = t.numbers(obs.result, what, len(specs) + 1, kinds=("list",))
     blocks = [t.build(s) for s in specs]
-    want = t.ref.residual_stream_norms(blocks, x)
-    with torch.no_grad():
-        streams = [x]
-        for b in blocks:
-            streams.append(b(streams[-1]))
-    t.check(got, want, what, "entry l is the mean over tokens of ||x_l[b, t, :]||, before the first block "
-            "and after each", rtol=1e-5, alternatives=[
-                ("the norm of the whole tensor, not the mean per-token norm", [s.norm().item() for s in streams]),
-                ("the norm is taken over the wrong dimension: a token's vector is the last one, d_model",
-                 [s.norm(dim=1).mean().item() for s in streams]),
-                ("the mean of squared norms, not of norms", [s.pow(2).sum(-1).mean().item() for s in streams])])
+    # (B, T, d) as Part 4 calls it and (N, d) as Part 5's scaling cell does: a token is the last dimension
+    for x in (t.randn(t.size(1, 3), t.size(3, 7), d, scale=t.uniform(0.5, 3)),
+              t.randn(t.size(3, 9), d, scale=t.uniform(0.5, 3))):
+        what = f"residual_stream_norms({len(specs)} blocks, x of shape {tuple(x.shape)})"
+        obs = t.call("residual_stream_norms", specs, x)
+        t.check(t.tensor(obs.args_after[1], "x"), x, f"x after {what}", "residual_stream_norms must not modify x",
+                exact=True)
+        got = t.numbers(obs.result, what, len(specs) + 1, kinds=("list",))
+        want = t.ref.residual_stream_norms(blocks, x)
+        with torch.no_grad():
+            streams = [x]
+            for b in blocks:
+                streams.append(b(streams[-1]))
+        t.check(got, want, what, "entry l is the mean over tokens of ||x_l[..., :]||, the norm over the last "
+                "dimension (d_model), before the first block and after each", rtol=1e-5, alternatives=[
+                    ("the norm of the whole tensor, not the mean per-token norm", [s.norm().item() for s in streams]),
+                    ("the norm is taken over the wrong dimension: a token's vector is the last one, d_model",
+                     [s.norm(dim=-2).mean().item() for s in streams]),
+                    ("the mean of squared norms, not of norms", [s.pow(2).sum(-1).mean().item() for s in streams])])
 
 
 # ===================================================================== Part 5
@@ -846,7 +854,9 @@ def residual_forward(t: Trial):
 
 @test(5, 3, "alpha scales the shortcut and branch_scale the branch")
 def residual_scaled(t: Trial):
-    alpha, scale = t.uniform(0.3, 0.7), t.uniform(1.5, 3.0)
+    # multiples of 2**-10 (exact in float32 and float16): a model that keeps alpha as a float32 tensor
+    # holds exactly the value the expected output is computed with
+    alpha, scale = (round(t.uniform(*bounds) * 1024) / 1024 for bounds in ((0.3, 0.7), (1.5, 3.0)))
     _check_forward(
         t, "residual_mlp", True, f"with alpha={alpha:.3g}, branch_scale={scale:.3g} each block is "
         "alpha * shortcut(x) + branch_scale * ffn(ln(x))", {"alpha": alpha, "scale": scale},

@@ -40,6 +40,8 @@ MISCONCEPTIONS = {m.id: m for m in [
                   f"{P2}, the worked example"),
     Misconception("gradient-split", "the identity path passes upstream unchanged, the branch upstream * F'(x0)",
                   f"{P2}, split_gradient"),
+    Misconception("norms-underflow", "ratios such as 0.5 ** 100 underflow when squared in float32: the norms "
+                  "are float64", f"{P3}, gradient_norms"),
     Misconception("norms-normalisation", "entry l is ||dL/dx_l|| / ||dL/dx_L||, from x_0 to x_L",
                   f"{P3}, gradient_norms"),
     Misconception("shortcut-flag-ignored", "shortcut=False removes the identity path: x_(l+1) = F_l(x_l)",
