@@ -222,11 +222,16 @@ class Trial:
             request["trace"] = trace
         return self._ask(request, f"{fn}(...)", expect_error)
 
-    def time(self, fn: str, *args, against: dict, reps: int, inner: int, budget_ms: float, **kwargs) -> Observation:
-        """Time fn(*args, **kwargs) and each callable spec in `against` on the same arguments, on CUDA,
-        interleaved; obs.reply: {"ms": {"fn": [...], name: [...]}, "device": NAME}, ms per call."""
+    def time(self, fn: str, *args, against: dict, reps: int, inner: int, budget_ms: float, fresh: list[int],
+             rows: list[int], **kwargs) -> Observation:
+        """Time fn(*args, **kwargs) and each callable spec in `against` on the same arguments, interleaved,
+        on the device's clock (CUDA events on the GPU, the CPU's clock without one), the arguments at
+        `fresh` redrawn before every round of calls (probe._time); obs.reply: {"ms": {"fn": [...], name:
+        [...]}, "device": NAME, "checked": [{"args": [...], "result": ...}, ...]}, ms per call, and for
+        each timed call of fn the `rows` of its fresh arguments and of its result."""
         return self._ask({"op": "time", "fn": fn, "args": _wire(args), "kwargs": _wire(kwargs),
-                          "against": against, "reps": reps, "inner": inner, "budget_ms": budget_ms},
+                          "against": against, "reps": reps, "inner": inner, "budget_ms": budget_ms,
+                          "fresh": fresh, "rows": rows, "seed": self.rng.getrandbits(63)},
                          f"{fn}(...)", False)
 
     def new(self, cls: str, *args, double: bool = False, expect_error: bool = False, **kwargs):
