@@ -5,7 +5,8 @@
 
 Every test of the suite has an entry, also when the notebook could not be read, crashed
 or hung (score 0, the reason in its output). A test that needs CUDA is not run on a
-machine without it; results.result.not_run gives its entry by course.toml's without_cuda.
+machine without it; results.result.not_run gives its entry by course.toml's without_cuda
+(Grader(time_on_cpu=True), for tests only, runs it on the CPU's clock instead).
 """
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ wrong answer it recognises (a third item in check's alternatives).
 A suite built with Suite(name, cuda=True) runs the submission on the GPU where the
 grading machine has one (t.cuda, t.device; tensors are moved there in the child), and a
 test registered with needs_cuda=True is not run without one: its points then follow
-course.toml's [timing] without_cuda (results.result.not_run).
+course.toml's [timing] without_cuda (results.result.not_run). Under Grader(time_on_cpu=True)
+(tests only) it runs without CUDA, t.cuda False, and t.time takes the CPU's clock.
 """
 from __future__ import annotations
 

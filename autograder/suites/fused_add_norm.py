@@ -8,8 +8,10 @@ Points of part 1 (30): 20 for the values (the wrapper's contract: h, y, widths, 
 eps, weight and bias, fp16, inputs, errors), which a wrapper made of torch ops also earns,
 and 10 for fusion, which it does not: "fused" tests watch, in the child, which Triton
 kernels defined in the notebook a call launches and which torch operators run around them.
-Part 2 (10) times the kernel against eager PyTorch on CUDA at course.toml's [timing] size;
-without CUDA it is skipped and its points follow course.toml's without_cuda (score.Grader).
+Part 2 (10) times the kernel against eager PyTorch on CUDA at course.toml's [timing] size, each
+timed call on inputs drawn afresh and its results checked; without CUDA it is skipped and its
+points follow course.toml's without_cuda (grading.grader), except under Grader(time_on_cpu=True),
+which runs it on the CPU's clock at CPU's size and threshold (below) to test the machinery.
 """
 from __future__ import annotations
 
