@@ -97,11 +97,6 @@ def test_a_kernel_slower_than_the_threshold_fails_with_the_same_report(monkeypat
     assert REPORT.search(entry["output"]), entry["output"]
 
 
-def test_without_the_cpu_clock_a_grader_without_cuda_still_skips_it():
-    with Grader(ASSIGNMENT, course.load(), cuda=False) as grader:
-        assert TIMING not in {t.name for t in grader.graded}
-
-
 def test_gpu_check_without_cuda_says_so_and_exits_0(tmp_path):
     out = tmp_path / "gpu-check"
     proc = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), str(out)],
