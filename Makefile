@@ -46,6 +46,7 @@ bench: $(READY)
 	$(BIN)/python benchmarks/grade_speed.py
 	$(BIN)/python benchmarks/autograde_speed.py
 	$(BIN)/python benchmarks/fused_add_norm.py --out dist/bench
+	$(BIN)/python benchmarks/timing_check.py --out dist/bench
 
 clean:
 	rm -rf $(VENV) dist instructor .pytest_cache

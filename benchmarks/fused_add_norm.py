@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from triton.testing import do_bench
 
-from autograder.kit.bandwidth import data_sheet_peak
+from autograder.kit.bandwidth import copy_rate, data_sheet_peak
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "solutions" / "fused-add-norm" / "fused-add-norm.ipynb"
@@ -47,7 +47,7 @@ def peak_bandwidth(name: str) -> tuple[float, str]:
     n_bytes = 1 << 30
     src = torch.empty(n_bytes, dtype=torch.uint8, device=DEVICE)
     dst = torch.empty_like(src)
-    return 2 * n_bytes / (do_bench(lambda: dst.copy_(src)) * 1e-3), "measured copy"
+    return copy_rate(n_bytes, do_bench(lambda: dst.copy_(src))), "measured copy"
 
 
 def measure(rows: int, width: int, fused) -> dict[str, float]:

@@ -486,7 +486,32 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
     dtype_check = checks[checks.index("dtypes = "):]
     torch_only = s.filled("fused_add_layernorm", [checks + "h = x + fx\nreturn h, F.layer_norm(h, (n,), weight, bias, eps)\n"])
     fused = {"launches_kernel", "one_launch"}
+    first, loop = s.bodies["fused_kernel"][0].split("\n", 1)
+    one_program = edit(s.filled("fused_kernel", [edit(first, "row = tl.program_id(0).to(tl.int64)", "for row in "
+                                                      "range(0, n_rows):") + "\n" + textwrap.indent(loop, "    ")]),
+                       "y_ptr, n_cols, eps,", "y_ptr, n_rows, n_cols, eps,")
     return {
+        # Two samples that lose the timing test only, where CUDA is there; without it they are graded like
+        # full-marks (course.toml's without_cuda). On the timing test's CPU clock (tests/test_fused_timing.py)
+        # the first passes it (Triton's interpreter runs programs one after another anyway) and the second fails.
+        "one-program-for-all-rows": (
+            "a correct kernel launched as one program that loops over the rows, grid = (1,): one core of the GPU "
+            "works while the others idle",
+            s.solved(fused_kernel=one_program, fused_add_layernorm=wrapper(
+                ("[(rows_x.shape[0],)](", "[(1,)]("), ("h, y, n, eps,", "h, y, rows_x.shape[0], n, eps,"))),
+            {"timing"}),
+        "cached-outputs": (
+            "the wrapper keeps each result and returns it again for a call on the same tensors (by address), "
+            "whatever they hold now",
+            s.solved(fused_add_layernorm=s.filled("fused_add_layernorm", [
+                "key = (x.data_ptr(), fx.data_ptr(), weight.data_ptr(), bias.data_ptr(), tuple(x.shape), eps)\n"
+                "if key in _RESULTS:\n    return _RESULTS[key][1]\n"
+                + edit(s.bodies["fused_add_layernorm"][0], "return h.view(x.shape), y.view(x.shape)",
+                       "_RESULTS[key] = ((x, fx, weight, bias), (h.view(x.shape), y.view(x.shape)))\n"
+                       "return _RESULTS[key][1]")],
+                before="_RESULTS = {}   # results by the inputs' addresses; the inputs are kept, so no other "
+                       "tensor takes their address\n\n")),
+            {"timing"}),
         "one-pass-variance": ("the kernel computes the variance in one pass, E[h^2] - mean^2",
                               s.solved(fused_kernel=kernel(
                                   ("centred = tl.where(mask, h - mean, 0.0)\nvar = tl.sum(centred * centred, axis=0) / n_cols",

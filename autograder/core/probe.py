@@ -16,8 +16,9 @@ Requests (dicts) and what they return:
     {"op": "load", "handle": H, "weights": {"ffn.0.weight": TENSOR, ...}}  -> {}
     {"op": "invoke", "handle": H, "args", "kwargs"}  -> like "call"
     {"op": "time", "fn": NAME, "args", "kwargs", "against": {LABEL: SPEC, ...},
-     "reps": R, "inner": K, "budget_ms": B}
-        -> {"ms": {"fn": [...], LABEL: [...]}, "device": NAME}   (CUDA only)
+     "reps": R, "inner": K, "budget_ms": B, "fresh": [i, ...], "rows": [r, ...], "seed": S}
+        -> {"ms": {"fn": [...], LABEL: [...]}, "device": NAME,
+            "checked": [{"args": [ROWS, ...], "result": VALUE}, ...]}   (on the request's device's clock)
 
 Any of them may instead return {"error": {"type", "message", "is": [...]}}, and
 {"missing": NAME} when the submission does not define NAME. Arguments are
@@ -34,6 +35,8 @@ from __future__ import annotations
 import builtins
 import inspect
 import numbers
+import platform
+import time
 
 import torch
 from torch import nn
@@ -61,6 +64,10 @@ _manual_seed = torch.manual_seed
 _float32, _cpu, _strided = torch.float32, torch.device("cpu"), torch.strided
 _cuda_available, _cuda_name = torch.cuda.is_available, torch.cuda.get_device_name
 _Event, _synchronize = torch.cuda.Event, torch.cuda.synchronize
+_record, _elapsed_time = torch.cuda.Event.record, torch.cuda.Event.elapsed_time
+_perf_counter, _machine = time.perf_counter, platform.machine
+_Generator, _normal, _index_select, _as_tensor = torch.Generator, torch.Tensor.normal_, torch.index_select, torch.tensor
+_device_of, _int64 = torch._C.TensorBase.device.__get__, torch.int64
 _Real = numbers.Real
 _signature, _isclass, _callable = inspect.signature, inspect.isclass, callable
 _NOTED_ERRORS = (ValueError, TypeError, RuntimeError, NotImplementedError, NameError, AttributeError,
@@ -258,38 +265,74 @@ def _child(obj, part: str):
 
 def _time(module, specs, objects, request):
     """Milliseconds per call of the submission's fn and of each `against` callable, on the same
-    arguments, on CUDA: one warm-up call each (compilation), then `reps` rounds, interleaved, of
-    `inner` calls between two CUDA events (fewer when one call would overrun `budget_ms`)."""
+    arguments, on the clock of the request's device (_clock): one warm-up call each (compilation),
+    then `reps` rounds, interleaved, of `inner` calls between two marks (fewer when one call would
+    overrun `budget_ms`). Each of a round's calls has its own copy of the arguments, and before
+    every round the arguments at `fresh` of every copy are redrawn in place (a generator of the
+    probe's own, seeded with `seed`): no timed call sees values another call saw, so a cache
+    cannot answer. For every timed call of fn, `rows` of its fresh arguments as drawn and of what
+    it returned are reported, for the grader to check."""
     fn = _lookup(module, request["fn"])
-    if not _cuda_available():
-        return {"error": {"type": "RuntimeError", "is": [], "message": "timing needs CUDA; none in the child"}}
+    device = request.get("device") or "cpu"
+    mark, elapsed, synchronize = _clock(device)
     args, kwargs = _arguments(request, specs, objects)
     runs = {"fn": fn, **{label: _decode(spec, specs, objects) for label, spec in request["against"].items()}}
     reps, inner = _max(_int(request["reps"]), 1), _max(_int(request["inner"]), 1)
     once = {}
     for label, run in runs.items():
         run(*args, **kwargs)                               # compiles, allocates
-        _synchronize()
-        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-        start.record()
+        synchronize()
+        start = mark()
         run(*args, **kwargs)
-        end.record()
-        _synchronize()
-        once[label] = start.elapsed_time(end)
+        end = mark()
+        synchronize()
+        once[label] = elapsed(start, end)
     slowest = _max(_max(once.values()), 1e-3)
     inner = _max(1, _min(inner, _int(request["budget_ms"] / (slowest * reps * _len(runs)))))
-    events = {label: [] for label in runs}
+    copies = [(args, kwargs), *(_arguments(request, specs, objects) for _ in _range(inner - 1))]
+    generator = _Generator(device=device).manual_seed(_int(request["seed"]))
+    top = _max(_int(r) for r in request["rows"])
+    rows = _as_tensor([_int(r) for r in request["rows"]], dtype=_int64, device=device)
+    marks, checked = {label: [] for label in runs}, []
     for _ in _range(reps):
         for label, run in runs.items():
-            start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-            start.record()
-            for _ in _range(inner):
-                run(*args, **kwargs)
-            end.record()
-            events[label].append((start, end))
-    _synchronize()
-    return {"ms": {label: [_float(s.elapsed_time(e)) / inner for s, e in pairs] for label, pairs in events.items()},
-            "device": _text(_str(_cuda_name()))}
+            drawn = [[_index_select(_normal(a[i], generator=generator), 0, rows) for i in request["fresh"]]
+                     for a, _ in copies]
+            start = mark()
+            results = [run(*a, **k) for a, k in copies]
+            marks[label].append((start, mark()))
+            if label == "fn":
+                checked += [(d, _rows_of(r, rows, top)) for d, r in zip(drawn, results)]
+            del results
+    synchronize()
+    return {"ms": {label: [_float(elapsed(*pair)) / inner for pair in pairs] for label, pairs in marks.items()},
+            "device": _text(_str(_cuda_name())) if device == "cuda" else f"{_text(_machine())} CPU",
+            "checked": [{"args": [encode(d) for d in drawn], "result": encode(r)} for drawn, r in checked]}
+
+
+def _clock(device: str):
+    """(mark, milliseconds between two marks, synchronize) on `device`: CUDA events, which the GPU
+    records as its stream reaches them, on CUDA; elsewhere the CPU's monotonic clock, with nothing
+    to wait for (a call on CPU tensors has finished when it returns)."""
+    if device == "cuda":
+        return _cuda_mark, _elapsed_time, _synchronize
+    return _perf_counter, lambda start, end: (end - start) * 1e3, lambda: None
+
+
+def _cuda_mark():
+    event = _Event(enable_timing=True)
+    _record(event)
+    return event
+
+
+def _rows_of(value, rows, top: int):
+    """What a call returned, each plain tensor in it cut to `rows` of its first dimension where it has
+    more than `top`, the largest of them."""
+    if _type(value) in (_list, _tuple):
+        return _type(value)(_rows_of(v, rows, top) for v in value[:MAX_ITEMS])
+    if _type(value) is _Tensor and _len(_shape_of(value)) and _shape_of(value)[0] > top:
+        return _index_select(value, 0, _to(rows, _device_of(value)))
+    return value
 
 
 _OPS = {"call": _call, "invoke": _invoke, "new": _new, "load": _load, "time": _time}

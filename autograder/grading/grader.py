@@ -5,7 +5,8 @@
 
 Every test of the suite has an entry, also when the notebook could not be read, crashed
 or hung (score 0, the reason in its output). A test that needs CUDA is not run on a
-machine without it; results.result.not_run gives its entry by course.toml's without_cuda.
+machine without it; results.result.not_run gives its entry by course.toml's without_cuda
+(Grader(time_on_cpu=True), for tests only, runs it on the CPU's clock instead).
 """
 from __future__ import annotations
 
@@ -32,12 +33,16 @@ class Grader:
 
     def __init__(self, assignment: str, course: Course, *, timeout_s: float | None = None,
                  memory_mb: int | None = None, fork: bool = False, cuda: bool | None = None,
-                 user: tuple[int, int] | None = None):
+                 user: tuple[int, int] | None = None, time_on_cpu: bool = False):
         """fork: start the fork server by forking this process (see Zygote); only for a process
         that has loaded nothing secret and holds no other student's data.
         cuda: whether submissions of a Suite(cuda=True) run on the GPU and CUDA-only tests run;
         None: whether this machine has a CUDA GPU.
-        user: (uid, gid) that sandbox children run student code as (needs root; Gradescope's runner)."""
+        user: (uid, gid) that sandbox children run student code as (needs root; Gradescope's runner).
+        time_on_cpu: without CUDA, run the tests that need it anyway, on the CPU's clock at the sizes and
+        thresholds each sets for the CPU (Triton's interpreter against eager PyTorch): how tests/ and
+        benchmarks/timing_check.py prove the timing machinery without a GPU. Never for grades: a grader
+        without CUDA skips those tests and gives their points by course.toml's without_cuda."""
         self.assignment = course.assignment(assignment)
         self.limits = Limits(timeout_s or course.grading.timeout_s, memory_mb or course.grading.memory_mb,
                              user=user, budget_s=max(course.grading.submission_budget_s, timeout_s or 0))
@@ -67,7 +72,7 @@ class Grader:
             raise
         self.cuda = machine_cuda and self.suite.cuda
         self.limits = dataclasses.replace(self.limits, cuda=self.cuda)
-        self.graded = [t for t in self.suite.tests if self.cuda or not t.needs_cuda]
+        self.graded = [t for t in self.suite.tests if self.cuda or time_on_cpu or not t.needs_cuda]
         self.specs_module = child_modules[0] if child_modules else None
         self.specs = importlib.import_module(self.specs_module).SPECS if child_modules else {}
         self._open: set[Sandbox] = set()

@@ -20,7 +20,8 @@ wrong answer it recognises (a third item in check's alternatives).
 A suite built with Suite(name, cuda=True) runs the submission on the GPU where the
 grading machine has one (t.cuda, t.device; tensors are moved there in the child), and a
 test registered with needs_cuda=True is not run without one: its points then follow
-course.toml's [timing] without_cuda (results.result.not_run).
+course.toml's [timing] without_cuda (results.result.not_run). Under Grader(time_on_cpu=True)
+(tests only) it runs without CUDA, t.cuda False, and t.time takes the CPU's clock.
 """
 from __future__ import annotations
 
@@ -222,11 +223,16 @@ class Trial:
             request["trace"] = trace
         return self._ask(request, f"{fn}(...)", expect_error)
 
-    def time(self, fn: str, *args, against: dict, reps: int, inner: int, budget_ms: float, **kwargs) -> Observation:
-        """Time fn(*args, **kwargs) and each callable spec in `against` on the same arguments, on CUDA,
-        interleaved; obs.reply: {"ms": {"fn": [...], name: [...]}, "device": NAME}, ms per call."""
+    def time(self, fn: str, *args, against: dict, reps: int, inner: int, budget_ms: float, fresh: list[int],
+             rows: list[int], **kwargs) -> Observation:
+        """Time fn(*args, **kwargs) and each callable spec in `against` on the same arguments, interleaved,
+        on the device's clock (CUDA events on the GPU, the CPU's clock without one), the arguments at
+        `fresh` redrawn before every round of calls (probe._time); obs.reply: {"ms": {"fn": [...], name:
+        [...]}, "device": NAME, "checked": [{"args": [...], "result": ...}, ...]}, ms per call, and for
+        each timed call of fn the `rows` of its fresh arguments and of its result."""
         return self._ask({"op": "time", "fn": fn, "args": _wire(args), "kwargs": _wire(kwargs),
-                          "against": against, "reps": reps, "inner": inner, "budget_ms": budget_ms},
+                          "against": against, "reps": reps, "inner": inner, "budget_ms": budget_ms,
+                          "fresh": fresh, "rows": rows, "seed": self.rng.getrandbits(63)},
                          f"{fn}(...)", False)
 
     def new(self, cls: str, *args, double: bool = False, expect_error: bool = False, **kwargs):
