@@ -123,3 +123,12 @@ def test_each_notebook_tells_students_its_without_cuda_rule():
         nb = nbtest.read_notebook(c.assignment(name).notebook_path(ROOT / "solutions"))
         text = "\n".join("".join(cell["source"]) for cell in nb["cells"] if cell["cell_type"] == "markdown")
         assert f'without_cuda = "{timing.without_cuda}"' in text, (name, timing.without_cuda)
+
+
+def test_the_timing_threshold_students_read_is_course_tomls():
+    timing = course.load().assignment("fused-add-norm").timing
+    public = (ROOT / "solutions" / "fused-add-norm" / "test_public.py").read_text()
+    assert f"MIN_SPEEDUP = {timing.min_speedup:g}" in public
+    nb = nbtest.read_notebook(ROOT / "solutions" / "fused-add-norm" / "fused-add-norm.ipynb")
+    text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert f"at least {timing.min_speedup:g} times as fast as eager" in " ".join(text.split())

@@ -14,6 +14,7 @@ from nbtest import names_shape, value_error
 from torch.overrides import TorchFunctionMode
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+MIN_SPEEDUP = 1.1   # eager time / your time; why 1.1: the notebook's Part 2
 
 
 def _inputs(*shape, dtype=torch.float32, seed=0):
@@ -219,6 +220,6 @@ def test_part2_faster_than_eager(nb):
     report = (f"{rows} x {width} fp16: yours {yours:.3f} ms ({moved / yours / 1e6:.0f} GB/s), "
               f"eager {eager:.3f} ms ({moved / eager / 1e6:.0f} GB/s), {eager / yours:.2f}x")
     print(report)
-    assert eager / yours >= 1.2, (
-        f"{report}; expected at least 1.2x. A fused kernel should move only x, fx, h and y once: "
+    assert eager / yours >= MIN_SPEEDUP, (
+        f"{report}; expected at least {MIN_SPEEDUP}x. A fused kernel should move only x, fx, h and y once: "
         "look for copies in the wrapper (.float(), .clone(), torch ops on the data) and try num_warps")
