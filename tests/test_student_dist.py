@@ -84,6 +84,18 @@ def student_pytest(student):
     return proc.returncode, proc.stdout + proc.stderr
 
 
+def test_the_environment_is_the_size_the_readme_states(student):
+    """The student README says "about 2.5 GB", "Triton about 1 GB": within a quarter of what pip made."""
+    dist, python = student
+    text = (dist / "README.md").read_text()
+    stated = float(re.search(r"about ([\d.]+) GB of disk", text).group(1)) * 1e9
+    triton_stated = float(re.search(r"Triton about ([\d.]+) GB", text).group(1)) * 1e9
+    env, site = python.parent.parent, next(python.parent.parent.glob("lib/python3*/site-packages"))
+    size = lambda folder: sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+    assert 0.75 * stated < size(env) < 1.25 * stated, (size(env), stated)
+    assert 0.75 * triton_stated < size(site / "triton") < 1.25 * triton_stated, (size(site / "triton"), triton_stated)
+
+
 def test_fresh_venv_has_no_course_code(student):
     _, python = student
     probe = subprocess.run([python, "-c", "import autograder"], capture_output=True, text=True,
