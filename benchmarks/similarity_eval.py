@@ -51,11 +51,13 @@ def main() -> int:
     print(f"rule: score >= {args.threshold:g} over >= {args.min_shared} shared fingerprints "
           f"(K = {similarity.K} tokens); {len(codes)} notebooks, {len(positives)} copies, "
           f"{len(negatives)} pairs by different authors; {seconds:.1f} s\n")
-    print(f"| edit | copies listed | lowest score | fewest shared |")
-    print(f"| --- | --- | --- | --- |")
+    print("| edit | copies changed by it | copies listed | lowest score | fewest shared |")
+    print("| --- | --- | --- | --- | --- |")
     for edit, pairs in per_edit.items():
         found = sum(frozenset(p) in listed for p in pairs)
-        print(f"| {edit} | {found}/{len(pairs)} | {min(map(score, pairs)):.2f} | {min(map(shared, pairs))} |")
+        changed = sum(codes[base] != codes[copy] for base, copy in pairs)
+        print(f"| {edit} | {changed}/{len(pairs)} | {found}/{len(pairs)} | {min(map(score, pairs)):.2f} "
+              f"| {min(map(shared, pairs))} |")
     tp = sum(frozenset(p) in listed for p in positives)
     fp = sum(frozenset(p) in listed for p in negatives)
     worst = sorted(negatives, key=score, reverse=True)[:5]

@@ -104,6 +104,14 @@ def test_the_release_alone_has_no_fingerprints():
     assert similarity.compare(prints, 0.45, 50) == []
 
 
+def test_code_nested_past_the_recursion_limit_is_compared_as_typed():
+    deep = "def f(a):\n    return " + "+".join(["a"] * 3000) + "\n"
+    honest = solution_code(SAMPLES / "honest-a.ipynb", IDS)
+    prints = similarity.fingerprints({"a": deep, "b": deep, "c": honest}, RELEASE)
+    assert [(p.a, p.b, p.identical) for p in similarity.compare(prints, 0.45, 50)] == [("a", "b", "byte-identical")]
+    assert len(prints["c"].grams) > 500
+
+
 def test_an_edited_notebook_is_read_as_it_was_written(tmp_path):
     cells = solution_cells(SAMPLES / "honest-a.ipynb", IDS)
     copy = EDITS["split-merge"](EDITS["no-op"](cells, random.Random(1)), random.Random(1))

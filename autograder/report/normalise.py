@@ -1,7 +1,7 @@
 """A student's code as token streams that say what it does, not how it is typed.
 
-    units("def f(x):\\n    return x + 1\\n", names_of(release_code))
-    -> [Unit(name="f", tokens=("DEF", "RETURN", "+", "(", "N", "V", ")"), lines=(1, 2, 2, 2, 2, 2, 2))]
+    units("def f(x):\\n    return 1 + x\\n", names_of(release_code))    # the release defines f
+    -> [Unit(name="f", tokens=("DEF", "RETURN", "Add", "(", "N", "V", ")"), lines=(1, 2, 2, 2, 2, 2, 2))]
 
 MOSS and JPlag compare token streams rather than text for the same reason: an edit that leaves
 behaviour alone should leave the stream alone. Here, from Python's own ast:
@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import io
+import keyword
 import re
+import tokenize
 from collections import Counter
 from dataclasses import dataclass
 
@@ -51,8 +54,16 @@ def names_of(release_code: str) -> set[str]:
 
 
 def units(code: str, prescribed: set[str]) -> list[Unit]:
-    """The code's units, normalised; names in `prescribed` (names_of the release) are kept unless the code binds them."""
+    """The code's units, normalised; names in `prescribed` (names_of the release) are kept unless the code binds
+    them. Code that does not parse, or nests deeper than Python's recursion limit, is one unit of its raw tokens."""
     tree = parse(code)
+    try:
+        return _units(tree, prescribed) if tree is not None else [_raw(code)]
+    except RecursionError:
+        return [_raw(code)]
+
+
+def _units(tree: ast.Module, prescribed: set[str]) -> list[Unit]:
     names = _Names()
     names.visit(tree)
     top = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
@@ -62,14 +73,14 @@ def units(code: str, prescribed: set[str]) -> list[Unit]:
                     and names.loaded[s.name] == 0)]            # a helper nothing calls is dead code
     module = ast.Module(body=body, type_ignores=[])
     inline(module)
-    body = module.body
+    ast.fix_missing_locations(module)          # the nodes normalising made take their parent's line
     emit = _Emitter(names.bound - (top & prescribed), names.stored_attrs - prescribed)
-    emit.unit("<module>", body)
+    emit.unit("<module>", module.body)
     return [u for u in emit.units if u.tokens]
 
 
-def parse(code: str) -> ast.Module:
-    """The code's ast; lines that do not parse are blanked (an empty module when that does not help)."""
+def parse(code: str) -> ast.Module | None:
+    """The code's ast, with lines that do not parse blanked; None when that does not help."""
     lines = code.split("\n")
     for _ in range(PARSE_TRIES):
         try:
@@ -80,7 +91,21 @@ def parse(code: str) -> ast.Module:
             lines[e.lineno - 1] = ""
         except (ValueError, RecursionError, MemoryError):
             break
-    return ast.Module(body=[], type_ignores=[])
+    return None
+
+
+def _raw(code: str) -> Unit:
+    """The code's tokens as typed, names V, numbers N and strings S, comments left out."""
+    tokens: list[tuple[str, int]] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type in (tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING):
+                word = {tokenize.NUMBER: NUMBER, tokenize.STRING: STRING}.get(tok.type, tok.string)
+                tokens.append((NAME if tok.type == tokenize.NAME and not keyword.iskeyword(word) else word,
+                               tok.start[0]))
+    except (tokenize.TokenError, SyntaxError):
+        pass                                    # what came before the error is kept
+    return Unit("<unparsed>", tuple(w for w, _ in tokens), tuple(line for _, line in tokens))
 
 
 class _Names(ast.NodeVisitor):

@@ -131,9 +131,9 @@ def _excerpt(p: Print, index: int, common: set[int]) -> str:
     others = {line for i, v in enumerate(p.units) if i != index for line in v.lines} - own
     lines = p.code.split("\n")
     out = []
-    for n in range(min(own), max(own) + 1):
+    for n in range(max(min(own), 1), min(max(own), len(lines)) + 1):
         if n in others:
             continue                     # a unit's lines enclose another's (a class, the module): not this one's
-        text = f"{n:4d}  {html.escape(lines[n - 1]) if n <= len(lines) else ''}"
+        text = f"{n:4d}  {html.escape(lines[n - 1])}"
         out.append(f"<mark>{text}</mark>" if n in marked else text)
     return "\n".join(out)
