@@ -100,13 +100,15 @@ def _insert_after(src: str, places: dict[int, list[str]]) -> str:
 
 @_per_cell
 def rename(src: str, rng: random.Random) -> str:
-    """Every local variable (not a parameter, attribute or global) gets another name."""
+    """Every local variable (not a parameter, attribute or global, nor one an f-string reads) gets another name."""
     tree = ast.parse(src)
     params = {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments)
               for a in n.posonlyargs + n.args + n.kwonlyargs + [n.vararg, n.kwarg] if a}
     top = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    local -= params | top | KEEP
+    in_fstrings = {n.id for f in ast.walk(tree) if isinstance(f, ast.JoinedStr) for n in ast.walk(f)
+                   if isinstance(n, ast.Name)}          # one token to tokenize: left as they are
+    local -= params | top | KEEP | in_fstrings
     words = rng.sample(WORDS, len(WORDS))
     new = {name: f"{words[i % len(words)]}_{i}" for i, name in enumerate(sorted(local))}
     out, prev = [], None
@@ -324,23 +326,22 @@ def helper(src: str, rng: random.Random) -> str:
             half = len(body) // 2
             first, rest = body[:half], body[half:]
             if any(isinstance(n, (ast.Return, ast.Yield, ast.Raise, ast.Nonlocal, ast.Global, ast.Lambda,
-                                  ast.FunctionDef))
+                                  ast.FunctionDef)) or _bare_super(n)
                    for s in first for n in ast.walk(s)):
-                continue
+                continue                            # these mean something else in another function
             stored = {n.id for s in first for n in ast.walk(s) if isinstance(n, ast.Name)
                       and isinstance(n.ctx, ast.Store)}
             read = {n.id for s in first for n in ast.walk(s) if isinstance(n, ast.Name)
                     and isinstance(n.ctx, ast.Load)}
             params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
-            module_names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - \
-                {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - set(params)
+            later_stored = {n.id for s in rest for n in ast.walk(s) if isinstance(n, ast.Name)
+                            and isinstance(n.ctx, ast.Store)}
+            if (read - stored) & later_stored:
+                continue                            # the first half reads a local the second half sets
             args = [p for p in params if p in read]
             later = {n.id for s in rest for n in ast.walk(s) if isinstance(n, ast.Name)
                      and isinstance(n.ctx, ast.Load)}
             returned = sorted(stored & later)
-            if any(name not in stored and name not in params and name not in module_names and name not in KEEP
-                   and not _global_name(name) for name in read):
-                continue
             hname = f"_{name_base}_{fn.name.strip('_')}_part"
             ret = [ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in returned], ast.Load())
                               if len(returned) > 1 else ast.Name(returned[0], ast.Load()))] if returned else []
@@ -366,11 +367,10 @@ def helper(src: str, rng: random.Random) -> str:
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
-def _global_name(name: str) -> bool:
-    """Names the notebook's setup cells import (torch, nn, F, Tensor, ...): readable from any function."""
-    return name in {"torch", "nn", "F", "Tensor", "math", "np", "Sequence", "residual_add", "ProjectionShortcut",
-                    "ResidualFFN", "PlainBlock", "ResidualBlock", "TransformerBlock", "train", "plain_mlp",
-                    "residual_mlp", "gradient_norms"}
+def _bare_super(node: ast.AST) -> bool:
+    """super() with no arguments: it needs the method's class, so it cannot move out of the method."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" \
+        and not node.args
 
 
 EDITS = {"rename": rename, "reorder": reorder, "no-op": no_op, "comments": comments, "dead-code": dead_code,

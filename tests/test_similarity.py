@@ -6,14 +6,18 @@ each copied with every edit alone and combined); benchmarks/similarity_eval.py p
 from __future__ import annotations
 
 import html
+import json
 import random
 import textwrap
+from pathlib import Path
 
 import pytest
-from copier_edits import ASSIGNMENT, EDITS, NO_OPS, SAMPLES, evaluation_set, solution_cells, write_notebook
+from copier_edits import (ASSIGNMENT, EDITS, NO_OPS, ORDER, SAMPLES, combined, evaluation_set, solution_cells,
+                          write_notebook)
 from helpers import COURSE, RELEASE_NB, ROOT
 
 from autograder.core.extract import Template
+from autograder.grading.batch import grade_many
 from autograder.report import similarity
 from autograder.report.code import release_code, solution_code, solution_ids
 from autograder.report.normalise import names_of, units
@@ -27,16 +31,33 @@ def shape(code: str) -> list[tuple[str, ...]]:
 
 
 def test_every_copy_is_listed_and_no_pair_of_authors_is():
-    codes, positives, negatives = evaluation_set(IDS, seed=random.randrange(1000))
+    seed = random.randrange(1000)
+    codes, positives, negatives = evaluation_set(IDS, seed)
     rule = COURSE.report
     prints = similarity.fingerprints(codes, RELEASE)
     listed = {frozenset((p.a, p.b)): p for p in similarity.compare(prints, rule.similarity_threshold,
                                                                    rule.min_shared)}
     missed = [p for p in positives if frozenset(p) not in listed]
-    assert not missed, missed
+    assert not missed, (seed, missed)
     wrong = [(a, b, listed[frozenset((a, b))].score) for a, b in negatives if frozenset((a, b)) in listed]
-    assert not wrong, wrong
+    assert not wrong, (seed, wrong)
     assert len({b.split("~")[0] for _, b in positives}) >= 6 and len(EDITS) >= 8
+
+
+def test_a_copy_with_every_edit_keeps_its_bases_score(tmp_path):
+    """The edits change how the code is typed, not what it does: graded, a copy scores what its base scores."""
+    seed, expected = random.randrange(1000), json.loads((SAMPLES / "expected.json").read_text())["samples"]
+    bases = ["full-marks", "honest-b", "style-identity-flag-shortcut"]
+    for base in bases:
+        cells = solution_cells(SAMPLES / f"{base}.ipynb", IDS)
+        write_notebook(SAMPLES / f"{base}.ipynb", IDS, combined(ORDER, cells, random.Random(seed)),
+                       tmp_path / f"{base}.ipynb")
+    results = grade_many(ASSIGNMENT, [tmp_path / f"{base}.ipynb" for base in bases], COURSE, seed=seed)
+    assert len(results) == len(bases)
+    for r in results:
+        base = Path(r.submission).name
+        lost = [(t.name, t.output[:200]) for t in r.tests if t.score < t.max_score]
+        assert r.score == expected[base]["score"], (base, seed, lost)
 
 
 def test_what_is_typed_around_the_code_changes_nothing():
