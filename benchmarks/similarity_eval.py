@@ -1,6 +1,6 @@
 """Precision and recall of the class report's similarity check on copies made by program.
 
-    .venv/bin/python benchmarks/similarity_eval.py [--seed 0] [--threshold T] [--min-shared N]
+    .venv/bin/python benchmarks/similarity_eval.py [--seed 0] [--threshold T] [--min-shared N] [--k K]
 
 The evaluation set is tests/copier_edits.py's: honest notebooks of different styles and authors
 (BASES), each copied with every copier's edit alone, all of them together, and three random
@@ -33,7 +33,9 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threshold", type=float, default=c.report.similarity_threshold)
     p.add_argument("--min-shared", type=int, default=c.report.min_shared)
+    p.add_argument("--k", type=int, default=similarity.K, help="tokens a fingerprint spans (similarity.K)")
     args = p.parse_args()
+    similarity.K = args.k
     a = c.assignment(copier_edits.ASSIGNMENT)
     ids = solution_ids(Template(a.notebook_path(SOLUTIONS)))
     start = time.perf_counter()

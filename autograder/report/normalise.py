@@ -72,8 +72,7 @@ def _units(tree: ast.Module, prescribed: set[str]) -> list[Unit]:
             if not (isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name not in prescribed
                     and names.loaded[s.name] == 0)]            # a helper nothing calls is dead code
     module = ast.Module(body=body, type_ignores=[])
-    inline(module)
-    ast.fix_missing_locations(module)          # the nodes normalising made take their parent's line
+    inline(module, names.loaded)               # the reads before normalising: no fewer than after
     emit = _Emitter(names.bound - (top & prescribed), names.stored_attrs - prescribed)
     emit.unit("<module>", module.body)
     return [u for u in emit.units if u.tokens]
@@ -292,10 +291,11 @@ class _Normaliser:
         return None
 
 
-def inline(scope: ast.AST) -> None:
+def inline(scope: ast.AST, reads: Counter | None = None) -> None:
     """v = e; f(v) -> f(e) in every block of a normalised function (or module), when v is a name
-    assigned in the block and read once in all the scope, in the next statement."""
-    reads = Counter(n.id for n in ast.walk(scope) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    assigned in the block and read once in all the scope (`reads`, counted here by default), in the next statement."""
+    if reads is None:
+        reads = Counter(n.id for n in ast.walk(scope) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
     blocks = [scope]
     while blocks:
         node = blocks.pop()
@@ -352,6 +352,7 @@ class _Emitter:
     def __init__(self, abstract_names: set[str], abstract_attrs: set[str]):
         self.abstract_names, self.abstract_attrs = abstract_names, abstract_attrs
         self.units: list[Unit] = []
+        self.line = 1                 # the line of the statement being emitted
 
     def unit(self, name: str, body: list[ast.stmt], head: list[tuple[str, int]] = ()) -> None:
         """The unit `name` from its body's statements; the definitions in it become units after it."""
@@ -369,7 +370,7 @@ class _Emitter:
 
     def stmt(self, s: ast.stmt, nested: list) -> list[tuple[str, int]]:
         """Tokens of one statement; a definition has none here: it is queued in `nested`, a unit of its own."""
-        at = s.lineno
+        at = self.line = s.lineno
         t = lambda *words: [(w, at) for w in words]
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             nested.append(s)
@@ -416,7 +417,7 @@ class _Emitter:
         return out + [("}", out[-1][1])] if body else out
 
     def expr(self, e: ast.expr) -> list[tuple[str, int]]:
-        at = getattr(e, "lineno", 0)
+        at = getattr(e, "lineno", None) or self.line        # a node normalising made: its statement's line
         t = lambda *words: [(w, at) for w in words]
         if isinstance(e, ast.Name):
             return t(NAME if e.id in self.abstract_names else e.id)

@@ -2,7 +2,7 @@
 
     codes = {"alice": code, ...}                         # what each student wrote (solution_code)
     prints = fingerprints(codes, release_code(release))
-    listed = compare(prints, 0.5, 20)                    # course.toml [report]: the pairs to look at
+    listed = compare(prints, 0.45, 50)                   # course.toml [report]: the pairs to look at
     regions(prints, pair) -> [(html_a, html_b), ...]     # matched units side by side, shared lines in <mark>
 
 A notebook's fingerprints are the k-grams of K tokens of its normalised units (normalise.py),
@@ -25,7 +25,7 @@ from scipy import sparse
 
 from .normalise import Unit, names_of, units
 
-K = 12   # tokens a fingerprint spans: about one statement (tests/test_similarity.py's evaluation set sets it)
+K = 12   # tokens a fingerprint spans: about one statement (benchmarks/similarity_eval.py)
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,7 @@ class Print:
     code: str
     units: list[Unit]
     grams: dict[int, list[tuple[int, int]]]   # fingerprint -> [(unit index, first token)], boilerplate left out
-
-    @property
-    def shape(self) -> tuple:
-        """The normalised code, order aside: equal for code identical after normalising."""
-        return tuple(sorted(u.tokens for u in self.units))
+    shape: int                                # equal for code identical after normalising (order aside)
 
 
 @dataclass(frozen=True)
@@ -66,7 +62,7 @@ def fingerprints(codes: dict[str, str], release: str) -> dict[str, Print]:
         for h, where in _grams(us).items():
             if h not in boilerplate:
                 grams[h] = where
-        done[code] = Print(code, us, grams)
+        done[code] = Print(code, us, grams, hash(tuple(sorted(u.tokens for u in us))))
     return {name: done[code] for name, code in codes.items()}
 
 
@@ -116,24 +112,30 @@ def regions(prints: dict[str, Print], pair: Pair) -> list[tuple[str, str]]:
     for h in common:
         for ua, _ in a.grams[h]:
             partner.setdefault(ua, Counter()).update(ub for ub, _ in b.grams[h])
+    marked_a, marked_b = _marked(a, common), _marked(b, common)
     out = []
     for ua in sorted(partner):
         ub = partner[ua].most_common(1)[0][0]
-        out.append((_excerpt(a, ua, common), _excerpt(b, ub, common)))
+        out.append((_excerpt(a, ua, marked_a), _excerpt(b, ub, marked_b)))
     return out
 
 
-def _excerpt(p: Print, index: int, common: set[int]) -> str:
-    u = p.units[index]
-    marked = {u.lines[start + k] for h in common for i, start in p.grams[h] if i == index
-              for k in range(min(K, len(u.tokens) - start))}
-    own = set(u.lines)
-    others = {line for i, v in enumerate(p.units) if i != index for line in v.lines} - own
+def _marked(p: Print, common: set[int]) -> dict[int, set[int]]:
+    """{unit index: the lines its shared fingerprints come from}."""
+    out: dict[int, set[int]] = {}
+    for h in common:
+        for i, start in p.grams[h]:
+            out.setdefault(i, set()).update(p.units[i].lines[start:start + K])
+    return out
+
+
+def _excerpt(p: Print, index: int, marked: dict[int, set[int]]) -> str:
+    own = set(p.units[index].lines)
     lines = p.code.split("\n")
     out = []
     for n in range(max(min(own), 1), min(max(own), len(lines)) + 1):
-        if n in others:
+        if n not in own and any(n in u.lines for u in p.units):
             continue                     # a unit's lines enclose another's (a class, the module): not this one's
         text = f"{n:4d}  {html.escape(lines[n - 1])}"
-        out.append(f"<mark>{text}</mark>" if n in marked else text)
+        out.append(f"<mark>{text}</mark>" if n in marked.get(index, ()) else text)
     return "\n".join(out)
