@@ -4,7 +4,7 @@
     copy = EDITS["rename"](cells, random.Random(1))       # another list of cell sources, same behaviour
     copy = combined(["rename", "no-op"], cells, rng)      # several edits, one after another
     write_notebook(notebook, ids, copy, out)              # the notebook with those cells in place
-    evaluation_set() -> (bases, copies, negatives)        # the similarity check's evaluation set
+    evaluation_set(ids) -> (codes, positives, negatives)  # the similarity check's evaluation set
 
 Each edit keeps what the code does: rename local names, reorder functions and methods, put a
 no-op after every statement, change comments and docstrings, add dead code, turn loops into
@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy as _copy
 import io
 import itertools
 import json
 import random
-import textwrap
 import tokenize
 from pathlib import Path
 
