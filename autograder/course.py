@@ -120,7 +120,7 @@ class Lms:
 class Report:
     """The class report's similarity check (docs/report.md): a pair is listed when the larger share of
     its fingerprints found in the other reaches `similarity_threshold` over at least `min_shared`."""
-    similarity_threshold: float = 0.6
+    similarity_threshold: float = 0.45
     min_shared: int = 50
 
 

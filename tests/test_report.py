@@ -118,9 +118,9 @@ def test_crashes_hangs_and_stubs_are_listed_apart(graded):
 
 
 def test_copies_are_listed_and_no_honest_pair_is(graded):
-    """Threshold (course.toml [report]): 0.6 of the larger side's fingerprints, 50 shared at least."""
+    """Threshold (course.toml [report]): 0.45 of the larger side's fingerprints, 50 shared at least."""
     out, _ = graded
-    assert (COURSE.report.similarity_threshold, COURSE.report.min_shared) == (0.6, 50)
+    assert (COURSE.report.similarity_threshold, COURSE.report.min_shared) == (0.45, 50)
     listed = {frozenset((r["a"], r["b"])): r for r in rows(out / "pairs.csv")}
     copied = listed[frozenset(("honest-a", "copied-honest-a"))]
     assert copied["identical"] == "byte-identical"

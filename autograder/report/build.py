@@ -8,14 +8,12 @@ import shutil
 import time
 from pathlib import Path
 
-import copydetect
-
 from .. import suites
 from ..course import ROOT, SOLUTIONS, Course
 from ..core.extract import Template
 from . import page, similarity
 from .classlist import Student
-from .code import solution_code, solution_ids, stub_code
+from .code import release_code, solution_code, solution_ids
 from .summary import summarise
 
 VIEWS = 30   # side-by-side files written, most similar pairs first (pairs.csv lists every pair)
@@ -39,21 +37,22 @@ def write_report(course: Course, assignment: str, students: list[Student], out: 
     ids = solution_ids(template)
     codes = {st.name: code for st in students if st.notebook is not None
              and (code := solution_code(st.notebook, ids)) is not None}
-    prints = similarity.fingerprints(codes, stub_code(release, ids))
+    prints = similarity.fingerprints(codes, release_code(release))
     rules = course.report
     listed = similarity.compare(prints, rules.similarity_threshold, rules.min_shared)
     views = {}
     for i, pair in enumerate(listed[:VIEWS]):
         name = f"pairs/{i + 1:03d}.html"
-        (out / name).write_text(page.pair_view(assignment, pair, *similarity.side_by_side(prints, pair)),
+        (out / name).write_text(page.pair_view(assignment, pair, similarity.regions(prints, pair)),
                                 encoding="utf-8")
         views[(pair.a, pair.b)] = name
     compared = time.perf_counter()
 
     settings = (f"Threshold {rules.similarity_threshold:g} (course.toml [report]): the larger share of one side's "
-                f"code fingerprints found in the other, over at least {rules.min_shared} shared; k-grams of "
-                f"{similarity.NOISE} characters after copydetect {copydetect.__version__}'s filter, which makes "
-                f"every name alike. {len(codes)} notebooks compared.")
+                f"code fingerprints found in the other, over at least {rules.min_shared} shared; a fingerprint is "
+                f"{similarity.K} tokens of the code normalised so that names, literals, comments, no-op and dead "
+                f"statements, the order of functions and cells, and loops written as comprehensions change "
+                f"nothing. {len(codes)} notebooks compared.")
     page.write_csvs(s, listed, out)
     (out / "report.html").write_text(page.report_html(assignment, s, suites.misconceptions(assignment), pngs,
                                                       listed, views, settings), encoding="utf-8")

@@ -2,7 +2,7 @@
 
     ids = solution_ids(source)              # grade ids of the solution cells, from solutions/
     solution_code(notebook, ids) -> str     # the student's cells, joined; None for an unreadable file
-    stub_code(release, ids) -> str          # the same cells as handed out: the boilerplate
+    release_code(release) -> str            # every code cell as handed out: the boilerplate
 
 The source notebook decides which cells are the student's, so clearing a cell's nbgrader
 metadata hides nothing, and the locked cells everyone has are never compared.
@@ -36,6 +36,7 @@ def solution_code(notebook: Path, ids: list[str]) -> str | None:
     return "\n\n".join(parts)
 
 
-def stub_code(release: Path, ids: list[str]) -> str:
-    """The release's solution cells as handed out."""
-    return solution_code(release, ids) or ""
+def release_code(release: Path) -> str:
+    """The release's code cells, joined: the stubs, the setup and the checks everyone has."""
+    cells = nbtest.read_notebook(release)["cells"]
+    return "\n\n".join(nbtest.source_of(cell) for cell in cells if cell.get("cell_type") == "code")

@@ -94,17 +94,20 @@ def _late(late: bool | None) -> str:
     return "" if late is None else "yes" if late else "no"
 
 
-def pair_view(assignment: str, pair: Pair, code_a: str, code_b: str) -> str:
-    """One pair side by side (code already escaped and marked)."""
+def pair_view(assignment: str, pair: Pair, regions: list[tuple[str, str]]) -> str:
+    """One pair's matched units side by side (similarity.regions: code already escaped and marked)."""
     e = html.escape
+    rows = "".join(f"<div><pre>{a}</pre></div><div><pre>{b}</pre></div>" for a, b in regions)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{e(pair.a)} ~ {e(pair.b)}</title>"
             f"<style>{CSS}</style></head><body><h1>{e(assignment)}: {e(pair.a)} ~ {e(pair.b)}</h1>"
-            f"<p class=note>The stretches the two share are marked. A shared stretch is a reason to look, not a "
-            f"finding: short exercises with prescribed APIs have few natural answers.</p>"
+            f"<p class=note>Each part of {e(pair.a)}'s code that matches {e(pair.b)}'s is shown next to the part it "
+            f"matches best, as each wrote it, with the matching lines marked. Names, literals, comments, the order "
+            f"of functions and no-op or dead statements do not count, so marked lines can differ in spelling. A "
+            f"match is a reason to look, not a finding: short exercises with prescribed APIs have few natural "
+            f"answers.</p>"
             f"<p>{pair.share_a:.0%} of {e(pair.a)}'s fingerprints are in {e(pair.b)}'s code, {pair.share_b:.0%} the "
             f"other way; {pair.shared} shared. {e(pair.identical)}</p>"
-            f"<div class=sbs><div><h2>{e(pair.a)}</h2><pre>{code_a}</pre></div>"
-            f"<div><h2>{e(pair.b)}</h2><pre>{code_b}</pre></div></div></body></html>")
+            f"<div class=sbs><h2>{e(pair.a)}</h2><h2>{e(pair.b)}</h2>{rows}</div></body></html>")
 
 
 def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pngs: dict[str, bytes],

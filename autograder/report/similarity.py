@@ -1,30 +1,39 @@
-"""Pairs of students whose solution cells overlap, found with copydetect's winnowing fingerprints.
+"""Pairs of students whose solution cells do the same thing, however it is typed.
 
     codes = {"alice": code, ...}                         # what each student wrote (solution_code)
-    prints = fingerprints(codes, stub_code(release))
-    listed = compare(prints, 0.6, 50)                    # course.toml [report]: the pairs to look at
-    view_a, view_b = side_by_side(prints, pair)          # HTML-escaped code, shared runs in <mark>
+    prints = fingerprints(codes, release_code(release))
+    listed = compare(prints, 0.45, 50)                   # course.toml [report]: the pairs to look at
+    regions(prints, pair) -> [(html_a, html_b), ...]     # matched units side by side, shared lines in <mark>
 
-copydetect's filter (Pygments) turns every name into V, F or O and every string into S, so
-renaming variables changes nothing; fingerprints the release's stubs also have (signatures,
-docstrings) are dropped as boilerplate. A pair's score is containment: the share of one side's
-fingerprints found in the other, the larger of the two, computed for all pairs at once as one
-sparse product (copydetect's own compare_files takes ~12 ms a pair: 200 s for a class of 200).
-copydetect hashes with the built-in hash(), salted per process, so fingerprints are made and
-compared in one process and never kept.
+A notebook's fingerprints are the k-grams of K tokens of its normalised units (normalise.py),
+never spanning two units, so reordered functions and moved cells keep theirs; a unit shorter
+than K is one fingerprint. Fingerprints the release's own code has (signatures, stubs, the
+setup cells) are boilerplate and dropped. A pair's score is containment: the share of one
+side's fingerprints found in the other, the larger of the two, so code a copier adds (a helper's
+call, dead code the normaliser does not see) does not hide what was copied. All pairs are
+scored at once, as one sparse product.
 """
 from __future__ import annotations
 
 import hashlib
-import io
+import html
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-from copydetect import CodeFingerprint, compare_files
-from copydetect.utils import highlight_overlap
 from scipy import sparse
 
-NOISE = 25   # k-gram length in filtered characters (copydetect's noise_t); window 1 keeps every k-gram
+from .normalise import Unit, names_of, units
+
+K = 12   # tokens a fingerprint spans: about one statement (benchmarks/similarity_eval.py)
+
+
+@dataclass(frozen=True)
+class Print:
+    code: str
+    units: list[Unit]
+    grams: dict[int, list[tuple[int, int]]]   # fingerprint -> [(unit index, first token)], boilerplate left out
+    shape: int                                # equal for code identical after normalising (order aside)
 
 
 @dataclass(frozen=True)
@@ -34,7 +43,7 @@ class Pair:
     share_a: float     # share of a's fingerprints also in b
     share_b: float
     shared: int        # fingerprints in common
-    identical: str     # "", "byte-identical" or "identical after renaming"
+    identical: str     # "", "byte-identical" or "identical after normalising"
 
     @property
     def score(self) -> float:
@@ -42,17 +51,32 @@ class Pair:
         return max(self.share_a, self.share_b)
 
 
-def fingerprints(codes: dict[str, str], boilerplate: str) -> dict[str, CodeFingerprint]:
-    """{student: copydetect fingerprint} without the boilerplate's k-grams; identical code is lexed once."""
-    stubs = CodeFingerprint("stubs.py", NOISE, 1, fp=io.StringIO(boilerplate))
-    common = np.unique(np.array(list(stubs.hashes), dtype=np.int64))
-    done: dict[str, CodeFingerprint] = {}
+def fingerprints(codes: dict[str, str], release: str) -> dict[str, Print]:
+    """{student: Print}, without the release's fingerprints; identical code is normalised once."""
+    prescribed = names_of(release)
+    boilerplate = set(_grams(units(release, prescribed)))
+    done: dict[str, Print] = {}
     for code in dict.fromkeys(codes.values()):
-        done[code] = CodeFingerprint("student.py", NOISE, 1, common, fp=io.StringIO(code))
+        us = units(code, prescribed)
+        grams: dict[int, list[tuple[int, int]]] = {}
+        for h, where in _grams(us).items():
+            if h not in boilerplate:
+                grams[h] = where
+        done[code] = Print(code, us, grams, hash(tuple(sorted(u.tokens for u in us))))
     return {name: done[code] for name, code in codes.items()}
 
 
-def compare(prints: dict[str, CodeFingerprint], threshold: float, min_shared: int) -> list[Pair]:
+def _grams(us: list[Unit]) -> dict[int, list[tuple[int, int]]]:
+    out: dict[int, list[tuple[int, int]]] = {}
+    for i, u in enumerate(us):
+        for start in range(max(len(u.tokens) - K + 1, 1)):
+            text = "\x1f".join(u.tokens[start:start + K]).encode()
+            h = int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little", signed=True)
+            out.setdefault(h, []).append((i, start))
+    return out
+
+
+def compare(prints: dict[str, Print], threshold: float, min_shared: int) -> list[Pair]:
     """The pairs to look at, most similar first: a score at the threshold over at least min_shared
     fingerprints (two short, mostly unfinished notebooks can share their one canonical line and
     score 1.0), or the same fingerprints on both sides (identical code, however short)."""
@@ -60,28 +84,58 @@ def compare(prints: dict[str, CodeFingerprint], threshold: float, min_shared: in
     column: dict[int, int] = {}
     rows, cols = [], []
     for i, name in enumerate(names):
-        for h in prints[name].hashes:
+        for h in prints[name].grams:
             rows.append(i)
-            cols.append(column.setdefault(int(h), len(column)))
+            cols.append(column.setdefault(h, len(column)))
     m = sparse.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(names), max(len(column), 1)))
     shared = sparse.triu(m @ m.T, k=1).tocoo()      # shared[i, j]: fingerprints i and j have in common
     size = np.asarray(m.sum(axis=1)).ravel()
     i, j, n = shared.row, shared.col, shared.data
     score = np.maximum(n / size[i], n / size[j])
     keep = ((score >= threshold) & (n >= min_shared)) | ((n == size[i]) & (n == size[j]))
-    digest = {name: hashlib.sha256(prints[name].raw_code.encode()).hexdigest() for name in names}
     out = []
     for i, j, n in zip(i[keep], j[keep], n[keep]):
-        a, b = names[i], names[j]
-        same = ("byte-identical" if digest[a] == digest[b] else
-                "identical after renaming" if prints[a].filtered_code == prints[b].filtered_code else "")
-        out.append(Pair(a, b, float(n / size[i]), float(n / size[j]), int(n), same))
+        a, b = prints[names[i]], prints[names[j]]
+        same = ("byte-identical" if a.code == b.code else
+                "identical after normalising" if a.shape == b.shape else "")
+        out.append(Pair(names[i], names[j], float(n / size[i]), float(n / size[j]), int(n), same))
     return sorted(out, key=lambda p: (-p.score, p.a, p.b))
 
 
-def side_by_side(prints: dict[str, CodeFingerprint], pair: Pair) -> tuple[str, str]:
-    """Both students' code, HTML-escaped, with the stretches they share in <mark> (copydetect's highlighter)."""
-    fa, fb = prints[pair.a], prints[pair.b]
-    _, _, (slices_a, slices_b) = compare_files(fa, fb)
-    return (highlight_overlap(fa.raw_code, slices_a, "<mark>", "</mark>", escape_html=True)[0],
-            highlight_overlap(fb.raw_code, slices_b, "<mark>", "</mark>", escape_html=True)[0])
+def regions(prints: dict[str, Print], pair: Pair) -> list[tuple[str, str]]:
+    """The pair's matched units side by side, in a's order: each unit of a that shares fingerprints
+    with b, next to the unit of b it shares most with, as each student wrote them (HTML-escaped,
+    numbered lines, the lines the shared fingerprints come from in <mark>)."""
+    a, b = prints[pair.a], prints[pair.b]
+    common = a.grams.keys() & b.grams.keys()
+    partner: dict[int, Counter] = {}
+    for h in common:
+        for ua, _ in a.grams[h]:
+            partner.setdefault(ua, Counter()).update(ub for ub, _ in b.grams[h])
+    marked_a, marked_b = _marked(a, common), _marked(b, common)
+    out = []
+    for ua in sorted(partner):
+        ub = partner[ua].most_common(1)[0][0]
+        out.append((_excerpt(a, ua, marked_a), _excerpt(b, ub, marked_b)))
+    return out
+
+
+def _marked(p: Print, common: set[int]) -> dict[int, set[int]]:
+    """{unit index: the lines its shared fingerprints come from}."""
+    out: dict[int, set[int]] = {}
+    for h in common:
+        for i, start in p.grams[h]:
+            out.setdefault(i, set()).update(p.units[i].lines[start:start + K])
+    return out
+
+
+def _excerpt(p: Print, index: int, marked: dict[int, set[int]]) -> str:
+    own = set(p.units[index].lines)
+    lines = p.code.split("\n")
+    out = []
+    for n in range(max(min(own), 1), min(max(own), len(lines)) + 1):
+        if n not in own and any(n in u.lines for u in p.units):
+            continue                     # a unit's lines enclose another's (a class, the module): not this one's
+        text = f"{n:4d}  {html.escape(lines[n - 1])}"
+        out.append(f"<mark>{text}</mark>" if n in marked.get(index, ()) else text)
+    return "\n".join(out)

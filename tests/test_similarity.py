@@ -1,0 +1,164 @@
+"""The similarity check sees through the edits copiers make, and pairs no two authors.
+
+The evaluation set is copier_edits.py's (honest notebooks of several styles and three authors,
+each copied with every edit alone and combined); benchmarks/similarity_eval.py prints its table.
+"""
+from __future__ import annotations
+
+import html
+import json
+import random
+import textwrap
+from pathlib import Path
+
+import pytest
+from copier_edits import (ASSIGNMENT, EDITS, NO_OPS, ORDER, SAMPLES, combined, evaluation_set, solution_cells,
+                          write_notebook)
+from helpers import COURSE, RELEASE_NB, ROOT
+
+from autograder.core.extract import Template
+from autograder.grading.batch import grade_many
+from autograder.report import similarity
+from autograder.report.code import release_code, solution_code, solution_ids
+from autograder.report.normalise import names_of, units
+
+IDS = solution_ids(Template(ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"))
+RELEASE = release_code(RELEASE_NB)
+
+
+def shape(code: str) -> list[tuple[str, ...]]:
+    return sorted(u.tokens for u in units(textwrap.dedent(code), names_of(RELEASE)))
+
+
+def test_every_copy_is_listed_and_no_pair_of_authors_is():
+    seed = random.randrange(1000)
+    codes, positives, negatives = evaluation_set(IDS, seed)
+    rule = COURSE.report
+    prints = similarity.fingerprints(codes, RELEASE)
+    listed = {frozenset((p.a, p.b)): p for p in similarity.compare(prints, rule.similarity_threshold,
+                                                                   rule.min_shared)}
+    missed = [p for p in positives if frozenset(p) not in listed]
+    assert not missed, (seed, missed)
+    wrong = [(a, b, listed[frozenset((a, b))].score) for a, b in negatives if frozenset((a, b)) in listed]
+    assert not wrong, (seed, wrong)
+    assert len({b.split("~")[0] for _, b in positives}) >= 6 and len(EDITS) >= 8
+
+
+def test_a_copy_with_every_edit_keeps_its_bases_score(tmp_path):
+    """The edits change how the code is typed, not what it does: graded, a copy scores what its base scores."""
+    seed, expected = random.randrange(1000), json.loads((SAMPLES / "expected.json").read_text())["samples"]
+    bases = ["full-marks", "honest-b", "style-identity-flag-shortcut"]
+    for base in bases:
+        cells = solution_cells(SAMPLES / f"{base}.ipynb", IDS)
+        write_notebook(SAMPLES / f"{base}.ipynb", IDS, combined(ORDER, cells, random.Random(seed)),
+                       tmp_path / f"{base}.ipynb")
+    results = grade_many(ASSIGNMENT, [tmp_path / f"{base}.ipynb" for base in bases], COURSE, seed=seed)
+    assert len(results) == len(bases)
+    for r in results:
+        base = Path(r.submission).name
+        lost = [(t.name, t.output[:200]) for t in r.tests if t.score < t.max_score]
+        assert r.score == expected[base]["score"], (base, seed, lost)
+
+
+def test_what_is_typed_around_the_code_changes_nothing():
+    plain = """
+        def norms(blocks, x):
+            out = []
+            for b in blocks:
+                if b is not None:
+                    out.append(b(x).norm())
+            return out
+        """
+    typed = '''
+        import torch
+        def norms(blocks: list, x) -> list:
+            """Norms, one a block."""
+            result = [blk(x).norm() for blk in blocks if not (blk is None)]   # a comprehension
+            pass
+            ...
+            return result
+            print("never")
+
+        def unused_helper(a):
+            return a * 2
+        '''
+    assert shape(plain) == shape(typed)
+    assert shape(plain) != shape(plain.replace(".norm()", ".sum()"))       # what it does still counts
+    assert shape(plain) != shape(plain.replace("is not None", "is None"))
+
+
+def test_constant_branches_unused_names_and_order_change_nothing():
+    a = """
+        def f(x):
+            y = x * 2
+            return y + 1
+
+        def g(x, fx):
+            a, b = x, fx
+            a += b
+            return a
+        """
+    b = """
+        def g(x, fx):
+            if False:
+                raise RuntimeError("no")
+            unused = 42
+            first = x
+            first = first + fx
+            return first
+
+        def f(x):
+            return 1 + 2 * x
+        """
+    assert shape(a) == shape(b)
+
+
+def test_a_line_that_does_not_parse_loses_only_itself():
+    code = "def f(x):\n    return x * 2 + 1\n%timeit f(1)\n"
+    assert shape(code) == shape("def f(x):\n    return x * 2 + 1\n")
+
+
+def test_the_release_alone_has_no_fingerprints():
+    untouched = solution_code(SAMPLES / "untouched-release.ipynb", IDS)
+    prints = similarity.fingerprints({"a": untouched, "b": untouched}, RELEASE)
+    assert prints["a"].grams == {}
+    assert similarity.compare(prints, 0.45, 50) == []
+
+
+def test_code_nested_past_the_recursion_limit_is_compared_as_typed():
+    deep = "def f(a):\n    return " + "+".join(["a"] * 3000) + "\n"
+    honest = solution_code(SAMPLES / "honest-a.ipynb", IDS)
+    prints = similarity.fingerprints({"a": deep, "b": deep, "c": honest}, RELEASE)
+    assert [(p.a, p.b, p.identical) for p in similarity.compare(prints, 0.45, 50)] == [("a", "b", "byte-identical")]
+    assert len(prints["c"].grams) > 500
+
+
+def test_an_edited_notebook_is_read_as_it_was_written(tmp_path):
+    cells = solution_cells(SAMPLES / "honest-a.ipynb", IDS)
+    copy = EDITS["split-merge"](EDITS["no-op"](cells, random.Random(1)), random.Random(1))
+    assert copy != cells
+    write_notebook(SAMPLES / "honest-a.ipynb", IDS, copy, tmp_path / "copy.ipynb")
+    assert solution_code(tmp_path / "copy.ipynb", IDS).split("\n") == [        # blank lines at cell ends aside
+        line for cell in copy for line in cell.rstrip("\n").split("\n") + ["", ""]][:-1]
+
+
+@pytest.mark.parametrize("edit", ["no-op", "reorder"])
+def test_regions_show_each_students_own_lines_and_mark_the_matched_ones(edit):
+    cells = solution_cells(SAMPLES / "honest-a.ipynb", IDS)
+    codes = {"a": "\n\n".join(cells), "b": "\n\n".join(EDITS[edit](cells, random.Random(2)))}
+    prints = similarity.fingerprints(codes, RELEASE)
+    [pair] = similarity.compare(prints, 0.45, 50)
+    regions = similarity.regions(prints, pair)
+    assert len(regions) >= 10             # honest-a's functions and methods, each beside its copy
+    marked = {"a": [], "b": []}
+    for side, k in (("a", 0), ("b", 1)):
+        own = set(codes[side].split("\n"))
+        for region in regions:
+            for line in region[k].split("\n"):
+                text = html.unescape(line.removeprefix("<mark>").removesuffix("</mark>"))[6:]
+                assert text in own, (side, text)
+                if line.startswith("<mark>"):
+                    marked[side].append(text.strip())
+    for side in marked:
+        assert "out = torch.add(x, fx)" in marked[side]
+        assert not set(marked[side]) & set(NO_OPS)        # an inserted no-op matches nothing
