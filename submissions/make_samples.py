@@ -354,11 +354,6 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
                               s.notebook({}), every),
         "partly-right": ("parts 1 and 2 done, parts 3 to 5 still stubs", s.solved(parts=(1, 2)),
                          part[3] | part[4] | part[5]),
-        "stream-norms-three-dims": ("residual_stream_norms unpacks B, T, d = x.shape: right for Part 4's (B, T, d), "
-                                    "a crash on the (N, d) of Part 5's scaling cell",
-                                    s.solved(residual_stream_norms=s.filled("residual_stream_norms", [
-                                        "B, T, d = x.shape\n" + s.bodies["residual_stream_norms"][0]])),
-                                    {"stream_norms"}),
         "silent-broadcasting": ("residual_add returns x + fx without checking the shapes",
                                 s.solved(residual_add=broadcasting), fails_broadcasting),
         "in-place-add": ("residual_add checks the shapes, then adds in place (x += fx)",

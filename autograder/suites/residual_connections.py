@@ -637,9 +637,9 @@ def stream_norms(t: Trial):
              spec("branch", "residual", t.randn(d, d, scale=1 / math.sqrt(d)), t.randn(d, scale=0.3))
              for _ in range(t.size(3, 5))]
     blocks = [t.build(s) for s in specs]
-    # (B, T, d) as Part 4 calls it and (N, d) as Part 5's scaling cell does: a token is the last dimension
+    # (B, T, d) as Part 4 calls it, and (1, N, d) as Part 5's scaling cell does
     for x in (t.randn(t.size(1, 3), t.size(3, 7), d, scale=t.uniform(0.5, 3)),
-              t.randn(t.size(3, 9), d, scale=t.uniform(0.5, 3))):
+              t.randn(1, t.size(3, 9), d, scale=t.uniform(0.5, 3))):
         what = f"residual_stream_norms({len(specs)} blocks, x of shape {tuple(x.shape)})"
         obs = t.call("residual_stream_norms", specs, x)
         t.check(t.tensor(obs.args_after[1], "x"), x, f"x after {what}", "residual_stream_norms must not modify x",
@@ -650,11 +650,11 @@ def stream_norms(t: Trial):
             streams = [x]
             for b in blocks:
                 streams.append(b(streams[-1]))
-        t.check(got, want, what, "entry l is the mean over tokens of ||x_l[..., :]||, the norm over the last "
-                "dimension (d_model), before the first block and after each", rtol=1e-5, alternatives=[
+        t.check(got, want, what, "entry l is the mean over tokens of ||x_l[b, t, :]||, before the first block "
+                "and after each", rtol=1e-5, alternatives=[
                     ("the norm of the whole tensor, not the mean per-token norm", [s.norm().item() for s in streams]),
                     ("the norm is taken over the wrong dimension: a token's vector is the last one, d_model",
-                     [s.norm(dim=-2).mean().item() for s in streams]),
+                     [s.norm(dim=1).mean().item() for s in streams]),
                     ("the mean of squared norms, not of norms", [s.pow(2).sum(-1).mean().item() for s in streams])])
 
 
