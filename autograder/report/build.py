@@ -1,4 +1,4 @@
-"""Write a class's report: dist/report/ASSIGNMENT/ with report.html, CSVs, PNG charts and pairs/.
+"""Write a class's report: dist/report/ASSIGNMENT/ with report.html, CSVs, PNG charts, pairs/ and students/.
 
     out = write_report(course, "residual-connections", students, Path("dist/report/residual-connections"))
 """
@@ -13,6 +13,7 @@ import copydetect
 from .. import suites
 from ..course import ROOT, SOLUTIONS, Course
 from ..core.extract import Template
+from ..nbgrading.answers import Questions
 from . import page, similarity
 from .classlist import Student
 from .code import solution_code, solution_ids, stub_code
@@ -34,6 +35,14 @@ def write_report(course: Course, assignment: str, students: list[Student], out: 
 
     s = summarise(students)
     pngs = page.charts(s, out)
+    questions = Questions(a.notebook_path(SOLUTIONS), course.grading.max_cell_kb)
+    mine = {}   # student -> (their view, written answers given, questions)
+    (out / "students").mkdir()
+    for i, st in enumerate(st for st in students if st.notebook is not None):
+        answers = questions.answers(st.notebook)
+        name = f"students/{i + 1:03d}.html"
+        (out / name).write_text(page.student_view(assignment, st, answers), encoding="utf-8")
+        mine[st.name] = name, sum(a.text is not None for a in answers), len(answers)
     summarised = time.perf_counter()
 
     ids = solution_ids(template)
@@ -56,6 +65,6 @@ def write_report(course: Course, assignment: str, students: list[Student], out: 
                 f"every name alike. {len(codes)} notebooks compared.")
     page.write_csvs(s, listed, out)
     (out / "report.html").write_text(page.report_html(assignment, s, suites.misconceptions(assignment), pngs,
-                                                      listed, views, settings), encoding="utf-8")
+                                                      listed, views, settings, mine), encoding="utf-8")
     end = time.perf_counter()
     return {"summary": summarised - start, "similarity": compared - summarised, "total": end - start}

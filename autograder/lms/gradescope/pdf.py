@@ -45,7 +45,7 @@ def write_pdf(answers: list[Answer], path: Path, title: str) -> int:
         pdf.ln(3)
         pdf.set_font(SANS, "B", 11)
         pdf.cell(0, 7, "Answer", new_x="LMARGIN", new_y="NEXT")
-        _html(pdf, a.html(), a.text or a.note, size=11)
+        _html(pdf, a.html(), "\n\n".join(filter(None, [a.text, a.note])), size=11)
     path.parent.mkdir(parents=True, exist_ok=True)
     pdf.output(str(path))
     return pdf.pages_count
