@@ -18,26 +18,23 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from autograder import course  # noqa: E402
-from autograder.course import SOLUTIONS  # noqa: E402
-from autograder.lms.gradescope.pdf import write_pdf  # noqa: E402
-from autograder.nbgrading.answers import Questions  # noqa: E402
-
-ASSIGNMENT = "residual-connections"
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from autograder import course
+    from autograder.course import SOLUTIONS
+    from autograder.lms.gradescope.pdf import write_pdf
+    from autograder.nbgrading.answers import Questions
     spec = importlib.util.spec_from_file_location("make_samples", ROOT / "submissions" / "make_samples.py")
     samples = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(samples)
     c = course.load()
-    questions = Questions(c.assignment(ASSIGNMENT).notebook_path(SOLUTIONS), c.grading.max_cell_kb)
-    notebooks = [ROOT / "submissions" / ASSIGNMENT / f"{name}.ipynb" for name in samples.WRITTEN]
+    questions = Questions(c.assignment("residual-connections").notebook_path(SOLUTIONS), c.grading.max_cell_kb)
+    notebooks = [ROOT / "submissions" / "residual-connections" / f"{name}.ipynb" for name in samples.WRITTEN]
     times = {"answers taken and rendered": [], "PDF written": []}   # (wall, cpu) per run
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeat):
