@@ -111,11 +111,13 @@ def test_math_becomes_readable_text():
 
 
 def test_results_json_has_one_entry_per_question_after_its_parts_tests(tmp_path):
-    result = Result(ASSIGNMENT, 1, [Entry(f"t{p}", p, 1, 1, "passed") for p in (1, 2, 2, 3, 4, 5)])
+    # parts 1, 2, 2, 4, then each part's 0-point rules test, as the suites list them; part 3 has no test
+    result = Result(ASSIGNMENT, 1, [Entry(f"t{i}", p, 1, 1, "passed") for i, p in enumerate((1, 2, 2, 4, 1, 2, 4))])
     answers = QUESTIONS.answers(SAMPLES / "partly-right.ipynb")
     doc = to_gradescope(result, visibility="visible", answers=answers)
     assert not list(SCHEMA.iter_errors(doc))
-    assert [t["number"] for t in doc["tests"]] == ["1.1", "2.1", "2.2", "2.3", "3.1", "3.2", "4.1", "4.2", "5.1", "5.2"]
+    assert [t["number"] for t in doc["tests"]] == ["1.1", "2.1", "2.2", "2.4", "3.1", "4.1", "4.3", "1.2", "2.3",
+                                                  "4.2", "5.1"]
     written = [t for t in doc["tests"] if "written answer" in t["tags"]]
     assert [t["extra_data"]["part"] for t in written] == [2, 3, 4, 5]
     for t, q in zip(written, QUESTIONS.questions):

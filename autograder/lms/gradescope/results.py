@@ -38,11 +38,10 @@ def to_gradescope(result: Result, *, visibility: str, late: Late | None = None, 
             "visibility": visibility,
             "extra_data": {"part": t.part, "ran": t.ran},
         })
-    for a in answers:      # after its part's tests, before the next part's
+    for a in answers:
         part = a.question.part
         numbers[part] = numbers.get(part, 0) + 1
-        at = next((i for i, t in enumerate(tests) if t["extra_data"]["part"] > part), len(tests))
-        tests.insert(at, written(a, f"{part}.{numbers[part]}"))
+        tests.insert(place(tests, part), written(a, f"{part}.{numbers[part]}"))
     penalty = late.penalty if late else 0
     lines = [f"{result.assignment}: {result.score} / {result.max_score} automatic points from the hidden "
              f"tests, run outside your notebook (seed {result.seed})."]
@@ -65,6 +64,18 @@ def to_gradescope(result: Result, *, visibility: str, late: Late | None = None, 
     if execution_time is not None:
         out["execution_time"] = round(execution_time, 1)
     return out
+
+
+def place(tests: list[dict], part: int) -> int:
+    """Where a written answer of this part goes: after the first run of the part's entries (a suite
+    lists its 0-point rules tests last, apart from their part); without one, before the next part's."""
+    parts = [t["extra_data"]["part"] for t in tests]
+    if part not in parts:
+        return next((i for i, p in enumerate(parts) if p > part), len(parts))
+    at = parts.index(part)
+    while at < len(parts) and parts[at] == part:
+        at += 1
+    return at
 
 
 def written(a: Answer, number: str) -> dict:
