@@ -22,9 +22,10 @@ from autograder.lms.gradescope.build import GRADING_NEEDS, build, course_toml
 from autograder.lms.gradescope.late import lateness
 from autograder.lms.gradescope.results import not_graded, to_gradescope
 from autograder.lms.gradescope.run import NoNotebook, closed_folders, pick_notebook
+from autograder.nbgrading.answers import Questions
 from autograder.results.result import Result, not_run
 from autograder.results.result import TestResult as Entry   # not collected as a test class
-from helpers import COURSE, NAMES, ROOT, SampleClass
+from helpers import COURSE, NAMES, ROOT, SampleClass, make_samples
 
 SCHEMA = Draft202012Validator(json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text()))
 STUDENT = "nobody"
@@ -256,6 +257,15 @@ def cheat_notebook(root: Path, attempt: str) -> bytes:
     return json.dumps(nb).encode()
 
 
+def hostile_answer(notebook: Path) -> bytes:
+    """The notebook with a script, odd unicode and 200,000 characters as its Part 2 written answer."""
+    nb = json.loads(notebook.read_text())
+    cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "part2-written")
+    cell["source"] = ('<script>alert("x")</script> [a](javascript:alert(1)) \u202eevil\x00 𝔘𝔫𝔦\n\n'
+                      + "Long. " * 40_000)
+    return json.dumps(nb).encode()
+
+
 @pytest.fixture(scope="module")
 def class_runs(tmp_path_factory, zips):
     """{assignment: (samples, {root name: results.json}, {sample: grade --json line})}, run once per assignment."""
@@ -271,6 +281,8 @@ def class_runs(tmp_path_factory, zips):
                                           {"mine.ipynb": (samples.folder / "full-marks.ipynb").read_bytes()})
             roots["no-notebook"] = lay_out(base / "no-notebook", zips[name], metadata(samples.seed), {"mine.py": b"x = 1"})
             if name == "residual-connections":
+                roots["hostile-answer"] = lay_out(base / "hostile-answer", zips[name], metadata(samples.seed),
+                                                  {"mine.ipynb": hostile_answer(samples.folder / "full-marks.ipynb")})
                 for cheat, attempt in CHEATS.items():
                     root = base / cheat
                     roots[cheat] = lay_out(root, zips[name], metadata(samples.seed), {"nb.ipynb": cheat_notebook(root, attempt)})
@@ -292,12 +304,52 @@ def test_every_sample_scores_as_the_command_line_does(class_runs, name):
     for sample, want in graded.items():
         doc = docs[sample]
         assert_valid(doc)
-        got = [(t["name"], t["score"], t["max_score"]) for t in doc["tests"]]
+        tests = auto(doc)
+        got = [(t["name"], t["score"], t["max_score"]) for t in tests]
         assert got == [(t["name"], t["score"], t["max_score"]) for t in want["tests"]], f"{sample}, seed {samples.seed}"
         assert doc["score"] == doc["extra_data"]["auto_score"] == want["score"]      # on time: no penalty
         assert doc["extra_data"]["seed"] == samples.seed
-        samples.assert_expected(sample, {"score": doc["extra_data"]["auto_score"], "tests": doc["tests"]})
-    samples.assert_no_source({s: docs[s] for s in graded})
+        samples.assert_expected(sample, {"score": doc["extra_data"]["auto_score"], "tests": tests})
+    samples.assert_no_source({s: {"tests": auto(docs[s])} for s in graded})
+
+
+def auto(doc: dict) -> list[dict]:
+    """results.json's hidden tests' entries, without the written answers'."""
+    return [t for t in doc["tests"] if "written answer" not in t["tags"]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_every_sample_shows_each_written_answer(class_runs, name):
+    """One entry per written question, after its part's tests, with the student's own text."""
+    samples, docs, _, graded = class_runs(name)
+    questions = Questions(COURSE.assignment(name).notebook_path(ROOT / "solutions")).questions
+    given = make_samples().WRITTEN if name == "residual-connections" else {}
+    for sample in graded:
+        doc = docs[sample]
+        written = [t for t in doc["tests"] if "written answer" in t["tags"]]
+        assert [t["extra_data"]["grade_id"] for t in written] == [q.grade_id for q in questions], sample
+        parts = [t["extra_data"]["part"] for t in doc["tests"]]
+        assert all(parts[doc["tests"].index(t) - 1] == t["extra_data"]["part"] for t in written), \
+            f"{sample}: an answer is not after its part's tests: {parts}"
+        for t, q in zip(written, questions):
+            assert (t["score"], t["max_score"], t["visibility"]) == (0, 0, "after_published")
+            assert t["tags"] == [f"part {q.part}", "written answer", f"{q.points:g} manual points"]
+            text = given.get(sample.removesuffix(".ipynb"), {}).get(q.grade_id)
+            if text is None:
+                why = "Not read: mine.ipynb" if sample == "invalid-json.ipynb" else "Not answered: "
+                assert not t["extra_data"]["answered"] and why in t["output"], (sample, q.grade_id)
+            else:
+                assert t["extra_data"]["answered"], (sample, q.grade_id)
+                assert all(w in t["output"] for w in re.findall(r"[A-Za-z]{6,}", re.sub(r"\$[^$]*\$", " ", text)))
+    assert {f"{s}.ipynb" for s in given} <= set(graded)
+    hostile = docs.get("hostile-answer")
+    if hostile:
+        assert_valid(hostile)
+        [entry] = [t for t in hostile["tests"] if t.get("extra_data", {}).get("grade_id") == "part2-written"]
+        assert "<script" not in entry["output"] and "&lt;script&gt;" in entry["output"]
+        assert "\u202e" not in entry["output"] and "Cut at 20,000" in entry["output"]
+        assert len(entry["output"]) < 120_000
 
 
 @pytest.mark.slow
@@ -309,7 +361,7 @@ def test_late_and_unreadable_uploads_get_results_json(class_runs, name):
     a = COURSE.assignment(name)
     assert late["extra_data"]["late"]["days"] == 23 and late["extra_data"]["late"]["previous"] == 1
     assert late["score"] == max(0, full["score"] - 23 * a.late_per_day)
-    assert [t["score"] for t in late["tests"]] == [t["score"] for t in full["tests"]]
+    assert [t["score"] for t in auto(late)] == [t["score"] for t in full["tests"]]
     assert_valid(docs["no-notebook"])
     assert docs["no-notebook"]["score"] == 0 and "only: mine.py" in docs["no-notebook"]["output"]
 

@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import ASSIGNMENT, COURSE, ROOT, SampleClass, solution_lines
+from helpers import ASSIGNMENT, COURSE, ROOT, SampleClass, make_samples, solution_lines
 
 from autograder import suites
 from autograder.core.extract import Template
@@ -189,3 +189,24 @@ def test_report_command_says_what_to_do_without_results(tmp_path):
                          cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 2
     assert "no such results store" in run.stderr and "grade residual-connections" in run.stderr
+
+
+def test_each_student_has_a_view_with_their_written_answers(graded):
+    out, students = graded
+    page = (out / "report.html").read_text(encoding="utf-8")
+    links = dict((name, view) for view, name in re.findall(r"<a href='(students/\d+\.html)'>([^<]+)</a>", page))
+    assert sorted(links) == sorted(s.name for s in students if s.notebook is not None) == sorted(FAMILY)
+    written = make_samples().WRITTEN
+    for name, view in links.items():
+        text = (out / view).read_text(encoding="utf-8")
+        assert f"<h1>{ASSIGNMENT}: {html.escape(name)}</h1>" in text and "<script" not in text.lower()
+        given = written.get(name, {})
+        assert text.count("Not answered: the cell still holds YOUR ANSWER HERE.") == \
+            (0 if name == "invalid-json" else 4 - len(given)), name
+        for answer in given.values():
+            assert all(w in text for w in re.findall(r"[A-Za-z]{6,}", re.sub(r"\$[^$]*\$", " ", answer))), name
+        result = next(s.result for s in students if s.name == name)
+        assert f"<th>total</th><th class=n>{result.score:g} / {result.max_score}</th>" in text
+    assert "∂L/∂x_0" in (out / links["full-marks"]).read_text(encoding="utf-8")         # math as text
+    assert re.search(r"<td><a href='students/\d+\.html'>partly-right</a></td><td class=n>[\d.]+ / \d+</td>"
+                     r"<td class=n>2 of 4</td>", page)

@@ -9,6 +9,7 @@
     gradescope   write a Gradescope autograder zip per assignment
     gradescope-run   grade Gradescope submissions (run_autograder calls this)
     report       the class report: what to reteach, and similar submissions
+    answers      one PDF of written answers per submission (Gradescope PDF upload)
 
 Only the chosen command's module is imported, so a command pays for nothing else.
 course.toml is read once, here, and handed to the command as args.course.
@@ -25,7 +26,7 @@ from ..course import CourseError
 COMMANDS = {   # command: the module of this package that defines it (add_parser, run)
     "release": "release", "grade": "grade", "autograde": "autograde",
     "roster": "canvas", "canvas-zip": "canvas", "demo": "demo", "report": "report",
-    "gradescope": "gradescope", "gradescope-run": "gradescope",
+    "gradescope": "gradescope", "gradescope-run": "gradescope", "answers": "answers",
 }
 
 

@@ -1,4 +1,4 @@
-"""Feedback pages without a student's script: markdown cells rendered and cleaned before nbgrader's template.
+"""A student's markdown as HTML without their script: feedback pages' markdown cells, and written answers.
 
 nbgrader's feedback template renders markdown cells itself (markdown2html, no cleaning),
 so nbconvert's sanitize_html misses them, and escaping the markdown source still lets
@@ -20,12 +20,18 @@ TAGS = [*bleach.ALLOWED_TAGS, "p", "div", "span", "pre", "br", "hr", "h1", "h2",
 ATTRIBUTES = {**bleach.ALLOWED_ATTRIBUTES, "*": ["class", "id"], "img": ["src", "alt"]}
 
 
+def clean(html: str, tags: list[str] = TAGS) -> str:
+    """html with only the allowed tags and attributes (the others' text escaped), links only to http,
+    https and mailto."""
+    return bleach.clean(html, tags=tags, attributes=ATTRIBUTES)
+
+
 class SanitizeMarkdown(Preprocessor):
     """Replace each markdown cell's source by its rendered, cleaned HTML."""
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "markdown":
-            html = bleach.clean(markdown2html(cell.source), tags=TAGS, attributes=ATTRIBUTES)
+            html = clean(markdown2html(cell.source))
             # one HTML block for the template's markdown2html, passed through as is: a blank line
             # would end it and render what follows as markdown again (a javascript: link, say)
             cell.source = "<div>\n" + re.sub(r"\n\s*\n", "\n&#10;\n", html.strip()) + "\n</div>"

@@ -1,4 +1,4 @@
-"""Write a class's report: dist/report/ASSIGNMENT/ with report.html, CSVs, PNG charts and pairs/.
+"""Write a class's report: dist/report/ASSIGNMENT/ with report.html, CSVs, PNG charts, pairs/ and students/.
 
     out = write_report(course, "residual-connections", students, Path("dist/report/residual-connections"))
 """
@@ -11,6 +11,7 @@ from pathlib import Path
 from .. import suites
 from ..course import ROOT, SOLUTIONS, Course
 from ..core.extract import Template
+from ..nbgrading.answers import Questions
 from . import page, similarity
 from .classlist import Student
 from .code import release_code, solution_code, solution_ids
@@ -32,6 +33,14 @@ def write_report(course: Course, assignment: str, students: list[Student], out: 
 
     s = summarise(students)
     pngs = page.charts(s, out)
+    questions = Questions(a.notebook_path(SOLUTIONS), course.grading.max_cell_kb)
+    mine = {}   # student -> (their view, written answers given, questions)
+    (out / "students").mkdir()
+    for i, st in enumerate(st for st in students if st.notebook is not None):
+        answers = questions.answers(st.notebook)
+        name = f"students/{i + 1:03d}.html"
+        (out / name).write_text(page.student_view(assignment, st, answers), encoding="utf-8")
+        mine[st.name] = name, sum(a.text is not None for a in answers), len(answers)
     summarised = time.perf_counter()
 
     ids = solution_ids(template)
@@ -55,6 +64,6 @@ def write_report(course: Course, assignment: str, students: list[Student], out: 
                 f"nothing. {len(codes)} notebooks compared.")
     page.write_csvs(s, listed, out)
     (out / "report.html").write_text(page.report_html(assignment, s, suites.misconceptions(assignment), pngs,
-                                                      listed, views, settings), encoding="utf-8")
+                                                      listed, views, settings, mine), encoding="utf-8")
     end = time.perf_counter()
     return {"summary": summarised - start, "similarity": compared - summarised, "total": end - start}

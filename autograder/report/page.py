@@ -1,7 +1,8 @@
 """The report's files: report.html (one page, no script, nothing fetched), CSVs and PNG charts.
 
 The page holds names, numbers, test names and the suite's misconception lines; the students'
-code appears only in the side-by-side views of similar pairs, each its own file under pairs/.
+code appears only in the side-by-side views of similar pairs, each its own file under pairs/,
+and their written answers only in their own views under students/.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ matplotlib.use("Agg")          # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..kit import Misconception  # noqa: E402
+from ..nbgrading.answers import Answer, render  # noqa: E402
+from .classlist import Student  # noqa: E402
 from .similarity import Pair  # noqa: E402
 from .summary import APART, Summary  # noqa: E402
 
@@ -24,7 +27,8 @@ table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border-bottom:1px solid
 text-align:left;vertical-align:top}th{background:#f4f4f4}td.n{text-align:right}.who{font-size:12px;color:#555}
 .note{background:#fff8e0;border-left:4px solid #e0b000;padding:.6em 1em}
 pre{font-size:12px;background:#f8f8f8;padding:.5em;overflow:auto;white-space:pre-wrap}mark{background:#ffd0d0}
-.sbs{display:grid;grid-template-columns:1fr 1fr;gap:1em}"""
+.sbs{display:grid;grid-template-columns:1fr 1fr;gap:1em}
+.answer{border-left:4px solid #4a7ab5;padding:.1em 1em;margin-bottom:2em}blockquote{margin:.5em 0}"""
 
 
 def charts(s: Summary, out: Path) -> dict[str, bytes]:
@@ -111,7 +115,9 @@ def pair_view(assignment: str, pair: Pair, regions: list[tuple[str, str]]) -> st
 
 
 def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pngs: dict[str, bytes],
-                pairs: list[Pair], views: dict[tuple[str, str], str], settings: str) -> str:
+                pairs: list[Pair], views: dict[tuple[str, str], str], settings: str,
+                students: dict[str, tuple[str, int, int]] | None = None) -> str:
+    """students: name -> (its view under students/, written answers given, written questions)."""
     e = html.escape
     img = lambda name, alt: f"<img alt='{alt}' src='data:image/png;base64,{base64.b64encode(pngs[name]).decode()}'>"
     graded = [st for st in s.students if st.result is not None]
@@ -121,6 +127,8 @@ def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pn
          f"<p>{len(s.students)} submissions, {len(graded)} graded; mean {mean:.1f} of {s.max_score} automatic "
          "points. The same numbers are in tests.csv and students.csv.</p>",
          "<h2>Scores</h2>", img("total.png", "histogram of total scores"), img("parts.png", "histograms per part")]
+    if students:
+        h.append(student_list(s, students))
 
     h.append("<h2>What to reteach</h2><p>Each misconception the hidden tests' failures named, ordered by the points it "
              "cost the class.</p><table><tr><th>misconception</th><th>students</th><th>points lost</th>"
@@ -175,5 +183,43 @@ def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pn
         h.append("</table>")
         if len(views) < len(pairs):
             h.append(f"<p>Side-by-side views for the {len(views)} most similar pairs; every pair is in pairs.csv.</p>")
+    h.append("</body></html>")
+    return "\n".join(h)
+
+
+def student_list(s: Summary, students: dict[str, tuple[str, int, int]]) -> str:
+    """The table of students, each linked to their view (automatic score, written answers given)."""
+    e = html.escape
+    rows = ["<h2>Students</h2><p>Each student's page shows their automatic points per part and their written "
+            "answers, rendered, for grading by hand.</p><table><tr><th>student</th><th>automatic points</th>"
+            "<th>written answers given</th></tr>"]
+    for st in s.students:
+        view, given, asked = students.get(st.name, (None, 0, 0))
+        name = f"<a href='{e(view)}'>{e(st.name)}</a>" if view else e(st.name)
+        score = f"{st.result.score:g} / {st.result.max_score}" if st.result else "not graded"
+        rows.append(f"<tr><td>{name}</td><td class=n>{score}</td><td class=n>{given} of {asked}</td></tr>")
+    return "".join(rows) + "</table>"
+
+
+def student_view(assignment: str, student: Student, answers: list[Answer]) -> str:
+    """One student's page: automatic points per part, and each written answer under its question
+    (rendered and cleaned by nbgrading/answers.py, math as text), for the instructors who grade them."""
+    e = html.escape
+    per = student.result.parts() if student.result else {}
+    h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(assignment)}: {e(student.name)}</title>"
+         f"<style>{CSS}</style></head><body><h1>{e(assignment)}: {e(student.name)}</h1>",
+         "<p class=note>The written answers as the student wrote them: markdown rendered, formulas as text, "
+         "anything that could run or load removed. They are graded by hand, in nbgrader's formgrader or on "
+         "Gradescope; the notebook holds the original.</p>",
+         "<table><tr><th>part</th><th>automatic points</th></tr>" if student.result else
+         "<p>Not in the results store: no automatic points yet.</p>"]
+    if student.result:
+        h += [f"<tr><td class=n>{p}</td><td class=n>{score:g} / {top}</td></tr>" for p, (score, top) in per.items()]
+        h.append(f"<tr><th>total</th><th class=n>{student.result.score:g} / {student.result.max_score}</th></tr>"
+                 "</table>")
+    for a in answers:
+        q = a.question
+        h.append(f"<h2>Part {q.part}: written answer ({q.points:g} points)</h2>"
+                 f"<blockquote class=who>{render(q.prompt)}</blockquote><div class=answer>{a.html()}</div>")
     h.append("</body></html>")
     return "\n".join(h)

@@ -21,7 +21,8 @@ from ... import suites
 from ...course import COURSE_FILE, ROOT, SOLUTIONS, Course, CourseError
 
 TEMPLATES = Path(__file__).parent / "templates"
-GRADING_NEEDS = ("torch", "numpy", "pytest", "triton")   # what grading imports (nbtest imports pytest)
+# what a Gradescope run imports: grading (nbtest imports pytest), and the written answers it shows
+GRADING_NEEDS = ("torch", "numpy", "pytest", "triton", "nbconvert", "bleach", "pylatexenc")
 EXECUTABLE, PLAIN = 0o755, 0o644
 
 

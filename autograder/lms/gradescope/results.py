@@ -1,18 +1,23 @@
 """Our Result as Gradescope's results.json (https://gradescope-autograders.readthedocs.io/en/latest/specs/).
 
-    to_gradescope(result, visibility="after_published", late=Late(...), execution_time=12.3) -> dict
+    to_gradescope(result, visibility="after_published", late=Late(...), answers=[...], execution_time=12.3) -> dict
     not_graded(assignment, reason) -> dict      # score 0 and the reason, for a run that graded nothing
 
 Per-test scores are the Result's own: Gradescope gets exactly what `python -m autograder
 grade` prints. Only the top-level score may differ from their sum, by the late penalty.
+Each written answer (nbgrading/answers.py) is one more entry of 0 points, after its part's
+tests, for the graders of the manually graded questions to read (docs/gradescope.md).
 """
 from __future__ import annotations
 
+from ...nbgrading.answers import Answer
 from ...results.result import Result, points
 from .late import Late
 
+ANSWERS_SEEN = "after_published"   # graders read them at once; the student, with the grades
 
-def to_gradescope(result: Result, *, visibility: str, late: Late | None = None,
+
+def to_gradescope(result: Result, *, visibility: str, late: Late | None = None, answers: list[Answer] = (),
                   execution_time: float | None = None) -> dict:
     """visibility: course.toml's choice for the hidden tests' entries ("visible" or "after_published")."""
     numbers: dict[int, int] = {}
@@ -33,11 +38,19 @@ def to_gradescope(result: Result, *, visibility: str, late: Late | None = None,
             "visibility": visibility,
             "extra_data": {"part": t.part, "ran": t.ran},
         })
+    for a in answers:
+        part = a.question.part
+        numbers[part] = numbers.get(part, 0) + 1
+        tests.insert(place(tests, part), written(a, f"{part}.{numbers[part]}"))
     penalty = late.penalty if late else 0
     lines = [f"{result.assignment}: {result.score} / {result.max_score} automatic points from the hidden "
              f"tests, run outside your notebook (seed {result.seed})."]
     if late:
         lines.append(late.line())
+    if answers:
+        manual = sum(a.question.points for a in answers)
+        lines.append(f"Your written answers ({manual:g} points) are graded by hand; they are listed here, as the "
+                     "graders read them, once the grades are published.")
     out = {
         "score": points(max(0, result.score - penalty)),
         "output": "\n".join(lines),
@@ -51,6 +64,35 @@ def to_gradescope(result: Result, *, visibility: str, late: Late | None = None,
     if execution_time is not None:
         out["execution_time"] = round(execution_time, 1)
     return out
+
+
+def place(tests: list[dict], part: int) -> int:
+    """Where a written answer of this part goes: after the first run of the part's entries (a suite
+    lists its 0-point rules tests last, apart from their part); without one, before the next part's."""
+    parts = [t["extra_data"]["part"] for t in tests]
+    if part not in parts:
+        return next((i for i, p in enumerate(parts) if p > part), len(parts))
+    at = parts.index(part)
+    while at < len(parts) and parts[at] == part:
+        at += 1
+    return at
+
+
+def written(a: Answer, number: str) -> dict:
+    """A written answer's entry: the question, the answer rendered (cleaned HTML), 0 points."""
+    q = a.question
+    return {
+        "name": f"Part {q.part} written answer ({q.points:g} points, graded by hand): {q.short}",
+        "number": number,
+        "score": 0,
+        "max_score": 0,
+        "output": a.html(),
+        "output_format": "html",
+        "tags": [f"part {q.part}", "written answer", f"{q.points:g} manual points"],
+        "visibility": ANSWERS_SEEN,
+        "extra_data": {"part": q.part, "grade_id": q.grade_id, "manual_points": q.points,
+                       "answered": a.text is not None},
+    }
 
 
 def not_graded(assignment: str, reason: str) -> dict:

@@ -9,7 +9,7 @@ Each root is laid out as Gradescope's /autograder:
     results/results.json       written here in every case (root-only)
 
 Per root: a "not graded" results.json first (what stays if Gradescope kills the run), then
-the graded Result (results.py), replacing it atomically. Student code runs in sandbox
+the graded Result and the written answers (results.py), replacing it atomically. Student code runs in sandbox
 children as the student user. The seed is the submission's Gradescope id, so a regrade
 draws the same inputs and `python -m autograder grade A NOTEBOOK --seed ID` reproduces it.
 Several roots share one Grader (a class graded in one process, as the tests do).
@@ -23,8 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-from ...course import Course, CourseError
+from ...course import SOLUTIONS, Course, CourseError
 from ...grading.grader import Grader
+from ...nbgrading.answers import Questions
 from .late import lateness
 from .results import not_graded, to_gradescope
 
@@ -94,6 +95,7 @@ def grade_roots(course: Course, roots: list[Path], student: str, assignment: str
         write_results(root, not_graded(name, KILLED))
     a = course.assignment(name)
     try:
+        questions = Questions(a.notebook_path(SOLUTIONS), course.grading.max_cell_kb)
         if closed := closed_folders():
             raise CourseError(f"student code runs as {student!r} but cannot enter {', '.join(map(str, closed))} "
                               "(the Python installation it imports from); install Python where every user can "
@@ -123,6 +125,7 @@ def grade_roots(course: Course, roots: list[Path], student: str, assignment: str
                 raise
             late = lateness(metadata, a, course.lms.gradescope.late)
             write_results(root, to_gradescope(result, visibility=course.lms.visibility(a), late=late,
+                                              answers=questions.answers(notebook),
                                               execution_time=time.monotonic() - start))
             print(f"{root}: {notebook.name}: {result.score} / {result.max_score} (seed {seed})", flush=True)
 

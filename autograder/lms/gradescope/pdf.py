@@ -1,0 +1,77 @@
+"""Written answers as one PDF per submission, for a Gradescope PDF assignment (docs/gradescope.md).
+
+    pages = write_pdf(questions.answers(notebook), Path("out/alice.pdf"), "residual-connections: alice")
+    written, failed = write_folder(questions, Path("submissions/"), Path("dist/answers/A"), "A")
+
+Each question starts a page: its part and points, the question as released, then the answer
+rendered as in results.json (nbgrading/answers.py: markdown, math as text, cleaned, no images)
+through fpdf2's HTML subset, in DejaVu fonts: matplotlib's copies, so any machine with the
+project's dependencies has them. Where fpdf2 cannot lay an answer out, its text follows as written.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+from fpdf import FPDF
+
+from ...grading.batch import notebooks
+from ...nbgrading.answers import Answer, Questions, render
+
+FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+FACES = {"": "", "B": "-Bold", "I": "-Oblique", "BI": "-BoldOblique"}
+SANS, MONO = "DejaVuSans", "DejaVuSansMono"
+
+
+def write_pdf(answers: list[Answer], path: Path, title: str) -> int:
+    """Write the answers to path; returns its number of pages."""
+    pdf = FPDF(format="A4")
+    pdf.set_title(title)
+    pdf.set_creator("python -m autograder answers")
+    for family in (SANS, MONO):
+        for style, suffix in FACES.items():
+            pdf.add_font(family, style, FONTS / f"{family}{suffix}.ttf")
+    pdf.set_auto_page_break(True, margin=15)
+    for a in answers:
+        q = a.question
+        pdf.add_page()
+        pdf.set_font(SANS, "", 8)
+        pdf.cell(0, 5, title, new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font(SANS, "B", 13)
+        pdf.cell(0, 8, f"Part {q.part}: written answer ({q.points:g} points)", new_x="LMARGIN", new_y="NEXT")
+        _html(pdf, render(q.prompt), q.prompt, size=9)
+        pdf.set_draw_color(160)
+        pdf.line(pdf.l_margin, pdf.get_y() + 1, pdf.w - pdf.r_margin, pdf.get_y() + 1)
+        pdf.ln(3)
+        pdf.set_font(SANS, "B", 11)
+        pdf.cell(0, 7, "Answer", new_x="LMARGIN", new_y="NEXT")
+        _html(pdf, a.html(), "\n\n".join(filter(None, [a.text, a.note])), size=11)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.output(str(path))
+    return pdf.pages_count
+
+
+def _html(pdf: FPDF, rendered: str, text: str, size: int) -> None:
+    """rendered through fpdf2's HTML subset; where fpdf2 fails on it, the rest as text, whole."""
+    pdf.set_font(SANS, "", size)
+    try:
+        pdf.write_html(rendered, font_family=SANS, pre_code_font=MONO)
+    except Exception:   # noqa: BLE001 - a student's markup fpdf2 cannot lay out (odd tables, say)
+        pdf.set_font(SANS, "I", size)
+        pdf.multi_cell(0, size * 0.5, "(fpdf2 could not lay this answer out; here it is as written:)",
+                       new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font(SANS, "", size)
+        pdf.multi_cell(0, size * 0.5, text)
+
+
+def write_folder(questions: Questions, folder: Path, out: Path, assignment: str) -> tuple[dict[Path, int], dict[Path, str]]:
+    """A PDF per notebook under folder, at the same relative path under out: ({pdf: pages}, {notebook: why not})."""
+    written, failed = {}, {}
+    for nb in notebooks([folder]):
+        rel = nb.relative_to(folder)
+        target = out / rel.with_suffix(".pdf")
+        try:
+            written[target] = write_pdf(questions.answers(nb), target, f"{assignment}: {rel.with_suffix('')}")
+        except Exception as e:   # noqa: BLE001 - one notebook never stops the others
+            failed[nb] = f"{type(e).__name__}: {e}"
+    return written, failed

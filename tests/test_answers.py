@@ -1,0 +1,177 @@
+"""Written answers: taken from a notebook by grade id, rendered and cleaned, as results.json entries
+and as one PDF per submission (`python -m autograder answers`)."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+from pypdf import PdfReader
+
+from autograder.lms.gradescope.results import to_gradescope
+from autograder.nbgrading.answers import MAX_CHARS, PLACEHOLDER, Questions, math_text
+from autograder.results.result import Result
+from autograder.results.result import TestResult as Entry   # not collected as a test class
+from helpers import COURSE, ROOT, make_samples
+
+ASSIGNMENT = "residual-connections"
+SAMPLES = ROOT / "submissions" / ASSIGNMENT
+QUESTIONS = Questions(COURSE.assignment(ASSIGNMENT).notebook_path(ROOT / "solutions"))
+WRITTEN = make_samples().WRITTEN      # sample -> {grade id: the answer make_samples.py wrote}
+SCHEMA = Draft202012Validator(json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text()))
+HOSTILE = ('A [link](javascript:alert(1)) and an image ![secret](/etc/passwd).\n\n'
+           '<script>alert("x")</script> <img src="https://tracker.example/p.png" onerror="alert(2)">\n\n'
+           "Plain text with \u202eevil\u202c bidi, a NUL\x00, a bell\x07, 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 and $\\dfrac{a}{b}$.\n\n"
+           + "> " * 3000 + "deep\n\n" + "$" + "{" * 5000 + "$\n\n" + "A long answer. " * 100_000)
+
+
+def words(markdown: str) -> list[str]:
+    """The answer's plain words of 6 letters or more, outside its math: what any rendering keeps."""
+    return re.findall(r"[A-Za-z]{6,}", re.sub(r"\$[^$]*\$", " ", markdown))
+
+
+def hostile_notebook(tmp_path: Path) -> Path:
+    nb = json.loads((SAMPLES / "untouched-release.ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "part2-written":
+            cell["source"] = "".join(cell["source"]).replace(PLACEHOLDER, HOSTILE)
+    path = tmp_path / "hostile.ipynb"
+    path.write_text(json.dumps(nb))
+    return path
+
+
+def test_questions_are_the_source_notebooks_written_cells_with_course_toml_points():
+    for a in COURSE.assignments.values():
+        questions = Questions(a.notebook_path(ROOT / "solutions")).questions
+        assert {q.part: q.points for q in questions} == a.manual, a.name
+        assert all(PLACEHOLDER not in q.prompt and "BEGIN SOLUTION" not in q.prompt for q in questions)
+    q = QUESTIONS.questions[0]
+    assert q.short.startswith("Derive (∂L)/(∂x_0) = ") and len(q.short) <= 90
+
+
+def test_every_sample_with_written_answers_gives_the_students_text():
+    assert len(WRITTEN) >= 4
+    for sample, given in WRITTEN.items():
+        answers = {a.question.grade_id: a for a in QUESTIONS.answers(SAMPLES / f"{sample}.ipynb")}
+        assert list(answers) == [q.grade_id for q in QUESTIONS.questions]
+        for grade_id, a in answers.items():
+            if grade_id in given:
+                assert a.text == given[grade_id].strip() and not a.note
+                page = a.html()
+                assert all(w in page for w in words(given[grade_id])), (sample, grade_id)
+            else:
+                assert a.text is None and a.note == f"Not answered: the cell still holds {PLACEHOLDER}."
+
+
+def test_unanswered_deleted_and_unreadable(tmp_path):
+    nb = json.loads((SAMPLES / "full-marks.ipynb").read_text())
+    nb["cells"] = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") != "part3-written"]
+    for c in nb["cells"]:
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == "part4-written":
+            c["source"] = ""
+    (tmp_path / "edited.ipynb").write_text(json.dumps(nb))
+    notes = {a.question.grade_id: a.note for a in QUESTIONS.answers(tmp_path / "edited.ipynb")}
+    assert notes["part3-written"] == "Not answered: the cell was deleted from the notebook."
+    assert notes["part4-written"] == "Not answered: the cell is empty."
+    unreadable = QUESTIONS.answers(SAMPLES / "invalid-json.ipynb")
+    assert all(a.text is None and a.note.startswith("Not read: invalid-json.ipynb is not a readable notebook")
+               for a in unreadable)
+    assert "Not read: invalid-json.ipynb" in unreadable[0].html()
+
+
+def test_an_answer_that_rewrites_the_question_is_shown_whole(tmp_path):
+    nb = json.loads((SAMPLES / "untouched-release.ipynb").read_text())
+    for c in nb["cells"]:
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == "part3-written":
+            c["source"] = "My own heading\n\nIt decays geometrically."
+    (tmp_path / "nb.ipynb").write_text(json.dumps(nb))
+    a = QUESTIONS.answers(tmp_path / "nb.ipynb")[1]
+    assert a.text == "My own heading\n\nIt decays geometrically."
+
+
+def test_a_hostile_answer_is_cleaned_and_bounded(tmp_path):
+    a = QUESTIONS.answers(hostile_notebook(tmp_path))[0]
+    page = a.html()
+    assert len(a.text) == MAX_CHARS and a.note.startswith(f"Cut at {MAX_CHARS:,} of its ")
+    assert len(page) < 6 * MAX_CHARS
+    assert "<script" not in page and "<img" not in page and "href" not in page   # no tag, no live link
+    assert "&lt;script&gt;" in page and "&lt;img" in page  # shown as text, not dropped
+    assert not re.search("[\x00-\x08\x0b-\x1f\u202a-\u202e]", page)
+    assert "𝔘𝔫𝔦𝔠𝔬𝔡𝔢" in page and "(a)/(b)" in page and "A long answer." in page
+
+
+def test_math_becomes_readable_text():
+    assert math_text(r"\dfrac{\partial L}{\partial x_0}") == "(∂L)/(∂x_0)"
+    assert math_text(r"x_{l+1} = \alpha x_l + F_l(x_l)") == "x_{l+1} = αx_l + F_l(x_l)"
+    assert math_text(r"\sqrt{64} \cdot 0.5^{20}") == "√(64) ·0.5^{20}"
+    deep = "\\frac{" * 300                                # pylatexenc gives up: the formula stays as written
+    assert math_text(deep) == deep and math_text("{" * 5000) == "{" * 5000
+
+
+def test_results_json_has_one_entry_per_question_after_its_parts_tests(tmp_path):
+    # parts 1, 2, 2, 4, then each part's 0-point rules test, as the suites list them; part 3 has no test
+    result = Result(ASSIGNMENT, 1, [Entry(f"t{i}", p, 1, 1, "passed") for i, p in enumerate((1, 2, 2, 4, 1, 2, 4))])
+    answers = QUESTIONS.answers(SAMPLES / "partly-right.ipynb")
+    doc = to_gradescope(result, visibility="visible", answers=answers)
+    assert not list(SCHEMA.iter_errors(doc))
+    assert [t["number"] for t in doc["tests"]] == ["1.1", "2.1", "2.2", "2.4", "3.1", "4.1", "4.3", "1.2", "2.3",
+                                                  "4.2", "5.1"]
+    written = [t for t in doc["tests"] if "written answer" in t["tags"]]
+    assert [t["extra_data"]["part"] for t in written] == [2, 3, 4, 5]
+    for t, q in zip(written, QUESTIONS.questions):
+        assert (t["score"], t["max_score"], t["visibility"], t["output_format"]) == (0, 0, "after_published", "html")
+        assert t["tags"] == [f"part {q.part}", "written answer", f"{q.points:g} manual points"]
+        assert t["extra_data"]["manual_points"] == q.points and t["name"].endswith(q.short)
+    assert "0.5 is less than 1" in written[1]["output"] and written[1]["extra_data"]["answered"]
+    assert "Not answered" in written[2]["output"] and not written[2]["extra_data"]["answered"]
+    assert doc["score"] == result.score and "written answers (35 points) are graded by hand" in doc["output"]
+    hostile = to_gradescope(result, visibility="visible", answers=QUESTIONS.answers(hostile_notebook(tmp_path)))
+    assert not list(SCHEMA.iter_errors(hostile)) and len(json.dumps(hostile)) < 10 * MAX_CHARS
+
+
+def pdf_text(path: Path) -> tuple[int, str]:
+    reader = PdfReader(path)
+    return len(reader.pages), "\n".join(page.extract_text() for page in reader.pages)
+
+
+@pytest.fixture(scope="module")
+def pdfs(tmp_path_factory):
+    """`python -m autograder answers` on the samples with written answers, the release, an unreadable
+    file and a hostile answer."""
+    folder, out = tmp_path_factory.mktemp("notebooks"), tmp_path_factory.mktemp("answers")
+    for name in [*WRITTEN, "untouched-release", "invalid-json"]:
+        (folder / f"{name}.ipynb").write_bytes((SAMPLES / f"{name}.ipynb").read_bytes())
+    (folder / "deeper").mkdir()
+    hostile_notebook(folder / "deeper")
+    done = subprocess.run([sys.executable, "-m", "autograder", "answers", ASSIGNMENT, str(folder), "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, done.stdout
+
+
+def test_answers_command_writes_one_pdf_per_notebook(pdfs):
+    out, stdout = pdfs
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.pdf")) == sorted(
+        [f"{n}.pdf" for n in [*WRITTEN, "untouched-release", "invalid-json"]] + ["deeper/hostile.pdf"])
+    assert f"{len(WRITTEN) + 3} PDFs of 4 written questions" in stdout
+    for sample, given in WRITTEN.items():
+        pages, text = pdf_text(out / f"{sample}.pdf")
+        assert pages == len(QUESTIONS.questions), sample          # each question on its own page, each fits
+        flat = " ".join(text.split())
+        for grade_id, answer in given.items():
+            assert all(w in flat for w in words(answer)), (sample, grade_id)
+        assert flat.count("Not answered: the cell still holds YOUR ANSWER HERE.") == 4 - len(given)
+        assert "Part 2: written answer (10 points)" in flat and f"{ASSIGNMENT}: {sample}" in flat
+    assert "∂L/∂x_0" in " ".join(pdf_text(out / "full-marks.pdf")[1].split())   # math as text, in DejaVu
+    pages, text = pdf_text(out / "invalid-json.pdf")
+    assert pages == 4 and text.count("Not read: invalid-json.ipynb") == 4
+
+
+def test_a_hostile_answer_gives_a_bounded_pdf(pdfs):
+    out, _ = pdfs
+    pages, text = pdf_text(out / "deeper" / "hostile.pdf")
+    assert 4 < pages < 40
+    flat = " ".join(text.split())
+    assert "<script>alert" in flat and "A long answer." in flat and f"Cut at {MAX_CHARS:,}" in flat
