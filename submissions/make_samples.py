@@ -485,6 +485,10 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
     one_program = edit(s.filled("fused_kernel", [edit(first, "row = tl.program_id(0).to(tl.int64)", "for row in "
                                                       "range(0, n_rows):") + "\n" + textwrap.indent(loop, "    ")]),
                        "y_ptr, n_cols, eps,", "y_ptr, n_rows, n_cols, eps,")
+    autotuned = {label: textwrap.dedent(src).lstrip()
+                 for label, src in variants.HONEST_FUSED["style-autotune-warps"][1].items()}
+    autotuned_one_pass = {**autotuned, "fused_kernel": edit(autotuned["fused_kernel"], "tl.sum(diff * diff, axis=0) / n_cols",
+                                                            "tl.sum(h * h, axis=0) / n_cols - mean * mean")}
     return {
         # Two samples that lose the timing test only, where CUDA is there; without it they are graded like
         # full-marks (course.toml's without_cuda). On the timing test's CPU clock (tests/test_fused_timing.py)
@@ -526,6 +530,8 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
                             {"weight_shape"}),
         "full-marks": ("the reference solution", s.solved(), set()),
         **honest(s, variants.HONEST_FUSED),
+        "autotune-one-pass-variance": ("style-autotune-warps with the variance in one pass, E[h^2] - mean^2: "
+                                       "autotuned and still wrong", s.solved(**autotuned_one_pass), {"large_mean"}),
         "forged-launch-trace": ("the torch-only wrapper, with the probe's launch tracer replaced (through "
                                 "sys.modules) by one that reports a launch of the kernel",
                                 s.solved(fused_add_layernorm=variants.FORGED_TRACE.lstrip() + torch_only),

@@ -418,8 +418,8 @@ HONEST_FUSED = {
             cols = tl.arange(0, BLOCK)
             keep = cols < n_cols
             at = row * n_cols + cols
-            h = tl.load(x_ptr + at, mask=keep, other=0.0).to(tl.float32) + \
-                tl.load(fx_ptr + at, mask=keep, other=0.0).to(tl.float32)
+            h = (tl.load(x_ptr + at, mask=keep, other=0.0).to(tl.float32)
+                 + tl.load(fx_ptr + at, mask=keep, other=0.0).to(tl.float32))
             tl.store(h_ptr + at, h.to(h_ptr.dtype.element_ty), mask=keep)
             mean = tl.sum(h, axis=0) / n_cols
             diff = tl.where(keep, h - mean, 0.0)
