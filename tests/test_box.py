@@ -104,10 +104,35 @@ def test_a_child_is_boxed(zygote):
     with Sandbox(zygote, cells, None, Limits(10, 4096)) as box:
         box.start()
         assert box.isolation.startswith("boxed: ") and "degraded" not in box.isolation, box.isolation
-        for part in ("PID namespace", "no network", "landlock", "no unix sockets", "uid 65534"):
+        for part in ("PID namespace", "no network", "landlock", "no new sockets", "uid 65534"):
             assert part in box.isolation
         assert "(1, 65534, ['HOME', 'LANG', 'PATH', 'TMPDIR', 'TRITON_CACHE_DIR', 'TRITON_HOME'])" \
             in box.problems["a"]
+
+
+def test_a_child_opens_no_socket_of_any_family(zygote):
+    """seccomp refuses socket() whatever the family (AF_VSOCK reached a VM's host); socketpair() still works."""
+    families = {name: int(getattr(socket, name)) for name in
+                ("AF_UNIX", "AF_INET", "AF_INET6", "AF_VSOCK", "AF_NETLINK", "AF_PACKET", "AF_ALG")}
+    cell = f"""
+import socket
+seen = {{}}
+for name, family in {families!r}.items():
+    try:
+        socket.socket(family, socket.SOCK_DGRAM if name == "AF_NETLINK" else socket.SOCK_STREAM).close()
+        seen[name] = "opened"
+    except OSError as e:
+        seen[name] = e.errno
+a, b = socket.socketpair()
+a.sendall(b"x")
+seen["socketpair"] = b.recv(1).decode()
+raise RuntimeError(repr(sorted(seen.items())))
+"""
+    with Sandbox(zygote, [("a", cell)], None, Limits(10, 4096)) as box:
+        box.start()
+    import errno
+    want = sorted([*((name, errno.EACCES) for name in families), ("socketpair", "x")])
+    assert repr(want) in box.problems["a"], box.problems["a"]
 
 
 def test_the_budget_covers_loading_and_every_request(zygote):
@@ -192,7 +217,7 @@ def test_a_grader_that_is_not_root_gets_the_box_from_user_namespaces(tmp_path):
         for kind, got in json.loads(proc.stdout).items():
             isolation = got["isolation"]
             for part in ("its own PID namespace", "no network, private IPC", "the rest read-only", "landlock",
-                         "no unix sockets, memfd or SysV shared memory",
+                         "no new sockets, memfd or SysV shared memory",
                          f"the grader's uid {NOT_ROOT} without capabilities, in a user namespace"):
                 assert part in isolation, (kind, isolation)
             assert isolation.split("; degraded: ")[1].startswith("no memory cgroup"), (kind, isolation)

@@ -315,7 +315,7 @@ def enter(box: Box, scratch: str, readable: list[str], writable: list[str],
     # driver may need them, and a GPU grader is root in practice
     shared_memory = cgroup is not None or box.cuda
     seccomp.install(shared_memory)
-    got.append("no unix sockets" if shared_memory else "no unix sockets, memfd or SysV shared memory")
+    got.append("no new sockets" if shared_memory else "no new sockets, memfd or SysV shared memory")
     if root:
         drop_privileges(box.uid, box.gid)
         got.append(f"uid {box.uid} without capabilities")
