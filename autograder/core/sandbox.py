@@ -429,8 +429,9 @@ class Child:
 
     def receive(self, deadline: Deadline, cap: float = float("inf")) -> dict:
         """The child's next reply, begun within the deadline's CPU time and wall clock (capped at `cap`)
-        and then whole within the CPU time left, in wall time; raises Hung or Died (the child is then
-        killed). The CPU time it took is added to deadline.used."""
+        and then whole within deadline.cpu_s of wall time (a frame begun is written at once: one that
+        stalls is not waiting for CPU); raises Hung or Died (the child is then killed). The CPU time
+        it took is added to deadline.used."""
         start, wall = self.cpu_s(), min(deadline.wall, cap)
         while True:
             left, now = deadline.cpu_s - deadline.used - (self.cpu_s() - start), time.monotonic()
@@ -441,7 +442,7 @@ class Child:
             if select.select([self.conn.fileno()], [], [], min(wall - now, max(left / os.cpu_count(), 0.05)))[0]:
                 break
         try:
-            reply = codec.loads(read_frame(self.conn.fileno(), min(wall, time.monotonic() + left), MAX_FRAME))
+            reply = codec.loads(read_frame(self.conn.fileno(), min(wall, time.monotonic() + deadline.cpu_s), MAX_FRAME))
         except TimeoutError:
             self.kill()
             raise Hung() from None
