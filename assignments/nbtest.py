@@ -17,9 +17,11 @@ fast and has no side effects. Two ways in:
 """
 from __future__ import annotations
 
+import errno
 import json
 import linecache
 import os
+import stat
 import sys
 import traceback
 import types
@@ -75,20 +77,58 @@ def source_of(cell: dict) -> str:
     return "\n".join("# " + l if l.lstrip().startswith(("%", "!")) else l for l in lines) + "\n"
 
 
-def read_notebook(path: str | Path, max_bytes: int | None = None) -> dict:
-    """The notebook's JSON, or a NotebookError that says what is wrong with the file.
+MAX_NOTEBOOK_BYTES = 256 << 20   # read_notebook's bound where the caller gives none
 
-    max_bytes: refuse a larger file before reading it (the grader passes course.toml's limit)."""
+
+def open_file(path: str | Path):
+    """A submitted file, open for reading in binary, or a NotebookError that says why it is refused:
+    not followed where it is a symbolic link (to the course's solution, say), refused where it is
+    not a regular file (a FIFO would block, /dev/zero never ends). Read it with read_bounded."""
+    path = Path(path)
+    try:   # O_NONBLOCK: opening a FIFO does not wait for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise NotebookError(f"{path}: no such file") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise NotebookError(f"{path.name} is a symbolic link, which the grader does not follow; "
+                                "upload the notebook file itself") from None
+        raise NotebookError(f"{path.name} cannot be read ({e.strerror})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
+        raise NotebookError(f"{path.name} is {kind}, not a regular file; upload the notebook file itself")
+    return os.fdopen(fd, "rb")
+
+
+def read_bounded(f, max_bytes: int, name: str) -> bytes:
+    """At most max_bytes of an open file (or a zip member), whatever its size claims (a /proc file
+    says 0, a zip entry anything); NotebookError naming `name` when there is more."""
+    try:
+        data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise NotebookError(f"{name} cannot be read ({e.strerror})") from None
+    if len(data) > max_bytes:
+        raise NotebookError(f"{name} is more than the {max_bytes >> 20} MiB a file may have here; clear "
+                            "a notebook's outputs (Edit > Clear Outputs) and save it again")
+    return data
+
+
+def read_file(path: str | Path, max_bytes: int) -> bytes:
+    """A submitted file's bytes (open_file, read_bounded). Every student file the grader reads
+    comes through here, or through open_file where it is an archive."""
+    with open_file(path) as f:
+        return read_bounded(f, max_bytes, Path(path).name)
+
+
+def read_notebook(path: str | Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> dict:
+    """The notebook's JSON, or a NotebookError that says what is wrong with the file (read_file's
+    refusals included). max_bytes: the grader passes course.toml's limit."""
     path = Path(path)
     try:
-        if max_bytes is not None and path.stat().st_size > max_bytes:
-            raise NotebookError(f"{path.name} is {path.stat().st_size >> 20} MiB, more than the {max_bytes >> 20} MiB "
-                                "a notebook may have here; clear its outputs (Edit > Clear Outputs) and save it again")
-        nb = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise NotebookError(f"{path}: no such notebook") from None
-    except OSError as e:
-        raise NotebookError(f"{path.name} cannot be read ({e.strerror})") from None
+        nb = json.loads(read_file(path, max_bytes).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise NotebookError(f"{path.name} is not a readable notebook (not JSON: {e}); "
                             "download it again from JupyterLab with File > Save") from None

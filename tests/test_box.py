@@ -16,7 +16,7 @@ import torch
 
 from autograder.core import codec
 from autograder.core.frames import FrameError, read_frame
-from autograder.core.sandbox import PROBE, GraderError, Hung, Limits, Sandbox, Zygote
+from autograder.core.sandbox import BACKSTOP, PROBE, Deadline, GraderError, Hung, Limits, Sandbox, Zygote
 from autograder.results.result import MAX_OUTPUT, entry, tidy
 
 
@@ -104,10 +104,35 @@ def test_a_child_is_boxed(zygote):
     with Sandbox(zygote, cells, None, Limits(10, 4096)) as box:
         box.start()
         assert box.isolation.startswith("boxed: ") and "degraded" not in box.isolation, box.isolation
-        for part in ("PID namespace", "no network", "landlock", "no unix sockets", "uid 65534"):
+        for part in ("PID namespace", "no network", "landlock", "no new sockets", "uid 65534"):
             assert part in box.isolation
         assert "(1, 65534, ['HOME', 'LANG', 'PATH', 'TMPDIR', 'TRITON_CACHE_DIR', 'TRITON_HOME'])" \
             in box.problems["a"]
+
+
+def test_a_child_opens_no_socket_of_any_family(zygote):
+    """seccomp refuses socket() whatever the family (AF_VSOCK reached a VM's host); socketpair() still works."""
+    families = {name: int(getattr(socket, name)) for name in
+                ("AF_UNIX", "AF_INET", "AF_INET6", "AF_VSOCK", "AF_NETLINK", "AF_PACKET", "AF_ALG")}
+    cell = f"""
+import socket
+seen = {{}}
+for name, family in {families!r}.items():
+    try:
+        socket.socket(family, socket.SOCK_DGRAM if name == "AF_NETLINK" else socket.SOCK_STREAM).close()
+        seen[name] = "opened"
+    except OSError as e:
+        seen[name] = e.errno
+a, b = socket.socketpair()
+a.sendall(b"x")
+seen["socketpair"] = b.recv(1).decode()
+raise RuntimeError(repr(sorted(seen.items())))
+"""
+    with Sandbox(zygote, [("a", cell)], None, Limits(10, 4096)) as box:
+        box.start()
+    import errno
+    want = sorted([*((name, errno.EACCES) for name in families), ("socketpair", "x")])
+    assert repr(want) in box.problems["a"], box.problems["a"]
 
 
 def test_the_budget_covers_loading_and_every_request(zygote):
@@ -116,10 +141,48 @@ def test_the_budget_covers_loading_and_every_request(zygote):
         start = time.monotonic()
         with pytest.raises(Hung):
             box.request({"op": "call", "fn": "f", "args": [], "kwargs": {}, "grad": None, "grad_args": []},
-                         time.monotonic() + 10)
+                         Deadline.after(10))
         assert box.over_budget and time.monotonic() - start < 6
         with pytest.raises(Hung):     # and nothing more runs
             box.start()
+
+
+def _call(fn: str) -> dict:
+    return {"op": "call", "fn": fn, "args": [], "kwargs": {}, "grad": None, "grad_args": []}
+
+
+def test_a_deadline_is_counted_in_the_childs_cpu_time_with_a_wall_clock_backstop(zygote):
+    cells = [("a", "import time\ndef spin():\n    while True:\n        pass\ndef wait():\n    time.sleep(60)\n"
+                   "def quick():\n    return 1\n")]
+    with Sandbox(zygote, cells, None, Limits(10, 4096)) as box:
+        box.start()
+        deadline = Deadline.after(1)
+        box.request(_call("quick"), deadline)
+        assert 0 <= deadline.used < 0.5
+        with pytest.raises(Hung) as spun:
+            box.request(_call("spin"), deadline)
+        assert not spun.value.backstop and deadline.used < 1      # what it spent before the reply is not counted
+        start = time.monotonic()
+        with pytest.raises(Hung) as waited:
+            box.request(_call("wait"), Deadline.after(1))
+        assert waited.value.backstop and BACKSTOP - 0.1 < time.monotonic() - start < BACKSTOP + 3
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup/cpu") and not os.path.exists("/sys/fs/cgroup/cgroup.controllers"),
+                    reason="no cpu cgroup controller on this machine")
+@pytest.mark.skipif(os.geteuid() != 0, reason="a cgroup needs root")
+def test_a_child_takes_one_cpu_however_many_sessions_it_starts(zygote):
+    """Four setsid() processes spinning: their cgroup's CPU time grows no faster than the wall clock."""
+    cells = [("a", "import os\nfor _ in range(4):\n    if os.fork() == 0:\n        os.setsid()\n"
+                   "        while True:\n            pass\n")]
+    with Sandbox(zygote, cells, None, Limits(10, 4096)) as box:
+        box.start()
+        assert ", 1 CPU" in box.isolation, box.isolation
+        child = box._child
+        before, start = child.cpu_s(), time.monotonic()
+        time.sleep(3)
+        used, wall = child.cpu_s() - before, time.monotonic() - start
+        assert 0 < used <= 1.1 * wall, (used, wall)
 
 
 def test_grading_is_refused_outside_linux(monkeypatch):
@@ -192,7 +255,7 @@ def test_a_grader_that_is_not_root_gets_the_box_from_user_namespaces(tmp_path):
         for kind, got in json.loads(proc.stdout).items():
             isolation = got["isolation"]
             for part in ("its own PID namespace", "no network, private IPC", "the rest read-only", "landlock",
-                         "no unix sockets, memfd or SysV shared memory",
+                         "no new sockets, memfd or SysV shared memory",
                          f"the grader's uid {NOT_ROOT} without capabilities, in a user namespace"):
                 assert part in isolation, (kind, isolation)
             assert isolation.split("; degraded: ")[1].startswith("no memory cgroup"), (kind, isolation)
@@ -200,7 +263,7 @@ def test_a_grader_that_is_not_root_gets_the_box_from_user_namespaces(tmp_path):
             assert len(got["nspid"]) >= 3 and got["nspid"][-1] == "1", (kind, got["nspid"])   # grader's, zygote's, 1
             seen = ast.literal_eval(got["problem"].split("when loaded: ", 1)[1])
             assert seen == {"pid": 1, "uid": NOT_ROOT, "capabilities": "0000000000000000",
-                            "chmod": "OSError", "touch": "OSError", "setxattr": "OSError", "udp": "OSError",
+                            "chmod": "OSError", "touch": "OSError", "setxattr": "OSError", "udp": "PermissionError",
                             "write outside": "OSError", "memfd": "PermissionError", "shmget": "ZeroDivisionError",
                             "kill the grader": "ProcessLookupError", "write scratch": "done"}, (kind, seen)
         after = victim.stat()

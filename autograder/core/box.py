@@ -2,7 +2,7 @@
 
 Zygote side (torch imported):
 
-    cgroup = Cgroup.create(f"child-{n}", memory_mb=2048, pids=64)    # None where none can be made
+    cgroup = Cgroup.create(f"child-{n}", memory_mb=2048, pids=64, cpus=1)   # None where none can be made
     pid = fork_in_pid_namespace() if namespaces else os.fork()   # the child is PID 1 of a new PID namespace
     if pid == 0:
         got, lacking = enter(Box(...), scratch, readable, writable, cgroup, env)
@@ -58,6 +58,7 @@ class Box:
     address_mb: int = 4096      # RLIMIT_AS (torch alone reserves about 1 GiB of address space); RLIMIT_DATA with cuda
     scratch_mb: int = 256       # the scratch folder is a tmpfs of this size, private to the child
     nproc: int = 64             # processes and threads of one child (pids.max; RLIMIT_NPROC without a pids cgroup)
+    cpus: float = 1.0           # CPU time per second of the wall clock, all its processes together (cpu cgroup)
     fsize_mb: int = 64          # largest file it may write (RLIMIT_FSIZE)
     nofile: int = 256           # open files (RLIMIT_NOFILE)
     cpu_s: int = 600            # CPU seconds, a backstop behind the grader's wall-clock deadline
@@ -141,8 +142,11 @@ class Cgroup:
         self.dirs = dirs          # controller -> directory of this child's group
 
     @classmethod
-    def create(cls, name: str, memory_mb: int, pids: int) -> "Cgroup | None":
-        """None when this process cannot make a memory cgroup (no controller, not delegated, not root)."""
+    def create(cls, name: str, memory_mb: int, pids: int, cpus: float) -> "Cgroup | None":
+        """None when this process cannot make a memory cgroup (no controller, not delegated, not root).
+        cpus: the CPU time it may take per second of the wall clock, however many processes or
+        sessions it starts; where the cpu controller is there, its group also has the same weight
+        as any other group or process (the default), so a child's many processes count as one."""
         parents = _controller_dirs()
         if "memory" not in parents:
             return None
@@ -163,6 +167,12 @@ class Cgroup:
                 group._write("memory", "memory.memsw.limit_in_bytes", limit, optional=True)
             if "pids" in dirs:
                 group._write("pids", "pids.max", str(pids))
+            period = 100_000      # microseconds: the kernel's default period
+            if "cpu" in dirs and parents["cpu"] == parents.get("v2"):
+                group._write("cpu", "cpu.max", f"{int(cpus * period)} {period}")
+            elif "cpu" in dirs:
+                group._write("cpu", "cpu.cfs_period_us", str(period))
+                group._write("cpu", "cpu.cfs_quota_us", str(int(cpus * period)))
             return group
         except OSError:
             cls(dirs).remove()
@@ -181,6 +191,14 @@ class Cgroup:
         for path in set(self.dirs.values()):
             with open(os.path.join(path, "cgroup.procs"), "w") as f:
                 f.write("0")
+
+    def cpu_usage_file(self) -> str | None:
+        """The file that counts the CPU time of every process in the group (cpu_seconds reads it)."""
+        if "v2" in self.dirs:
+            return os.path.join(self.dirs["v2"], "cpu.stat")            # usage_usec, with or without the controller
+        if "cpuacct" in self.dirs:
+            return os.path.join(self.dirs["cpuacct"], "cpuacct.usage")  # nanoseconds
+        return None
 
     def oom_killed(self) -> bool:
         """Did the kernel kill a process of this group for exceeding the memory limit?"""
@@ -201,11 +219,25 @@ class Cgroup:
                 pass
 
 
+def cpu_seconds(fd: int) -> float:
+    """The CPU seconds counted by the file open as fd: a cgroup's cpu_usage_file (every process in
+    the group), or /proc/PID/stat (that process and the children it reaped)."""
+    text = os.pread(fd, 4096, 0).decode()
+    if ")" in text:                     # /proc/PID/stat: utime, stime, cutime, cstime, in clock ticks
+        return sum(map(int, text.rsplit(")", 1)[1].split()[11:15])) / os.sysconf("SC_CLK_TCK")
+    if text.startswith("usage_usec"):   # v2 cpu.stat
+        return int(text.split()[1]) / 1e6
+    return int(text) / 1e9              # v1 cpuacct.usage
+
+
+CONTROLLERS = ("memory", "pids", "cpu", "cpuacct")
+
+
 def _controller_dirs() -> dict[str, str]:
     """controller -> the directory of this process's cgroup for it, where a child group can be made.
 
-    v2 ("0::/path"): memory and pids when the group's cgroup.subtree_control enables them;
-    v1: one hierarchy per controller. A v2 directory is also listed as "v2".
+    v2 ("0::/path"): memory, pids and cpu when the group's cgroup.subtree_control enables them;
+    v1: one hierarchy per controller (cpuacct counts CPU time there). A v2 directory is also listed as "v2".
     """
     mounts = {}
     with open("/proc/self/mountinfo") as f:
@@ -216,7 +248,7 @@ def _controller_dirs() -> dict[str, str]:
             if fstype == "cgroup2":
                 mounts["v2"] = mount_point
             elif fstype == "cgroup":
-                for controller in ("memory", "pids"):
+                for controller in CONTROLLERS:
                     if controller in options.split(","):
                         mounts[controller] = mount_point
     dirs = {}
@@ -230,11 +262,11 @@ def _controller_dirs() -> dict[str, str]:
                         enabled = g.read().split()
                 except OSError:
                     continue
-                for controller in ("memory", "pids"):
+                for controller in CONTROLLERS:
                     if controller in enabled:
                         dirs[controller] = dirs["v2"] = base
             for controller in controllers.split(","):
-                if controller in ("memory", "pids") and controller in mounts and controller not in dirs:
+                if controller in CONTROLLERS and controller in mounts and controller not in dirs:
                     dirs[controller] = mounts[controller] + path
     return {c: d for c, d in dirs.items() if os.access(d, os.W_OK)}
 
@@ -254,7 +286,7 @@ def enter(box: Box, scratch: str, readable: list[str], writable: list[str],
     owner = not root and bool(_capabilities() >> CAP_SYS_ADMIN & 1)   # in the zygote's own user namespace
     if cgroup is not None:
         cgroup.join()
-        got.append(f"a {box.memory_mb} MiB memory cgroup")
+        got.append(f"a {box.memory_mb} MiB memory cgroup" + (f", {box.cpus:g} CPU" if "cpu" in cgroup.dirs else ""))
     else:
         lacking.append("no memory cgroup (memory is bounded per process: its address space, times the "
                        "limit on processes)")
@@ -315,7 +347,7 @@ def enter(box: Box, scratch: str, readable: list[str], writable: list[str],
     # driver may need them, and a GPU grader is root in practice
     shared_memory = cgroup is not None or box.cuda
     seccomp.install(shared_memory)
-    got.append("no unix sockets" if shared_memory else "no unix sockets, memfd or SysV shared memory")
+    got.append("no new sockets" if shared_memory else "no new sockets, memfd or SysV shared memory")
     if root:
         drop_privileges(box.uid, box.gid)
         got.append(f"uid {box.uid} without capabilities")

@@ -91,10 +91,10 @@ class Template:
 
 def unreadable_key(path: Path) -> str:
     """The key of a file that is no readable notebook: a hash of its bytes, or of its name when it
-    cannot be read at all (a missing file)."""
+    cannot be read at all (a missing file, or one nbtest.read_file refuses)."""
     try:
-        return hashlib.sha256(b"unreadable:" + path.read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(b"unreadable:" + nbtest.read_file(path, nbtest.MAX_NOTEBOOK_BYTES)).hexdigest()
+    except nbtest.NotebookError:    # missing, or refused (a link, a FIFO, a device, too large)
         return hashlib.sha256(b"missing:" + str(path).encode()).hexdigest()
 
 

@@ -2,7 +2,7 @@
 
     zygote = Zygote([PROBE, SPECS_MODULE])                     # torch imported once, here
     with Sandbox(zygote, cells, SPECS_MODULE, limits) as box:
-        reply = box.request({"op": "call", ...}, deadline)   # raises Hung or Died
+        reply = box.request({"op": "call", ...}, Deadline.after(10))   # raises Hung or Died
 
 The zygote is a fork server: a process that has imported torch and the child-side
 probe code and forks one child per submission (and per restart after a hang or
@@ -12,6 +12,10 @@ seccomp filter, uid 65534 without capabilities; less where the machine lacks a
 feature, said in Sandbox.isolation), then runs the submission's cells one by one and
 answers requests until the grader hangs up. Frames both ways are codec frames, read
 with a deadline for the whole frame; the grader never unpickles anything a child wrote.
+
+A deadline is counted in the child's own CPU time (its cgroup's: every process it
+started), so a busy machine or a neighbour's load does not make a submission late; a
+wall-clock backstop BACKSTOP times longer ends a child that waits without computing.
 
 The zygote's environment (Zygote(env=...)) holds before its imports: Triton reads
 TRITON_INTERPRET once, when imported, and a grader without CUDA sets it to 1 so that
@@ -58,10 +62,16 @@ MAX_FRAME = 256 << 20        # bytes; a larger reply is treated as garbage
 READ_AT_IMPORT = {"TRITON_INTERPRET": "triton"}
 STATUS_WAIT_S = 5.0          # how long to wait for a dead child's exit status (a fork bomb's namespace takes ~3 s to die)
 PROBE = "autograder.core.probe"
+BACKSTOP = 5                 # a deadline's wall clock, in times its CPU time
 
 
 class Hung(Exception):
-    """The child did not answer before the deadline; it has been killed."""
+    """The child did not answer before the deadline; it has been killed. backstop: the wall clock
+    ran out before the child's CPU time did (it waited, or the machine starved it)."""
+
+    def __init__(self, backstop: bool = False):
+        super().__init__()
+        self.backstop = backstop
 
 
 class Died(Exception):
@@ -85,6 +95,20 @@ class Limits:
         """The memory cgroup's limit: what a child may really use, memfd and shared memory included.
         Half the address space: torch reserves about 1 GiB it never touches."""
         return self.memory_mb // 2
+
+
+@dataclass
+class Deadline:
+    """cpu_s seconds of the child's CPU time over the requests it is given to, or the wall clock
+    (time.monotonic()) reaching `wall`, whichever comes first."""
+    cpu_s: float
+    wall: float
+    used: float = 0.0          # CPU seconds the child spent on its earlier requests
+
+    @classmethod
+    def after(cls, seconds: float, cap: float = float("inf")) -> "Deadline":
+        """`seconds` of CPU time, with a backstop BACKSTOP times as long (or at `cap`, if sooner)."""
+        return cls(seconds, min(time.monotonic() + BACKSTOP * seconds, cap))
 
 
 # ------------------------------------------------------------------ the zygote
@@ -151,28 +175,31 @@ class Zygote:
                 if self.closed:
                     raise GraderError("the grader has been closed")
                 try:
-                    pid, pidfd, namespaced = self._ask(theirs.fileno(), status_w, memory_mb)
+                    pid, pidfd, namespaced, clock = self._ask(theirs.fileno(), status_w, memory_mb)
                 except OSError:               # the zygote died (killed by someone): start a fresh one
                     self._stop()
                     self._start(fork=False)
-                    pid, pidfd, namespaced = self._ask(theirs.fileno(), status_w, memory_mb)
+                    pid, pidfd, namespaced, clock = self._ask(theirs.fileno(), status_w, memory_mb)
         finally:
             theirs.close()
             os.close(status_w)
-        return Child(Connection(ours.detach()), pid, status_r, memory_mb, pidfd, namespaced)
+        return Child(Connection(ours.detach()), pid, status_r, memory_mb, pidfd, namespaced, clock)
 
-    def _ask(self, data_fd: int, status_fd: int, memory_mb: int) -> tuple[int, int, bool]:
-        """(pid, pidfd or -1, whether the child is its own PID namespace's init)."""
+    def _ask(self, data_fd: int, status_fd: int, memory_mb: int) -> tuple[int, int, bool, int]:
+        """(pid, pidfd or -1, whether the child is its own PID namespace's init, the fd of its CPU clock or -1)."""
         socket.send_fds(self._control, [b"F" + struct.pack("i", memory_mb)], [data_fd, status_fd])
-        reply, fds, _, _ = socket.recv_fds(self._control, 9, 1)
-        if len(reply) != 9:
+        reply, fds, _, _ = socket.recv_fds(self._control, 10, 2)
+        if len(reply) != 10:
             for fd in fds:
                 os.close(fd)
             raise OSError("the zygote hung up")
-        pid, namespaced = struct.unpack("q?", reply)
-        if fds:                 # the zygote's number is not ours when it lives in a PID namespace of its own
-            pid = _pid_in_this_namespace(fds[0])
-        return pid, (fds[0] if fds else -1), namespaced
+        pid, namespaced, has_pidfd = struct.unpack("q??", reply)
+        pidfd = fds.pop(0) if has_pidfd else -1
+        if pidfd >= 0:          # the zygote's number is not ours when it lives in a PID namespace of its own
+            pid = _pid_in_this_namespace(pidfd)
+        # the cgroup's CPU accounting; without a cgroup, the child's own (in this PID namespace's /proc)
+        clock = fds[0] if fds else _open_or(f"/proc/{pid}/stat")
+        return pid, pidfd, namespaced, clock
 
     def close(self) -> None:
         with self._lock:
@@ -186,6 +213,14 @@ class Zygote:
             self._process.wait()
         else:
             os.waitpid(self.pid, 0)
+
+
+def _open_or(path: str) -> int:
+    """path open for reading, or -1."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
 
 
 def _pid_in_this_namespace(pidfd: int) -> int:
@@ -254,7 +289,8 @@ def _serve(control: socket.socket) -> None:
                 return
             made += 1
             (memory_mb,) = struct.unpack("i", msg[1:])
-            cgroup = boxing.Cgroup.create(f"autograder-{os.getpid()}-{made}", memory_mb, boxing.Box.nproc)
+            cgroup = boxing.Cgroup.create(f"autograder-{os.getpid()}-{made}", memory_mb, boxing.Box.nproc,
+                                          boxing.Box.cpus)
             pid = boxing.fork_in_pid_namespace() if namespaces else os.fork()
             if pid == 0:
                 signal.set_wakeup_fd(-1)
@@ -269,8 +305,10 @@ def _serve(control: socket.socket) -> None:
                 pidfd = [os.pidfd_open(pid)]
             except OSError:
                 pidfd = []
-            socket.send_fds(control, [struct.pack("q?", pid, namespaces)], pidfd)
-            for fd in pidfd:
+            usage = cgroup.cpu_usage_file() if cgroup is not None else None
+            clock = [fd for fd in [_open_or(usage)] if fd >= 0] if usage else []
+            socket.send_fds(control, [struct.pack("q??", pid, namespaces, bool(pidfd))], pidfd + clock)
+            for fd in pidfd + clock:
                 os.close(fd)
 
 
@@ -366,12 +404,22 @@ class Child:
     """The grader's end of one child: send a frame, receive one before a deadline."""
 
     def __init__(self, conn: Connection, pid: int, status_fd: int, memory_mb: int, pidfd: int = -1,
-                 namespaced: bool = False):
-        """pidfd: the child's, or -1 (a kernel before 5.3); namespaced: it is its PID namespace's init."""
+                 namespaced: bool = False, clock: int = -1):
+        """pidfd: the child's, or -1 (a kernel before 5.3); namespaced: it is its PID namespace's init;
+        clock: a file counting its CPU time (box.cpu_seconds), or -1: then the wall clock stands in."""
         self.conn, self.pid, self._status_fd, self.memory_mb = conn, pid, status_fd, memory_mb
-        self._pidfd, self._namespaced = pidfd, namespaced
+        self._pidfd, self._namespaced, self._clock = pidfd, namespaced, clock
         self._status: int | None = None
         self._oom = False
+        self._cpu_s = 0.0
+
+    def cpu_s(self) -> float:
+        """The CPU seconds the child has used so far (the last reading, once it can no longer be read)."""
+        try:
+            self._cpu_s = boxing.cpu_seconds(self._clock) if self._clock >= 0 else time.monotonic()
+        except (OSError, ValueError):
+            pass
+        return self._cpu_s
 
     def send(self, obj) -> None:
         try:
@@ -379,10 +427,22 @@ class Child:
         except OSError:
             raise Died(self.exit_reason()) from None
 
-    def receive(self, deadline: float) -> dict:
-        """The child's next reply, all of it before `deadline`; raises Hung or Died (the child is then killed)."""
+    def receive(self, deadline: Deadline, cap: float = float("inf")) -> dict:
+        """The child's next reply, begun within the deadline's CPU time and wall clock (capped at `cap`)
+        and then whole within deadline.cpu_s of wall time (a frame begun is written at once: one that
+        stalls is not waiting for CPU); raises Hung or Died (the child is then killed). The CPU time
+        it took is added to deadline.used."""
+        start, wall = self.cpu_s(), min(deadline.wall, cap)
+        while True:
+            left, now = deadline.cpu_s - deadline.used - (self.cpu_s() - start), time.monotonic()
+            if left <= 0 or now >= wall:
+                self.kill()
+                raise Hung(backstop=left > 0)
+            # its CPU time grows at most os.cpu_count() seconds a second: look again when it could be spent
+            if select.select([self.conn.fileno()], [], [], min(wall - now, max(left / os.cpu_count(), 0.05)))[0]:
+                break
         try:
-            reply = codec.loads(read_frame(self.conn.fileno(), deadline, MAX_FRAME))
+            reply = codec.loads(read_frame(self.conn.fileno(), min(wall, time.monotonic() + deadline.cpu_s), MAX_FRAME))
         except TimeoutError:
             self.kill()
             raise Hung() from None
@@ -391,6 +451,7 @@ class Child:
         except (FrameError, codec.CodecError) as e:
             self.kill()
             raise Died(f"it sent an unreadable reply: {e}") from None
+        deadline.used += self.cpu_s() - start
         if not isinstance(reply, dict):
             self.kill()
             raise Died("it sent a reply that is not a dict")
@@ -437,9 +498,10 @@ class Child:
         if self._status_fd >= 0:
             os.close(self._status_fd)
             self._status_fd = -1
-        if self._pidfd >= 0:
-            os.close(self._pidfd)
-            self._pidfd = -1
+        for fd in (self._pidfd, self._clock):
+            if fd >= 0:
+                os.close(fd)
+        self._pidfd = self._clock = -1
 
 
 # ------------------------------------------------------------------ one submission
@@ -478,13 +540,13 @@ class Sandbox:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def request(self, message: dict, deadline: float) -> dict:
+    def request(self, message: dict, deadline: Deadline) -> dict:
         """Send one request, wait until the deadline; raises Hung or Died (the child is then gone)."""
         self.start()
         child = self._child
         try:
             child.send(message)
-            return child.receive(min(deadline, self.budget_end))
+            return child.receive(deadline, self.budget_end)
         except (Hung, Died):
             self._child = None
             child.close()
@@ -506,7 +568,7 @@ class Sandbox:
                             "memory_mb": self.limits.memory_mb, "resident_mb": self.limits.resident_mb,
                             "cuda": self.limits.cuda, "user": self.limits.user,
                             "budget_s": self.limits.budget_s, "contract": self.contract})
-                deadline = min(time.monotonic() + self.limits.timeout_s, self.budget_end)
+                deadline = Deadline.after(self.limits.timeout_s, self.budget_end)
                 while True:
                     frame = child.receive(deadline)
                     if "cell" in frame:
@@ -521,7 +583,8 @@ class Sandbox:
                     raise GraderError(f"a sandbox child failed before running any cell: {e or 'no answer'} "
                                       f"(is course.toml grading.memory_mb = {self.limits.memory_mb} enough? "
                                       "torch alone takes about 1 GiB of address space)") from None
-                why = (f"did not finish loading within {self.limits.timeout_s:g} s (an endless loop at the top level?)"
+                why = (f"did not finish loading within {self.limits.timeout_s:g} s of CPU time (or "
+                       f"{BACKSTOP * self.limits.timeout_s:g} s waiting; an endless loop at the top level?)"
                        if isinstance(e, Hung) else f"stopped the grading process while loading: {e}")
                 self.problems[current] = f"cell '{current}' {why}"
                 self.cells = [(label, src) for label, src in self.cells if label != current]

@@ -1,10 +1,13 @@
-"""A seccomp filter: no AF_UNIX sockets, no io_uring, no x32 or foreign-architecture syscalls;
-where no memory cgroup bounds them, no memfd and no SysV shared memory either.
+"""A seccomp filter: no new socket of any family, no io_uring, no x32 or foreign-architecture
+syscalls; where no memory cgroup bounds them, no memfd and no SysV shared memory either.
 
-Landlock (ABI 7 here) does not govern connect() to a named unix socket, which is a
-file anywhere on disk: a child could talk to any world-writable socket (a database,
-a desktop bus). Sockets the child already holds (its connection to the grader) keep
-working; socketpair() too. io_uring is refused because its requests bypass seccomp.
+A child needs no socket of its own: its connection to the grader is inherited, and keeps
+working; socketpair() (a connected pair, reaching nothing) too. Every family is refused
+because each one left open reaches something: Landlock (ABI 7 here) does not govern
+connect() to a named unix socket, a file anywhere on disk (a database, a desktop bus);
+AF_VSOCK reaches the host of a virtual machine, AF_NETLINK the kernel, AF_INET the
+network where the child has no network namespace of its own. io_uring is refused
+because its requests bypass seccomp.
 memfd and SysV segments hold memory that RLIMIT_AS does not see until it is mapped;
 honest code needs neither.
 """
@@ -22,7 +25,6 @@ _LD, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06                       # BPF_LD|W|
 _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
 _ENOSYS, _EACCES, _EPERM = 38, 13, 1
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
-_AF_UNIX = 1
 
 
 class _Insn(ctypes.Structure):
@@ -46,9 +48,7 @@ def program(shared_memory: bool = True) -> list[tuple[int, int, int, int]]:
         (_RET, 0, 0, _ERRNO | _ENOSYS),
     ]
     tail = [
-        (_JEQ, 0, 3, nr["socket"]),            # socket: check its domain, else allow
-        (_LD, 0, 0, 16),                       # args[0] (low half): the domain
-        (_JEQ, 0, 1, _AF_UNIX),
+        (_JEQ, 0, 1, nr["socket"]),            # socket, whatever its family
         (_RET, 0, 0, _ERRNO | _EACCES),
         (_RET, 0, 0, _ALLOW),
         (_RET, 0, 0, _ERRNO | _EPERM),         # where each refused call jumps

@@ -22,10 +22,13 @@ from .. import contract as contract_mod
 from .. import suites
 from ..core import policy, seeds
 from ..core.extract import NotebookError, Template, nbtest, unreadable_key
-from ..core.sandbox import PROBE, Died, GraderError, Hung, Limits, Sandbox, Zygote
+from ..core.sandbox import BACKSTOP, PROBE, Died, GraderError, Hung, Limits, Sandbox, Zygote
 from ..course import SOLUTIONS, Course, CourseError
 from ..kit import Failed, Test, Trial
 from ..results.result import Result, TestResult, entry, not_run
+
+RETRIED = ("(retried once, on a fresh process: its first run reached the {:g} s wall-clock backstop with CPU "
+           "time to spare; docs/results.md)")
 
 
 class Grader:
@@ -113,7 +116,10 @@ class Grader:
             self._warn_isolation(box.isolation)
         return self._result(seed, entries, review=tuple(map(str, violations)), **stamp)
 
-    def _run(self, test: Test, box: Sandbox, seed: int, violations: list[policy.Violation]) -> TestResult:
+    def _run(self, test: Test, box: Sandbox, seed: int, violations: list[policy.Violation],
+             retried: bool = False) -> TestResult:
+        """The test's entry; one that reached only the wall-clock backstop (its CPU time unspent: it
+        waited, or the machine starved it) runs once more, on a fresh child, and says so."""
         trial = Trial(test, seed, box, self.limits.timeout_s, self.reference, self.specs,
                       lambda name: self._explain(name, box), cuda=self.cuda, timing=self.assignment.timing,
                       contract=self.contract, violations=[v for v in violations if self._part(v) == test.part])
@@ -126,13 +132,21 @@ class Grader:
                              + "\n".join(f"  {v}" for v in held))
         except Failed as e:
             return _entry(test, 0, str(e), e.misconception, e.kind)
-        except Hung:
+        except Hung as e:
             if box.over_budget:
                 return _entry(test, 0, f"not graded: this submission used up its time budget of "
                                        f"{self.limits.budget_s:g} s (course.toml grading.submission_budget_s, "
                                        "loading and all tests together) before this test finished", kind="timed_out")
+            if e.backstop and not retried:
+                again = self._run(test, box, seed, violations, retried=True)
+                return dataclasses.replace(again, retried=True,
+                                           output=again.output + "\n" + RETRIED.format(BACKSTOP * self.limits.timeout_s))
+            if e.backstop:
+                return _entry(test, 0, f"timed out: {trial.current} waited {BACKSTOP * self.limits.timeout_s:g} s "
+                                       "without finishing (for something that never comes: input(), a sleep, "
+                                       "a lock?)", kind="timed_out")
             return _entry(test, 0, f"timed out: {trial.current} did not finish within {self.limits.timeout_s:g} s "
-                                   "(an endless loop, or far too slow)", kind="timed_out")
+                                   "of CPU time (an endless loop, or far too slow)", kind="timed_out")
         except Died as e:
             return _entry(test, 0, f"{trial.current} stopped the grading process: {e}", kind="crashed")
         except GraderError:
@@ -191,7 +205,10 @@ def _drop_raising_cells(box: Sandbox, violations: list[policy.Violation]) -> Non
     reaching = {v.cell for v in violations if v.severity == policy.WITHHOLD}
     if not reaching:
         return
-    box.start()
+    try:
+        box.start()
+    except Hung:          # the submission's budget ran out while it loaded: each test will say so
+        return
     raised = reaching & set(box.problems) & {label for label, _ in box.cells}
     if raised:
         box.cells = [(label, src) for label, src in box.cells if label not in raised]

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
-import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -36,6 +35,7 @@ import torch
 
 from ..contract import Contract
 from ..core import probe
+from ..core.sandbox import Deadline
 from ..course import CourseError
 
 SHOWN_VALUES = 6   # tensor entries shown in "yours / expected"
@@ -269,7 +269,7 @@ class Trial:
         request["torch_seed"] = self._torch_seeds.getrandbits(63)
         self._sandbox.start()
         if self._deadline is None:       # the clock runs from the first call, after the cells loaded
-            self._deadline = time.monotonic() + self._timeout_s
+            self._deadline = Deadline.after(self._timeout_s)
         obs = Observation(self._sandbox.request(request, self._deadline))
         missing = obs.reply.get("missing")
         if missing:

@@ -31,6 +31,7 @@ class TestResult:
     output: str        # "passed", or what went wrong and the misconception it shows
     misconception: str | None = field(default=None, compare=False)   # the suite's id (suites/*_misconceptions.py)
     kind: str = field(default="", compare=False)   # one of KINDS; "" in a store written before kinds were kept
+    retried: bool = field(default=False, compare=False)   # its first run hit the wall-clock backstop (docs/results.md)
 
     @property
     def ran(self) -> bool:
@@ -47,14 +48,14 @@ class TestResult:
                 "output": self.output}
 
     def to_store(self) -> dict:
-        """to_json and, for the class report, the kind and the misconception id."""
-        return {**self.to_json(), "kind": self.kind, "misconception": self.misconception}
+        """to_json and, for the class report, the kind, the misconception id and whether it was retried."""
+        return {**self.to_json(), "kind": self.kind, "misconception": self.misconception, "retried": self.retried}
 
     @classmethod
     def from_json(cls, data: dict) -> "TestResult":
         """From to_json's object or to_store's."""
         return cls(str(data["name"]), int(data["part"]), data["score"], int(data["max_score"]), str(data["output"]),
-                   data.get("misconception"), str(data.get("kind") or ""))
+                   data.get("misconception"), str(data.get("kind") or ""), data.get("retried") is True)
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,12 @@ import datetime as dt
 import json
 import os
 import re
-import shutil
 import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+
+import nbtest
 
 from ...nbgrading.run import unreadable
 from .roster import canvas_dir, write_json
@@ -165,23 +166,31 @@ def load_collection(db_url, assignment: str) -> dict:
 
 
 def extract_archives(archive_dir: Path, extracted_dir: Path) -> list[str]:
-    """Unzip each .zip in archive_dir into extracted_dir/ZIPNAME/, copy other files; list what failed."""
+    """Unzip each .zip in archive_dir into extracted_dir/ZIPNAME/, copy other files; list what failed.
+
+    Every file, and every entry of a zip, is read through nbtest's open_file and read_bounded: a
+    link is not followed, a FIFO or a device is refused, and nothing is read past MAX_NOTEBOOK_BYTES."""
     problems = []
-    for path in sorted(p for p in Path(archive_dir).rglob("*") if p.is_file()):
+    for path in sorted(p for p in Path(archive_dir).rglob("*") if p.is_symlink() or not p.is_dir()):
         rel = path.relative_to(archive_dir)
-        if path.suffix.lower() == ".zip":
-            problems += _extract_zip(path, Path(extracted_dir) / rel.parent / path.stem)
-        else:
-            (Path(extracted_dir) / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, Path(extracted_dir) / rel)
+        try:
+            if path.suffix.lower() == ".zip":
+                with nbtest.open_file(path) as f:
+                    problems += _extract_zip(f, path.name, Path(extracted_dir) / rel.parent / path.stem)
+            else:
+                data = nbtest.read_file(path, nbtest.MAX_NOTEBOOK_BYTES)
+                (Path(extracted_dir) / rel).parent.mkdir(parents=True, exist_ok=True)
+                (Path(extracted_dir) / rel).write_bytes(data)
+        except nbtest.NotebookError as e:
+            problems.append(f"{rel}: {e}; not collected")
     return problems
 
 
-def _extract_zip(path: Path, dest: Path) -> list[str]:
+def _extract_zip(file, name: str, dest: Path) -> list[str]:
     try:
-        archive = zipfile.ZipFile(path)
+        archive = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, OSError) as e:
-        return [f"{path.name}: not a readable zip archive ({e}); nothing extracted from it"]
+        return [f"{name}: not a readable zip archive ({e}); nothing extracted from it"]
     problems = []
     with archive:
         for entry in archive.infolist():
@@ -189,12 +198,16 @@ def _extract_zip(path: Path, dest: Path) -> list[str]:
                 continue
             target = dest / entry.filename
             if not target.resolve().is_relative_to(dest.resolve()):
-                problems.append(f"{path.name}: entry {entry.filename}: points outside the archive; not extracted")
+                problems.append(f"{name}: entry {entry.filename}: points outside the archive; not extracted")
                 continue
             try:
-                data = archive.read(entry)
+                with archive.open(entry) as member:     # its declared size is not trusted either
+                    data = nbtest.read_bounded(member, nbtest.MAX_NOTEBOOK_BYTES, f"{name}: entry {entry.filename}")
             except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as e:
-                problems.append(f"{path.name}: entry {entry.filename}: corrupt ({e}); not extracted")
+                problems.append(f"{name}: entry {entry.filename}: corrupt ({e}); not extracted")
+                continue
+            except nbtest.NotebookError as e:
+                problems.append(f"{e}; not extracted")
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
