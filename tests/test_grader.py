@@ -249,7 +249,7 @@ def test_unreadable_files_score_zero_with_a_reason(grader, tmp_path, content, re
 
 def test_missing_file_scores_zero(grader, tmp_path):
     result = grader.grade(tmp_path / "nothing.ipynb", SEED).to_store()
-    assert result["score"] == 0 and "no such notebook" in result["tests"][0]["output"]
+    assert result["score"] == 0 and "no such file" in result["tests"][0]["output"]
 
 
 def test_notebook_without_solution_cells(grader, tmp_path):
