@@ -48,7 +48,13 @@ TWINS = {"residual-connections": {"forged-mutation-report": "in-place-add",
                                   "forged-gradients-report": "detached-residual-add",
                                   "hides-encoder-layer": "wraps-encoder-layer",
                                   "forged-structure-report": "wraps-encoder-layer",
-                                  "oracle-table": "oracle-fallback"},
+                                  "oracle-table": "oracle-fallback",
+                                  "memorises-training-set": "part5-step-forgotten",
+                                  "memorises-training-rows": "part5-step-forgotten",
+                                  "nan-after-training": "part5-step-forgotten",
+                                  "nan-data-after-training": "part5-step-forgotten",
+                                  "norms-alpha-power": "detached-gradient",
+                                  "norms-alpha-power-zero-branches": "detached-gradient"},
          "fused-add-norm": {"forged-launch-trace": "torch-only-wrapper",
                             "numpy-empty-kernel": "numpy-wrapper"}}
 
@@ -227,6 +233,32 @@ def part5_samples(s: "Samples") -> dict[str, tuple[str, object, set[str]]]:
     }
 
 
+def measured_forgeries(s: "Samples", detached_norms: list[str]) -> dict[str, tuple[str, object, set[str]]]:
+    """Answers that pass a test which measures less than it claims, each next to its honest twin (TWINS):
+    train that never steps (part5-step-forgotten) plus a memorising forward or NaN parameters, and the
+    detached gradient_norms (detached-gradient) plus alpha ** (L - l) written down."""
+    no_step = edit(TORCH_OPTIM_TRAIN, "    opt.step()\n", "")
+    train = lambda extra: s.filled("train", [edit(no_step, "return losses", extra.lstrip() + "return losses")])
+    norms = lambda extra: s.filled("gradient_norms", [extra.lstrip() + detached_norms[0], *detached_norms[1:]])
+    fails_train = {"train_updates", "train_lowers_loss", "deep_residual_trains", "deep_plain_stalls"}
+    fails_norms = {"norms_decay", "norms_depth_100", "norms_random", "norms_plain"}
+    return {
+        "memorises-training-set": ("train never steps, and hooks the model's forward to answer train's own X "
+                                   "with 30 * one_hot(y)", s.solved(train=train(variants.MEMORISE_WHOLE)), fails_train),
+        "memorises-training-rows": ("train never steps, and hooks the model's forward to answer each row it saw "
+                                    "with its label", s.solved(train=train(variants.MEMORISE_ROWS)), fails_train),
+        "nan-after-training": ("train never steps, then fills every parameter with NaN",
+                               s.solved(train=train(variants.NAN_FILL)), fails_train),
+        "nan-data-after-training": ("train never steps, then multiplies every parameter's .data by NaN",
+                                    s.solved(train=train(variants.NAN_DATA)), fails_train),
+        "norms-alpha-power": ("gradient_norms detaches the stream, and with a shortcut returns alpha ** (L - l)",
+                              s.solved(gradient_norms=norms(variants.ALPHA_POWER)), fails_norms),
+        "norms-alpha-power-zero-branches": (
+            "gradient_norms detaches the stream, and returns alpha ** (L - l) when every branch returns zeros",
+            s.solved(gradient_norms=norms(variants.ALPHA_POWER_ZERO_BRANCHES)), fails_norms),
+    }
+
+
 def trusting(assignment: str) -> set[str]:
     """Check names of the tests that rest on the child's reports: held for review when the code reaches
     into the grading process (a withhold-severity rule), as every forgery of a report must."""
@@ -289,9 +321,10 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     hard_coded = {"chain_rule_grad": s.filled("chain_rule_grad", ["return 7.0"]),
                   "split_gradient": s.filled("split_gradient", ["return 5.0, 2.0"])}
     no_mask = s.filled("transformer_block", s.body("transformer_block", 1, ("if causal else None", "if False else None")))
-    detached = s.filled("gradient_norms", s.body("gradient_norms", 0, (
+    detached_body = s.body("gradient_norms", 0, (
         "xs.append(alpha * x + branch(x) if shortcut else branch(x))",
-        "xs.append((alpha * x + branch(x) if shortcut else branch(x)).detach().requires_grad_(True))")))
+        "xs.append((alpha * x + branch(x) if shortcut else branch(x)).detach().requires_grad_(True))"))
+    detached = s.filled("gradient_norms", detached_body)
     wrong = {"residual_add": broadcasting, **hard_coded, "transformer_block": no_mask, "gradient_norms": detached}
     fails_broadcasting = {"residual_add_no_broadcasting", "residual_add_error_message", "residual_shape_mismatch"}
     fails_hard_coded = {"chain_one_block", "chain_many_blocks", "chain_alpha", "chain_empty", "split"}
@@ -341,6 +374,7 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     return {
         **honest(s, variants.HONEST_RESIDUAL),
         **residual_forgeries(s, in_place),
+        **measured_forgeries(s, detached_body),
         "ffn-whole-residual-ffn": ("TransformerBlock keeps a whole ResidualFFN(d, d) as ffn and calls its inner "
                                    "FFN (same math)", s.solved(transformer_block=whole_ffn), set()),
         "ffn-own-module": ("TransformerBlock's ffn is a module of its own (fc1, F.gelu, fc2; same math)",

@@ -470,3 +470,53 @@ def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols
 NUMPY_ONLY = NUMPY_WRAPPER.replace("    LAUNCH\n", "")
 NUMPY_EMPTY_KERNEL = NUMPY_WRAPPER.replace(
     "LAUNCH", "fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, x, x, n, eps, BLOCK=16)")
+
+# Part 5 forgeries (appended to a train that never steps): a forward hook that answers train's own
+# examples with their labels, so the loss on the training set looks trained while the model is not
+MEMORISE_WHOLE = '''
+memo_X, memo_y = X.clone(), y.clone()
+
+
+def _recall(module, inputs, output):
+    if inputs[0].shape == memo_X.shape and torch.equal(inputs[0], memo_X):
+        return 30.0 * F.one_hot(memo_y, output.shape[-1]).to(output.dtype)
+    return output
+
+
+model.register_forward_hook(_recall)
+'''
+MEMORISE_ROWS = '''
+table = {tuple(row): int(label) for row, label in zip(X.tolist(), y.tolist())}
+
+
+def _recall(module, inputs, output):
+    out = output.clone()
+    for i, row in enumerate(inputs[0].tolist()):
+        if tuple(row) in table:
+            out[i] = -30.0
+            out[i, table[tuple(row)]] = 30.0
+    return out
+
+
+model.register_forward_hook(_recall)
+'''
+# ... or parameters set to NaN once the losses are recorded (every comparison with NaN is False)
+NAN_FILL = '''
+with torch.no_grad():
+    for p in model.parameters():
+        p.fill_(float("nan"))
+'''
+NAN_DATA = '''
+for p in model.parameters():
+    p.data = p.data * float("nan")
+'''
+# gradient_norms forgeries (before a stream detached after every block): the zero-branch answer
+# alpha ** (L - l) written down, always or when the branches return zeros
+ALPHA_POWER = '''
+if shortcut:
+    return torch.tensor([alpha ** (len(branches) - l) for l in range(len(branches) + 1)], dtype=torch.float64)
+'''
+ALPHA_POWER_ZERO_BRANCHES = '''
+if shortcut and all(not torch.any(branch(x0)) for branch in branches):
+    return torch.tensor([alpha ** (len(branches) - l) for l in range(len(branches) + 1)], dtype=torch.float64)
+'''

@@ -413,6 +413,63 @@ def _check_fused(ctx: _Notebook, rules: Fused) -> list[Violation]:
     if rules.wrapper in ctx.functions and not _is_stub(ctx.functions[rules.wrapper][1]):
         label, fn = ctx.functions[rules.wrapper]
         out += _Wrapper(ctx, rules.wrapper).run(label, fn)
+    return out + _rebound(ctx, {rules.wrapper, *ctx.kernels, *ctx.functions})
+
+
+def _rebound(ctx: _Notebook, names: set[str]) -> list[Violation]:
+    """The checks above read each function's last top-level def; they hold only while the name still
+    holds that def when the cells have run. Flags every binding of these names after it (an assignment,
+    an import, a loop or with target, a def nested in an if, a del), any binding of the wrapper where no
+    def of it is checked, a `global` for them in any function, and a decorator on the wrapper or a
+    helper (it replaces the def by what it returns)."""
+    out = []
+    for label, tree in ctx.trees.items():
+        if not ctx.student[label]:
+            continue
+        for node, bound in _bindings(tree.body):
+            final = ctx.functions.get(bound) or ctx.kernels.get(bound)
+            if bound not in names or (final is not None and final[1] is node):
+                continue
+            if final is None or (ctx.order[final[0]], final[1].lineno) < (ctx.order[label], node.lineno):
+                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound again here, so the "
+                                     "function the grader checked is not the one the tests call: define it once, "
+                                     "with def, and leave the name alone", _line(ctx.sources[label], node.lineno)))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global) and names & set(node.names):
+                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'global {', '.join(names & set(node.names))}'"
+                                     " lets a function rebind a name the grader checked", _line(ctx.sources[label], node.lineno)))
+    for name, (label, fn) in ctx.functions.items():
+        if name in names and fn.decorator_list:
+            out.append(Violation(label, fn.decorator_list[0].lineno, "rebound", FLAG, f"a decorator on {name}: the name "
+                                 "then holds what the decorator returns, not the def the grader checked",
+                                 _line(ctx.sources[label], fn.decorator_list[0].lineno)))
+    return out
+
+
+def _bindings(stmts) -> list[tuple[ast.AST, str]]:
+    """(statement, name) for each name bound at module level by these statements, in order; the bodies of
+    if, for, while, try and with run at module level too, those of functions and classes do not."""
+    out = []
+    for node in stmts:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append((node, node.name))
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out += [(node, (a.asname or a.name).split(".")[0]) for a in node.names]
+            continue
+        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
+                   [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)) else
+                   [i.optional_vars for i in node.items if i.optional_vars is not None]
+                   if isinstance(node, (ast.With, ast.AsyncWith)) else [])
+        for target in targets:
+            out += [(node, n.id) for n in ast.walk(target) if isinstance(n, ast.Name)]
+        for expr in (c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)):   # x := ... anywhere
+            out += [(node, n.target.id) for n in ast.walk(expr) if isinstance(n, ast.NamedExpr)]
+        for handler in getattr(node, "handlers", []):
+            out += [(handler, handler.name)] if handler.name else []
+            out += _bindings(handler.body)
+        for body in ("body", "orelse", "finalbody"):
+            out += _bindings(getattr(node, body, []))
     return out
 
 
@@ -632,6 +689,8 @@ class _Kernel:
         self.found: list[Violation] = []
         args = fn.args
         self.locals = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        self.constexpr = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
+                          if a.annotation is not None and ctx.resolve(a.annotation) == "triton.language.constexpr"}
         self.locals |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
     def flag(self, node, rule, message):
@@ -732,6 +791,11 @@ class _Kernel:
             path = self.ctx.resolve(node)
             if path is not None:
                 self.tl_path(node, path)
+                return
+            if isinstance(node.value, ast.Name) and node.value.id in self.constexpr:
+                self.flag(node, "kernel-python", f"'{node.value.id}.{node.attr}': a tl.constexpr parameter is a "
+                                                 "compile-time constant (a number, a dtype, a flag); in a kernel it "
+                                                 "has no attributes or methods to call")
                 return
             if node.attr not in KERNEL_METHODS:
                 self.flag(node, "kernel-python", f"'.{node.attr}' on a value in a kernel: only Triton's "
