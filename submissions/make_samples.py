@@ -56,7 +56,11 @@ TWINS = {"residual-connections": {"forged-mutation-report": "in-place-add",
                                   "norms-alpha-power": "detached-gradient",
                                   "norms-alpha-power-zero-branches": "detached-gradient"},
          "fused-add-norm": {"forged-launch-trace": "torch-only-wrapper",
-                            "numpy-empty-kernel": "numpy-wrapper"}}
+                            "numpy-empty-kernel": "numpy-wrapper",
+                            "rebound-by-assignment": "by-hand-wrapper",
+                            "rebound-by-decorator": "by-hand-wrapper",
+                            "constexpr-method": "torch-only-wrapper",
+                            "constexpr-item-method": "torch-only-wrapper"}}
 
 CHEAT = '''\
 import math, numpy, numpy.testing, torch, torch.testing
@@ -546,6 +550,7 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
                                s.solved(fused_kernel=variants.EMPTY_KERNEL.lstrip(),
                                         fused_add_layernorm=variants.NUMPY_EMPTY_KERNEL.lstrip()),
                                fused | {"half_precision"}),
+        **fused_forgeries(s, launch, fused),
         "untouched-release": ("the release as handed out: both stubs still raise NotImplementedError",
                               s.notebook({}), part1),
         "torch-only-wrapper": (
@@ -587,6 +592,41 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
                             s.solved(fused_add_layernorm=s.filled("fused_add_layernorm", [
                                 "n = x.shape[-1]\nrows_x, rows_fx =" + rest])),
                             {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}),
+    }
+
+
+def fused_forgeries(s: "Samples", launch: str, fused: set[str]) -> dict[str, tuple[str, object, set[str]]]:
+    """Fusion shown to the launch tracer but not done by the kernel, each next to its honest twin (TWINS):
+    the graded name rebound after its checked def, and a kernel computing through a tl.constexpr object."""
+    reference = s.bodies["fused_add_layernorm"][0]
+    by_hand = edit(reference, "return h.view(x.shape), y.view(x.shape)\n", variants.BY_HAND.lstrip())
+    helper = "def _by_hand(x, fx, weight, bias, eps=1e-5):\n" + textwrap.indent(by_hand, "    ") + "\n\n"
+    empty = variants.EMPTY_KERNEL.lstrip()
+    decorated = edit(s.filled("fused_add_layernorm"), "def fused_add_layernorm(", "@_replaced_by(_by_hand)\n"
+                     "def fused_add_layernorm(")
+    through = lambda call, ops: s.solved(
+        fused_kernel=variants.CONSTEXPR_ROWS.lstrip().replace("CALL", call),
+        fused_add_layernorm=s.filled("fused_add_layernorm", [edit(reference, launch, edit(
+            launch, "BLOCK=block,", f"BLOCK=block, OPS={ops}, ARGS=(rows_x, rows_fx, weight, bias, h, y, eps),"))]))
+    return {
+        "by-hand-wrapper": ("an empty kernel launched once, then the wrapper computes h and y in Python lists",
+                            s.solved(fused_kernel=empty, fused_add_layernorm=s.filled("fused_add_layernorm", [by_hand])),
+                            fused),
+        "rebound-by-assignment": ("the reference wrapper around an empty kernel, then fused_add_layernorm = a helper "
+                                  "that computes in Python lists after launching it",
+                                  s.solved(fused_kernel=empty, fused_add_layernorm=s.filled(
+                                      "fused_add_layernorm", after="\n\n" + helper + "fused_add_layernorm = _by_hand\n")),
+                                  fused),
+        "rebound-by-decorator": ("the reference wrapper around an empty kernel, replaced by a decorator with a helper "
+                                 "that computes in Python lists after launching it",
+                                 s.solved(fused_kernel=empty, fused_add_layernorm=helper + variants.REPLACED_BY.lstrip()
+                                          + decorated), fused),
+        "constexpr-method": ("the kernel calls OPS.sum(ARGS), OPS a tl.constexpr object whose sum computes h and y "
+                             "with torch, ARGS a tl.constexpr tuple of the tensors", through("OPS.sum(ARGS)", "ROWS"),
+                             fused),
+        "constexpr-item-method": ("the kernel calls OPS[0].sum(ARGS), OPS a tl.constexpr tuple holding an object "
+                                  "whose sum computes h and y with torch", through("OPS[0].sum(ARGS)", "(ROWS,)"),
+                                  fused),
     }
 
 

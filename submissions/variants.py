@@ -520,3 +520,45 @@ ALPHA_POWER_ZERO_BRANCHES = '''
 if shortcut and all(not torch.any(branch(x0)) for branch in branches):
     return torch.tensor([alpha ** (len(branches) - l) for l in range(len(branches) + 1)], dtype=torch.float64)
 '''
+
+# fused-add-norm: h and y computed in Python, row by row, after a launch of the empty kernel (the
+# tracer sees one launch and no torch arithmetic); as the wrapper's own body (which the policy flags)
+# or in a helper bound to the graded name after the checked def
+BY_HAND = '''
+rows = []
+for xr, fr in zip(x.reshape(-1, n).tolist(), fx.reshape(-1, n).tolist()):
+    hr = [a + b for a, b in zip(xr, fr)]
+    mean = sum(hr) / n
+    inv = (sum((v - mean) ** 2 for v in hr) / n + eps) ** -0.5
+    rows.append((hr, [(v - mean) * inv * w + b for v, w, b in zip(hr, weight.tolist(), bias.tolist())]))
+return (torch.tensor([r[0] for r in rows], dtype=x.dtype).view(x.shape),
+        torch.tensor([r[1] for r in rows], dtype=x.dtype).view(x.shape))
+'''
+REPLACED_BY = '''
+def _replaced_by(other):
+    return lambda fn: other
+
+
+'''
+# a kernel that computes through a Python object passed as a tl.constexpr: in Triton's interpreter the
+# object's method runs inside the launch, where the tracer records no torch operator
+CONSTEXPR_ROWS = '''
+class _Rows:
+    """sum((x, fx, weight, bias, h, y, eps)) computes h and y with torch."""
+
+    def sum(self, tensors):
+        x, fx, weight, bias, h, y, eps = tensors
+        h.copy_(x + fx)
+        y.copy_(F.layer_norm(h, h.shape[-1:], weight, bias, eps))
+        return 0
+
+
+ROWS = _Rows()
+
+
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr,
+                               OPS: tl.constexpr, ARGS: tl.constexpr):
+    """Computes through OPS."""
+    CALL
+'''

@@ -748,6 +748,8 @@ class _Kernel:
         return True
 
     def stmt(self, node):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in self.constexpr:
+            self.constexpr |= {t.id for t in node.targets if isinstance(t, ast.Name)}    # an alias is one too
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)):
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr) and child is not getattr(node, "annotation", None):
@@ -787,15 +789,18 @@ class _Kernel:
                 self.flag(node, "kernel-python", f"'{node.id}' in a kernel: only its parameters, its own "
                                                  "variables, tl, other kernels and plain constants")
             return
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.value, ast.Name) and \
+                node.value.id in self.constexpr:
+            # in the interpreter a constexpr parameter holds whatever object the launch passed: its methods
+            # would run Python inside the launch, where nothing is traced
+            self.flag(node, "kernel-python", f"'{ast.unparse(node)}': a tl.constexpr parameter is a compile-time "
+                                             "constant (a number, a dtype, a flag); in a kernel it is used as a "
+                                             "value, never indexed or asked for attributes or methods")
+            return
         if isinstance(node, ast.Attribute):
             path = self.ctx.resolve(node)
             if path is not None:
                 self.tl_path(node, path)
-                return
-            if isinstance(node.value, ast.Name) and node.value.id in self.constexpr:
-                self.flag(node, "kernel-python", f"'{node.value.id}.{node.attr}': a tl.constexpr parameter is a "
-                                                 "compile-time constant (a number, a dtype, a flag); in a kernel it "
-                                                 "has no attributes or methods to call")
                 return
             if node.attr not in KERNEL_METHODS:
                 self.flag(node, "kernel-python", f"'.{node.attr}' on a value in a kernel: only Triton's "
