@@ -54,13 +54,19 @@ TWINS = {"residual-connections": {"forged-mutation-report": "in-place-add",
                                   "nan-after-training": "part5-step-forgotten",
                                   "nan-data-after-training": "part5-step-forgotten",
                                   "norms-alpha-power": "detached-gradient",
-                                  "norms-alpha-power-zero-branches": "detached-gradient"},
+                                  "norms-alpha-power-zero-branches": "detached-gradient",
+                                  "hides-projection-method": "eye-projection",
+                                  "hides-projection-assigned": "eye-projection"},
          "fused-add-norm": {"forged-launch-trace": "torch-only-wrapper",
                             "numpy-empty-kernel": "numpy-wrapper",
                             "rebound-by-assignment": "by-hand-wrapper",
                             "rebound-by-decorator": "by-hand-wrapper",
                             "constexpr-method": "torch-only-wrapper",
                             "constexpr-item-method": "torch-only-wrapper"}}
+
+# forgeries that the tests' own measurement defeats, not the policy: nothing flags them for review
+MEASURED = {"residual-connections": {"memorises-training-set", "memorises-training-rows", "nan-after-training",
+                                     "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches"}}
 
 CHEAT = '''\
 import math, numpy, numpy.testing, torch, torch.testing
@@ -263,6 +269,24 @@ def measured_forgeries(s: "Samples", detached_norms: list[str]) -> dict[str, tup
     }
 
 
+def structure_forgeries(s: "Samples") -> dict[str, tuple[str, object, set[str]]]:
+    """A square projection in ProjectionShortcut (eye-projection), and two forgeries that leave it out of
+    nn.Module.named_modules, which the structure report once listed modules and counted parameters with."""
+    eye = [variants.EYE_PROJECTION.lstrip(), s.bodies["projection_shortcut"][1]]
+    cell = s.filled("projection_shortcut", eye)
+    method = edit(cell, "    def forward(", textwrap.indent(variants.HIDING_METHOD.lstrip(), "    ") + "    def forward(")
+    fails = {"shortcut_identity", "residual_structure"}
+    return {
+        "eye-projection": ("ProjectionShortcut(d, d) is a bias-free Linear set to the identity: parameters where "
+                           "there should be none", s.solved(projection_shortcut=cell), fails),
+        "hides-projection-method": ("eye-projection, with a named_modules method that leaves the square projection out",
+                                    s.solved(projection_shortcut=method), fails),
+        "hides-projection-assigned": ("eye-projection, with ProjectionShortcut.named_modules assigned a function that "
+                                      "lists the square projection nowhere",
+                                      s.solved(projection_shortcut=cell + variants.HIDING_ASSIGNMENT), fails),
+    }
+
+
 def trusting(assignment: str) -> set[str]:
     """Check names of the tests that rest on the child's reports: held for review when the code reaches
     into the grading process (a withhold-severity rule), as every forgery of a report must."""
@@ -379,6 +403,7 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
         **honest(s, variants.HONEST_RESIDUAL),
         **residual_forgeries(s, in_place),
         **measured_forgeries(s, detached_body),
+        **structure_forgeries(s),
         "ffn-whole-residual-ffn": ("TransformerBlock keeps a whole ResidualFFN(d, d) as ffn and calls its inner "
                                    "FFN (same math)", s.solved(transformer_block=whole_ffn), set()),
         "ffn-own-module": ("TransformerBlock's ffn is a module of its own (fc1, F.gelu, fc2; same math)",

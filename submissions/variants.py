@@ -562,3 +562,33 @@ def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols
     """Computes through OPS."""
     CALL
 '''
+
+# ProjectionShortcut with a bias-free Linear also where the widths agree (set to the identity there),
+# and two ways of leaving that square projection out of what nn.Module.named_modules lists
+EYE_PROJECTION = '''
+self.square = d_in == d_out
+self.proj = nn.Linear(d_in, d_out, bias=False)
+if self.square:
+    with torch.no_grad():
+        self.proj.weight.copy_(torch.eye(d_in))
+'''
+HIDING_METHOD = '''
+def named_modules(self, *args, **kwargs):
+    """Everything but a square projection."""
+    for path, module in super().named_modules(*args, **kwargs):
+        if not (self.square and module is self.proj):
+            yield path, module
+
+'''
+HIDING_ASSIGNMENT = '''
+
+
+def _listed(self, memo=None, prefix="", remove_duplicate=True):
+    """What the block holds, a square projection left out."""
+    yield prefix, self
+    if not self.square:
+        yield prefix + ".proj", self.proj
+
+
+ProjectionShortcut.named_modules = _listed
+'''

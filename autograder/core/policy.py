@@ -369,7 +369,7 @@ class _General(ast.NodeVisitor):
             elif isinstance(stmt, ast.Assign):
                 names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
             for name in names:
-                if name in OVERRIDE_DUNDERS:
+                if name in OVERRIDE_DUNDERS or name in MODULE_PRIVATE or name == "__dict__":
                     self.flag(stmt, "override", FLAG, f"defining {name} changes how torch or isinstance see "
                                                       "your objects; a solution returns plain tensors and modules")
         self.generic_visit(node)

@@ -40,7 +40,7 @@ from torch import nn
 
 _isinstance, _type, _len, _str = builtins.isinstance, builtins.type, builtins.len, builtins.str
 _float, _int, _bool, _list, _tuple, _dict = float, int, bool, list, tuple, dict
-_getattr, _enumerate, _sum, _next, _any = getattr, enumerate, sum, next, any
+_getattr, _sum, _next, _any = getattr, sum, next, any
 _range, _min, _max = range, min, max
 _Tensor, _Module = torch.Tensor, nn.Module
 _detach, _clone, _to = torch.Tensor.detach, torch.Tensor.clone, torch.Tensor.to
@@ -53,7 +53,9 @@ _layout_of, _shape_of = torch._C.TensorBase.layout.__get__, torch._C.TensorBase.
 _storage = torch.Tensor.untyped_storage
 _storage_ptr = torch.UntypedStorage.data_ptr
 _double, _eval = nn.Module.double, nn.Module.eval
-_named_modules, _parameters = nn.Module.named_modules, nn.Module.parameters
+# the structure report reads each module's own _modules and _parameters dicts: nn.Module.named_modules
+# and .parameters call the submodules' methods, which a class may override to leave a layer out
+_attribute, _id, _dict_items = object.__getattribute__, id, dict.items
 _backward, _tsum, _mul = torch.autograd.backward, torch.sum, torch.mul
 _no_grad, _set_grad_enabled, _set_default_dtype = torch.no_grad, torch.set_grad_enabled, torch.set_default_dtype
 _manual_seed = torch.manual_seed
@@ -312,30 +314,55 @@ def structure(obj) -> dict:
     """What an object is built from: its modules, their torch.nn base classes and sizes."""
     if not _isinstance(obj, _Module):
         return {"type": _text(_type(obj).__qualname__), "module": False}
-    modules = []
-    for i, (path, m) in _enumerate(_named_modules(obj)):
-        if i >= MAX_ITEMS:
-            break
-        modules.append(_describe_module(path, m))
-    return {"type": _text(_type(obj).__qualname__), "module": True, "modules": modules,
-            "parameters": _int(_sum(_numel(p) for p in _parameters(obj)))}
+    tree = _modules_of(obj)
+    return {"type": _text(_type(obj).__qualname__), "module": True,
+            "modules": [_describe_module(path, m) for path, m in tree[:MAX_ITEMS]],
+            "parameters": _count(tree)}
+
+
+def _own(m, name: str) -> dict:
+    """A module's own dict `name` (_modules, _parameters) as nn.Module.__init__ made it; {} if it is not one."""
+    table = _attribute(m, "__dict__").get(name)
+    return table if _type(table) is _dict else {}
+
+
+def _modules_of(obj) -> list:
+    """(path, module) for obj and every submodule, in nn.Module.named_modules' order, each module once."""
+    out, seen, stack = [], set(), [("", obj)]
+    while stack and _len(out) < 10 * MAX_ITEMS:
+        path, m = stack.pop()
+        if _id(m) in seen:
+            continue
+        seen.add(_id(m))
+        out.append((path, m))
+        children = [(f"{path}.{name}" if path else _str(name), child) for name, child in _dict_items(_own(m, "_modules"))
+                    if _isinstance(child, _Module)]
+        stack.extend(children[::-1])
+    return out
+
+
+def _count(tree: list) -> int:
+    """Elements of the distinct parameters of these modules."""
+    params = {_id(p): p for _, m in tree for p in _own(m, "_parameters").values() if _isinstance(p, _Tensor)}
+    return _int(_sum(_numel(p) for p in params.values()))
 
 
 def _describe_module(path: str, m) -> dict:
     mro = _type(m).__mro__
     base = _next((k.__name__ for k in mro if k in _KNOWN), None)
     entry = {"path": _text(path), "type": _text(_type(m).__qualname__), "base": base,
-             "mro": [_text(k.__qualname__) for k in mro[:20]],
-             "parameters": _int(_sum(_numel(p) for p in _parameters(m)))}
+             "mro": [_text(k.__qualname__) for k in mro[:20]], "parameters": _count(_modules_of(m))}
+    attributes = _attribute(m, "__dict__")
     for attr in ("in_features", "out_features", "embed_dim", "num_heads", "batch_first",
                  "normalized_shape", "elementwise_affine"):
-        value = m.__dict__.get(attr)
+        value = attributes.get(attr)
         if _type(value) in (_int, _bool):
             entry[attr] = value
         elif _type(value) is _tuple and all(_type(v) is _int for v in value):
             entry[attr] = _list(value)
-    if "bias" in m._parameters:   # nn.Linear(bias=False) registers bias as None
-        entry["has_bias"] = m._parameters["bias"] is not None
+    own = _own(m, "_parameters")
+    if "bias" in own:   # nn.Linear(bias=False) registers bias as None
+        entry["has_bias"] = own["bias"] is not None
     return entry
 
 

@@ -23,7 +23,8 @@ SUITE = Suite("residual-connections", trusts_child={
     "residual_add_no_broadcasting", "residual_add_error_message", "residual_add_no_mutation",
     "residual_add_gradients", "residual_shape_mismatch", "shortcut_identity", "shortcut_projection", "ffn_layers",
     "norms_shape", "norms_decay", "norms_depth_100", "norms_random", "norms_plain", "norms_no_path",
-    "block_parts", "block_bad_norm", "stream_norms"},
+    "block_parts", "block_bad_norm", "stream_norms", "plain_structure", "residual_structure", "train_updates",
+    "grad_norms_values"},
     held_by={"block_parts": {"transformer-class"}})
 test = SUITE.test
 F64 = torch.float64
