@@ -446,3 +446,11 @@ def test_a_constexpr_parameter_is_a_value_only(use):
               "    x = tl.load(x_ptr + tl.arange(0, 4))\n    " + use + "\n")
     source = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"] + "\n\n" + kernel
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=source), FUSED)) == {("kernel-python", FLAG)}
+
+
+@pytest.mark.parametrize("source, found", [
+    ("x = " + "+".join(["1"] * 50000), set()),               # too deep to parse: the child cannot compile it either
+    ("x = " + "+".join(["1"] * 900), {("too-deep", WITHHOLD)}),   # parsed, too deep to walk: held, not read
+])
+def test_a_cell_too_deep_for_the_checks_never_raises(source, found):
+    assert rules(policy.check_cells(with_cells(RESIDUAL_NB, residual_add=source), RESIDUAL)) == found

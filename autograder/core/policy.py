@@ -118,10 +118,23 @@ def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Viol
     out: list[Violation] = []
     for label, source, student in cells:
         if student and label in ctx.trees:
-            out += _General(label, source, ctx, policy).run(ctx.trees[label])
+            try:
+                out += _General(label, source, ctx, policy).run(ctx.trees[label])
+            except RecursionError:
+                out.append(_too_deep(label, source))
     if policy.fused:
-        out += _check_fused(ctx, policy.fused)
+        try:
+            out += _check_fused(ctx, policy.fused)
+        except RecursionError:
+            label = next(label for label, _, student in cells if student)
+            out.append(_too_deep(label, ctx.sources[label]))
     return sorted(set(out), key=lambda v: (ctx.order[v.cell], v.line, v.rule))
+
+
+def _too_deep(label: str, source: str) -> Violation:
+    """Nesting deeper than the checks can walk: the policy cannot vouch for the cell."""
+    return Violation(label, 1, "too-deep", WITHHOLD, "the cell nests expressions too deeply for the policy to read "
+                     "it", _line(source, 1))
 
 
 def check(source: str, policy: Policy, label: str = "cell", trusted: list[tuple[str, str]] = ()) -> list[Violation]:
@@ -142,8 +155,8 @@ class _Notebook:
             self.order[label], self.sources[label], self.student[label] = i, source, student
             try:
                 tree = ast.parse(source)
-            except SyntaxError:
-                continue          # a cell that does not parse never runs: nothing to police
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue          # a cell that does not parse never runs (the child's compile fails alike)
             self.trees[label] = tree
             for node in tree.body:
                 self._top_level(label, node, student)
