@@ -12,13 +12,14 @@ import socket
 import struct
 import threading
 import time
+import types
 from multiprocessing.connection import Connection
 from unittest import mock
 
 import torch
 
 from autograder import course, suites
-from autograder.core import codec, replies
+from autograder.core import codec, probe, replies
 from autograder.core.frames import FrameError, read_frame
 from autograder.core.sandbox import Child
 from autograder.grading import grader as grader_module
@@ -193,6 +194,44 @@ class FakeZygote:
 
     def close(self) -> None:
         pass
+
+
+SUBMISSION = """
+import torch
+from torch import nn
+def add(x, y):
+    return x + y
+def several(x):
+    return [x, 1.5, [torch.zeros(2), ("a", None, True)], float("nan"), object(), x.to_sparse()]
+def refuse(x):
+    raise ValueError("no " * 400)
+class Odd(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.normalized_shape, self.batch_first = d, 1       # not what nn.LayerNorm stores: reported anyway
+        self.lin, self.ln = nn.Linear(d, 2 * d, bias=False), nn.LayerNorm([d])
+        self.attn = nn.MultiheadAttention(d, 1, batch_first=True)
+    def forward(self, x):
+        return self.lin(self.ln(x))
+"""
+
+
+def test_every_reply_the_probe_makes_passes_the_check():
+    """What the probe answers, plain or odd, errors included, is a reply the grader accepts (no honest reply
+    is refused)."""
+    module = types.ModuleType("submission")
+    exec(SUBMISSION, module.__dict__)
+    objects, x = {}, torch.randn(3, 4)
+    requests = [{"op": "call", "fn": "add", "args": [x, x], "grad": torch.ones(3, 4), "grad_args": [0, 1]},
+                {"op": "call", "fn": "add", "args": [x, 2.0], "grad": torch.ones(3, 4), "grad_args": [1]},
+                {"op": "call", "fn": "several", "args": [x]}, {"op": "call", "fn": "refuse", "args": [x]},
+                {"op": "call", "fn": "absent", "args": []}, {"op": "new", "cls": "Odd", "args": [4]},
+                {"op": "new", "cls": "add", "args": [], "double": True},
+                {"op": "load", "handle": 0, "weights": {"lin.weight": torch.zeros(8, 4)}},
+                {"op": "load", "handle": 0, "weights": {"lin.weight": torch.zeros(2, 2)}},
+                {"op": "invoke", "handle": 0, "args": [x], "trace": "none registered"}]
+    for request in requests:
+        replies.answer(request, probe.serve_request(module, {}, objects, request))
 
 
 def test_the_decoder_refuses_every_mutated_frame_cleanly():

@@ -23,7 +23,8 @@ MAX_DEPTH = 3                # nesting of a returned list, as probe.encode stops
 TRACE_DEPTH = 4              # nesting of a tracer's report
 VALUE_KINDS = {"tensor", "object", "bool", "none", "number", "list", "tuple", "str"}
 ERROR_KEYS = {"type", "message", "is"}
-MODULE_INTS = ("in_features", "out_features", "embed_dim", "num_heads")
+MODULE_ATTRIBUTES = ("in_features", "out_features", "embed_dim", "num_heads", "batch_first", "normalized_shape",
+                     "elementwise_affine")
 
 
 class ReplyError(ValueError):
@@ -190,8 +191,8 @@ def _structure(s) -> None:
     for i, m in enumerate(s["modules"]):
         where = f"structure['modules'][{i}]"
         _dict(m, where)
-        _keys(m, {"path", "type", "base", "mro", "parameters", "has_bias", "batch_first", "elementwise_affine",
-                  "normalized_shape", *MODULE_INTS}, where, required={"path", "type", "base", "mro", "parameters"})
+        _keys(m, {"path", "type", "base", "mro", "parameters", "has_bias", *MODULE_ATTRIBUTES}, where,
+              required={"path", "type", "base", "mro", "parameters"})
         _text(m["path"], f"{where}['path']")
         _text(m["type"], f"{where}['type']")
         if m["base"] is not None:
@@ -200,16 +201,14 @@ def _structure(s) -> None:
         for k in m["mro"]:
             _text(k, f"{where}['mro']")
         _int(m["parameters"], f"{where}['parameters']", 0, MAX_COUNT)
-        for attr in MODULE_INTS:
-            if attr in m:
-                _int(m[attr], f"{where}[{attr!r}]", 0, MAX_COUNT)
-        for attr in ("has_bias", "batch_first", "elementwise_affine"):
-            if attr in m:
-                _bool(m[attr], f"{where}[{attr!r}]")
-        if "normalized_shape" in m:
-            _list(m["normalized_shape"], f"{where}['normalized_shape']", 8)
-            for n in m["normalized_shape"]:
-                _int(n, f"{where}['normalized_shape']", 0, MAX_COUNT)
+        if "has_bias" in m:
+            _bool(m["has_bias"], f"{where}['has_bias']")
+        for attr in MODULE_ATTRIBUTES:     # an int or a bool, or a tuple of ints as a list: whatever the module set
+            if attr in m and type(m[attr]) is not bool:
+                if type(m[attr]) is list:
+                    _list(m[attr], f"{where}[{attr!r}]", MAX_ITEMS)
+                for n in m[attr] if type(m[attr]) is list else [m[attr]]:
+                    _int(n, f"{where}[{attr!r}]", -MAX_COUNT, MAX_COUNT)
 
 
 def _plain(v, where: str, depth: int) -> None:
