@@ -524,6 +524,12 @@ SHOWN = {"residual-connections": {
     "checker-cheat": WRONG,   # the cheat changes nothing the grader compares
     # AlwaysEqual returned where residual_add must raise, and a result outside autograd's graph
     "always-equal": {**BROADCASTING, "residual_add_gradients": "detached-gradient"},
+    # the norms of zero branches where the branches are not: their gradient is missing, as when detached;
+    # with alpha = 1 and tanh branches the ones it returns are no mistake norms_random knows
+    "norms-alpha-power": {k: v for k, v in DETACHED.items() if k != "norms_random"},
+    "norms-alpha-power-zero-branches": DETACHED,
+    **dict.fromkeys(["eye-projection", "hides-projection-method", "hides-projection-assigned"],
+                    {"shortcut_identity": "projection-shortcut"}),
 }}
 # sample -> the sample it was made from; every other sample is the reference with an edit (full-marks),
 # or the release as handed out (untouched-release)
