@@ -48,9 +48,27 @@ TWINS = {"residual-connections": {"forged-mutation-report": "in-place-add",
                                   "forged-gradients-report": "detached-residual-add",
                                   "hides-encoder-layer": "wraps-encoder-layer",
                                   "forged-structure-report": "wraps-encoder-layer",
-                                  "oracle-table": "oracle-fallback"},
+                                  "oracle-table": "oracle-fallback",
+                                  "memorises-training-set": "part5-step-forgotten",
+                                  "memorises-training-rows": "part5-step-forgotten",
+                                  "nan-after-training": "part5-step-forgotten",
+                                  "nan-data-after-training": "part5-step-forgotten",
+                                  "norms-alpha-power": "detached-gradient",
+                                  "norms-alpha-power-zero-branches": "detached-gradient",
+                                  "hides-projection-method": "eye-projection",
+                                  "hides-projection-assigned": "eye-projection"},
          "fused-add-norm": {"forged-launch-trace": "torch-only-wrapper",
-                            "numpy-empty-kernel": "numpy-wrapper"}}
+                            "numpy-empty-kernel": "numpy-wrapper",
+                            "rebound-by-assignment": "by-hand-wrapper",
+                            "rebound-by-decorator": "by-hand-wrapper",
+                            "constexpr-method": "torch-only-wrapper",
+                            "constexpr-item-method": "torch-only-wrapper"}}
+
+# forgeries that what the grader measures defeats (the tests themselves, the structure report read from
+# the modules' own dicts), not the policy: nothing flags them for review
+MEASURED = {"residual-connections": {"memorises-training-set", "memorises-training-rows", "nan-after-training",
+                                     "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches",
+                                     "hides-projection-method", "hides-projection-assigned"}}
 
 CHEAT = '''\
 import math, numpy, numpy.testing, torch, torch.testing
@@ -227,6 +245,50 @@ def part5_samples(s: "Samples") -> dict[str, tuple[str, object, set[str]]]:
     }
 
 
+def measured_forgeries(s: "Samples", detached_norms: list[str]) -> dict[str, tuple[str, object, set[str]]]:
+    """Answers that pass a test which measures less than it claims, each next to its honest twin (TWINS):
+    train that never steps (part5-step-forgotten) plus a memorising forward or NaN parameters, and the
+    detached gradient_norms (detached-gradient) plus alpha ** (L - l) written down."""
+    no_step = edit(TORCH_OPTIM_TRAIN, "    opt.step()\n", "")
+    train = lambda extra: s.filled("train", [edit(no_step, "return losses", extra.lstrip() + "return losses")])
+    norms = lambda extra: s.filled("gradient_norms", [extra.lstrip() + detached_norms[0], *detached_norms[1:]])
+    fails_train = {"train_updates", "train_lowers_loss", "deep_residual_trains", "deep_plain_stalls"}
+    fails_norms = {"norms_decay", "norms_depth_100", "norms_random", "norms_plain"}
+    return {
+        "memorises-training-set": ("train never steps, and hooks the model's forward to answer train's own X "
+                                   "with 30 * one_hot(y)", s.solved(train=train(variants.MEMORISE_WHOLE)), fails_train),
+        "memorises-training-rows": ("train never steps, and hooks the model's forward to answer each row it saw "
+                                    "with its label", s.solved(train=train(variants.MEMORISE_ROWS)), fails_train),
+        "nan-after-training": ("train never steps, then fills every parameter with NaN",
+                               s.solved(train=train(variants.NAN_FILL)), fails_train),
+        "nan-data-after-training": ("train never steps, then multiplies every parameter's .data by NaN",
+                                    s.solved(train=train(variants.NAN_DATA)), fails_train),
+        "norms-alpha-power": ("gradient_norms detaches the stream, and with a shortcut returns alpha ** (L - l)",
+                              s.solved(gradient_norms=norms(variants.ALPHA_POWER)), fails_norms),
+        "norms-alpha-power-zero-branches": (
+            "gradient_norms detaches the stream, and returns alpha ** (L - l) when every branch returns zeros",
+            s.solved(gradient_norms=norms(variants.ALPHA_POWER_ZERO_BRANCHES)), fails_norms),
+    }
+
+
+def structure_forgeries(s: "Samples") -> dict[str, tuple[str, object, set[str]]]:
+    """A square projection in ProjectionShortcut (eye-projection), and two forgeries that leave it out of
+    nn.Module.named_modules, which the structure report once listed modules and counted parameters with."""
+    eye = [variants.EYE_PROJECTION.lstrip(), s.bodies["projection_shortcut"][1]]
+    cell = s.filled("projection_shortcut", eye)
+    method = edit(cell, "    def forward(", textwrap.indent(variants.HIDING_METHOD.lstrip(), "    ") + "    def forward(")
+    fails = {"shortcut_identity", "residual_structure"}
+    return {
+        "eye-projection": ("ProjectionShortcut(d, d) is a bias-free Linear set to the identity: parameters where "
+                           "there should be none", s.solved(projection_shortcut=cell), fails),
+        "hides-projection-method": ("eye-projection, with a named_modules method that leaves the square projection out",
+                                    s.solved(projection_shortcut=method), fails),
+        "hides-projection-assigned": ("eye-projection, with ProjectionShortcut.named_modules assigned a function that "
+                                      "lists the square projection nowhere",
+                                      s.solved(projection_shortcut=cell + variants.HIDING_ASSIGNMENT), fails),
+    }
+
+
 def trusting(assignment: str) -> set[str]:
     """Check names of the tests that rest on the child's reports: held for review when the code reaches
     into the grading process (a withhold-severity rule), as every forgery of a report must."""
@@ -289,9 +351,10 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     hard_coded = {"chain_rule_grad": s.filled("chain_rule_grad", ["return 7.0"]),
                   "split_gradient": s.filled("split_gradient", ["return 5.0, 2.0"])}
     no_mask = s.filled("transformer_block", s.body("transformer_block", 1, ("if causal else None", "if False else None")))
-    detached = s.filled("gradient_norms", s.body("gradient_norms", 0, (
+    detached_body = s.body("gradient_norms", 0, (
         "xs.append(alpha * x + branch(x) if shortcut else branch(x))",
-        "xs.append((alpha * x + branch(x) if shortcut else branch(x)).detach().requires_grad_(True))")))
+        "xs.append((alpha * x + branch(x) if shortcut else branch(x)).detach().requires_grad_(True))"))
+    detached = s.filled("gradient_norms", detached_body)
     wrong = {"residual_add": broadcasting, **hard_coded, "transformer_block": no_mask, "gradient_norms": detached}
     fails_broadcasting = {"residual_add_no_broadcasting", "residual_add_error_message", "residual_shape_mismatch"}
     fails_hard_coded = {"chain_one_block", "chain_many_blocks", "chain_alpha", "chain_empty", "split"}
@@ -341,6 +404,8 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
     return {
         **honest(s, variants.HONEST_RESIDUAL),
         **residual_forgeries(s, in_place),
+        **measured_forgeries(s, detached_body),
+        **structure_forgeries(s),
         "ffn-whole-residual-ffn": ("TransformerBlock keeps a whole ResidualFFN(d, d) as ffn and calls its inner "
                                    "FFN (same math)", s.solved(transformer_block=whole_ffn), set()),
         "ffn-own-module": ("TransformerBlock's ffn is a module of its own (fc1, F.gelu, fc2; same math)",
@@ -459,6 +524,12 @@ SHOWN = {"residual-connections": {
     "checker-cheat": WRONG,   # the cheat changes nothing the grader compares
     # AlwaysEqual returned where residual_add must raise, and a result outside autograd's graph
     "always-equal": {**BROADCASTING, "residual_add_gradients": "detached-gradient"},
+    # the norms of zero branches where the branches are not: their gradient is missing, as when detached;
+    # with alpha = 1 and tanh branches the ones it returns are no mistake norms_random knows
+    "norms-alpha-power": {k: v for k, v in DETACHED.items() if k != "norms_random"},
+    "norms-alpha-power-zero-branches": DETACHED,
+    **dict.fromkeys(["eye-projection", "hides-projection-method", "hides-projection-assigned"],
+                    {"shortcut_identity": "projection-shortcut"}),
 }}
 # sample -> the sample it was made from; every other sample is the reference with an edit (full-marks),
 # or the release as handed out (untouched-release)
@@ -543,6 +614,7 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
                                s.solved(fused_kernel=variants.EMPTY_KERNEL.lstrip(),
                                         fused_add_layernorm=variants.NUMPY_EMPTY_KERNEL.lstrip()),
                                fused | {"half_precision"}),
+        **fused_forgeries(s, launch, fused),
         "untouched-release": ("the release as handed out: both stubs still raise NotImplementedError",
                               s.notebook({}), part1),
         "torch-only-wrapper": (
@@ -584,6 +656,41 @@ def fused_samples() -> dict[str, tuple[str, object, set[str]]]:
                             s.solved(fused_add_layernorm=s.filled("fused_add_layernorm", [
                                 "n = x.shape[-1]\nrows_x, rows_fx =" + rest])),
                             {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}),
+    }
+
+
+def fused_forgeries(s: "Samples", launch: str, fused: set[str]) -> dict[str, tuple[str, object, set[str]]]:
+    """Fusion shown to the launch tracer but not done by the kernel, each next to its honest twin (TWINS):
+    the graded name rebound after its checked def, and a kernel computing through a tl.constexpr object."""
+    reference = s.bodies["fused_add_layernorm"][0]
+    by_hand = edit(reference, "return h.view(x.shape), y.view(x.shape)\n", variants.BY_HAND.lstrip())
+    helper = "def _by_hand(x, fx, weight, bias, eps=1e-5):\n" + textwrap.indent(by_hand, "    ") + "\n\n"
+    empty = variants.EMPTY_KERNEL.lstrip()
+    decorated = edit(s.filled("fused_add_layernorm"), "def fused_add_layernorm(", "@_replaced_by(_by_hand)\n"
+                     "def fused_add_layernorm(")
+    through = lambda call, ops: s.solved(
+        fused_kernel=variants.CONSTEXPR_ROWS.lstrip().replace("CALL", call),
+        fused_add_layernorm=s.filled("fused_add_layernorm", [edit(reference, launch, edit(
+            launch, "BLOCK=block,", f"BLOCK=block, OPS={ops}, ARGS=(rows_x, rows_fx, weight, bias, h, y, eps),"))]))
+    return {
+        "by-hand-wrapper": ("an empty kernel launched once, then the wrapper computes h and y in Python lists",
+                            s.solved(fused_kernel=empty, fused_add_layernorm=s.filled("fused_add_layernorm", [by_hand])),
+                            fused),
+        "rebound-by-assignment": ("the reference wrapper around an empty kernel, then fused_add_layernorm = a helper "
+                                  "that computes in Python lists after launching it",
+                                  s.solved(fused_kernel=empty, fused_add_layernorm=s.filled(
+                                      "fused_add_layernorm", after="\n\n" + helper + "fused_add_layernorm = _by_hand\n")),
+                                  fused),
+        "rebound-by-decorator": ("the reference wrapper around an empty kernel, replaced by a decorator with a helper "
+                                 "that computes in Python lists after launching it",
+                                 s.solved(fused_kernel=empty, fused_add_layernorm=helper + variants.REPLACED_BY.lstrip()
+                                          + decorated), fused),
+        "constexpr-method": ("the kernel calls OPS.sum(ARGS), OPS a tl.constexpr object whose sum computes h and y "
+                             "with torch, ARGS a tl.constexpr tuple of the tensors", through("OPS.sum(ARGS)", "ROWS"),
+                             fused),
+        "constexpr-item-method": ("the kernel calls OPS[0].sum(ARGS), OPS a tl.constexpr tuple holding an object "
+                                  "whose sum computes h and y with torch", through("OPS[0].sum(ARGS)", "(ROWS,)"),
+                                  fused),
     }
 
 

@@ -66,6 +66,7 @@ class SampleClass:
         self.seed = random.randrange(2 ** 31)   # drawn per run, named in every failure message
         samples = make_samples()
         self.twins = {f"{k}.ipynb": f"{v}.ipynb" for k, v in samples.TWINS[assignment].items()}
+        self.measured = {f"{k}.ipynb" for k in samples.MEASURED.get(assignment, ())}   # not the policy's to stop
         styles = samples.variants.HONEST_RESIDUAL if assignment == ASSIGNMENT else samples.variants.HONEST_FUSED
         self.honest = [f"{name}.ipynb" for name in styles]
 
@@ -80,12 +81,14 @@ class SampleClass:
         assert result["score"] == self.expected[name]["score"]
 
     def assert_forgeries_gain_nothing(self, results: dict[str, dict]) -> None:
-        """Each forgery scores no more than its honest twin, and is flagged for review."""
+        """Each forgery scores no more than its honest twin, and is flagged for review unless a test's own
+        measurement is what stops it (`measured`)."""
         for forged, twin in self.twins.items():
             got, honest = results[forged], results[twin]
             assert got["score"] <= honest["score"], f"{forged} {got['score']} > {twin} {honest['score']} " \
                                                     f"(seed {self.seed})"
-            if not forged.startswith("oracle"):   # a table of answers is defeated by the seeds, not flagged
+            # a table of answers is defeated by the seeds, a measured forgery by the tests: neither is flagged
+            if not forged.startswith("oracle") and forged not in self.measured:
                 assert got["review"], f"{forged} was not flagged for review"
 
     def assert_no_source(self, results: dict[str, dict]) -> None:

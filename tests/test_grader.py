@@ -108,8 +108,8 @@ def test_each_forgery_would_pay_without_the_policy(grader, graded, monkeypatch):
     """The forgeries are real: with no test held for review, each outscores its honest twin."""
     monkeypatch.setattr(grader_module, "_held", lambda *args: [])
     for forged, twin in CLASS.twins.items():
-        if forged.startswith("oracle"):
-            continue     # the oracle is defeated by seeds, not by the policy (test_an_oracle_loop_...)
+        if forged.startswith("oracle") or forged in CLASS.measured:
+            continue     # defeated by seeds (test_an_oracle_loop_...) or by what the tests measure, not by the policy
         score = grader.grade(SAMPLES / forged, SEED).score
         assert score > graded[twin]["score"], f"{forged}: {score} without the policy (seed {SEED})"
 

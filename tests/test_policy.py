@@ -76,6 +76,12 @@ SAMPLE_RULES = {
                                           ("wrapper-no-launch", FLAG), ("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "numpy-empty-kernel"): {("import", FLAG), ("forbidden-module", FLAG), ("numpy", FLAG),
                                                ("wrapper-torch-op", FLAG)},
+    # fusion shown to the tracer but not done by the kernel: the graded name rebound, a constexpr object
+    ("fused-add-norm", "by-hand-wrapper"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "rebound-by-assignment"): {("rebound", FLAG)},
+    ("fused-add-norm", "rebound-by-decorator"): {("rebound", FLAG)},
+    ("fused-add-norm", "constexpr-method"): {("kernel-python", FLAG)},
+    ("fused-add-norm", "constexpr-item-method"): {("kernel-python", FLAG)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace"}
@@ -391,3 +397,49 @@ def test_trusted_cells_are_read_not_checked():
 def test_a_cell_that_does_not_parse_is_not_policed():
     cells = with_cells(RESIDUAL_NB, split_gradient="def split_gradient(x0, dF, upstream:\n    import sys\n")
     assert policy.check_cells(cells, RESIDUAL) == []
+
+
+# ============================================================ fused-add-norm: what the checks read is what runs
+
+WRAPPER_SOURCE = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_add_layernorm"]
+REBINDINGS = {
+    "assignment": "fused_add_layernorm = print\n",
+    "def in an if": "if True:\n    def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):\n        return x, fx\n",
+    "loop target": "for fused_add_layernorm in [print]:\n    pass\n",
+    "import": "from functools import partial as fused_add_layernorm\n",
+    "walrus": "(fused_add_layernorm := print)\n",
+    "with target": "with torch.no_grad() as fused_add_layernorm:\n    pass\n",
+    "except name": "try:\n    pass\nexcept ValueError as fused_add_layernorm:\n    pass\n",
+    "global": "def _swap():\n    global fused_add_layernorm\n    fused_add_layernorm = print\n",
+    "kernel rebound": "fused_add_layernorm_kernel = fused_add_layernorm_kernel\n",
+}
+
+
+@pytest.mark.parametrize("spelling", REBINDINGS)
+def test_a_checked_name_bound_again_after_its_def_is_flagged(spelling):
+    cells = with_cells(FUSED_NB, fused_add_layernorm=WRAPPER_SOURCE + "\n\n" + REBINDINGS[spelling])
+    assert rules(policy.check_cells(cells, FUSED)) == {("rebound", FLAG)}
+
+
+def test_a_decorated_wrapper_is_flagged_and_a_name_bound_before_its_def_is_not():
+    decorated = WRAPPER_SOURCE.replace("def fused_add_layernorm(", "@functools.lru_cache\ndef fused_add_layernorm(")
+    cells = with_cells(FUSED_NB, fused_add_layernorm="import functools\n\n" + decorated)
+    assert rules(policy.check_cells(cells, FUSED)) == {("rebound", FLAG)}
+    assert policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm="fused_add_layernorm = None\n\n"
+                                         + WRAPPER_SOURCE), FUSED) == []
+
+
+@pytest.mark.parametrize("use", ["OPS.sum(x)", "OPS[0]", "alias = OPS\n    alias.sum(x)"])
+def test_a_constexpr_parameter_is_a_value_only(use):
+    kernel = ("@triton.jit\ndef helper_kernel(x_ptr, OPS: tl.constexpr):\n"
+              "    x = tl.load(x_ptr + tl.arange(0, 4))\n    " + use + "\n")
+    source = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"] + "\n\n" + kernel
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=source), FUSED)) == {("kernel-python", FLAG)}
+
+
+@pytest.mark.parametrize("source, found", [
+    ("x = " + "+".join(["1"] * 50000), set()),               # too deep to parse: the child cannot compile it either
+    ("x = " + "+".join(["1"] * 900), {("too-deep", WITHHOLD)}),   # parsed, too deep to walk: held, not read
+])
+def test_a_cell_too_deep_for_the_checks_never_raises(source, found):
+    assert rules(policy.check_cells(with_cells(RESIDUAL_NB, residual_add=source), RESIDUAL)) == found

@@ -45,8 +45,8 @@ def check_torch_zip(data: bytes) -> None:
     """
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, ValueError) as e:
-        raise CodecError(f"unreadable frame (not a torch archive: {e})") from None
+    except Exception as e:     # BadZipFile, and NotImplementedError for a made-up zip version, among others
+        raise CodecError(f"unreadable frame (not a torch archive: {type(e).__name__}: {str(e)[:200]})") from None
     total = 0
     for info in archive.infolist():
         if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:

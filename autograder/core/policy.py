@@ -118,10 +118,23 @@ def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Viol
     out: list[Violation] = []
     for label, source, student in cells:
         if student and label in ctx.trees:
-            out += _General(label, source, ctx, policy).run(ctx.trees[label])
+            try:
+                out += _General(label, source, ctx, policy).run(ctx.trees[label])
+            except RecursionError:
+                out.append(_too_deep(label, source))
     if policy.fused:
-        out += _check_fused(ctx, policy.fused)
+        try:
+            out += _check_fused(ctx, policy.fused)
+        except RecursionError:
+            label = next(label for label, _, student in cells if student)
+            out.append(_too_deep(label, ctx.sources[label]))
     return sorted(set(out), key=lambda v: (ctx.order[v.cell], v.line, v.rule))
+
+
+def _too_deep(label: str, source: str) -> Violation:
+    """Nesting deeper than the checks can walk: the policy cannot vouch for the cell."""
+    return Violation(label, 1, "too-deep", WITHHOLD, "the cell nests expressions too deeply for the policy to read "
+                     "it", _line(source, 1))
 
 
 def check(source: str, policy: Policy, label: str = "cell", trusted: list[tuple[str, str]] = ()) -> list[Violation]:
@@ -142,8 +155,8 @@ class _Notebook:
             self.order[label], self.sources[label], self.student[label] = i, source, student
             try:
                 tree = ast.parse(source)
-            except SyntaxError:
-                continue          # a cell that does not parse never runs: nothing to police
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue          # a cell that does not parse never runs (the child's compile fails alike)
             self.trees[label] = tree
             for node in tree.body:
                 self._top_level(label, node, student)
@@ -369,7 +382,7 @@ class _General(ast.NodeVisitor):
             elif isinstance(stmt, ast.Assign):
                 names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
             for name in names:
-                if name in OVERRIDE_DUNDERS:
+                if name in OVERRIDE_DUNDERS or name in MODULE_PRIVATE or name == "__dict__":
                     self.flag(stmt, "override", FLAG, f"defining {name} changes how torch or isinstance see "
                                                       "your objects; a solution returns plain tensors and modules")
         self.generic_visit(node)
@@ -413,6 +426,63 @@ def _check_fused(ctx: _Notebook, rules: Fused) -> list[Violation]:
     if rules.wrapper in ctx.functions and not _is_stub(ctx.functions[rules.wrapper][1]):
         label, fn = ctx.functions[rules.wrapper]
         out += _Wrapper(ctx, rules.wrapper).run(label, fn)
+    return out + _rebound(ctx, {rules.wrapper, *ctx.kernels, *ctx.functions})
+
+
+def _rebound(ctx: _Notebook, names: set[str]) -> list[Violation]:
+    """The checks above read each function's last top-level def; they hold only while the name still
+    holds that def when the cells have run. Flags every binding of these names after it (an assignment,
+    an import, a loop or with target, a def nested in an if, a del), any binding of the wrapper where no
+    def of it is checked, a `global` for them in any function, and a decorator on the wrapper or a
+    helper (it replaces the def by what it returns)."""
+    out = []
+    for label, tree in ctx.trees.items():
+        if not ctx.student[label]:
+            continue
+        for node, bound in _bindings(tree.body):
+            final = ctx.functions.get(bound) or ctx.kernels.get(bound)
+            if bound not in names or (final is not None and final[1] is node):
+                continue
+            if final is None or (ctx.order[final[0]], final[1].lineno) < (ctx.order[label], node.lineno):
+                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound again here, so the "
+                                     "function the grader checked is not the one the tests call: define it once, "
+                                     "with def, and leave the name alone", _line(ctx.sources[label], node.lineno)))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global) and names & set(node.names):
+                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'global {', '.join(names & set(node.names))}'"
+                                     " lets a function rebind a name the grader checked", _line(ctx.sources[label], node.lineno)))
+    for name, (label, fn) in ctx.functions.items():
+        if name in names and fn.decorator_list:
+            out.append(Violation(label, fn.decorator_list[0].lineno, "rebound", FLAG, f"a decorator on {name}: the name "
+                                 "then holds what the decorator returns, not the def the grader checked",
+                                 _line(ctx.sources[label], fn.decorator_list[0].lineno)))
+    return out
+
+
+def _bindings(stmts) -> list[tuple[ast.AST, str]]:
+    """(statement, name) for each name bound at module level by these statements, in order; the bodies of
+    if, for, while, try and with run at module level too, those of functions and classes do not."""
+    out = []
+    for node in stmts:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append((node, node.name))
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out += [(node, (a.asname or a.name).split(".")[0]) for a in node.names]
+            continue
+        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
+                   [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)) else
+                   [i.optional_vars for i in node.items if i.optional_vars is not None]
+                   if isinstance(node, (ast.With, ast.AsyncWith)) else [])
+        for target in targets:
+            out += [(node, n.id) for n in ast.walk(target) if isinstance(n, ast.Name)]
+        for expr in (c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)):   # x := ... anywhere
+            out += [(node, n.target.id) for n in ast.walk(expr) if isinstance(n, ast.NamedExpr)]
+        for handler in getattr(node, "handlers", []):
+            out += [(handler, handler.name)] if handler.name else []
+            out += _bindings(handler.body)
+        for body in ("body", "orelse", "finalbody"):
+            out += _bindings(getattr(node, body, []))
     return out
 
 
@@ -632,6 +702,8 @@ class _Kernel:
         self.found: list[Violation] = []
         args = fn.args
         self.locals = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        self.constexpr = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
+                          if a.annotation is not None and ctx.resolve(a.annotation) == "triton.language.constexpr"}
         self.locals |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
     def flag(self, node, rule, message):
@@ -689,6 +761,8 @@ class _Kernel:
         return True
 
     def stmt(self, node):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in self.constexpr:
+            self.constexpr |= {t.id for t in node.targets if isinstance(t, ast.Name)}    # an alias is one too
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)):
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr) and child is not getattr(node, "annotation", None):
@@ -727,6 +801,14 @@ class _Kernel:
             if not ok:
                 self.flag(node, "kernel-python", f"'{node.id}' in a kernel: only its parameters, its own "
                                                  "variables, tl, other kernels and plain constants")
+            return
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.value, ast.Name) and \
+                node.value.id in self.constexpr:
+            # in the interpreter a constexpr parameter holds whatever object the launch passed: its methods
+            # would run Python inside the launch, where nothing is traced
+            self.flag(node, "kernel-python", f"'{ast.unparse(node)}': a tl.constexpr parameter is a compile-time "
+                                             "constant (a number, a dtype, a flag); in a kernel it is used as a "
+                                             "value, never indexed or asked for attributes or methods")
             return
         if isinstance(node, ast.Attribute):
             path = self.ctx.resolve(node)

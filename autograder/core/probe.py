@@ -44,7 +44,7 @@ from torch import nn
 _isinstance, _type, _len, _str = builtins.isinstance, builtins.type, builtins.len, builtins.str
 _float, _int, _bool, _list, _tuple, _dict = float, int, bool, list, tuple, dict
 _getattr, _enumerate, _sum, _next, _any = getattr, enumerate, sum, next, any
-_range, _min, _max, _id = range, min, max, id
+_range, _min, _max = range, min, max
 _Tensor, _Module = torch.Tensor, nn.Module
 _detach, _clone, _to = torch.Tensor.detach, torch.Tensor.clone, torch.Tensor.to
 _numel, _requires_grad_, _copy = torch.Tensor.numel, torch.Tensor.requires_grad_, torch.Tensor.copy_
@@ -56,7 +56,9 @@ _layout_of, _shape_of = torch._C.TensorBase.layout.__get__, torch._C.TensorBase.
 _storage = torch.Tensor.untyped_storage
 _storage_ptr = torch.UntypedStorage.data_ptr
 _double, _eval = nn.Module.double, nn.Module.eval
-_named_children, _parameters = nn.Module.named_children, nn.Module.parameters
+# the structure report reads each module's own _modules and _parameters dicts: nn.Module.named_modules
+# and .parameters call the submodules' methods, which a class may override to leave a layer out
+_attribute, _id, _dict_items = object.__getattribute__, id, dict.items
 _Indexed = (nn.Sequential, nn.ModuleList)   # their children are reached by position: model[l]
 _backward, _tsum, _mul = torch.autograd.backward, torch.sum, torch.mul
 _no_grad, _set_grad_enabled, _set_default_dtype = torch.no_grad, torch.set_grad_enabled, torch.set_default_dtype
@@ -255,11 +257,12 @@ def _load(module, specs, objects, request):
 
 
 def _child(obj, part: str):
-    """obj's part: by position in an nn.Sequential or nn.ModuleList (whatever its children are
-    named, as model[l] reaches them), else the attribute; None where there is none."""
-    if _isinstance(obj, _Indexed) and part.isdigit():
-        children = _list(obj._modules.values())
-        return children[_int(part)] if _int(part) < _len(children) else None
+    """obj's part as `structure` names it: a submodule (by position in an nn.Sequential or
+    nn.ModuleList), else the attribute (a parameter); None where there is none."""
+    if _isinstance(obj, _Module):
+        found = _dict(_children(obj)).get(part)
+        if found is not None or _isinstance(obj, _Indexed):
+            return found
     return _getattr(obj, part, None)
 
 
@@ -368,44 +371,63 @@ def structure(obj) -> dict:
     """What an object is built from: its modules, their torch.nn base classes and sizes."""
     if not _isinstance(obj, _Module):
         return {"type": _text(_type(obj).__qualname__), "module": False}
-    modules = [_describe_module(path, m) for path, m in _submodules(obj)]
-    return {"type": _text(_type(obj).__qualname__), "module": True, "modules": modules,
-            "parameters": _int(_sum(_numel(p) for p in _parameters(obj)))}
+    tree = _modules_of(obj)
+    return {"type": _text(_type(obj).__qualname__), "module": True,
+            "modules": [_describe_module(path, m) for path, m in tree[:MAX_ITEMS]],
+            "parameters": _count(tree)}
 
 
-def _submodules(obj) -> list:
-    """(path, module) for obj and its submodules, depth first, each once, at most MAX_ITEMS. A path
-    names the children of an nn.Sequential or nn.ModuleList by position ("0.ffn.2"), as `_child`
-    reaches them, so the grader finds model[l] however the student named the children."""
+def _own(m, name: str) -> dict:
+    """A module's own dict `name` (_modules, _parameters) as nn.Module.__init__ made it; {} if it is not one."""
+    table = _attribute(m, "__dict__").get(name)
+    return table if _type(table) is _dict else {}
+
+
+def _children(m) -> list:
+    """(name, submodule) from m's own _modules; an nn.Sequential's or nn.ModuleList's named by position
+    ("0", "1", ...), as model[l] reaches them, whatever the student called them."""
+    children = [(_str(name), c) for name, c in _dict_items(_own(m, "_modules")) if _isinstance(c, _Module)]
+    if _isinstance(m, _Indexed):
+        children = [(_str(i), c) for i, (_, c) in _enumerate(children)]
+    return children
+
+
+def _modules_of(obj) -> list:
+    """(path, module) for obj and every submodule, in nn.Module.named_modules' order, each module once;
+    paths as _children names them ("0.ffn.2"), the paths "load" takes."""
     out, seen, stack = [], set(), [("", obj)]
-    while stack and _len(out) < MAX_ITEMS:
+    while stack and _len(out) < 10 * MAX_ITEMS:
         path, m = stack.pop()
         if _id(m) in seen:
             continue
         seen.add(_id(m))
         out.append((path, m))
-        children = _list(_named_children(m))
-        if _isinstance(m, _Indexed):
-            children = [(_str(i), c) for i, (_, c) in _enumerate(children)]
-        stack.extend((f"{path}.{name}" if path else name, c) for name, c in reversed(children))
+        stack.extend((f"{path}.{name}" if path else name, child) for name, child in reversed(_children(m)))
     return out
+
+
+def _count(tree: list) -> int:
+    """Elements of the distinct parameters of these modules."""
+    params = {_id(p): p for _, m in tree for p in _own(m, "_parameters").values() if _isinstance(p, _Tensor)}
+    return _int(_sum(_numel(p) for p in params.values()))
 
 
 def _describe_module(path: str, m) -> dict:
     mro = _type(m).__mro__
     base = _next((k.__name__ for k in mro if k in _KNOWN), None)
     entry = {"path": _text(path), "type": _text(_type(m).__qualname__), "base": base,
-             "mro": [_text(k.__qualname__) for k in mro[:20]],
-             "parameters": _int(_sum(_numel(p) for p in _parameters(m)))}
+             "mro": [_text(k.__qualname__) for k in mro[:20]], "parameters": _count(_modules_of(m))}
+    attributes = _attribute(m, "__dict__")
     for attr in ("in_features", "out_features", "embed_dim", "num_heads", "batch_first",
                  "normalized_shape", "elementwise_affine"):
-        value = m.__dict__.get(attr)
+        value = attributes.get(attr)
         if _type(value) in (_int, _bool):
             entry[attr] = value
         elif _type(value) is _tuple and all(_type(v) is _int for v in value):
             entry[attr] = _list(value)
-    if "bias" in m._parameters:   # nn.Linear(bias=False) registers bias as None
-        entry["has_bias"] = m._parameters["bias"] is not None
+    own = _own(m, "_parameters")
+    if "bias" in own:   # nn.Linear(bias=False) registers bias as None
+        entry["has_bias"] = own["bias"] is not None
     return entry
 
 

@@ -53,7 +53,7 @@ import torch
 
 from ..course import ROOT, SOLUTIONS
 from . import box as boxing
-from . import codec
+from . import codec, replies
 from .frames import FrameError, read_frame
 
 MAX_FRAME = 256 << 20        # bytes; a larger reply is treated as garbage
@@ -546,7 +546,13 @@ class Sandbox:
         child = self._child
         try:
             child.send(message)
-            return child.receive(deadline, self.budget_end)
+            reply = child.receive(deadline, self.budget_end)
+            try:
+                replies.answer(message, reply)
+            except replies.ReplyError as e:
+                raise Died(f"it sent a reply the grader cannot use ({e}); the code may have written to the "
+                           "grader's connection") from None
+            return reply
         except (Hung, Died):
             self._child = None
             child.close()
@@ -562,7 +568,8 @@ class Sandbox:
             child = self.zygote.spawn(self.limits.resident_mb)
             if self.limits.budget_s and self.budget_end == float("inf"):
                 self.budget_end = time.monotonic() + self.limits.budget_s
-            current = None
+            current, loading = None, iter(label for label, _ in self.cells)
+            expected = next(loading, None)
             try:
                 child.send({"cells": self.cells, "specs": self.specs, "scratch": self._scratch,
                             "memory_mb": self.limits.memory_mb, "resident_mb": self.limits.resident_mb,
@@ -571,10 +578,14 @@ class Sandbox:
                 deadline = Deadline.after(self.limits.timeout_s, self.budget_end)
                 while True:
                     frame = child.receive(deadline)
-                    if "cell" in frame:
-                        current = frame["cell"]
-                    else:
+                    try:
+                        label = replies.loading(frame, expected, {label for label, _ in self.cells})
+                    except replies.ReplyError as e:
+                        child.kill()
+                        raise Died(f"it sent a frame the grader cannot use ({e})") from None
+                    if label is None:
                         break
+                    current, expected = label, next(loading, None)
             except (Hung, Died) as e:
                 child.close()
                 if self.over_budget:
@@ -589,10 +600,10 @@ class Sandbox:
                 self.problems[current] = f"cell '{current}' {why}"
                 self.cells = [(label, src) for label, src in self.cells if label != current]
                 continue
-            for label, error in frame.get("ready", {}).items():
+            for label, error in frame["ready"].items():
                 self.problems[label] = f"cell '{label}' raised {error['type']} when loaded: {error['message']}"
-            self.isolation = str(frame.get("isolation", ""))
-            self.declared = frame.get("declared") if isinstance(frame.get("declared"), dict) else {}
+            self.isolation = frame["isolation"]
+            self.declared = frame["declared"]
             self._child = child
 
     def discard(self) -> None:

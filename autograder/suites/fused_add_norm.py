@@ -30,7 +30,7 @@ from ..kit import Suite, Trial, describe, excerpt, shape_in, show
 # residual_connections.py); the fusion tests are also held by the wrapper and kernel rules, which
 # say that nothing but the kernel computes h and y (docs/security.md).
 KERNEL_RULES = {"wrapper-no-launch", "wrapper-arithmetic", "wrapper-torch-op", "wrapper-statement", "numpy",
-                "forbidden-module", "kernel-python", "kernel-decorator", "kernel-signature"}
+                "forbidden-module", "kernel-python", "kernel-decorator", "kernel-signature", "rebound"}
 ONE_LAUNCH_RULES = KERNEL_RULES | {"wrapper-launch-loop", "wrapper-launches"}
 SUITE = Suite("fused-add-norm", cuda=True,
               trusts_child={"inputs_untouched", "shape_mismatch", "too_wide", "launches_kernel", "one_launch",
