@@ -90,8 +90,8 @@ def answer(request: dict, reply) -> None:
         _structure(reply["structure"])
     elif op == "load":
         _keys(reply, set(), "the reply")
-    elif op == "time":       # plain data, bounded; the timing test checks the fields it reads
-        _plain(reply, "the reply", TRACE_DEPTH)
+    elif op == "time":
+        _timing(reply)
     else:
         raise ReplyError(f"no reply is expected to a request of op {op!r}")
 
@@ -122,6 +122,23 @@ def _observation(request: dict, reply: dict) -> None:
                 value(grad, f"grads[{i}]")
     if "trace" in reply and reply["trace"] is not None:
         _plain(reply["trace"], "trace", TRACE_DEPTH)
+
+
+def _timing(reply: dict) -> None:
+    """{"ms": {LABEL: [float, ...]}, "device": str, "checked": [{"args": [VALUE, ...], "result": VALUE}, ...]};
+    the timing test checks the numbers it reads."""
+    _keys(reply, {"ms", "device", "checked"}, "the reply", required={"ms", "device", "checked"})
+    _plain(reply["ms"], "ms", 2)
+    _text(reply["device"], "device")
+    _list(reply["checked"], "checked")
+    for i, call in enumerate(reply["checked"]):
+        where = f"checked[{i}]"
+        _dict(call, where)
+        _keys(call, {"args", "result"}, where, required={"args", "result"})
+        _list(call["args"], f"{where}['args']")
+        for j, arg in enumerate(call["args"]):
+            value(arg, f"{where}['args'][{j}]")
+        value(call["result"], f"{where}['result']")
 
 
 def value(v, where: str, depth: int = 0) -> None:
