@@ -14,7 +14,7 @@ import pytest
 from autograder.core.sandbox import BACKSTOP, Sandbox
 from autograder.grading.grader import Grader
 from autograder.kit import Test as SuiteTest
-from autograder.results.result import TestResult
+from autograder.results.result import TestResult as Entry   # as Entry: pytest would collect a Test* name
 from helpers import ASSIGNMENT, COURSE, SampleClass
 
 pytestmark = pytest.mark.slow
@@ -87,6 +87,6 @@ def test_a_test_that_reaches_only_the_backstop_is_retried_once_and_says_so():
         never = grader._run(SuiteTest("never", 1, 1, lambda t: t.call("never")), box, 1, [])
     assert (late.score, late.retried, late.kind) == (1, True, "passed"), late
     assert late.output.startswith("passed\n(retried once, on a fresh process") and late.to_store()["retried"]
-    assert TestResult.from_json(late.to_store()).retried and not TestResult.from_json(late.to_json()).retried
+    assert Entry.from_json(late.to_store()).retried and not Entry.from_json(late.to_json()).retried
     assert (never.score, never.retried, never.kind) == (0, True, "timed_out"), never
     assert f"waited {BACKSTOP:g} s without finishing" in never.output and "retried once" in never.output
