@@ -38,6 +38,15 @@ _NAME = "import ctypes\nctypes.CDLL(None).prctl(15, b'hostile', 0, 0, 0)\n"   # 
 
 # killed over the memory limit, or (on a busy machine, the kernel reclaiming) past the load deadline
 _DROPPED = "the memory limit|did not finish loading"
+# `frame`, length-prefixed, written to every socket the child holds: the grader's connection among them
+_SEND_FRAME = """\
+for fd in range(3, 64):
+    try:
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.write(fd, struct.pack("!i", len(frame)) + frame)
+    except OSError:
+        pass
+"""
 
 ATTACKS: dict[str, tuple[Case, str]] = {
     "daemon": (Case("processes"), _NAME + """
@@ -298,28 +307,14 @@ with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for _ in range(256):
             f.write(zeros)
 frame = buf.getvalue()
-for fd in range(3, 64):
-    try:
-        if stat.S_ISSOCK(os.fstat(fd).st_mode):
-            os.write(fd, struct.pack("!i", len(frame)) + frame)
-    except OSError:
-        pass
-time.sleep(600)
-"""),
+""" + _SEND_FRAME + "time.sleep(600)\n"),
     # once ended the batch: Sandbox.start took a null label for "no cell ran yet", a failure of the grader
     "frame-cell-null": (Case("grader side", reason="cannot use"), """
 import io, os, stat, struct, torch
 buf = io.BytesIO()
 torch.save({"cell": None}, buf)
 frame = buf.getvalue()
-for fd in range(3, 64):
-    try:
-        if stat.S_ISSOCK(os.fstat(fd).st_mode):
-            os.write(fd, struct.pack("!i", len(frame)) + frame)
-    except OSError:
-        pass
-os._exit(0)
-"""),
+""" + _SEND_FRAME + "os._exit(0)\n"),
     "spaces-400k": (Case("grader side", reason="raised RuntimeError"), """
 def residual_add(*args, **kwargs):
     raise RuntimeError(" " * 400_000 + "x")
