@@ -260,7 +260,7 @@ def pytest_runtest_makereport(item, call):
         return report
     if call.excinfo.errisinstance(NotImplementedError):
         report.longrepr = STUB_HINT
-        report.user_properties.append(("public_line", STUB_HINT))
+        report.user_properties.append(("public_line", STILL_STUB))
     else:
         text = str(call.excinfo.value).strip() or call.excinfo.typename
         report.user_properties.append(("public_line", " ".join(text.splitlines()[0].split())))
@@ -276,8 +276,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
     if lines:
         terminalreporter.section("failed public tests", sep="-")
         for name, line in lines:
-            terminalreporter.line(f"{'not done' if line == STUB_HINT else 'FAILED  '}  {name}: "
-                                  + ("still the stub (raise NotImplementedError)" if line == STUB_HINT else line))
+            terminalreporter.line(_failure_line(name, line))
 
 
 STILL_STUB = "still the stub (NotImplementedError)"
@@ -317,12 +316,17 @@ def check(part: int, namespace: dict, tests_file: str | Path = "test_public.py")
         elif problem.startswith(SKIPPED):
             print(f"  skipped   {name}: {problem[len(SKIPPED):]}")
         else:
-            print(f"  {'not done' if problem == STILL_STUB else 'FAILED  '}  {name}: {problem}")
+            print(f"  {_failure_line(name, problem)}")
     count = {kind: sum(1 for p in results.values() if _kind(p) == kind)
              for kind in ("passed", "not done", "failed", "skipped")}
     tail = ", ".join(f"{n} {kind}" for kind, n in count.items() if n and kind != "passed")
     print(f"Part {part}: {count['passed']} of {len(results)} public tests passed"
           + (f" ({tail})." if tail else "."))
+
+
+def _failure_line(name: str, problem: str) -> str:
+    """A failing public test as check() and pytest's summary both show it."""
+    return f"{'not done' if problem == STILL_STUB else 'FAILED  '}  {name}: {problem}"
 
 
 def _kind(problem: str | None) -> str:
