@@ -419,6 +419,10 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
                               s.notebook({}), every),
         "partly-right": ("parts 1 and 2 done, parts 3 to 5 still stubs", s.solved(parts=(1, 2)),
                          part[3] | part[4] | part[5]),
+        "norms-float32": ("gradient_norms returns its ratios as float32 (.float() at the end), not float64",
+                          s.solved(gradient_norms=s.filled("gradient_norms", s.body("gradient_norms", 0, (
+                              "return norms / norms[-1]", "return (norms / norms[-1]).float()")))),
+                          {"norms_shape"}),
         "silent-broadcasting": ("residual_add returns x + fx without checking the shapes",
                                 s.solved(residual_add=broadcasting), fails_broadcasting),
         "in-place-add": ("residual_add checks the shapes, then adds in place (x += fx)",
@@ -520,6 +524,7 @@ SHOWN = {"residual-connections": {
                                        "block_default", "block_pre_identity"], "pre-post-swapped"),
     "missing-causal-mask": CAUSAL,
     "detached-gradient": DETACHED,
+    "norms-float32": {"norms_shape": "norms-underflow"},
     "wrong-answers": WRONG,
     "checker-cheat": WRONG,   # the cheat changes nothing the grader compares
     # AlwaysEqual returned where residual_add must raise, and a result outside autograd's graph
