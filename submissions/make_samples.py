@@ -65,10 +65,11 @@ TWINS = {"residual-connections": {"forged-mutation-report": "in-place-add",
                             "constexpr-item-method": "torch-only-wrapper"}}
 
 # forgeries that what the grader measures defeats (the tests themselves, the structure report read from
-# the modules' own dicts), not the policy: nothing flags them for review
+# the modules' own dicts, inputs read back from the grader's own shared memory), not the policy: they
+# gain nothing even with no test held for review
 MEASURED = {"residual-connections": {"memorises-training-set", "memorises-training-rows", "nan-after-training",
                                      "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches",
-                                     "hides-projection-method", "hides-projection-assigned"}}
+                                     "hides-projection-method", "hides-projection-assigned", "forged-mutation-report"}}
 
 CHEAT = '''\
 import math, numpy, numpy.testing, torch, torch.testing
@@ -474,9 +475,9 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
         "always-equal": ("every function returns an object that equals anything and claims to be a Tensor",
                          s.solved(**always_equal),
                          # Part 5 is the reference's: its tests that need no Part 1 function still pass
-                         every - {"ffn_layers", "block_parts", "block_bad_norm", "plain_structure",
-                                  "residual_structure", "plain_forward", "train_updates", "deep_plain_stalls",
-                                  "grad_norms_values"}),
+                         # (its ProjectionShortcut answers too: ffn_layers and residual_structure call it by name)
+                         every - {"block_parts", "block_bad_norm", "plain_structure", "plain_forward",
+                                  "train_updates", "deep_plain_stalls", "grad_norms_values"}),
         "locked-cells-deleted": ("the reference solution with every locked code cell (imports, checks, demos) "
                                  "deleted", s.notebook({l: s.filled(l) for p in PART for l in PART[p]}, locked),
                                  set()),

@@ -87,7 +87,7 @@ class SampleClass:
             got, honest = results[forged], results[twin]
             assert got["score"] <= honest["score"], f"{forged} {got['score']} > {twin} {honest['score']} " \
                                                     f"(seed {self.seed})"
-            # a table of answers is defeated by the seeds, a measured forgery by the tests: neither is flagged
+            # a table of answers is defeated by the seeds, a measured forgery by the tests: neither need be flagged
             if not forged.startswith("oracle") and forged not in self.measured:
                 assert got["review"], f"{forged} was not flagged for review"
 

@@ -14,7 +14,8 @@ Requests (dicts) and what they return:
     {"op": "new", "cls": NAME, "args", "kwargs", "double": bool}
         -> {"handle", "structure"}
     {"op": "load", "handle": H, "weights": {"ffn.0.weight": TENSOR, ...}}  -> {}
-    {"op": "invoke", "handle": H, "args", "kwargs"}  -> like "call"
+    {"op": "invoke", "handle": H, "at": PATH or "", "args", "kwargs"}  -> like "call"
+        (the object, or its submodule at PATH as "load" reaches it: "0.ffn", "attn")
     {"op": "time", "fn": NAME, "args", "kwargs", "against": {LABEL: SPEC, ...},
      "reps": R, "inner": K, "budget_ms": B, "fresh": [i, ...], "rows": [r, ...], "seed": S}
         -> {"ms": {"fn": [...], LABEL: [...]}, "device": NAME,
@@ -23,8 +24,10 @@ Requests (dicts) and what they return:
 Any of them may instead return {"error": {"type", "message", "is": [...]}}, and
 {"missing": NAME} when the submission does not define NAME. Arguments are
 tensors (cloned before the call, and moved to the request's "device" when it names
-one), plain data, {"handle": H} for an object made by "new", or {"spec": [KIND, ...]}
-for an object built by the assignment's SPECS table (branches, sublayers).
+one), plain data, {"handle": H} for an object made by "new", {"spec": [KIND, ...]}
+for an object built by the assignment's SPECS table (branches, sublayers), or
+{"arena": [OFFSET, DTYPE, SHAPE, STRIDE]}: a tensor over shared memory the grader reads
+back after the call (core/arena.py), passed as it is and left out of "args_after".
 
 A "call" with "trace": NAME also returns {"trace": REPORT}: what the tracer
 TRACERS[NAME] (registered by the assignment's child-side module, e.g. kernel
@@ -40,6 +43,8 @@ import time
 
 import torch
 from torch import nn
+
+from .arena import view as _view
 
 _isinstance, _type, _len, _str = builtins.isinstance, builtins.type, builtins.len, builtins.str
 _float, _int, _bool, _list, _tuple, _dict = float, int, bool, list, tuple, dict
@@ -88,6 +93,18 @@ MAX_TEXT = 500           # characters of any string reported
 TRACERS: dict = {}
 
 
+class _Shared:
+    """A read-back argument: a tensor over the arena, which the grader maps too."""
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
+def _arena_view(buffer, spec) -> _Shared:
+    return _Shared(_view(buffer, spec))
+
+
 class Missing(Exception):
     """The submission does not define a name the grader asked for."""
 
@@ -110,13 +127,17 @@ def declared(module, wanted: dict) -> dict:
     return out
 
 
-def serve_request(module, specs: dict, objects: dict, request: dict) -> dict:
-    """Run one request against the submission's module; never raises."""
+def serve_request(module, specs: dict, objects: dict, request: dict, arena=None) -> dict:
+    """Run one request against the submission's module; never raises. arena: the child's mapping of the
+    shared memory that holds the request's read-back arguments (core/arena.py), or None."""
     _set_grad_enabled(True)          # undo global switches left by earlier calls or cells
     _set_default_dtype(_float32)
     if _type(request.get("torch_seed")) is _int:
         _manual_seed(request["torch_seed"])
     try:
+        if arena is not None:       # each {"arena": [offset, dtype, shape, stride]} a view of the mapping
+            request = {**request, "args": [_arena_view(arena, a["arena"]) if _type(a) is _dict and "arena" in a
+                                           else a for a in request.get("args", [])], "arena": True}
         return _OPS[request["op"]](module, specs, objects, request)
     except Missing as e:
         name = e.args[0]
@@ -142,7 +163,10 @@ def _lookup(module, name: str):
 
 
 def _decode(value, specs: dict, objects: dict, device=None):
-    """Request value -> argument: tensors cloned (onto `device`), specs and handles resolved."""
+    """Request value -> argument: tensors cloned (onto `device`), specs and handles resolved; a tensor
+    over the arena is passed as it is (the grader reads it back)."""
+    if _type(value) is _Shared:
+        return value.tensor
     if _type(value) is _Tensor:
         return _clone(value) if device is None else _to(value, device, copy=True)
     if _type(value) is _dict and "spec" in value:
@@ -172,7 +196,14 @@ def _call(module, specs, objects, request):
 
 
 def _invoke(module, specs, objects, request):
-    return _observe(objects[request["handle"]], request, specs, objects, module)
+    target = objects[request["handle"]]
+    path = request.get("at") or ""
+    for part in path.split(".") if path else ():
+        target = _child(target, part)
+        if target is None:
+            return {"error": {"type": "AttributeError", "is": ["AttributeError"],
+                              "message": f"nothing at '{_text(path)}' (no '{_text(part)}')"}}
+    return _observe(target, request, specs, objects, module)
 
 
 def _observe(fn, request, specs, objects, module) -> dict:
@@ -187,8 +218,9 @@ def _observe(fn, request, specs, objects, module) -> dict:
         with tracer(module) as recorder:
             result = fn(*args, **kwargs)
         report = recorder.report()
+    shared = [_type(a) is _Shared for a in request.get("args", [])]
     out = {"result": encode(result),
-           "args_after": [encode(a) if _type(a) is _Tensor else None for a in args],
+           "args_after": [encode(a) if _type(a) is _Tensor and not shared[i] else None for i, a in _enumerate(args)],
            "shares_input": _shares_storage(result, [a for a in args if _type(a) is _Tensor])}
     if request.get("grad") is not None:
         out["grads"] = _grads(result, args, request)

@@ -53,6 +53,7 @@ import torch
 
 from ..course import ROOT, SOLUTIONS
 from . import box as boxing
+from . import arena as shared
 from . import codec, replies
 from .frames import FrameError, read_frame
 
@@ -63,6 +64,7 @@ READ_AT_IMPORT = {"TRITON_INTERPRET": "triton"}
 STATUS_WAIT_S = 5.0          # how long to wait for a dead child's exit status (a fork bomb's namespace takes ~3 s to die)
 PROBE = "autograder.core.probe"
 BACKSTOP = 5                 # a deadline's wall clock, in times its CPU time
+_RECV_FDS = socket.recv_fds  # a child's, bound before any student code runs there
 
 
 class Hung(Exception):
@@ -345,6 +347,7 @@ def _child(data_fd: int, cgroup: "boxing.Cgroup | None") -> None:
         for fd in (0, 1, 2):                 # student prints go nowhere
             os.dup2(null, fd)
         conn = Connection(data_fd)
+        sock = socket.socket(fileno=os.dup(data_fd))   # for the arenas' descriptors (core/arena.py)
         config = codec.loads(conn.recv_bytes())
         probe = sys.modules[PROBE]
         specs = importlib.import_module(config["specs"]).SPECS if config["specs"] else {}
@@ -366,9 +369,10 @@ def _child(data_fd: int, cgroup: "boxing.Cgroup | None") -> None:
         while True:
             try:
                 request = codec.loads(conn.recv_bytes())
-            except EOFError:
+                buffer = shared.child_map(_RECV_FDS(sock, 1, 1)[1][0]) if request.get("arena") else None
+            except (EOFError, IndexError):
                 break
-            conn.send_bytes(codec.dumps(probe.serve_request(module, specs, objects, request)))
+            conn.send_bytes(codec.dumps(probe.serve_request(module, specs, objects, request, buffer)))
     finally:
         os._exit(0)
 
@@ -421,9 +425,14 @@ class Child:
             pass
         return self._cpu_s
 
-    def send(self, obj) -> None:
+    def send(self, obj, fd: int = -1) -> None:
+        """One frame; with fd, that descriptor after it (SCM_RIGHTS on one byte, which the child reads
+        right after the frame)."""
         try:
             self.conn.send_bytes(codec.dumps(obj))
+            if fd >= 0:
+                with socket.socket(fileno=os.dup(self.conn.fileno())) as sock:
+                    socket.send_fds(sock, [b"A"], [fd])
         except OSError:
             raise Died(self.exit_reason()) from None
 
@@ -544,19 +553,26 @@ class Sandbox:
         """Send one request, wait until the deadline; raises Hung or Died (the child is then gone)."""
         self.start()
         child = self._child
+        arena = shared.Arena.of(message)
         try:
-            child.send(message)
+            child.send(arena.request if arena else message, arena.fd if arena else -1)
             reply = child.receive(deadline, self.budget_end)
             try:
                 replies.answer(message, reply)
             except replies.ReplyError as e:
                 raise Died(f"it sent a reply the grader cannot use ({e}); the code may have written to the "
                            "grader's connection") from None
+            if arena and "args_after" in reply:      # what the call left in the grader's own mapping
+                for i, tensor in arena.read().items():
+                    reply["args_after"][i] = {"kind": "tensor", "value": tensor, "requires_grad": False}
             return reply
         except (Hung, Died):
             self._child = None
             child.close()
             raise
+        finally:
+            if arena:
+                arena.close()
 
     def start(self) -> None:
         """Start a child and load the cells, unless one is running; a cell that hangs or kills it is left out."""

@@ -172,6 +172,11 @@ class Remote:
         return next((m for m in self.structure.get("modules", []) if m.get("path") == path), None)
 
 
+def part_label(obj: Remote, path: str) -> str:
+    """How Python reaches the submodule at `path` of obj: "residual_mlp(...)[0].ffn"."""
+    return obj.label + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in path.split(".") if p)
+
+
 class Trial:
     """One run of one test: seeded inputs, the reference, and calls into the sandbox."""
 
@@ -214,11 +219,13 @@ class Trial:
     # ---------------------------------------------------------------- the sandbox
 
     def call(self, fn: str, *args, grad=None, grad_args=(), expect_error=False, trace: str | None = None,
-             **kwargs) -> Observation:
+             readback=(), **kwargs) -> Observation:
         """fn(*args, **kwargs) in the submission; with grad, also backward(grad) into args[grad_args];
-        with trace, the report of that child-side tracer (probe.TRACERS) in obs.trace."""
+        with trace, the report of that child-side tracer (probe.TRACERS) in obs.trace. The tensors at
+        `readback` are passed in shared memory the grader reads back itself (core/arena.py): their
+        obs.args_after is what the call left there, not what the child reports."""
         request = {"op": "call", "fn": fn, "args": _wire(args), "kwargs": _wire(kwargs),
-                   "grad": grad, "grad_args": list(grad_args)}
+                   "grad": grad, "grad_args": list(grad_args), "readback": list(readback)}
         if trace:
             request["trace"] = trace
         return self._ask(request, f"{fn}(...)", expect_error)
@@ -255,10 +262,24 @@ class Trial:
                       "reaches each layer as the docstring states: by position in an nn.Sequential or nn.ModuleList "
                       f"(model[l], ffn[2]) and by the attribute names given{names}.", misconception=None)
 
-    def invoke(self, obj: Remote, *args, expect_error=False, **kwargs) -> Observation:
-        """obj(*args, **kwargs) in the submission."""
-        return self._ask({"op": "invoke", "handle": obj.handle, "args": _wire(args), "kwargs": _wire(kwargs)},
-                         f"{obj.label}(...)", expect_error)
+    def invoke(self, obj: Remote, *args, at: str = "", expect_error=False, **kwargs) -> Observation:
+        """obj(*args, **kwargs) in the submission; with `at` ("0.ffn", "attn"), the submodule there, reached
+        as t.load reaches a layer: the grader drives the parts by the paths the assignment states."""
+        return self._ask({"op": "invoke", "handle": obj.handle, "at": at, "args": _wire(args), "kwargs": _wire(kwargs)},
+                         f"{part_label(obj, at)}(...)", expect_error)
+
+    def drive(self, obj: Remote, path: str, *args, **kwargs) -> torch.Tensor:
+        """The tensor that obj's submodule at `path` returns on args (the first item of a returned tuple,
+        as nn.MultiheadAttention's (output, weights)): structure by behaviour, on the grader's inputs."""
+        label = part_label(obj, path)
+        obs = self.invoke(obj, *args, at=path, expect_error=True, **kwargs)
+        if obs.error:
+            self.fail(self.raised(f"{label}(...)", obs.error) + f"; the grader calls {label} itself: it must be "
+                      "the layer the docstring names, at that place")
+        result = obs.result
+        if result.get("kind") in ("tuple", "list") and result.get("items"):
+            result = result["items"][0]
+        return self.tensor(result, f"{label}(...)")
 
     def _ask(self, request: dict, label: str, expect_error: bool) -> Observation:
         self.current = label

@@ -80,10 +80,11 @@ def label(x: torch.Tensor, eps: float | None = None) -> str:
     return f"{FN}(x, fx, weight, bias{eps_arg}) on {dtype} x of shape {tuple(x.shape)}"
 
 
-def run(t: Trial, x, fx, weight, bias, eps: float | None = None, trace: str | None = None):
-    """The wrapper's (h, y), checked to be two tensors shaped and typed like x; and the observation."""
+def run(t: Trial, x, fx, weight, bias, eps: float | None = None, trace: str | None = None, readback=()):
+    """The wrapper's (h, y), checked to be two tensors shaped and typed like x; and the observation
+    (readback: as t.call's)."""
     what = label(x, eps)
-    obs = t.call(FN, x, fx, weight, bias, trace=trace, **({} if eps is None else {"eps": eps}))
+    obs = t.call(FN, x, fx, weight, bias, trace=trace, readback=readback, **({} if eps is None else {"eps": eps}))
     value = obs.result
     if value.get("kind") not in ("tuple", "list") or value.get("length") != 2:
         t.fail(f"{what} returned {describe(value)}; it must return the tuple (h, y): h = x + fx, the residual "
@@ -139,9 +140,9 @@ def layer_norm_variants(h: torch.Tensor, x: torch.Tensor, weight, bias, eps: flo
     return want, variants
 
 
-def check_values(t: Trial, x, fx, weight, bias, eps: float | None = None, why: str | None = None):
+def check_values(t: Trial, x, fx, weight, bias, eps: float | None = None, why: str | None = None, readback=()):
     """One call; h must be exactly x + fx and y LayerNorm(h) within the dtype's tolerance."""
-    h, y, obs = run(t, x, fx, weight, bias, eps)
+    h, y, obs = run(t, x, fx, weight, bias, eps, readback=readback)
     what = label(x, eps)
     eps_used = DEFAULT_EPS if eps is None else eps
     want_h = x + fx
@@ -286,7 +287,7 @@ def large_mean(t: Trial):
 @test(1, 1, "inputs are left unchanged and h and y are new tensors")
 def inputs_untouched(t: Trial):
     x, fx, weight, bias = inputs(t, t.rng.randint(2, 8), t.choice([64, 128, 256]))
-    obs = check_values(t, x, fx, weight, bias)
+    obs = check_values(t, x, fx, weight, bias, readback=[0, 1, 2, 3])
     for name, before, after in zip(("x", "fx", "weight", "bias"), (x, fx, weight, bias), obs.args_after):
         t.check(t.tensor(after, name), before, f"{name} after {label(x)}",
                 f"input modified: {FN} changed its input {name} (h stored into x's memory, or x += fx in the "

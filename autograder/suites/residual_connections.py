@@ -8,13 +8,12 @@ the student's models on small seeded problems.
 from __future__ import annotations
 
 import math
-import re
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..kit import Suite, Trial, describe, excerpt, shape_in, show
+from ..kit import Failed, Suite, Trial, describe, excerpt, part_label, shape_in, show
 
 # Tests that rest on what the sandbox child reports besides returned values (errors raised,
 # inputs after the call, gradients, the structure report): student code that reaches into the
@@ -96,7 +95,7 @@ def residual_add_error_message(t: Trial):
 def residual_add_no_mutation(t: Trial):
     shape = (t.size(), t.size(), t.size())
     x, fx = t.randn(*shape), t.randn(*shape)
-    obs = t.call("residual_add", x, fx)
+    obs = t.call("residual_add", x, fx, readback=[0, 1])
     t.check(t.tensor(obs.result, "residual_add(x, fx)"), x + fx, "residual_add(x, fx)", "must be x + fx", exact=True,
             misconception="not-x-plus-fx")
     for name, before, after in (("x", x, obs.args_after[0]), ("fx", fx, obs.args_after[1])):
@@ -211,26 +210,60 @@ def shortcut_projection(t: Trial):
     t.check(out, x @ weight.T, f"{shortcut.label}(x)", "must be x W_s^T through proj", rtol=1e-5, atol=1e-6)
 
 
-def _ffn_layers(block) -> str:
-    layers = [m for m in block.structure.get("modules", []) if re.fullmatch(r"ffn\.\w+", m.get("path", ""))]
-    return ", ".join(_linear_entry(m) if m.get("base") == "Linear" else excerpt(m.get("base") or m.get("type"), 60)
-                     for m in layers) or "no submodules"
+def _ffn_weights(t: Trial, d_in: int, d_out: int, hidden: int, at: str = "ffn") -> dict[str, torch.Tensor]:
+    """Float64 weights for an FFN Linear(d_in, hidden), GELU, Linear(hidden, d_out) kept at `at`."""
+    return {f"{at}.0.weight": t.randn(hidden, d_in, dtype=F64, scale=1 / math.sqrt(d_in)),
+            f"{at}.0.bias": t.randn(hidden, dtype=F64, scale=0.3),
+            f"{at}.2.weight": t.randn(d_out, hidden, dtype=F64, scale=1 / math.sqrt(hidden)),
+            f"{at}.2.bias": t.randn(d_out, dtype=F64, scale=0.3)}
+
+
+def _ffn(w: dict, x: torch.Tensor, at: str = "ffn", act=F.gelu) -> torch.Tensor:
+    """The FFN with the weights at `at`, computed here (act: the activation, for the wrong variants)."""
+    return F.linear(act(F.linear(x, w[f"{at}.0.weight"], w[f"{at}.0.bias"])), w[f"{at}.2.weight"], w[f"{at}.2.bias"])
+
+
+def _ffn_alternatives(w: dict, x: torch.Tensor, at: str = "ffn", base=0) -> list:
+    """The FFN's usual mistakes, each plus `base` (what the output adds to the FFN)."""
+    return [("ReLU instead of GELU in the FFN", base + _ffn(w, x, at, F.relu)),
+            ("GELU's tanh approximation: use nn.GELU() (exact erf form)",
+             base + _ffn(w, x, at, lambda h: F.gelu(h, approximate="tanh")))]
+
+
+def _check_ffn_part(t: Trial, obj, at: str, w: dict, x: torch.Tensor, hidden: int, d_out: int):
+    """obj's submodule at `at` called on x must be the FFN with the weights loaded there."""
+    out = t.drive(obj, at, x)
+    t.check(out, _ffn(w, x, at), f"{part_label(obj, at)}(x)", f"must be Linear -> GELU -> Linear, widening to "
+            f"{hidden} and back to {d_out}, with the weights set at {at}[0] and {at}[2]", rtol=1e-9, atol=1e-10,
+            alternatives=_ffn_alternatives(w, x, at))
+
+
+def _check_shortcut_part(t: Trial, obj, at: str, x: torch.Tensor, proj: torch.Tensor | None):
+    """obj's submodule at `at` must be the identity (proj None) or x W_s^T with proj = W_s loaded."""
+    out = t.drive(obj, at, x)
+    if proj is None:
+        t.check(out, x, f"{part_label(obj, at)}(x)", "the width does not change, so the shortcut is the identity",
+                exact=True)
+    else:
+        t.check(out, x @ proj.T, f"{part_label(obj, at)}(x)", "the width changes, so the shortcut is x W_s^T "
+                f"(a ProjectionShortcut, with W_s set at {at}.proj)", rtol=1e-9, atol=1e-10)
 
 
 @test(1, 1, "ResidualFFN's layers: Linear(d_in, e*d_out), GELU, Linear(e*d_out, d_out)", misconception="ffn-layers")
 def ffn_layers(t: Trial):
-    d_in, d_out, e = t.size(), t.size(), t.choice([2, 3])
-    for args in ((768, 768), (d_in, d_out, e)):
-        block = t.new("ResidualFFN", *args)
-        i, o, k = (*args, 4)[:3]
-        want = f"Linear({i}, {k * o}, bias=True), GELU, Linear({k * o}, {o}, bias=True)"
-        if _ffn_layers(block) != want:
-            t.fail(f"{block.label}: expected ffn = Sequential({want}), widening to {k * o} = expansion * d_out "
-                   f"and back to {o}; yours: {_ffn_layers(block)}.")
-        shortcut = block.module("shortcut")
-        if shortcut is None or "ProjectionShortcut" not in shortcut.get("mro", []):
-            t.fail(f"{block.label}: expected attribute shortcut = ProjectionShortcut(d_in, d_out); "
-                   f"yours is {excerpt(shortcut.get('type'), 60) if shortcut else 'missing'}.")
+    # by behaviour: the grader's weights loaded at ffn[0], ffn[2] (and shortcut.proj), then block.ffn and
+    # block.shortcut called by those names on the grader's input; the default expansion is 4
+    d = t.size()
+    for d_in, d_out, e in ((d, d, None), (t.size(), t.size(), t.choice([2, 3]))):
+        block = t.new("ResidualFFN", d_in, d_out, *([e] if e else []), double=True)
+        hidden = (e or 4) * d_out
+        w = _ffn_weights(t, d_in, d_out, hidden)
+        if d_in != d_out:
+            w["shortcut.proj.weight"] = t.randn(d_out, d_in, dtype=F64, scale=0.4)
+        t.load(block, w)
+        x = t.randn(t.size(1, 5), d_in, dtype=F64)
+        _check_ffn_part(t, block, "ffn", w, x, hidden, d_out)
+        _check_shortcut_part(t, block, "shortcut", x, w.get("shortcut.proj.weight"))
 
 
 @test(1, 2, "ResidualFFN computes shortcut(x) + ffn(x)", misconception="ffn-layers")
@@ -239,22 +272,18 @@ def ffn_forward(t: Trial):
     for d_in, d_out in ((d, d), (d, d + 2 * t.size(1, 5))):
         e = t.choice([1, 2, 3])
         block = t.new("ResidualFFN", d_in, d_out, e, double=True)
-        w = {"ffn.0.weight": t.randn(e * d_out, d_in, dtype=F64, scale=0.4), "ffn.0.bias": t.randn(e * d_out, dtype=F64),
-             "ffn.2.weight": t.randn(d_out, e * d_out, dtype=F64, scale=0.4), "ffn.2.bias": t.randn(d_out, dtype=F64)}
+        w = _ffn_weights(t, d_in, d_out, e * d_out)
         if d_in != d_out:
             w["shortcut.proj.weight"] = t.randn(d_out, d_in, dtype=F64, scale=0.4)
         t.load(block, w)
         x = t.randn(t.size(1, 5), t.size(), d_in, dtype=F64)
-        hidden = F.linear(x, w["ffn.0.weight"], w["ffn.0.bias"])
-        ffn = F.linear(F.gelu(hidden), w["ffn.2.weight"], w["ffn.2.bias"])
+        ffn = _ffn(w, x)
         shortcut = x if d_in == d_out else x @ w["shortcut.proj.weight"].T
         out = t.tensor(t.invoke(block, x).result, block.label)
         t.check(out, shortcut + ffn, f"{block.label}(x)", "forward must be residual_add(shortcut(x), ffn(x))",
                 rtol=1e-9, atol=1e-10, alternatives=[
                     ("the shortcut is missing: it returns ffn(x) only", ffn, "shortcut-missing"),
-                    ("ReLU instead of GELU in the FFN", shortcut + F.linear(F.relu(hidden), w["ffn.2.weight"], w["ffn.2.bias"])),
-                    ("GELU's tanh approximation: use nn.GELU() (exact erf form)",
-                     shortcut + F.linear(F.gelu(hidden, approximate="tanh"), w["ffn.2.weight"], w["ffn.2.bias"]))])
+                    *_ffn_alternatives(w, x, base=shortcut)])
 
 
 # ===================================================================== Part 2
@@ -362,7 +391,7 @@ def _tanh_branches(t: Trial, depth: int, d: int, dtype: torch.dtype = torch.floa
 
 
 def _norms(t: Trial, x0: torch.Tensor, specs: list, what: str, **kwargs) -> torch.Tensor:
-    obs = t.call("gradient_norms", x0, specs, **kwargs)
+    obs = t.call("gradient_norms", x0, specs, readback=[0], **kwargs)
     out = t.tensor(obs.result, what)
     t.check(t.tensor(obs.args_after[0], "x0"), x0, f"x0 after {what}",
             "gradient_norms must not modify x0 (work on a detached copy)", exact=True)
@@ -506,11 +535,17 @@ def _block_weights(t: Trial, d: int) -> dict[str, torch.Tensor]:
             "ffn.2.weight": t.randn(d, 4 * d, dtype=F64, scale=s / 2), "ffn.2.bias": t.randn(d, dtype=F64, scale=0.1)}
 
 
-def _encoder(weights: dict, d: int, heads: int, pre: bool, causal: bool, mask_t: bool = False):
-    """nn.TransformerEncoderLayer with these weights, as a function of x."""
+def _encoder_layer(weights: dict, d: int, heads: int, pre: bool) -> nn.TransformerEncoderLayer:
+    """nn.TransformerEncoderLayer with these weights, float64, in eval mode."""
     layer = nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, dropout=0.0, activation="gelu",
                                        batch_first=True, norm_first=pre).double().eval()
     layer.load_state_dict({_TO_ENCODER[k]: v for k, v in weights.items()})
+    return layer
+
+
+def _encoder(weights: dict, d: int, heads: int, pre: bool, causal: bool, mask_t: bool = False):
+    """nn.TransformerEncoderLayer with these weights, as a function of x."""
+    layer = _encoder_layer(weights, d, heads, pre)
 
     def run(x):
         if not causal:
@@ -570,28 +605,38 @@ def _check_block(t: Trial, norm: str | None, causal: bool):
 
 @test(4, 3, "TransformerBlock is built from attn, ln1, ln2 and ffn", misconception="block-structure")
 def block_parts(t: Trial):
+    # each part by behaviour: the grader's weights loaded by name, then block.attn, .ln1, .ln2 and .ffn
+    # called on the grader's input and compared with nn.TransformerEncoderLayer's own parts
     d, heads = _dims(t)
-    block = t.new("TransformerBlock", d, heads, norm=t.choice(["pre", "post"]))
+    block = t.new("TransformerBlock", d, heads, norm=t.choice(["pre", "post"]), double=True)
+    weights = _block_weights(t, d)
+    _load_block(t, block, weights)
+    layer = _encoder_layer(weights, d, heads, pre=True)
+    x = t.randn(t.size(1, 3), t.size(3, 7), d, dtype=F64)
+    with torch.no_grad():
+        attn = layer.self_attn(x, x, x, need_weights=False)[0]
+        alternatives = [("batch_first is False: the block's tensors are (B, T, d_model)",
+                         layer.self_attn(x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1),
+                                         need_weights=False)[0].transpose(0, 1))]
+    t.check(t.drive(block, "attn", x, x, x), attn, f"{block.label}.attn(x, x, x)",
+            f"attn must be nn.MultiheadAttention({d}, {heads}, batch_first=True), with the weights set at "
+            "attn.in_proj_weight and attn.out_proj", rtol=1e-9, atol=1e-10, alternatives=alternatives)
+    for name in ("ln1", "ln2"):
+        want = F.layer_norm(x, (d,), weights[f"{name}.weight"], weights[f"{name}.bias"])
+        t.check(t.drive(block, name, x), want, f"{block.label}.{name}(x)",
+                f"{name} must be nn.LayerNorm({d}), with the weights set at {name}.weight and {name}.bias",
+                rtol=1e-9, atol=1e-10)
+    ffn, out = _ffn(weights, x), t.drive(block, "ffn", x)
+    if out.shape != x.shape or not torch.allclose(out, x + ffn, rtol=1e-9, atol=1e-10):  # a whole ResidualFFN(d, d)
+        t.check(out, ffn, f"{block.label}.ffn(x)", f"ffn must be the FFN of Part 1, Linear({d}, {4 * d}), GELU, "
+                f"Linear({4 * d}, {d}) (ResidualFFN({d}, {d}).ffn), with the weights set in its two Linear layers",
+                rtol=1e-9, atol=1e-10, alternatives=_ffn_alternatives(weights, x))
+    # what behaviour cannot show: a wrapped Transformer class, extra parameters (the structure report)
     wrapped = [m["path"] for m in block.structure.get("modules", [])
                if m.get("base") in ("TransformerEncoderLayer", "TransformerEncoder", "Transformer")]
     if wrapped:
         t.fail(f"{block.label} wraps nn.{block.module(wrapped[0])['base']} (at '{wrapped[0] or 'the block'}'); "
                "build the block from its parts: attn, ln1, ln2 and ffn.")
-    attn = block.module("attn") or {}
-    if (attn.get("base"), attn.get("embed_dim"), attn.get("num_heads"), attn.get("batch_first")) != \
-            ("MultiheadAttention", d, heads, True):
-        t.fail(f"{block.label}: expected attn = nn.MultiheadAttention({d}, {heads}, batch_first=True); yours: "
-               f"{excerpt(attn.get('type', 'missing'), 60)} (embed_dim={attn.get('embed_dim')}, num_heads={attn.get('num_heads')}, "
-               f"batch_first={attn.get('batch_first')}).")
-    for name in ("ln1", "ln2"):
-        ln = block.module(name) or {}
-        if (ln.get("base"), ln.get("normalized_shape")) != ("LayerNorm", [d]):
-            t.fail(f"{block.label}: expected {name} = nn.LayerNorm({d}); yours: {excerpt(ln.get('type', 'missing'), 60)}.")
-    want = f"Linear({d}, {4 * d}, bias=True), Linear({4 * d}, {d}, bias=True)"
-    linears = ", ".join(map(_linear_entry, _ffn_linears(block))) or "no Linear layers"
-    if block.module("ffn") is None or linears != want:
-        t.fail(f"{block.label}: expected ffn to be the FFN of Part 1, two Linear layers {want} with a GELU "
-               f"between them (ResidualFFN({d}, {d}).ffn, or a module computing the same); yours: {linears}.")
     expected = 4 * d * d + 4 * d + 4 * d + 8 * d * d + 5 * d
     if block.structure.get("parameters") != expected:
         t.fail(f"{block.label} has {block.structure.get('parameters')} parameters, expected {expected} "
@@ -657,7 +702,7 @@ def stream_norms(t: Trial):
     for x in (t.randn(t.size(1, 3), t.size(3, 7), d, scale=t.uniform(0.5, 3)),
               t.randn(1, t.size(3, 9), d, scale=t.uniform(0.5, 3))):
         what = f"residual_stream_norms({len(specs)} blocks, x of shape {tuple(x.shape)})"
-        obs = t.call("residual_stream_norms", specs, x)
+        obs = t.call("residual_stream_norms", specs, x, readback=[1])
         t.check(t.tensor(obs.args_after[1], "x"), x, f"x after {what}", "residual_stream_norms must not modify x",
                 exact=True)
         got = t.numbers(obs.result, what, len(specs) + 1, kinds=("list",))
@@ -683,7 +728,7 @@ def stream_norms(t: Trial):
 # against a trajectory only honest full-batch SGD produces.
 
 def _entry(model, path: str) -> str:
-    """A submodule in words: Linear(4, 8, bias=True), LayerNorm([8]), GELU, nothing."""
+    """A submodule in words, from the structure report: Linear(4, 8, bias=True), LayerNorm([8]), GELU, nothing."""
     m = model.module(path)
     if m is None or m.get("base") == "Linear":
         return _linear_entry(m)
@@ -697,42 +742,54 @@ def _block_count(d_in: int, d_out: int) -> int:
     return 2 * d_in + d_in * d_out + d_out + d_out * d_out + d_out
 
 
-def _check_block_layers(t: Trial, model, l: int, d_in: int, width: int):
-    want = {f"{l}.ln": f"LayerNorm([{d_in}])", f"{l}.ffn.0": f"Linear({d_in}, {width}, bias=True)",
-            f"{l}.ffn.1": "GELU", f"{l}.ffn.2": f"Linear({width}, {width}, bias=True)"}
-    if d_in != width and _entry(model, f"{l}.ln") == f"LayerNorm([{width}])":
-        t.fail(f"{model.label}: block {l}'s ln normalises {width} features, the block's output; in a Pre-LN block "
-               f"ln = LayerNorm({d_in}) normalises the block's input x before the branch (Post-LN normalises the sum).")
-    for path, expected in want.items():
-        if _entry(model, path) != expected:
-            t.fail(f"{model.label}: block {l} must have {path.split('.', 1)[1]} = {expected}; yours: "
-                   f"{_entry(model, path)}. A block is ln = LayerNorm(d_in), ffn = Sequential(Linear(d_in, width), "
-                   "GELU(), Linear(width, width)), as in Part 1's ResidualFFN(d_in, width, expansion=1).")
+LAYOUT = ("A block is ln = LayerNorm(d_in), which normalises the block's input (Pre-LN), ffn = Sequential(Linear(d_in, "
+          "width), GELU(), Linear(width, width)), as in Part 1's ResidualFFN(d_in, width, expansion=1), and in "
+          "residual_mlp shortcut = ProjectionShortcut(d_in, width); model[depth] is the final LayerNorm(width), "
+          "model[depth + 1] the head Linear(width, d_out).")
 
 
-def _check_ending(t: Trial, model, depth: int, width: int, d_out: int):
-    if _entry(model, str(depth)) != f"LayerNorm([{width}])":
-        t.fail(f"{model.label}: model[{depth}], after the {depth} blocks, must be the final LayerNorm({width}); "
-               f"yours: {_entry(model, str(depth))}. Without it a Pre-LN stack hands the head a stream whose "
-               "norm grows with depth.")
-    if _entry(model, str(depth + 1)) != f"Linear({width}, {d_out}, bias=True)":
-        t.fail(f"{model.label}: model[{depth + 1}] must be the head Linear({width}, {d_out}); "
-               f"yours: {_entry(model, str(depth + 1))}.")
-    extra = model.module(str(depth + 2))
-    if extra is not None:
+def _check_layers(t: Trial, builder: str, d_in: int, width: int, d_out: int, depth: int, shortcut: bool):
+    """builder(d_in, width, d_out, depth)'s layers by behaviour: the grader's weights loaded at the paths
+    LAYOUT states, then each block's ln, ffn (and shortcut), the final LayerNorm and the head called by
+    those paths on the grader's inputs and compared with their computation here. The model, for the
+    checks behaviour cannot make."""
+    model = t.new(builder, d_in, width, d_out, depth, double=True)
+    w = _weights(t, d_in, width, d_out, depth, project=shortcut and d_in != width)
+    try:
+        t.load(model, w)
+    except Failed as e:
+        raise Failed(f"{e}\n{LAYOUT}", e.misconception, e.kind) from None
+    for l in range(depth):
+        d = d_in if l == 0 else width
+        x = t.randn(t.size(2, 5), d, dtype=F64, scale=t.uniform(0.5, 2))
+        t.check(t.drive(model, f"{l}.ln", x), F.layer_norm(x, (d,), w[f"{l}.ln.weight"], w[f"{l}.ln.bias"]),
+                f"{part_label(model, f'{l}.ln')}(x)", f"block {l}'s ln must be LayerNorm({d}) on the block's input",
+                rtol=1e-9, atol=1e-10)
+        _check_ffn_part(t, model, f"{l}.ffn", w, x, width, width)
+        if shortcut:
+            _check_shortcut_part(t, model, f"{l}.shortcut", x, w.get(f"{l}.shortcut.proj.weight"))
+    h = t.randn(t.size(2, 5), width, dtype=F64, scale=t.uniform(0.5, 2))
+    t.check(t.drive(model, str(depth), h), F.layer_norm(h, (width,), w[f"{depth}.weight"], w[f"{depth}.bias"]),
+            f"{part_label(model, str(depth))}(x)", f"model[{depth}], after the {depth} blocks, must be the final "
+            f"LayerNorm({width}): without it a Pre-LN stack hands the head a stream whose norm grows with depth",
+            rtol=1e-9, atol=1e-10)
+    t.check(t.drive(model, str(depth + 1), h), F.linear(h, w[f"{depth + 1}.weight"], w[f"{depth + 1}.bias"]),
+            f"{part_label(model, str(depth + 1))}(x)", f"model[{depth + 1}] must be the head Linear({width}, {d_out})",
+            rtol=1e-9, atol=1e-10)
+    if model.module(str(depth + 2)) is not None:
         t.fail(f"{model.label}: model[{depth + 2}] ({_entry(model, str(depth + 2))}) should not exist; the model ends "
                "with the head (cross_entropy applies the softmax).")
+    return model
 
 
 @test(5, 2, "plain_mlp: depth blocks without shortcut, a final LayerNorm and a head")
 def plain_structure(t: Trial):
     d_in, width, d_out, depth = t.size(5, 9), t.size(11, 15), t.size(3, 5), t.size(3, 5)
-    model = t.new("plain_mlp", d_in, width, d_out, depth)
+    model = _check_layers(t, "plain_mlp", d_in, width, d_out, depth, shortcut=False)
+    # what behaviour cannot show (the structure report): a shortcut kept but never used, extra parameters
     for l in range(depth):
-        _check_block_layers(t, model, l, d_in if l == 0 else width, width)
         if model.module(f"{l}.shortcut") is not None:
             t.fail(f"{model.label}: block {l} has a shortcut; a plain block is ffn(ln(x)), nothing added.")
-    _check_ending(t, model, depth, width, d_out)
     want = _block_count(d_in, width) + (depth - 1) * _block_count(width, width) + 2 * width + width * d_out + d_out
     got = model.structure.get("parameters")
     if got != want:
@@ -744,23 +801,8 @@ def residual_structure(t: Trial):
     d_out, depth = t.size(3, 5), t.size(3, 5)
     width = t.size(11, 15)
     for d_in in (t.size(5, 9), width):
-        model = t.new("residual_mlp", d_in, width, d_out, depth)
-        for l in range(depth):
-            d = d_in if l == 0 else width
-            _check_block_layers(t, model, l, d, width)
-            shortcut = model.module(f"{l}.shortcut")
-            if shortcut is None or "ProjectionShortcut" not in shortcut.get("mro", []):
-                t.fail(f"{model.label}: block {l} must have shortcut = ProjectionShortcut({d}, {width}) from Part 1 "
-                       f"({'no projection where the width changes' if d != width else 'the identity'}); "
-                       f"yours: {shortcut.get('type') if shortcut else 'missing'}.")
-            if d != width and _entry(model, f"{l}.shortcut.proj") != f"Linear({d}, {width}, bias=False)":
-                t.fail(f"{model.label}: no projection where the width changes: block {l} maps {d} -> {width}, so its "
-                       f"shortcut needs proj = Linear({d}, {width}, bias=False); yours: "
-                       f"{_entry(model, f'{l}.shortcut.proj')}.")
-            if d == width and shortcut.get("parameters") != 0:
-                t.fail(f"{model.label}: block {l} keeps the width {width}, so its shortcut is the identity with no "
-                       f"parameters; yours has {shortcut.get('parameters')} (a projection in every block).")
-        _check_ending(t, model, depth, width, d_out)
+        model = _check_layers(t, "residual_mlp", d_in, width, d_out, depth, shortcut=True)
+        # what behaviour cannot show (the structure report): parameters that change no output
         want = (_block_count(d_in, width) + (d_in != width) * d_in * width
                 + (depth - 1) * _block_count(width, width) + 2 * width + width * d_out + d_out)
         got = model.structure.get("parameters")
@@ -776,10 +818,7 @@ def _weights(t: Trial, d_in: int, width: int, d_out: int, depth: int, project: b
     for l in range(depth):
         d = d_in if l == 0 else width
         w |= {f"{l}.ln.weight": 1 + t.randn(d, dtype=F64, scale=0.3), f"{l}.ln.bias": t.randn(d, dtype=F64, scale=0.3),
-              f"{l}.ffn.0.weight": t.randn(width, d, dtype=F64, scale=1 / math.sqrt(d)),
-              f"{l}.ffn.0.bias": t.randn(width, dtype=F64, scale=0.1),
-              f"{l}.ffn.2.weight": t.randn(width, width, dtype=F64, scale=1 / math.sqrt(width)),
-              f"{l}.ffn.2.bias": t.randn(width, dtype=F64, scale=0.1)}
+              **_ffn_weights(t, d, width, width, f"{l}.ffn")}
     if project:
         w["0.shortcut.proj.weight"] = t.randn(width, d_in, dtype=F64, scale=1 / math.sqrt(d_in))
     w |= {f"{depth}.weight": 1 + t.randn(width, dtype=F64, scale=0.3), f"{depth}.bias": t.randn(width, dtype=F64, scale=0.3),
@@ -796,8 +835,7 @@ def _forward(w: dict, x, depth: int, alpha=1.0, scale=1.0, shortcut=True, branch
         return F.layer_norm(h, h.shape[-1:], w[f"{key}.weight"], w[f"{key}.bias"])
 
     for l in range(depth):
-        ffn = lambda h: F.linear(F.gelu(F.linear(h, w[f"{l}.ffn.0.weight"], w[f"{l}.ffn.0.bias"])),
-                                 w[f"{l}.ffn.2.weight"], w[f"{l}.ffn.2.bias"])
+        ffn = lambda h: _ffn(w, h, f"{l}.ffn")
         skip = x @ w["0.shortcut.proj.weight"].T if (l == 0 and "0.shortcut.proj.weight" in w) else x
         factor = first_alpha if l == 0 and first_alpha is not None else alpha
         x = (factor * skip if shortcut else 0) + scale * ffn(ln(x, f"{l}.ln") if branch_ln else x)
@@ -938,7 +976,7 @@ def train_updates(t: Trial):
     y = torch.randint(0, k, (n,), generator=t.gen)
     steps, lr, seed = 5, t.uniform(0.05, 0.2), t.rng.randrange(1000)
     what = f"train(model, X of shape {tuple(X.shape)}, y, steps={steps}, lr={lr:.3g}, batch={n + 3}, seed={seed})"
-    obs = t.call("train", spec("mlp", *tensors), X, y, steps, lr=lr, batch=n + 3, seed=seed)
+    obs = t.call("train", spec("mlp", *tensors), X, y, steps, lr=lr, batch=n + 3, seed=seed, readback=[1, 2])
     got = t.numbers(obs.result, what, steps, kinds=("list",))
     want = _sgd_losses(*tensors, X, y, steps, lr)
     t.check(got, want, what, "with batch >= len(X) every step sees the whole set, so the losses must follow "
@@ -1081,7 +1119,7 @@ def grad_norms_values(t: Trial):
     y = torch.randint(0, k, (len(X),), generator=t.gen)
     model_spec = spec("stack", shortcut, *tensors)
     what = f"grad_norms({depth} tanh blocks {'with' if shortcut else 'without'} shortcut + head, X, y, depth={depth})"
-    obs = t.call("grad_norms", model_spec, X, y, depth)
+    obs = t.call("grad_norms", model_spec, X, y, depth, readback=[1])
     got = t.numbers(obs.result, what, depth + 1, kinds=("list",))
     model = t.build(model_spec)
     want = t.ref.grad_norms(model, X, y, depth)
