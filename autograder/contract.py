@@ -46,6 +46,11 @@ class Contract(dict):
         """What a sandbox child needs to report on the contract: {name: kind}."""
         return {name: e.kind for name, e in self.items()}
 
+    def used_by(self, part: int) -> set[str]:
+        """The names the tests of a part call: those of the part, or, for a part that defines none (a
+        timing part), every name."""
+        return {name for name, e in self.items() if e.part == part} or set(self)
+
     def problems(self, reported: dict) -> dict[str, str]:
         """{name: problem} for each entry the child's report (probe.declared) breaks."""
         out = {}

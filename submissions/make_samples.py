@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "submissions")]
 
 import variants  # noqa: E402  (after the path is set)
-from autograder import course, suites  # noqa: E402
-from autograder.core.extract import nbtest  # noqa: E402
+from autograder import contract, course, suites  # noqa: E402
+from autograder.core.extract import Template, nbtest  # noqa: E402
 from autograder.results.result import TestResult, not_run  # noqa: E402
 from honest_samples import HONEST, renamed  # noqa: E402
 
@@ -290,10 +290,16 @@ def structure_forgeries(s: "Samples") -> dict[str, tuple[str, object, set[str]]]
     }
 
 
-def trusting(assignment: str) -> set[str]:
+def trusting(assignment: str, cell: str | None = None) -> set[str]:
     """Check names of the tests that rest on the child's reports: held for review when the code reaches
-    into the grading process (a withhold-severity rule), as every forgery of a report must."""
-    return {t.check.__name__ for t in suites.load(assignment).tests if t.trusts_child}
+    into the grading process (a withhold-severity rule), as every forgery of a report must. With `cell`,
+    only those of the parts whose child loads that cell (each part's child loads the cells its names
+    need: Template.needed), which is all a construct in that cell can reach."""
+    source = course.load().assignment(assignment).notebook_path(course.SOLUTIONS)
+    template, names = Template(source), contract.load(source.parent)
+    reference = template.fill(source)
+    return {t.check.__name__ for t in suites.load(assignment).tests if t.trusts_child and
+            (cell is None or cell in {label for label, _ in template.needed(reference, names.used_by(t.part), set(names))})}
 
 
 def honest(s: Samples, styles: dict) -> dict[str, tuple[str, object, set[str]]]:
@@ -305,7 +311,9 @@ def honest(s: Samples, styles: dict) -> dict[str, tuple[str, object, set[str]]]:
 
 def residual_forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, set[str]]]:
     """Forgeries of the child's reports, each next to its honest twin (TWINS)."""
-    held = trusting("residual-connections")
+    # a forgery's cell holds the tests of the parts whose child loads it
+    in_add = trusting("residual-connections", "residual_add")
+    in_block = trusting("residual-connections", "transformer_block")
     detached = s.body("residual_add", 0, ("return x + fx", "return (x + fx).detach()"))
     # a detached residual_add also starves Part 5's deep residual stacks of their shortcut gradient, by a
     # seed-dependent margin: these two leave Part 5 as handed out, so their scores stay exact
@@ -319,21 +327,21 @@ def residual_forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, 
         "forged-mutation-report": ("in-place residual_add, with the probe patched (through sys.modules) to report "
                                    "the inputs unchanged", s.solved(residual_add=s.filled(
                                        "residual_add", in_place, before=variants.FORGED_MUTATION.lstrip())),
-                                   {"residual_add_no_mutation", "residual_add_gradients"} | held),
+                                   {"residual_add_no_mutation", "residual_add_gradients"} | in_add),
         "forged-gradients-report": ("detached residual_add, with the probe's gradients (reached as "
                                     "torch.sys.modules) replaced by the right ones", s.solved(upto4, residual_add=s.filled(
                                         "residual_add", detached, before=variants.FORGED_GRADIENTS.lstrip())),
-                                    {"residual_add_gradients"} | part5 | held),
+                                    {"residual_add_gradients"} | part5 | in_add),
         "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
                                 "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),
                                 {"block_parts"}),
         "hides-encoder-layer": ("the wrapped nn.TransformerEncoderLayer stored with object.__setattr__, so that "
                                 "named_modules() never shows it",
-                                s.solved(transformer_block=variants.HIDES_ENCODER.lstrip()), {"block_parts"} | held),
+                                s.solved(transformer_block=variants.HIDES_ENCODER.lstrip()), {"block_parts"} | in_block),
         "forged-structure-report": ("the wrapped nn.TransformerEncoderLayer, with the probe's structure report "
                                     "patched (through __import__) to leave it out",
                                     s.solved(transformer_block=variants.FORGED_STRUCTURE.lstrip()),
-                                    {"block_parts"} | held),
+                                    {"block_parts"} | in_block),
         "oracle-fallback": ("chain_rule_grad returns upstream and split_gradient (upstream, 0.0): guesses",
                             s.solved(**oracle("_SEEN, _SPLIT = {}, {}\n")),
                             {"chain_one_block", "chain_many_blocks", "chain_alpha", "split"}),

@@ -297,9 +297,9 @@ def test_student_code_cannot_kill_the_fork_server(grader, tmp_path):
         "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\n"
         "def split_gradient(x0, dF, upstream):\n    return upstream, upstream * dF(x0)\n"))
     result = grader.grade(path, SEED)
-    # the grading finished; the code reaches the process, so the tests that trust the child are held
-    held = [t for t in result.tests if t.output.startswith("held for an instructor's review")]
-    assert held and all(t.passed or t in held or t.max_score == 0 for t in result.tests)
+    # the grading finished. The code reaches the process, but it runs only in Part 2's child (the cells
+    # that part's names need), whose tests rest on returned values: it is flagged, and nothing is held
+    assert all(t.passed or t.max_score == 0 for t in result.tests)
     assert "[process-introspection]" in result.review[0] and result.review[0].endswith("| import os, signal")
     assert grader.grade(SOLUTION, SEED).to_store()["score"] == 100
 

@@ -81,6 +81,27 @@ class Template:
         solution = {label for label, _, student in self.cells if student}
         return [(label, src, label in solution) for label, src in extracted.cells]
 
+    def needed(self, extracted: Extracted, names: set[str], contract: set[str]) -> list[tuple[str, str]]:
+        """The cells a child that uses `names` (of the assignment's `contract` names) loads, in order:
+        every locked cell; the solution cells that define those names, and those that define no contract
+        name at all in the source notebook (a kernel, a helper: they serve every part); and every solution
+        cell that defines a name one of those uses, and so on. A construct in any other cell then never
+        runs in that child."""
+        solution = {label for label, _, student in self.cells if student}
+        defines = {label: bound_names(src) for label, src in extracted.cells}
+        uses = {label: used_names(src) for label, src in extracted.cells}
+        wanted = {label for label, bound in defines.items() if bound & names}
+        wanted |= {self.owner[n] for n in names if n in self.owner}      # a root that no longer parses
+        wanted |= {label for label, src, student in self.cells if student and not top_level_names(src) & contract}
+        frontier = list(wanted)
+        while frontier:
+            used = uses.get(frontier.pop(), set())
+            for label, bound in defines.items():
+                if label not in wanted and bound & used:
+                    wanted.add(label)
+                    frontier.append(label)
+        return [(label, src) for label, src in extracted.cells if label not in solution or label in wanted]
+
     def key(self, submission: Path) -> str:
         """Extracted.key of a submission; for an unreadable file, unreadable_key."""
         try:
@@ -122,3 +143,36 @@ def top_level_names(source: str) -> set[str]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names |= {t.id for t in targets if isinstance(t, ast.Name)}
     return names
+
+
+def bound_names(source: str) -> set[str]:
+    """Every name a cell binds at module level: defs, classes, imports, assignment, loop and `with`
+    targets, at any depth of module-level statements (an `if`, a `try`), not inside a def or class."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    # a `global` in a def binds a module name when the def runs
+    names = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif not isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def used_names(source: str) -> set[str]:
+    """Every name a cell reads anywhere, function bodies included (they read module names when called)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)} | \
+        {name for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}

@@ -515,6 +515,22 @@ class Child:
 
 # ------------------------------------------------------------------ one submission
 
+class Budget:
+    """A submission's time in all (Limits.budget_s; 0: none), shared by its sandboxes. It starts with the
+    first child of any of them (not before: the fork server may still be importing torch)."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.end = seconds, float("inf")
+
+    def start(self) -> None:
+        if self.seconds and self.end == float("inf"):
+            self.end = time.monotonic() + self.seconds
+
+    @property
+    def over(self) -> bool:
+        return time.monotonic() >= self.end
+
+
 class Sandbox:
     """One submission's child: started on first use, restarted after a hang or a crash.
 
@@ -523,8 +539,9 @@ class Sandbox:
     """
 
     def __init__(self, zygote: Zygote, cells: list[tuple[str, str]], specs: str | None, limits: Limits,
-                 contract: dict[str, str] | None = None):
-        """contract: {name: kind} to report on once the cells are loaded (`declared`)."""
+                 contract: dict[str, str] | None = None, budget: "Budget | None" = None):
+        """contract: {name: kind} to report on once the cells are loaded (`declared`); budget: the
+        submission's, shared with its other sandboxes (default: one of this sandbox's own)."""
         self.zygote, self.specs, self.limits = zygote, specs, limits
         self.cells = list(cells)
         self.contract = dict(contract or {})
@@ -534,14 +551,13 @@ class Sandbox:
         self.closed = False
         self._child: Child | None = None
         self._scratch = tempfile.mkdtemp(prefix="autograder-")
-        # every deadline, loading included, is cut to the submission's budget, which starts with
-        # its first child (not before: the fork server may still be importing torch)
-        self.budget_end = float("inf")
+        # every deadline, loading included, is cut to the submission's budget
+        self.budget = budget or Budget(limits.budget_s)
 
     @property
     def over_budget(self) -> bool:
         """Has this submission used up its time budget (Limits.budget_s)?"""
-        return time.monotonic() >= self.budget_end
+        return self.budget.over
 
     def __enter__(self) -> "Sandbox":
         return self
@@ -556,7 +572,7 @@ class Sandbox:
         arena = shared.Arena.of(message)
         try:
             child.send(arena.request if arena else message, arena.fd if arena else -1)
-            reply = child.receive(deadline, self.budget_end)
+            reply = child.receive(deadline, self.budget.end)
             try:
                 replies.answer(message, reply)
             except replies.ReplyError as e:
@@ -582,8 +598,7 @@ class Sandbox:
             if self.over_budget:
                 raise Hung()
             child = self.zygote.spawn(self.limits.resident_mb)
-            if self.limits.budget_s and self.budget_end == float("inf"):
-                self.budget_end = time.monotonic() + self.limits.budget_s
+            self.budget.start()
             current, loading = None, iter(label for label, _ in self.cells)
             expected = next(loading, None)
             try:
@@ -591,7 +606,7 @@ class Sandbox:
                             "memory_mb": self.limits.memory_mb, "resident_mb": self.limits.resident_mb,
                             "cuda": self.limits.cuda, "user": self.limits.user,
                             "budget_s": self.limits.budget_s, "contract": self.contract})
-                deadline = Deadline.after(self.limits.timeout_s, self.budget_end)
+                deadline = Deadline.after(self.limits.timeout_s, self.budget.end)
                 while True:
                     frame = child.receive(deadline)
                     try:

@@ -10,6 +10,7 @@ machine without it; results.result.not_run gives its entry by course.toml's with
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import sys
@@ -21,8 +22,8 @@ import torch
 from .. import contract as contract_mod
 from .. import suites
 from ..core import policy, seeds
-from ..core.extract import NotebookError, Template, nbtest, unreadable_key
-from ..core.sandbox import BACKSTOP, PROBE, Died, GraderError, Hung, Limits, Sandbox, Zygote
+from ..core.extract import Extracted, NotebookError, Template, nbtest, unreadable_key
+from ..core.sandbox import BACKSTOP, PROBE, Budget, Died, GraderError, Hung, Limits, Sandbox, Zygote
 from ..course import SOLUTIONS, Course, CourseError
 from ..kit import Failed, Test, Trial
 from ..results.result import Result, TestResult, entry, not_run
@@ -102,19 +103,29 @@ class Grader:
             return self._result(seed, [_entry(t, 0, f"could not read the notebook: {problem}", kind="unreadable")
                                        for t in self.graded],
                                 **stamp)
-        with Sandbox(self.zygote, extracted.cells, self.specs_module, self.limits, self.contract.wire()) as box:
+        violations = policy.check_cells(self.template.marked(extracted), self.policy)
+        budget, entries = Budget(self.limits.budget_s), {}
+        for part in dict.fromkeys(t.part for t in self.graded):
+            with self._sandbox(extracted, part, budget) as box:
+                _drop_raising_cells(box, violations)
+                entries |= {t.name: self._run(t, box, seed, violations) for t in self.graded if t.part == part}
+            self._warn_isolation(box.isolation)
+        return self._result(seed, [entries[t.name] for t in self.graded], review=tuple(map(str, violations)), **stamp)
+
+    @contextlib.contextmanager
+    def _sandbox(self, extracted: Extracted, part: int, budget: Budget):
+        """The sandbox that runs one part's tests: a child of its own that loads only the cells the part's
+        names need (Template.needed), so that what another cell does never runs beside these tests."""
+        cells = self.template.needed(extracted, self.contract.used_by(part), set(self.contract))
+        with Sandbox(self.zygote, cells, self.specs_module, self.limits, self.contract.wire(), budget) as box:
+            box.problems.update(extracted.problems)
             with self._lock:
                 self._open.add(box)
-            violations = policy.check_cells(self.template.marked(extracted), self.policy)
             try:
-                box.problems.update(extracted.problems)
-                _drop_raising_cells(box, violations)
-                entries = [self._run(test, box, seed, violations) for test in self.graded]
+                yield box
             finally:
                 with self._lock:
                     self._open.discard(box)
-            self._warn_isolation(box.isolation)
-        return self._result(seed, entries, review=tuple(map(str, violations)), **stamp)
 
     def _run(self, test: Test, box: Sandbox, seed: int, violations: list[policy.Violation],
              retried: bool = False) -> TestResult:

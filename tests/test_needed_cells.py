@@ -1,0 +1,56 @@
+"""Template.needed: each part's child loads only the cells its names need (docs/security.md)."""
+from helpers import SOURCE_NB
+
+from autograder import contract
+from autograder.core.extract import Extracted, Template
+
+TEMPLATE = Template(SOURCE_NB)
+REFERENCE = TEMPLATE.fill(SOURCE_NB)
+CONTRACT = set(contract.load(SOURCE_NB.parent))
+
+
+def needed(names: set[str], **cells: str) -> list[str]:
+    """The labels a child for `names` loads, with some of the reference's cells replaced."""
+    extracted = Extracted([(label, cells.get(label, src)) for label, src in REFERENCE.cells], {})
+    return [label for label, _ in TEMPLATE.needed(extracted, names, CONTRACT)]
+
+
+def test_a_part_loads_its_cells_and_what_they_use_and_nothing_else():
+    assert needed({"chain_rule_grad", "split_gradient"}) == ["setup", "chain_rule_grad", "split_gradient"]
+    assert needed({"residual_add"}) == ["setup", "residual_add"]
+    # ResidualFFN uses residual_add and ProjectionShortcut, each in its own cell
+    assert needed({"ResidualFFN"}) == ["setup", "residual_add", "projection_shortcut", "residual_ffn"]
+
+
+def test_a_construct_in_another_part_s_cell_never_loads():
+    patched = "import sys\nsys.modules['autograder.core.probe'].encode = None\n" + dict(REFERENCE.cells)["train"]
+    assert "train" not in needed({"residual_add"}, train=patched)
+    assert "train" in needed({"train"}, train=patched)
+
+
+def test_helpers_imports_and_globals_from_other_cells_come_along():
+    cells = dict(REFERENCE.cells)
+    helper = cells["split_gradient"] + "\n\ndef _tanh_prime(v):\n    return 1 - math.tanh(v) ** 2\n"
+    uses_helper = cells["chain_rule_grad"] + "\n_ = _tanh_prime\n"
+    assert "split_gradient" in needed({"chain_rule_grad"}, split_gradient=helper, chain_rule_grad=uses_helper)
+    imports = "import numpy as np\nfrom math import tau as TAU\n" + cells["gradient_norms"]
+    uses_imports = cells["residual_add"] + "\n_ = (np, TAU)\n"
+    assert "gradient_norms" in needed({"residual_add"}, gradient_norms=imports, residual_add=uses_imports)
+    sets_global = cells["train"] + "\n\ndef _configure():\n    global SCALE\n    SCALE = 2.0\n"
+    uses_global = cells["residual_add"] + "\n_ = lambda: SCALE\n"
+    assert "train" in needed({"residual_add"}, train=sets_global, residual_add=uses_global)
+
+
+def test_a_cell_that_no_longer_parses_still_loads_to_report_its_problem():
+    assert needed({"residual_add"}, residual_add="def residual_add(x, fx:\n") == ["setup", "residual_add"]
+
+
+def test_a_cell_that_defines_no_contract_name_serves_every_part():
+    fused = SOURCE_NB.parent.parent / "fused-add-norm" / "fused-add-norm.ipynb"
+    template, names = Template(fused), set(contract.load(fused.parent))
+    torch_only = "def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):\n    return x + fx, x\n"
+    extracted = Extracted([(label, torch_only if label == "fused_add_layernorm" else src)
+                           for label, src in template.fill(fused).cells], {})
+    # the wrapper never names the kernel, but the kernel's cell still loads (and is reported unlaunched)
+    assert [label for label, _ in template.needed(extracted, names, names)] == \
+        ["setup", "fused_kernel", "fused_add_layernorm"]
