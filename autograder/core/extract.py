@@ -131,10 +131,7 @@ def _code_cells_by_grade_id(nb: dict) -> dict[str, dict]:
 
 def top_level_names(source: str) -> set[str]:
     """Names a cell defines at module level (functions, classes, assignments)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
+    tree = _parsed(source)
     names = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -148,10 +145,7 @@ def top_level_names(source: str) -> set[str]:
 def bound_names(source: str) -> set[str]:
     """Every name a cell binds at module level: defs, classes, imports, assignment, loop and `with`
     targets, at any depth of module-level statements (an `if`, a `try`), not inside a def or class."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
+    tree = _parsed(source)
     # a `global` in a def binds a module name when the def runs
     names = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
     todo = list(tree.body)
@@ -170,9 +164,14 @@ def bound_names(source: str) -> set[str]:
 
 def used_names(source: str) -> set[str]:
     """Every name a cell reads anywhere, function bodies included (they read module names when called)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
+    tree = _parsed(source)
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)} | \
         {name for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
+
+
+def _parsed(source: str) -> ast.Module:
+    """The cell's tree; an empty one where it does not parse (its problem is reported when it runs)."""
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return ast.Module(body=[], type_ignores=[])
