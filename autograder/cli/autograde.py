@@ -18,6 +18,9 @@ def run(args) -> int:
     from nbgrader.coursedir import CourseDirectory
 
     from ..nbgrading.classrun import autograde_class
+    from ..nbgrading.review import Queue
     args.course.assignment(args.assignment)
-    return autograde_class(args.course, args.assignment, CourseDirectory(config=nbgrader_config()), args.workers,
-                           args.time_limit)
+    coursedir = CourseDirectory(config=nbgrader_config())
+    code = autograde_class(args.course, args.assignment, coursedir, args.workers, args.time_limit)
+    print(Queue(args.course, args.assignment, coursedir).summary())
+    return code

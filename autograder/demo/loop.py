@@ -21,6 +21,7 @@ from ..core import seeds
 from ..course import ROOT, Course
 from ..lms.canvas.roster import canvas_dir, import_roster
 from ..nbgrading.classrun import register
+from ..nbgrading.review import Queue
 from ..nbgrading.run import NbgraderError, nbgrader, nbgrader_config
 from ..report.build import write_report
 from ..report.classlist import from_class
@@ -32,10 +33,12 @@ ROSTER = ROOT / "submissions" / "roster.csv"
 AREA = ROOT / "dist" / "demo-class"
 REPORT = ROOT / "dist" / "report" / ASSIGNMENT
 # The class, in roster order; the roster's last student submits nothing.
-# copied-honest-a and renamed-honest-a are copies of honest-a, for the report's similarity check.
+# copied-honest-a and renamed-honest-a are copies of honest-a, for the report's similarity check;
+# the two forged-* samples hold tests for an instructor's review (python -m autograder review).
 CLASS = ["full-marks", "partly-right", "renamed-honest-a", "silent-broadcasting", "in-place-add",
          "scaled-shortcut-ignored", "hard-coded-example", "pre-post-swapped", "copied-honest-a",
-         "crash-at-import", "invalid-json", "checker-cheat", "honest-a"]
+         "crash-at-import", "invalid-json", "checker-cheat", "honest-a", "forged-mutation-report",
+         "forged-gradients-report"]
 LATE = {"51005"}          # Canvas marks this upload LATE
 RESUBMITTED = {"51002"}   # an older upload (the untouched release) is superseded by a newer one
 
@@ -51,6 +54,13 @@ def run_loop(course: Course, area: Path = AREA, workers: int | None = None) -> P
     area.mkdir(parents=True)
     with _instructor_dir(area):
         return _loop(course, area, workers)
+
+
+def review_line(course: Course, area: Path = AREA) -> str:
+    """The review queue's line for the class graded in `area` (nbgrading/review.py)."""
+    from nbgrader.coursedir import CourseDirectory
+    with _instructor_dir(area):
+        return Queue(course, ASSIGNMENT, CourseDirectory(config=nbgrader_config())).summary()
 
 
 def class_report(course: Course, area: Path = AREA, out: Path = REPORT) -> Path:
