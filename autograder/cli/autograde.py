@@ -19,8 +19,12 @@ def run(args) -> int:
 
     from ..nbgrading.classrun import autograde_class
     from ..nbgrading.review import Queue
+    from ..results.store import StoreError
     args.course.assignment(args.assignment)
     coursedir = CourseDirectory(config=nbgrader_config())
     code = autograde_class(args.course, args.assignment, coursedir, args.workers, args.time_limit)
-    print(Queue(args.course, args.assignment, coursedir).summary())
+    try:
+        print(Queue(args.course, args.assignment, coursedir).summary())
+    except StoreError:      # nothing was graded (every notebook unreadable, or stopped at once): nothing to review
+        pass
     return code

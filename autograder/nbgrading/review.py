@@ -4,7 +4,7 @@
     queue.flagged()                  # {student: Result} with policy findings or held tests, decisions applied
     queue.decide("51014", "release", note="the sys import only prints the version")
     queue.apply(["51014"])           # nbgrader autograde and feedback again for them: the gradebook follows
-    queue.summary()                  # "2 submissions wait for an instructor's review ...: python -m autograder review A"
+    queue.summary()                  # "review: 2 submissions of A wait ...: python -m autograder review A"
 
 A decision is a line of the results store (results/store.py) on the code the student submitted:
 it holds whenever that code is graded again, and a new submission waits for a decision of its own.

@@ -92,7 +92,7 @@ class Result:
     code_key: str = ""           # Extracted.key of what was graded
     secret_id: str = ""          # which course secret derived the seed
     review: tuple[str, ...] = ()  # the static policy's findings, for an instructor's look
-    decision: str = field(default="", compare=False)   # one of VERDICTS once an instructor decided; kept apart in a store
+    decision: str = field(default="", compare=False)   # one of VERDICTS once decided (the store keeps it apart)
 
     @property
     def held_points(self) -> float:
