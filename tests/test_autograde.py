@@ -129,8 +129,9 @@ def test_review_releases_and_confirms_held_points_through_gradebook_feedback_and
     assert all(held.values()), held
     waiting = sum(r.waiting for r in before.values())
     listed = review()
+    names = {s.id: s.name for s in read_roster(demo.ROSTER).students}
     for student in (released, confirmed):
-        assert f"{student}  {before[student].score:g} / 100  WAITING" in listed
+        assert f"{student} ({names[student]})  {before[student].score:g} / 100  WAITING" in listed
         assert all(f"found: {finding}" in listed for finding in before[student].review)
         assert f"0 of their {held[student]:g} points now" in listed
     assert listed.splitlines()[-1].startswith(f"review: {waiting} submissions of {demo.ASSIGNMENT} wait")
@@ -151,7 +152,9 @@ def test_review_releases_and_confirms_held_points_through_gradebook_feedback_and
     kept = [json.loads(line) for line in (copy / "grading" / f"{demo.ASSIGNMENT}.jsonl").read_text().splitlines()]
     assert {(d["student"], d["decision"]) for d in kept if "decision" in d} == {(released, "release"),
                                                                                 (confirmed, "confirm")}
-    assert "released" in review() and f"{confirmed}  {before[confirmed].score:g} / 100  confirmed" in review()
+    again = review()
+    assert f"({names[released]})  {want[released]:g} / 100  released" in again
+    assert f"({names[confirmed]})  {want[confirmed]:g} / 100  confirmed" in again
 
 
 def test_autograde_twice_gives_identical_grades(area, monkeypatch):

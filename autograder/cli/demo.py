@@ -28,6 +28,4 @@ def run(args) -> int:
     print(f"what to reteach, and pairs of similar submissions to look at: {report.relative_to(ROOT)}")
     step("review queue (python -m autograder review)")
     print(review_line(args.course))
-    print(f"(in the demo class: COURSE_INSTRUCTOR_DIR={AREA.relative_to(ROOT)} "
-          f"python -m autograder review {ASSIGNMENT})")
     return 0

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import sys
 
+from ..lms.canvas.roster import CanvasError, load_roster
 from ..nbgrading.run import NbgraderError, nbgrader, nbgrader_config
 from ..results.render import held_line
+from ..results.result import count
 
 NOTE = ("--release gives a held test the points its check earned; --confirm keeps them at 0. Either is recorded "
         "in the class's results store, for the code the student submitted (a new submission waits for a new "
@@ -29,6 +31,7 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     from nbgrader.coursedir import CourseDirectory
 
+    from ..core.seeds import SecretError
     from ..nbgrading.review import Queue, ReviewError
     from ..results.store import StoreError
     args.course.assignment(args.assignment)
@@ -40,7 +43,7 @@ def run(args) -> int:
         queue = Queue(args.course, args.assignment, CourseDirectory(config=nbgrader_config()))
         decided = [(s, queue.decide(s, verdict, args.note)) for verdict, students in
                    (("release", args.release), ("confirm", args.confirm)) for s in students]
-    except (StoreError, ReviewError) as e:
+    except (StoreError, ReviewError, SecretError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if not decided:
@@ -66,15 +69,19 @@ def run(args) -> int:
 def listing(queue) -> str:
     """Each flagged submission: its decision or WAITING, the policy's quoted lines, each held test's points."""
     flagged = queue.flagged()
-    lines = [f"{len(flagged)} flagged submission{'s' * (len(flagged) != 1)} of {queue.assignment} "
-             f"(results: {queue.store.path})"]
+    lines = [f"{count(len(flagged), 'flagged submission')} of {queue.assignment} (results: {queue.store.path})"]
+    try:
+        names = {s.id: s.name for s in load_roster(queue.coursedir.db_url).students}
+    except CanvasError:      # a class without a Canvas roster: nbgrader's ids alone
+        names = {}
     for student, result in flagged.items():
         line = queue.store.decision(queue.keys[student])
         state = "WAITING for a decision" if result.waiting else \
             f"{DONE[line['decision']]} {line['at']}" + (f" ({line['note']})" if line["note"] else "")
-        lines += ["", f"{student}  {result.score:g} / {result.max_score}  {state}", f"  {decision_line(result)}"]
+        who = f"{student} ({names[student]})" if student in names else student
+        lines += ["", f"{who}  {result.score:g} / {result.max_score}  {state}", f"  {decision_line(result)}"]
         lines += [f"  found: {finding}" for finding in result.review]
-        lines += [f"  held:  part {t.part}  {t.held:g} / {t.max_score}  {t.name}" for t in result.tests if t.held]
+        lines += [f"  held:  part {t.part}, {count(t.held, 'point')}: {t.name}" for t in result.tests if t.held]
     return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ report (what to reteach, similar submissions) to dist/report/residual-connection
 from __future__ import annotations
 
 import csv
+import functools
 import os
 import secrets
 import shutil
@@ -57,10 +58,16 @@ def run_loop(course: Course, area: Path = AREA, workers: int | None = None) -> P
 
 
 def review_line(course: Course, area: Path = AREA) -> str:
-    """The review queue's line for the class graded in `area` (nbgrading/review.py)."""
+    """The review queue's line for the class graded in `area` (nbgrading/review.py), and the command that
+    reviews it: with `area` as the instructor folder and the secret the demo graded with, without which
+    nbgrader's autograde refuses the class's results store."""
     from nbgrader.coursedir import CourseDirectory
     with _instructor_dir(area):
-        return Queue(course, ASSIGNMENT, CourseDirectory(config=nbgrader_config())).summary()
+        line = Queue(course, ASSIGNMENT, CourseDirectory(config=nbgrader_config())).summary()
+        throwaway = os.environ.get(seeds.ENV) == _throwaway_secret()   # else the caller's own, not shown
+    secret = f" {seeds.ENV}={_throwaway_secret()}" if throwaway else ""
+    return (f"{line}\nin the demo class{' (graded with a throwaway course secret, made for this run)' * throwaway}:"
+            f"\n  COURSE_INSTRUCTOR_DIR={os.path.relpath(area, ROOT)}{secret} python -m autograder review {ASSIGNMENT}")
 
 
 def class_report(course: Course, area: Path = AREA, out: Path = REPORT) -> Path:
@@ -70,6 +77,12 @@ def class_report(course: Course, area: Path = AREA, out: Path = REPORT) -> Path:
     return out / "report.html"
 
 
+@functools.cache
+def _throwaway_secret() -> str:
+    """The demo's course secret, one per process: the loop grades with it and the review command needs it."""
+    return secrets.token_hex(32)
+
+
 @contextmanager
 def _instructor_dir(area: Path):
     """nbgrader_config.py's instructor folder set to `area`, here and in the nbgrader it runs. Unless a
@@ -77,7 +90,7 @@ def _instructor_dir(area: Path):
     (core/seeds.py), so that it never makes or reads the instructor's ~/.config secret."""
     demo_env = {"COURSE_INSTRUCTOR_DIR": str(area)}
     if not (os.environ.get(seeds.ENV) or os.environ.get(seeds.ENV_FILE)):
-        demo_env[seeds.ENV] = secrets.token_hex(32)
+        demo_env[seeds.ENV] = _throwaway_secret()
     before = {var: os.environ.get(var) for var in demo_env}
     os.environ.update(demo_env)
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core import seeds
 from ..core.extract import Template
 from ..course import SOLUTIONS, Course
 from ..results.render import review_summary
@@ -60,6 +61,9 @@ class Queue:
                               f"`python -m autograder autograde {self.assignment}` first")
         if not (result.review or any(t.held for t in result.tests)):
             raise ReviewError(f"{student}: not flagged for review (no policy finding, no held test): nothing to decide")
+        # nbgrader's autograde, which applies the decision, opens the store only with the secret it was graded
+        # with: refuse here, before anything is recorded, as it would (StoreError says what to set)
+        Store(self.store.path, self.assignment, secret_id=seeds.secret_id(seeds.read_secret()))
         self.store.decide(self.keys[student], verdict, student, note)
         return self.store.get(self.keys[student])
 

@@ -7,7 +7,7 @@ import textwrap
 import time
 from typing import TextIO
 
-from .result import Result, TestResult, points
+from .result import Result, TestResult, count, points
 
 NAME_WIDTH = 62
 # The widest line of a grade cell's text: it shows in a <pre> in the notebook, formgrader and
@@ -41,13 +41,12 @@ def held_line(result: Result) -> str | None:
     ever = points(sum(t.held for t in result.tests))
     if not ever:
         return None
-    count = sum(1 for t in result.tests if t.held)
-    tests = f"{count} test{'s' * (count != 1)}"
+    tests = count(sum(1 for t in result.tests if t.held), "test")
     if result.decision == "release":
-        return f"released after an instructor's review: the {ever:g} points of {tests} held are given back"
+        return f"released after an instructor's review: the {count(ever, 'point')} of {tests} held are given back"
     if result.decision == "confirm":
-        return f"held, and confirmed after an instructor's review: {tests} stay at 0, {ever:g} points not given"
-    return (f"held for an instructor's review: {tests} whose checks passed, 0 of their {ever:g} points now; "
+        return f"held, and confirmed after an instructor's review: {tests} stay at 0, {count(ever, 'point')} not given"
+    return (f"held for an instructor's review: {tests} whose checks passed, 0 of their {count(ever, 'point')} now; "
             f"{ever:g} if an instructor releases them")
 
 
@@ -57,8 +56,8 @@ def review_summary(results: list[Result], assignment: str) -> str:
     if not waiting:
         return f"review: no submission of {assignment} waits for an instructor's decision"
     held = points(sum(r.held_points for r in waiting))
-    return (f"review: {len(waiting)} submission{'s' * (len(waiting) != 1)} of {assignment} "
-            f"wait{'s' * (len(waiting) == 1)} for an instructor's decision ({held:g} points held, 0 until released): "
+    return (f"review: {count(len(waiting), 'submission')} of {assignment} wait{'s' * (len(waiting) == 1)} for an "
+            f"instructor's decision ({count(held, 'point')} held, 0 until released): "
             f"python -m autograder review {assignment}")
 
 
@@ -85,8 +84,8 @@ def _wrap(line: str) -> list[str]:
 
 
 def _score(t: TestResult) -> str:
-    """"3 / 4"; a test that was not run, or is held for review, says so beside its points."""
-    return f"{t.score:>3} / {t.max_score:<2}" + ("  (not run)" if not t.ran else "  (held)" if t.kind == "held" else "")
+    """"3 / 4"; a test that was not run says so beside the points it was given."""
+    return f"{t.score:>3} / {t.max_score:<2}" + ("  (not run)" if not t.ran else "")
 
 
 class Progress:

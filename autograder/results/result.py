@@ -73,12 +73,12 @@ class TestResult:
             return self
         why = self.output.split("\n", 1)[1:]
         if verdict == "release":
-            head = (f"passed: released after an instructor's review, {self.held:g} of {self.max_score} points given "
-                    "back (the test had been held; why is below)")
+            head = (f"passed: released after an instructor's review, {self.held:g} of {count(self.max_score, 'point')} "
+                    "given back (the test had been held; why is below)")
             return TestResult(self.name, self.part, self.held, self.max_score, "\n".join([head, *why]),
                               self.misconception, "passed", self.retried, self.held)
-        head = (f"held, and confirmed after an instructor's review: 0 of {self.max_score} points; the "
-                f"{self.held:g} its check earned are not given")
+        head = (f"held, and confirmed after an instructor's review: 0 of {count(self.max_score, 'point')}; the "
+                f"{self.held:g} its check earned {'is' if self.held == 1 else 'are'} not given")
         return dataclasses.replace(self, output="\n".join([head, *why]))
 
 
@@ -159,7 +159,8 @@ def held_entry(name: str, part: int, max_score: int, why: str) -> TestResult:
     """The entry of a test whose check passed but is held for an instructor's review: 0 now, and its
     points kept in `held` for a release. The first line says what happened to the points (decided()
     rewrites it); `why` follows."""
-    head = f"held for an instructor's review: 0 of {max_score} points now; {max_score} if an instructor releases them"
+    head = (f"held for an instructor's review: 0 of {count(max_score, 'point')} now; {max_score} if an instructor "
+            f"releases {'it' if max_score == 1 else 'them'}")
     return dataclasses.replace(entry(name, part, 0, max_score, f"{head}\n{why}", kind="held"), held=max_score)
 
 
@@ -190,6 +191,11 @@ def not_run(name: str, part: int, test_points: int, rule: str, graded: list[Test
                  f"{why}; its {test_points} points are redistributed to {shown} per course.toml "
                  f"(without_cuda = \"redistribute\"): they follow the fraction of {shown} you "
                  f"earned, {points(earned)} of {top}, so {score} of {test_points}", kind="not_run")
+
+
+def count(n: float, noun: str) -> str:
+    """"1 point", "2 points", "1.5 points"."""
+    return f"{n:g} {noun}{'s' * (n != 1)}"
 
 
 def points(value: float) -> float | int:
