@@ -4,6 +4,7 @@ import html
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader.api import Gradebook
+from nbgrader.coursedir import CourseDirectory
 
 from autograder.course import ROOT
 from autograder.demo import loop as demo
@@ -20,6 +22,7 @@ from autograder.grading.batch import grade_notebook
 from autograder.results.render import FEEDBACK_WIDTH
 from autograder.lms.canvas.roster import read_roster
 from autograder.nbgrading.classrun import autograde_class
+from autograder.nbgrading.review import Queue
 from autograder.nbgrading.run import nbgrader, nbgrader_config
 from helpers import ASSIGNMENTS, COURSE, solution_lines
 
@@ -101,6 +104,57 @@ def test_feedback_shows_results_but_no_hidden_tests_or_solutions(area):
         assert "graded by hidden tests run outside your notebook" in text
         assert [l for l in hidden if l in text and l not in submitted] == [], page
         assert [l for l in answers if l in text and l not in submitted] == [], page
+
+
+def test_review_releases_and_confirms_held_points_through_gradebook_feedback_and_canvas(area, tmp_path, monkeypatch):
+    """On a copy of the graded demo class: `review` lists the forged samples with their quoted lines and held
+    points; --release gives the points back in the gradebook, the feedback and the Canvas CSV, --confirm keeps
+    0 and says so, and both are lines of the results store, kept for that code."""
+    instructor, _ = area
+    copy = tmp_path / "instructor"
+    shutil.copytree(instructor, copy)
+    monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(copy))
+
+    def review(*args: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "autograder", "review", demo.ASSIGNMENT, *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    ids = dict(zip(demo.CLASS, (s.id for s in read_roster(demo.ROSTER).students)))
+    released, confirmed = ids["forged-mutation-report"], ids["forged-gradients-report"]
+    queue = Queue(COURSE, demo.ASSIGNMENT, CourseDirectory(config=nbgrader_config()))
+    before = queue.results()
+    held = {s: before[s].held_points for s in (released, confirmed)}
+    assert all(held.values()), held
+    waiting = sum(r.waiting for r in before.values())
+    listed = review()
+    names = {s.id: s.name for s in read_roster(demo.ROSTER).students}
+    for student in (released, confirmed):
+        assert f"{student} ({names[student]})  {before[student].score:g} / 100  WAITING" in listed
+        assert all(f"found: {finding}" in listed for finding in before[student].review)
+        assert f"0 of their {held[student]:g} points now" in listed
+    assert listed.splitlines()[-1].startswith(f"review: {waiting} submissions of {demo.ASSIGNMENT} wait")
+
+    done = review("--release", released, "--confirm", confirmed, "--note", "looked at the notebook")
+    assert f"{released}: released after an instructor's review: the {held[released]:g} points" in done
+    assert "Canvas CSV exported again" in done
+    assert done.splitlines()[-1].startswith(f"review: {waiting - 2} submission")
+    want = {released: EXPECTED["forged-mutation-report.ipynb"]["score"] + held[released],
+            confirmed: EXPECTED["forged-gradients-report.ipynb"]["score"]}
+    assert {s: sum(gradebook_scores(copy)[s].values()) for s in want} == want
+    rows = {r[1]: r for r in csv.reader((copy / "canvas" / "grades.csv").open(encoding="utf-8"))}
+    assert {s: float(rows[s][5]) for s in want} == want
+    for student, line in ((released, "released after an instructor's review"),
+                          (confirmed, "confirmed after an instructor's review")):
+        page, = (copy / "feedback" / student / demo.ASSIGNMENT).glob("*.html")
+        assert line in visible_text(page.read_text(encoding="utf-8"))
+    kept = [json.loads(line) for line in (copy / "grading" / f"{demo.ASSIGNMENT}.jsonl").read_text().splitlines()]
+    assert {(d["student"], d["decision"]) for d in kept if "decision" in d} == {(released, "release"),
+                                                                                (confirmed, "confirm")}
+    again = review()
+    assert f"({names[released]})  {want[released]:g} / 100  released" in again
+    assert f"({names[confirmed]})  {want[confirmed]:g} / 100  confirmed" in again
 
 
 def test_autograde_twice_gives_identical_grades(area, monkeypatch):

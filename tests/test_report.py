@@ -115,6 +115,17 @@ def test_crashes_hangs_and_stubs_are_listed_apart(graded):
     assert apart["crash-at-import"] == {"error"}
     assert apart["full-marks"] == set()
     assert apart["honest-b"] == {"not_attempted"}                 # Part 5 not started (make_samples.py)
+    assert "held" in apart["forged-mutation-report"]              # its checks passed: held for review
+
+
+def test_the_report_ends_with_the_review_queue(graded):
+    out, students = graded
+    waiting = sum(s.result.waiting for s in students)
+    assert waiting >= 2                                           # the forged-* samples, at least
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert page.index("<h2>Review queue</h2>") > page.index("<h2>Similar submissions")
+    assert f"review: {waiting} submissions of {ASSIGNMENT} wait" in page
+    assert f"python -m autograder review {ASSIGNMENT}" in page
 
 
 def test_copies_are_listed_and_no_honest_pair_is(graded):

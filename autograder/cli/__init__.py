@@ -3,6 +3,7 @@
     release      regenerate assignments/ from solutions/ and write dist/student/
     grade        grade notebooks against the hidden suites, out of kernel
     autograde    grade a collected class in parallel and record it with nbgrader
+    review       flagged submissions and the points they hold; release or confirm them
     roster       import a Canvas gradebook export as the class roster
     canvas-zip   build a Canvas-style bulk-download zip (demo, tests)
     demo         the whole grading loop on the bundled sample class
@@ -24,7 +25,7 @@ from .. import course as course_mod
 from ..course import CourseError
 
 COMMANDS = {   # command: the module of this package that defines it (add_parser, run)
-    "release": "release", "grade": "grade", "autograde": "autograde",
+    "release": "release", "grade": "grade", "autograde": "autograde", "review": "review",
     "roster": "canvas", "canvas-zip": "canvas", "demo": "demo", "report": "report",
     "gradescope": "gradescope", "gradescope-run": "gradescope", "answers": "answers",
 }

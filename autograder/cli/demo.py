@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from ..demo import loop
-from ..demo.loop import AREA, ASSIGNMENT, CLASS, LATE, ROOT, ROSTER, class_report, grade_table, run_loop, step
+from ..demo.loop import (AREA, ASSIGNMENT, CLASS, LATE, ROOT, ROSTER, class_report, grade_table, review_line,
+                         run_loop, step)
 from ..lms.canvas.roster import read_roster
 
 
@@ -25,4 +26,6 @@ def run(args) -> int:
     step("class report (python -m autograder report)")
     report = class_report(args.course)
     print(f"what to reteach, and pairs of similar submissions to look at: {report.relative_to(ROOT)}")
+    step("review queue (python -m autograder review)")
+    print(review_line(args.course))
     return 0

@@ -8,6 +8,7 @@ from ..core.extract import Template
 from ..course import ROOT, SOLUTIONS
 from ..report.build import write_report
 from ..report.classlist import from_class, from_folder, from_store
+from ..results.render import review_summary
 from ..results.store import Store, StoreError
 
 
@@ -46,5 +47,6 @@ def run(args) -> int:
     took = write_report(args.course, args.assignment, students, out)
     print(f"{len(students)} submissions in {took['total']:.1f} s (similarity {took['similarity']:.1f} s)")
     print(f"report: {out / 'report.html'}")
+    print(review_summary([s.result for s in students if s.result], args.assignment))
     return 0
 

@@ -9,6 +9,7 @@ report (what to reteach, similar submissions) to dist/report/residual-connection
 from __future__ import annotations
 
 import csv
+import functools
 import os
 import secrets
 import shutil
@@ -21,6 +22,7 @@ from ..core import seeds
 from ..course import ROOT, Course
 from ..lms.canvas.roster import canvas_dir, import_roster
 from ..nbgrading.classrun import register
+from ..nbgrading.review import Queue
 from ..nbgrading.run import NbgraderError, nbgrader, nbgrader_config
 from ..report.build import write_report
 from ..report.classlist import from_class
@@ -32,10 +34,12 @@ ROSTER = ROOT / "submissions" / "roster.csv"
 AREA = ROOT / "dist" / "demo-class"
 REPORT = ROOT / "dist" / "report" / ASSIGNMENT
 # The class, in roster order; the roster's last student submits nothing.
-# copied-honest-a and renamed-honest-a are copies of honest-a, for the report's similarity check.
+# copied-honest-a and renamed-honest-a are copies of honest-a, for the report's similarity check;
+# the two forged-* samples hold tests for an instructor's review (python -m autograder review).
 CLASS = ["full-marks", "partly-right", "renamed-honest-a", "silent-broadcasting", "in-place-add",
          "scaled-shortcut-ignored", "hard-coded-example", "pre-post-swapped", "copied-honest-a",
-         "crash-at-import", "invalid-json", "checker-cheat", "honest-a"]
+         "crash-at-import", "invalid-json", "checker-cheat", "honest-a", "forged-mutation-report",
+         "forged-gradients-report"]
 LATE = {"51005"}          # Canvas marks this upload LATE
 RESUBMITTED = {"51002"}   # an older upload (the untouched release) is superseded by a newer one
 
@@ -53,11 +57,30 @@ def run_loop(course: Course, area: Path = AREA, workers: int | None = None) -> P
         return _loop(course, area, workers)
 
 
+def review_line(course: Course, area: Path = AREA) -> str:
+    """The review queue's line for the class graded in `area` (nbgrading/review.py), and the command that
+    reviews it: with `area` as the instructor folder and the secret the demo graded with, without which
+    nbgrader's autograde refuses the class's results store."""
+    from nbgrader.coursedir import CourseDirectory
+    with _instructor_dir(area):
+        line = Queue(course, ASSIGNMENT, CourseDirectory(config=nbgrader_config())).summary()
+        throwaway = os.environ.get(seeds.ENV) == _throwaway_secret()   # else the caller's own, not shown
+    secret = f" {seeds.ENV}={_throwaway_secret()}" if throwaway else ""
+    return (f"{line}\nin the demo class{' (graded with a throwaway course secret, made for this run)' * throwaway}:"
+            f"\n  COURSE_INSTRUCTOR_DIR={os.path.relpath(area, ROOT)}{secret} python -m autograder review {ASSIGNMENT}")
+
+
 def class_report(course: Course, area: Path = AREA, out: Path = REPORT) -> Path:
     """The class report of the class graded in `area`; returns report.html's path."""
     with _instructor_dir(area):
         write_report(course, ASSIGNMENT, from_class(course, ASSIGNMENT), out)
     return out / "report.html"
+
+
+@functools.cache
+def _throwaway_secret() -> str:
+    """The demo's course secret, one per process: the loop grades with it and the review command needs it."""
+    return secrets.token_hex(32)
 
 
 @contextmanager
@@ -67,7 +90,7 @@ def _instructor_dir(area: Path):
     (core/seeds.py), so that it never makes or reads the instructor's ~/.config secret."""
     demo_env = {"COURSE_INSTRUCTOR_DIR": str(area)}
     if not (os.environ.get(seeds.ENV) or os.environ.get(seeds.ENV_FILE)):
-        demo_env[seeds.ENV] = secrets.token_hex(32)
+        demo_env[seeds.ENV] = _throwaway_secret()
     before = {var: os.environ.get(var) for var in demo_env}
     os.environ.update(demo_env)
     try:

@@ -47,7 +47,7 @@ def grade_many(assignment: str, paths: list[str | Path], course: Course, store: 
     todo = [p for p in paths if not (store and store.get(keys[p]))]
     for path in paths:
         if path not in todo:             # the same code, graded before under another name
-            results.append(_keep(store, keys[path], replace(store.get(keys[path]), submission=path)))
+            results.append(_keep(store, keys[path], replace(store.graded(keys[path]), submission=path)))
     bar = Progress(len(todo)) if progress and todo else None
     if todo:
         with Grader(assignment, course, timeout_s=timeout_s) as grader, \

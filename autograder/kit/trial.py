@@ -74,8 +74,9 @@ RULES = "rules"   # the check name of each part's rules test
 def rules(t: "Trial") -> None:
     """The part's solution cells follow the assignment's static policy (core/policy.py)."""
     if t.violations:
-        t.fail("flagged for an instructor's review; this costs no points, but the code breaks the assignment's "
-               "rules:\n" + "\n".join(f"  {v}" for v in t.violations))
+        t.fail("flagged for an instructor's review: the code breaks the assignment's rules. This test itself "
+               "carries no points; a test these rules hold says so, with the points it holds:\n"
+               + "\n".join(f"  {v}" for v in t.violations))
 
 
 class Suite:

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..kit import Misconception  # noqa: E402
 from ..nbgrading.answers import Answer, render  # noqa: E402
+from ..results.render import review_summary  # noqa: E402
 from .classlist import Student  # noqa: E402
 from .similarity import Pair  # noqa: E402
 from .summary import APART, Summary  # noqa: E402
@@ -183,6 +184,7 @@ def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pn
         h.append("</table>")
         if len(views) < len(pairs):
             h.append(f"<p>Side-by-side views for the {len(views)} most similar pairs; every pair is in pairs.csv.</p>")
+    h.append(f"<h2>Review queue</h2><p>{e(review_summary([st.result for st in graded], assignment))}</p>")
     h.append("</body></html>")
     return "\n".join(h)
 

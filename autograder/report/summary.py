@@ -13,7 +13,8 @@ from .classlist import Student
 
 APART = {"error": "raised an exception", "not_attempted": "left as a stub", "timed_out": "timed out",
          "crashed": "crashed the grading process", "unreadable": "not a readable notebook",
-         "unusable": "replied with something unusable"}
+         "unusable": "replied with something unusable",
+         "held": "held for an instructor's review (the checks passed; 0 until released)"}
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""A result as people read it: a table for the terminal, the text of a part's grade cell, a progress bar."""
+"""A result as people read it: a table for the terminal, the text of a part's grade cell, the review
+queue's line, a progress bar."""
 from __future__ import annotations
 
 import sys
@@ -6,7 +7,7 @@ import textwrap
 import time
 from typing import TextIO
 
-from .result import Result, TestResult
+from .result import Result, TestResult, count, points
 
 NAME_WIDTH = 62
 # The widest line of a grade cell's text: it shows in a <pre> in the notebook, formgrader and
@@ -24,13 +25,40 @@ def table(result: Result) -> str:
     if result.review:
         lines += ["flagged for review (the static policy, docs/security.md):",
                   *(f"  {line}" for line in result.review)]
+    if held := held_line(result):
+        lines.append(held)
     lines.append(f"{'part':>4}  {'test':<{NAME_WIDTH}} {'score':>7}")
     for t in result.tests:
         name = t.name if len(t.name) <= NAME_WIDTH else t.name[:NAME_WIDTH - 3] + "..."
         lines.append(f"{t.part:>4}  {name:<{NAME_WIDTH}} {_score(t)}")
-        if not t.passed:
+        if not t.passed or t.held:
             lines += ["        " + line for line in t.output.splitlines()]
     return "\n".join(lines)
+
+
+def held_line(result: Result) -> str | None:
+    """What happened to the points of the result's held tests, in one line; None when none was held."""
+    ever = points(sum(t.held for t in result.tests))
+    if not ever:
+        return None
+    tests = count(sum(1 for t in result.tests if t.held), "test")
+    if result.decision == "release":
+        return f"released after an instructor's review: the {count(ever, 'point')} of {tests} held are given back"
+    if result.decision == "confirm":
+        return f"held, and confirmed after an instructor's review: {tests} stay at 0, {count(ever, 'point')} not given"
+    return (f"held for an instructor's review: {tests} whose checks passed, 0 of their {count(ever, 'point')} now; "
+            f"{ever:g} if an instructor releases them")
+
+
+def review_summary(results: list[Result], assignment: str) -> str:
+    """The line a class's commands end with: how many submissions wait for a decision, and the command."""
+    waiting = [r for r in results if r.waiting]
+    if not waiting:
+        return f"review: no submission of {assignment} waits for an instructor's decision"
+    held = points(sum(r.held_points for r in waiting))
+    return (f"review: {count(len(waiting), 'submission')} of {assignment} wait{'s' * (len(waiting) == 1)} for an "
+            f"instructor's decision ({count(held, 'point')} held, 0 until released): "
+            f"python -m autograder review {assignment}")
 
 
 def feedback_text(result: Result, part: int) -> str:
@@ -38,12 +66,12 @@ def feedback_text(result: Result, part: int) -> str:
     lines = [f"Part {part}, graded by hidden tests run outside your notebook (seed {result.seed}):"]
     for t in result.tests:
         if t.part == part:
-            mark = "passed" if t.passed else "not run" if not t.ran else "FAILED"
+            mark = "passed" if t.passed else "not run" if not t.ran else "HELD" if t.kind == "held" else "FAILED"
             head = f"  {mark:<7} {_score(t)}"
             # A long name goes under its score, where the messages start.
             fits = len(head) + 1 + len(t.name) <= FEEDBACK_WIDTH
             lines += [f"{head} {t.name}"] if fits else [head.rstrip(), *_wrap(t.name)]
-            if not t.passed:
+            if not t.passed or t.held:
                 lines += [wrapped for line in t.output.splitlines() for wrapped in _wrap(line)]
     return "\n".join(lines) + "\n"
 

@@ -5,6 +5,7 @@
     result.score, result.max_score, result.parts()      # totals, per part {part: (score, max)}
     result.to_json()                                      # the object docs/results.md fixes
     Result.from_json(data)                                # and back
+    result.held_points, result.decided("release")          # points held for review; an instructor's decision applied
 
 A test that needs CUDA, graded where there is none, is not run: `not_run` makes its entry
 by course.toml's without_cuda rule, here and nowhere else (docs/results.md says what each
@@ -12,14 +13,18 @@ rule gives on each path).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 MAX_OUTPUT = 1500          # characters of feedback per test
 NOT_RUN = "skipped: "      # how the output of a test that was not run begins
 # What happened in a test, kept in the results store (not in the --json object): "failed" is a
 # wrong answer (with the suite's misconception id where it declares one); the others lost the
-# points without showing a misconception, and the class report lists them apart.
-KINDS = ("passed", "failed", "error", "not_attempted", "timed_out", "crashed", "unreadable", "unusable", "not_run")
+# points without showing a misconception, and the class report lists them apart. "held": the test's check
+# passed, but the code breaks a rule that could forge what it rests on: 0 until an instructor decides.
+KINDS = ("passed", "failed", "error", "not_attempted", "timed_out", "crashed", "unreadable", "unusable", "not_run",
+         "held")
+VERDICTS = ("release", "confirm")   # an instructor's decision on a submission's held tests (docs/results.md)
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,7 @@ class TestResult:
     misconception: str | None = field(default=None, compare=False)   # the suite's id (suites/*_misconceptions.py)
     kind: str = field(default="", compare=False)   # one of KINDS; "" in a store written before kinds were kept
     retried: bool = field(default=False, compare=False)   # its first run hit the wall-clock backstop (docs/results.md)
+    held: float = field(default=0, compare=False)   # what its passed check earned, held for review (0: never held)
 
     @property
     def ran(self) -> bool:
@@ -48,14 +54,32 @@ class TestResult:
                 "output": self.output}
 
     def to_store(self) -> dict:
-        """to_json and, for the class report, the kind, the misconception id and whether it was retried."""
-        return {**self.to_json(), "kind": self.kind, "misconception": self.misconception, "retried": self.retried}
+        """to_json and, for the class report and the review queue, the kind, the misconception id, whether
+        it was retried and the points held."""
+        return {**self.to_json(), "kind": self.kind, "misconception": self.misconception, "retried": self.retried,
+                "held": self.held}
 
     @classmethod
     def from_json(cls, data: dict) -> "TestResult":
         """From to_json's object or to_store's."""
         return cls(str(data["name"]), int(data["part"]), data["score"], int(data["max_score"]), str(data["output"]),
-                   data.get("misconception"), str(data.get("kind") or ""), data.get("retried") is True)
+                   data.get("misconception"), str(data.get("kind") or ""), data.get("retried") is True,
+                   data.get("held") or 0)
+
+    def decided(self, verdict: str) -> "TestResult":
+        """A held test after an instructor's decision: "release" gives it the points its check earned,
+        "confirm" keeps 0; either way the first line of its output says so."""
+        if self.kind != "held":
+            return self
+        why = self.output.split("\n", 1)[1:]
+        if verdict == "release":
+            head = (f"passed: released after an instructor's review, {self.held:g} of {count(self.max_score, 'point')} "
+                    "given back (the test had been held; why is below)")
+            return TestResult(self.name, self.part, self.held, self.max_score, "\n".join([head, *why]),
+                              self.misconception, "passed", self.retried, self.held)
+        head = (f"held, and confirmed after an instructor's review: 0 of {count(self.max_score, 'point')}; the "
+                f"{self.held:g} its check earned {'is' if self.held == 1 else 'are'} not given")
+        return dataclasses.replace(self, output="\n".join([head, *why]))
 
 
 @dataclass(frozen=True)
@@ -68,6 +92,23 @@ class Result:
     code_key: str = ""           # Extracted.key of what was graded
     secret_id: str = ""          # which course secret derived the seed
     review: tuple[str, ...] = ()  # the static policy's findings, for an instructor's look
+    decision: str = field(default="", compare=False)   # one of VERDICTS once decided (the store keeps it apart)
+
+    @property
+    def held_points(self) -> float:
+        """Points held for review now: earned by checks that passed, 0 until an instructor releases them."""
+        return points(sum(t.held for t in self.tests if t.kind == "held"))
+
+    @property
+    def waiting(self) -> bool:
+        """Flagged (policy findings, or tests held) and no instructor's decision yet."""
+        return not self.decision and bool(self.review or self.held_points)
+
+    def decided(self, verdict: str) -> "Result":
+        """This result with an instructor's decision (one of VERDICTS) applied to its held tests."""
+        if verdict not in VERDICTS:
+            raise ValueError(f"a decision is one of {', '.join(VERDICTS)}, not {verdict!r}")
+        return dataclasses.replace(self, tests=[t.decided(verdict) for t in self.tests], decision=verdict)
 
     @property
     def score(self) -> float:
@@ -114,6 +155,15 @@ def entry(name: str, part: int, score: float, max_score: int, output: str, misco
     return TestResult(name, part, score, max_score, output, misconception, kind)
 
 
+def held_entry(name: str, part: int, max_score: int, why: str) -> TestResult:
+    """The entry of a test whose check passed but is held for an instructor's review: 0 now, and its
+    points kept in `held` for a release. The first line says what happened to the points (decided()
+    rewrites it); `why` follows."""
+    head = (f"held for an instructor's review: 0 of {count(max_score, 'point')} now; {max_score} if an instructor "
+            f"releases {'it' if max_score == 1 else 'them'}")
+    return dataclasses.replace(entry(name, part, 0, max_score, f"{head}\n{why}", kind="held"), held=max_score)
+
+
 def tidy(text: str, limit: int) -> str:
     """Cut to `limit` characters first, then drop each line's trailing blanks: linear in `limit`.
 
@@ -141,6 +191,11 @@ def not_run(name: str, part: int, test_points: int, rule: str, graded: list[Test
                  f"{why}; its {test_points} points are redistributed to {shown} per course.toml "
                  f"(without_cuda = \"redistribute\"): they follow the fraction of {shown} you "
                  f"earned, {points(earned)} of {top}, so {score} of {test_points}", kind="not_run")
+
+
+def count(n: float, noun: str) -> str:
+    """"1 point", "2 points", "1.5 points"."""
+    return f"{n:g} {noun}{'s' * (n != 1)}"
 
 
 def points(value: float) -> float | int:

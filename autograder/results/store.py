@@ -2,10 +2,12 @@
 
     store = Store(Path("results.jsonl"), "residual-connections", secret_id=...)
     store.seed                           # None: each result has its own seed, derived from its code
-    store.get(key) -> Result | None      # graded before: the same code gets the same result
+    store.get(key) -> Result | None      # graded before: the same code gets the same result (decision applied)
+    store.graded(key) -> Result | None   # the same, as the grader gave it
     store.has(submission) -> bool        # this file is in the store already
     store.put(key, result)               # appended, flushed and synced at once
     store.submissions()                  # the newest result of each file graded, copies included
+    store.decide(key, "release", "51014")   # an instructor's decision on a result's held tests, appended
 
 Both `python -m autograder grade --out` and the class autograde keep their results here,
 so an interrupted run loses nothing and a rerun regrades nothing. The first line is a
@@ -16,15 +18,21 @@ the course secret (core/seeds.py), so the store is tied to that secret (a store 
 another one is refused), or, for a store made with --seed, that one seed for all. A torn
 last line (a run killed mid-write) is ignored, and several
 processes may append to one file (each line is one locked write).
+
+An instructor's decision on a flagged result (`python -m autograder review`) is a line of its own,
+{"decision": "release" | "confirm", "code_key", "student", "note", "at"}, never an edit: the newest
+for a code_key wins, get() returns results with it applied (Result.decided), and it holds for that
+code whenever it is graded again; a changed submission has another key and waits for a decision.
 """
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
 import json
 import os
 from pathlib import Path
 
-from .result import Result
+from .result import VERDICTS, Result
 
 FORMAT = 2   # 1: one seed drawn per store, read as a store made with that --seed
 
@@ -40,6 +48,7 @@ class Store:
         self.path, self.assignment = Path(path), assignment
         self._by_key: dict[str, Result] = {}
         self._submissions: dict[str, Result] = {}   # absolute path -> its newest result
+        self._decisions: dict[str, dict] = {}       # code_key -> its newest decision line
         header = self._read()
         if header is None:
             self.seed = None if seed is None else int(seed)
@@ -52,24 +61,49 @@ class Store:
                              "RESIDUAL_COURSE_SECRET_FILE to that secret, or choose another --out")
 
     def get(self, key: str) -> Result | None:
+        """The result kept for this code, with the instructor's decision on it applied."""
+        return self._decided(key, self._by_key.get(key))
+
+    def graded(self, key: str) -> Result | None:
+        """The result kept for this code as the grader gave it: what put() takes again (a copy's result)."""
         return self._by_key.get(key)
 
     def has(self, submission: str | Path) -> bool:
         return os.path.abspath(submission) in self._submissions
 
     def results(self) -> list[Result]:
-        """Every result kept, one per key (the newest)."""
-        return list(self._by_key.values())
+        """Every result kept, one per key (the newest), decisions applied."""
+        return [self._decided(key, result) for key, result in self._by_key.items()]
 
     def submissions(self) -> list[Result]:
-        """The newest result of each file graded into the store, in the order first kept."""
-        return list(self._submissions.values())
+        """The newest result of each file graded into the store, in the order first kept, decisions applied."""
+        return [self._decided(r.code_key, r) for r in self._submissions.values()]
 
     def put(self, key: str, result: Result) -> None:
         self._append({"key": key, **result.to_store()})
         self._by_key[key] = result
         if result.submission is not None:
             self._submissions[os.path.abspath(result.submission)] = result
+
+    def decide(self, key: str, verdict: str, student: str, note: str = "") -> dict:
+        """Record an instructor's decision (one of VERDICTS) on the result kept for this code; returns its line."""
+        if verdict not in VERDICTS:
+            raise StoreError(f"a decision is one of {', '.join(VERDICTS)}, not {verdict!r}")
+        if key not in self._by_key:
+            raise StoreError(f"{self.path}: no result for code {key[:12]}... to decide on")
+        line = {"decision": verdict, "code_key": key, "student": student, "note": note,
+                "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        self._append(line)
+        self._decisions[key] = line
+        return line
+
+    def decision(self, key: str) -> dict | None:
+        """The newest decision line on this code, or None."""
+        return self._decisions.get(key)
+
+    def _decided(self, key: str, result: Result | None) -> Result | None:
+        line = self._decisions.get(key)
+        return result.decided(line["decision"]) if result is not None and line else result
 
     def _read(self) -> dict | None:
         """Load the file; its header, or None when there is no file yet."""
@@ -85,6 +119,8 @@ class Store:
                 continue
             if "store" in data:
                 header = data
+            elif data.get("decision") in VERDICTS and isinstance(data.get("code_key"), str):
+                self._decisions[data["code_key"]] = data
             elif "key" in data:
                 result = Result.from_json(data)
                 self._by_key[data["key"]] = result

@@ -6,15 +6,19 @@
 Per-test scores are the Result's own: Gradescope gets exactly what `python -m autograder
 grade` prints. Only the top-level score may differ from their sum, by the late penalty.
 Each written answer (nbgrading/answers.py) is one more entry of 0 points, after its part's
-tests, for the graders of the manually graded questions to read (docs/gradescope.md).
+tests, for the graders of the manually graded questions to read (docs/gradescope.md). A test
+held for review is tagged HELD_TAG; the top-level output says how many points are held.
 """
 from __future__ import annotations
 
 from ...nbgrading.answers import Answer
+from ...results.render import held_line
 from ...results.result import Result, points
 from .late import Late
 
 ANSWERS_SEEN = "after_published"   # graders read them at once; the student, with the grades
+# A held test's tag: its check passed but its points wait for an instructor's manual regrade (docs/gradescope.md)
+HELD_TAG = "held for review"
 
 
 def to_gradescope(result: Result, *, visibility: str, late: Late | None = None, answers: list[Answer] = (),
@@ -34,9 +38,9 @@ def to_gradescope(result: Result, *, visibility: str, late: Late | None = None, 
             "status": "failed" if t.ran and not t.passed else "passed",
             "output": t.output,
             "output_format": "text",   # messages hold tensors, x_l and '*': markdown would mangle them
-            "tags": [f"part {t.part}"] + ([] if t.ran else ["not run"]),
+            "tags": [f"part {t.part}"] + ([] if t.ran else ["not run"]) + ([HELD_TAG] if t.kind == "held" else []),
             "visibility": visibility,
-            "extra_data": {"part": t.part, "ran": t.ran},
+            "extra_data": {"part": t.part, "ran": t.ran, **({"held": t.held} if t.kind == "held" else {})},
         })
     for a in answers:
         part = a.question.part
@@ -47,6 +51,8 @@ def to_gradescope(result: Result, *, visibility: str, late: Late | None = None, 
              f"tests, run outside your notebook (seed {result.seed})."]
     if late:
         lines.append(late.line())
+    if held := held_line(result):
+        lines.append(held[0].upper() + held[1:] + " (docs/gradescope.md).")
     if answers:
         manual = sum(a.question.points for a in answers)
         lines.append(f"Your written answers ({manual:g} points) are graded by hand; they are listed here, as the "
@@ -58,7 +64,8 @@ def to_gradescope(result: Result, *, visibility: str, late: Late | None = None, 
         "visibility": "visible",
         "stdout_visibility": "hidden",           # the grader's log is for instructors
         "extra_data": {"assignment": result.assignment, "seed": result.seed, "auto_score": result.score,
-                       "max_score": result.max_score, **({"late": late.to_json()} if late else {})},
+                       "max_score": result.max_score, "held_for_review": result.held_points,
+                       **({"late": late.to_json()} if late else {})},
         "tests": tests,
     }
     if execution_time is not None:

@@ -1,0 +1,90 @@
+"""python -m autograder review ASSIGNMENT: flagged submissions, the points they hold, and the instructor's decisions."""
+from __future__ import annotations
+
+import sys
+
+from ..lms.canvas.roster import CanvasError, load_roster
+from ..nbgrading.run import NbgraderError, nbgrader, nbgrader_config
+from ..results.render import held_line
+from ..results.result import count
+
+NOTE = ("--release gives a held test the points its check earned; --confirm keeps them at 0. Either is recorded "
+        "in the class's results store, for the code the student submitted (a new submission waits for a new "
+        "decision), then nbgrader autograde and feedback are run again for that student from the kept results "
+        "(nothing is regraded) and the Canvas CSV is exported again.")
+
+DONE = {"release": "released", "confirm": "confirmed"}
+
+
+def add_parser(commands) -> None:
+    p = commands.add_parser("review", help="flagged submissions, the points they hold; release or confirm them",
+                            description=__doc__.split(": ", 1)[1], epilog=NOTE)
+    p.add_argument("assignment", help="an assignment named in course.toml")
+    p.add_argument("--release", action="append", default=[], metavar="STUDENT",
+                   help="give STUDENT's held tests their points (the nbgrader student id: Canvas ID); repeatable")
+    p.add_argument("--confirm", action="append", default=[], metavar="STUDENT",
+                   help="keep STUDENT's held tests at 0; repeatable")
+    p.add_argument("--note", default="", help="why, recorded with the decision and listed here")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from nbgrader.coursedir import CourseDirectory
+
+    from ..core.seeds import SecretError
+    from ..nbgrading.review import Queue, ReviewError
+    from ..results.store import StoreError
+    args.course.assignment(args.assignment)
+    both = set(args.release) & set(args.confirm)
+    if both:
+        print(f"error: {', '.join(sorted(both))}: both --release and --confirm; choose one", file=sys.stderr)
+        return 2
+    try:
+        queue = Queue(args.course, args.assignment, CourseDirectory(config=nbgrader_config()))
+        decided = [(s, queue.decide(s, verdict, args.note)) for verdict, students in
+                   (("release", args.release), ("confirm", args.confirm)) for s in students]
+    except (StoreError, ReviewError, SecretError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if not decided:
+        print(listing(queue))
+        print(queue.summary())
+        return 0
+    for student, result in decided:
+        print(f"{student}: {decision_line(result)}")
+    try:
+        queue.apply([s for s, _ in decided])
+        print(f"gradebook and feedback updated for {', '.join(s for s, _ in decided)}")
+        proc = nbgrader("export", "--log-level=WARN", capture=True, check=False)
+        print("Canvas CSV exported again (nbgrader export)" if proc.returncode == 0 else
+              f"nbgrader export failed; run it yourself once the roster is imported:\n{proc.stdout}{proc.stderr}")
+    except NbgraderError as e:
+        print(f"error: the decision is recorded, but {e}; run `nbgrader autograde {args.assignment} --force`",
+              file=sys.stderr)
+        return 1
+    print(queue.summary())
+    return 0
+
+
+def listing(queue) -> str:
+    """Each flagged submission: its decision or WAITING, the policy's quoted lines, each held test's points."""
+    flagged = queue.flagged()
+    lines = [f"{count(len(flagged), 'flagged submission')} of {queue.assignment} (results: {queue.store.path})"]
+    try:
+        names = {s.id: s.name for s in load_roster(queue.coursedir.db_url).students}
+    except CanvasError:      # a class without a Canvas roster: nbgrader's ids alone
+        names = {}
+    for student, result in flagged.items():
+        line = queue.store.decision(queue.keys[student])
+        state = "WAITING for a decision" if result.waiting else \
+            f"{DONE[line['decision']]} {line['at']}" + (f" ({line['note']})" if line["note"] else "")
+        who = f"{student} ({names[student]})" if student in names else student
+        lines += ["", f"{who}  {result.score:g} / {result.max_score}  {state}", f"  {decision_line(result)}"]
+        lines += [f"  found: {finding}" for finding in result.review]
+        lines += [f"  held:  part {t.part}, {count(t.held, 'point')}: {t.name}" for t in result.tests if t.held]
+    return "\n".join(lines)
+
+
+def decision_line(result) -> str:
+    """What happened to the result's held points, or that it holds none."""
+    return held_line(result) or "holds no points (flagged by the policy for a look; its tests are scored as run)"
