@@ -25,11 +25,14 @@ $(READY): pyproject.toml
 demo: $(READY)
 	$(BIN)/python -m autograder demo
 
+# One pytest-xdist worker per core; tests/conftest.py groups the tests that share a fixture.
+PYTEST := $(BIN)/python -m pytest -n auto --dist loadgroup
+
 test: $(READY)
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 test-fast: $(READY)
-	$(BIN)/python -m pytest -m "not slow"
+	$(PYTEST) -m "not slow"
 
 release: $(READY)
 	$(BIN)/python -m autograder release

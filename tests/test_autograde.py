@@ -4,6 +4,7 @@ import html
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,12 +30,10 @@ EXPECTED = json.loads((demo.SAMPLES / "expected.json").read_text())["samples"]
 SUITE_FILES = sorted((ROOT / "autograder" / "suites").glob("*.py"))
 
 
-@pytest.fixture(scope="module")
-def area(tmp_path_factory):
-    """One run of the demo's loop in a folder of its own."""
-    area = tmp_path_factory.mktemp("class")
-    grades = demo.run_loop(COURSE, area / "instructor")
-    return area / "instructor", grades
+@pytest.fixture
+def area(demo_class):
+    """(instructor folder, Canvas CSV) of the demo's loop (conftest.py): tests here only read it."""
+    return demo_class
 
 
 def db_url(area):
@@ -111,8 +110,9 @@ def test_autograde_twice_gives_identical_grades(area, monkeypatch):
     assert gradebook_scores(instructor) == before
 
 
-def test_a_warning_on_stderr_costs_nothing(area):
-    instructor, _ = area
+def test_a_warning_on_stderr_costs_nothing(area, tmp_path):
+    instructor = tmp_path / "instructor"       # a student added: to a copy of the shared class
+    shutil.copytree(area[0], instructor)
     nb = nbformat.read(demo.SAMPLES / "full-marks.ipynb", as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "residual_add")
     cell.source = "import warnings\nwarnings.warn('a UserWarning on stderr')\n" + cell.source
