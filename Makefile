@@ -44,6 +44,7 @@ check-release: $(READY)
 gradescope: $(READY)
 	$(BIN)/python -m autograder gradescope
 
+# Each figure also as a ratio to a bare `import torch` measured in the same run (benchmarks/baseline.py).
 bench: $(READY)
 	$(BIN)/python benchmarks/public_tests.py
 	$(BIN)/python benchmarks/grade_speed.py
