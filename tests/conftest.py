@@ -40,7 +40,10 @@ def demo_class(tmp_path_factory) -> tuple[Path, Path]:
 def pytest_collection_modifyitems(items):
     """`make test` runs pytest-xdist with --dist loadgroup: a module's tests go to one worker, so that
     its module-scoped fixtures (a grader, a graded class) are built once, and the tests on the demo
-    class, in whichever module, go to one worker, so that the class is graded once."""
-    for item in items:
-        group = "demo-class" if "demo_class" in item.fixturenames else item.module.__name__
+    class, in whichever module, go to one worker, so that the class is graded once. Groups with a
+    slow test are handed out first, so that no long group starts when the others are done."""
+    groups = {item: "demo-class" if "demo_class" in item.fixturenames else item.module.__name__ for item in items}
+    slow = {groups[item] for item in items if item.get_closest_marker("slow")}
+    for item, group in groups.items():
         item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: groups[item] not in slow)   # stable: each group keeps its order
