@@ -25,8 +25,8 @@ $(READY): pyproject.toml
 demo: $(READY)
 	$(BIN)/python -m autograder demo
 
-# One pytest-xdist worker per core; tests/conftest.py groups the tests that share a fixture.
-PYTEST := $(BIN)/python -m pytest -n auto --dist loadgroup
+# One pytest-xdist worker per core, each module's tests in one worker (tests/conftest.py).
+PYTEST := $(BIN)/python -m pytest -n auto --dist loadscope
 
 test: $(READY)
 	$(PYTEST)

@@ -1,5 +1,6 @@
 """Shared fixtures: the reference solution and the release's stubs as modules (paths in helpers.py),
-and one run of the demo's grading loop; how `make test` splits the tests between its workers."""
+and one run of the demo's grading loop; the order in which `make test` hands the modules out."""
+import fcntl
 import os
 from pathlib import Path
 
@@ -27,23 +28,27 @@ def release():
 
 
 @pytest.fixture(scope="session")
-def demo_class(tmp_path_factory) -> tuple[Path, Path]:
-    """(instructor folder, Canvas CSV) of one run of the demo's loop (make demo), in a folder of its own.
-    Every test that reads it shares this run; a test that adds to the class works on a copy."""
+def demo_class(tmp_path_factory, worker_id) -> tuple[Path, Path]:
+    """(instructor folder, Canvas CSV) of one run of the demo's loop (make demo), made once per test run:
+    the first pytest-xdist worker that needs it runs the loop in the run's shared temporary folder, and
+    the others wait for it there (a file lock). Tests only read it; one that changes the class works on
+    a copy."""
     from autograder.demo import loop as demo   # here: nbgrader's import is the slow tests' cost alone
 
-    area = tmp_path_factory.mktemp("demo") / "instructor"
-    return area, demo.run_loop(COURSE, area)
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if worker_id != "master" else base      # the workers' folders sit side by side
+    area, made = shared / "demo" / "instructor", shared / "demo" / "grades-csv.txt"
+    with open(shared / "demo.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)                           # released when the file closes
+        if not made.exists():
+            made.parent.mkdir(exist_ok=True)
+            made.write_text(str(demo.run_loop(COURSE, area)))
+    return area, Path(made.read_text())
 
 
-@pytest.hookimpl(tryfirst=True)   # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items):
-    """`make test` runs pytest-xdist with --dist loadgroup: a module's tests go to one worker, so that
-    its module-scoped fixtures (a grader, a graded class) are built once, and the tests on the demo
-    class, in whichever module, go to one worker, so that the class is graded once. Groups with a
-    slow test are handed out first, so that no long group starts when the others are done."""
-    groups = {item: "demo-class" if "demo_class" in item.fixturenames else item.module.__name__ for item in items}
-    slow = {groups[item] for item in items if item.get_closest_marker("slow")}
-    for item, group in groups.items():
-        item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: groups[item] not in slow)   # stable: each group keeps its order
+    """`make test` runs pytest-xdist with --dist loadscope: a module's tests go to one worker, so that
+    its module-scoped fixtures (a grader, a graded class) are built once. Modules with a slow test are
+    handed out first, so that no long module starts when the others are done."""
+    slow = {item.module for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module not in slow)     # stable: each module keeps its order

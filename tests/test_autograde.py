@@ -32,7 +32,7 @@ SUITE_FILES = sorted((ROOT / "autograder" / "suites").glob("*.py"))
 
 @pytest.fixture
 def area(demo_class):
-    """(instructor folder, Canvas CSV) of the demo's loop (conftest.py): tests here only read it."""
+    """(instructor folder, Canvas CSV) of the demo's loop (conftest.py), shared: tests here only read it."""
     return demo_class
 
 
@@ -102,9 +102,10 @@ def test_feedback_shows_results_but_no_hidden_tests_or_solutions(area):
         assert [l for l in answers if l in text and l not in submitted] == [], page
 
 
-def test_autograde_twice_gives_identical_grades(area, monkeypatch):
-    instructor, _ = area
-    before = gradebook_scores(instructor)
+def test_autograde_twice_gives_identical_grades(area, monkeypatch, tmp_path):
+    before = gradebook_scores(area[0])
+    instructor = tmp_path / "instructor"       # regraded: a copy, as other workers read the shared class
+    shutil.copytree(area[0], instructor)
     monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(instructor))
     assert nbgrader("autograde", demo.ASSIGNMENT, "--force", "--log-level=ERROR").returncode == 0
     assert gradebook_scores(instructor) == before
