@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/autograde_speed.py [--copies 4 10] [--repeat 3]
 
-Prints
+Prints, each time also as a ratio to a bare `import torch` measured in the same run (baseline.py),
   per submission  `nbgrader autograde` of the sample class with this course's config (the
                   hidden suites out of kernel, nothing run in a kernel) against plain nbgrader
                   (every notebook executed in its own kernel), and the ratio (target <= 1.5x)
@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from baseline import import_torch_s, ratio
 from grade_speed import ASSIGNMENT, ENV, LEFT_OUT, SAMPLES, nbgrader as plain_nbgrader, run
 
 NBGRADER_AUTOGRADE = ("-m", "nbgrader", "autograde", ASSIGNMENT, "--log-level=ERROR")   # this course's config
@@ -68,7 +69,7 @@ def class_seconds(notebooks: list[Path], copies: int, tmp: Path, *command: str) 
         shutil.rmtree(area)
 
 
-def class_figures(notebooks: list[Path], copies: int, repeat: int, tmp: Path) -> dict:
+def class_figures(notebooks: list[Path], copies: int, repeat: int, tmp: Path, ref: float) -> dict:
     """The class x copies graded sequentially by nbgrader, then by the class command with 1 and all workers;
     the three take turns `repeat` times (this machine's speed drifts), and the medians are compared."""
     n, cores = len(notebooks) * copies, os.cpu_count()
@@ -83,8 +84,9 @@ def class_figures(notebooks: list[Path], copies: int, repeat: int, tmp: Path) ->
     print(f"class of {n}, median of {repeat} (s): " + "; ".join(
         f"{label} {statistics.median(times):.1f} ({', '.join(f'{t:.1f}' for t in times)})"
         for label, times in runs.items()))
-    print(f"  {cores} workers: {n / many * 60:.0f} submissions/minute; speed-up {sequential / many:.2f}x over "
-          f"nbgrader autograde, {one / many:.2f}x over 1 worker (target >= 1.8x)", flush=True)
+    print(f"  {cores} workers: {n / many * 60:.0f} submissions/minute, {many / n:.2f} s each = {ratio(many / n, ref)}; "
+          f"speed-up {sequential / many:.2f}x over nbgrader autograde, {one / many:.2f}x over 1 worker "
+          "(target >= 1.8x)", flush=True)
     return {"class": n, "workers": cores, "runs_s": runs}
 
 
@@ -97,15 +99,18 @@ def main() -> int:
     notebooks = sorted(p for p in SAMPLES.glob("*.ipynb") if p.name not in LEFT_OUT | {"invalid-json.ipynb"})
     print(f"sample class: {len(notebooks)} notebooks, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    ref = import_torch_s()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         ours = class_seconds(notebooks, 1, tmp, *NBGRADER_AUTOGRADE) / len(notebooks)
         start = time.perf_counter()
         plain = plain_nbgrader(notebooks, tmp) / len(notebooks)
-        print(f"per submission: ours {ours:.2f} s, plain nbgrader {plain:.2f} s: ours takes {ours / plain:.2f}x "
-              f"(target <= 1.5x)  [plain run {time.perf_counter() - start:.0f} s]", flush=True)
-        classes = [class_figures(notebooks, copies, args.repeat, tmp) for copies in args.copies]
-    print(json.dumps({"ours_s_per_submission": round(ours, 3), "plain_s_per_submission": round(plain, 3),
+        print(f"per submission: ours {ours:.2f} s = {ratio(ours, ref)}, plain nbgrader {plain:.2f} s = "
+              f"{ratio(plain, ref)}: ours takes {ours / plain:.2f}x (target <= 1.5x)  "
+              f"[plain run {time.perf_counter() - start:.0f} s]", flush=True)
+        classes = [class_figures(notebooks, copies, args.repeat, tmp, ref) for copies in args.copies]
+    print(json.dumps({"import_torch_s": round(ref, 3), "ours_s_per_submission": round(ours, 3),
+                      "plain_s_per_submission": round(plain, 3),
                       "classes": classes}))
     return 0
 

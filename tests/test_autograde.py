@@ -32,12 +32,10 @@ EXPECTED = json.loads((demo.SAMPLES / "expected.json").read_text())["samples"]
 SUITE_FILES = sorted((ROOT / "autograder" / "suites").glob("*.py"))
 
 
-@pytest.fixture(scope="module")
-def area(tmp_path_factory):
-    """One run of the demo's loop in a folder of its own."""
-    area = tmp_path_factory.mktemp("class")
-    grades = demo.run_loop(COURSE, area / "instructor")
-    return area / "instructor", grades
+@pytest.fixture
+def area(demo_class):
+    """(instructor folder, Canvas CSV) of the demo's loop (conftest.py), shared: tests here only read it."""
+    return demo_class
 
 
 def db_url(area):
@@ -157,16 +155,18 @@ def test_review_releases_and_confirms_held_points_through_gradebook_feedback_and
     assert f"({names[confirmed]})  {want[confirmed]:g} / 100  confirmed" in again
 
 
-def test_autograde_twice_gives_identical_grades(area, monkeypatch):
-    instructor, _ = area
-    before = gradebook_scores(instructor)
+def test_autograde_twice_gives_identical_grades(area, monkeypatch, tmp_path):
+    before = gradebook_scores(area[0])
+    instructor = tmp_path / "instructor"       # regraded: a copy, as other workers read the shared class
+    shutil.copytree(area[0], instructor)
     monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(instructor))
     assert nbgrader("autograde", demo.ASSIGNMENT, "--force", "--log-level=ERROR").returncode == 0
     assert gradebook_scores(instructor) == before
 
 
-def test_a_warning_on_stderr_costs_nothing(area):
-    instructor, _ = area
+def test_a_warning_on_stderr_costs_nothing(area, tmp_path):
+    instructor = tmp_path / "instructor"       # a student added: to a copy of the shared class
+    shutil.copytree(area[0], instructor)
     nb = nbformat.read(demo.SAMPLES / "full-marks.ipynb", as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "residual_add")
     cell.source = "import warnings\nwarnings.warn('a UserWarning on stderr')\n" + cell.source
@@ -180,8 +180,9 @@ def test_a_warning_on_stderr_costs_nothing(area):
     assert sum(gradebook_scores(instructor)["noisy"].values()) == 100
 
 
-INTERRUPTED = ["full-marks", "partly-right", "pre-post-swapped", "wrong-answers", "hard-coded-example",
-               "untouched-release"]
+# Two quick students (their training tests stop at a stub), then two that train: the command is stopped
+# after two results, in the middle of a class that is still worth interrupting.
+INTERRUPTED = ["untouched-release", "partly-right", "full-marks", "wrong-answers"]
 
 
 def small_class(instructor, samples: list[str]) -> dict[str, float]:
@@ -268,7 +269,7 @@ def test_a_worker_that_dies_costs_only_its_student(tmp_path, monkeypatch, capsys
 
     instructor = tmp_path / "instructor"
     monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(instructor))
-    expected = small_class(instructor, INTERRUPTED[:4])
+    expected = small_class(instructor, INTERRUPTED)
     real = workers._autograde_one
 
     def dies_on_s1(app, student, path):

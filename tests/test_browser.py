@@ -3,7 +3,8 @@
 Headless Debian chromium driven by Playwright (`.ci/run` installs both; Playwright's own
 browser download is never used). Each server is a JupyterLab on 127.0.0.1 with a random token;
 the test stops it, its kernels and the browser, and checks that nothing of them is left. Screenshots go
-to dist/browser/.
+to the run's temporary folder (browser0/ under /tmp/pytest-of-$USER/pytest-current/, a worker's folder
+under it with pytest-xdist), never into the repository that other tests watch meanwhile.
 """
 import json
 import os
@@ -28,7 +29,6 @@ from helpers import COURSE
 
 pytestmark = pytest.mark.slow
 
-SHOTS = ROOT / "dist" / "browser"
 NOTEBOOK = f"{demo.ASSIGNMENT}/{demo.ASSIGNMENT}.ipynb"
 INSTALL = "apt-get install -y chromium (the install line in .ci/run)"
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
@@ -125,9 +125,13 @@ def chromium():
 
 
 @pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("browser")
+
+
+@pytest.fixture(scope="module")
 def browser(chromium):
     before = descendants(os.getpid())
-    SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium)
         yield b
@@ -136,7 +140,7 @@ def browser(chromium):
     assert not left, f"the browser left processes behind: {left}"
 
 
-def run_all(page, notebook_url: str) -> None:
+def run_all(page, notebook_url: str, shots: Path) -> None:
     """Open a notebook, wait for its kernel, Run > Run All Cells, wait until every cell ran."""
     page.goto(notebook_url)
     page.wait_for_selector(f"{PANEL} .jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
@@ -149,7 +153,7 @@ def run_all(page, notebook_url: str) -> None:
             return prompts.length && /\\[\\d+\\]/.test(prompts[prompts.length - 1]) && !prompts.some(t => t.includes('*'));
         }}""", timeout=600_000, polling=500)
     except Exception:
-        page.screenshot(path=str(SHOTS / "run-all-unfinished.png"))
+        page.screenshot(path=str(shots / "run-all-unfinished.png"))
         raise
 
 
@@ -161,7 +165,7 @@ def code_cells(page, nb_path: Path) -> dict[str, object]:
     return {cid: dom.nth(i) for i, cid in enumerate(ids)}
 
 
-def test_student_run_all_in_jupyterlab(browser, tmp_path):
+def test_student_run_all_in_jupyterlab(browser, shots, tmp_path):
     """Run All on the release: each check cell lists its tests, each unfinished demo says so in a
     line, no traceback. Then a solved copy: the survival plot is an image."""
     release = tmp_path / "release"      # Lab autosaves: never let it write into assignments/
@@ -172,14 +176,14 @@ def test_student_run_all_in_jupyterlab(browser, tmp_path):
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         # A workspace per notebook: JupyterLab reopens nothing else, so Run All goes to this one.
-        run_all(page, lab.page(f"/lab/workspaces/release/tree/{NOTEBOOK}"))
+        run_all(page, lab.page(f"/lab/workspaces/release/tree/{NOTEBOOK}"), shots)
         cells = code_cells(page, release / NOTEBOOK)
-        page.screenshot(path=str(SHOTS / "student-release.png"))
+        page.screenshot(path=str(shots / "student-release.png"))
         for part in (1, 2, 3, 4):
             out = cells[f"part{part}-tests"].locator(".jp-OutputArea").inner_text()
             assert re.search(rf"Part {part}: 0 of (\d+) public tests passed \(\1 not done\)\.", out), out
             assert out.count("not done  test_part") >= 1, out
-            cells[f"part{part}-tests"].screenshot(path=str(SHOTS / f"student-part{part}-tests.png"))
+            cells[f"part{part}-tests"].screenshot(path=str(shots / f"student-part{part}-tests.png"))
         for cid in ("part1-demo", "part2-demo", "part3-plot-cell", "part4-demo"):
             out = cells[cid].locator(".jp-OutputArea").inner_text().strip()
             assert out.startswith("Not done yet: ") and "\n" not in out, (cid, out)
@@ -187,11 +191,11 @@ def test_student_run_all_in_jupyterlab(browser, tmp_path):
         assert page.locator(f"{PANEL} [data-mime-type='application/vnd.jupyter.stderr']").count() == 0
         assert "Traceback" not in page.locator(f"{PANEL} .jp-Notebook").inner_text()
 
-        run_all(page, lab.page(f"/lab/workspaces/solved/tree/{demo.ASSIGNMENT}/solved.ipynb"))
+        run_all(page, lab.page(f"/lab/workspaces/solved/tree/{demo.ASSIGNMENT}/solved.ipynb"), shots)
         cells = code_cells(page, solved)
         plot = cells["part3-plot-cell"]
         plot.scroll_into_view_if_needed()
-        plot.screenshot(path=str(SHOTS / "student-solved-plot.png"))
+        plot.screenshot(path=str(shots / "student-solved-plot.png"))
         image = plot.locator(".jp-OutputArea img")
         assert image.count() == 1
         assert image.evaluate("img => img.naturalWidth") > 300
@@ -202,18 +206,11 @@ def test_student_run_all_in_jupyterlab(browser, tmp_path):
         lab.stop()
 
 
-@pytest.fixture(scope="module")
-def demo_class(tmp_path_factory):
-    """The demo's grading loop, run in a folder of its own."""
-    area = tmp_path_factory.mktemp("demo") / "instructor"
-    demo.run_loop(COURSE, area)
-    return area
-
-
-def test_instructor_formgrader(browser, demo_class, tmp_path):
-    """Formgrader on the demo class: the due date, the late upload's timestamp, a submission's
-    hidden-test results (no line scrolls sideways) and a written answer waiting for a grade."""
-    lab = Lab(ROOT, tmp_path, env={"COURSE_INSTRUCTOR_DIR": str(demo_class)})
+def test_instructor_formgrader(browser, shots, demo_class, tmp_path):
+    """Formgrader on the demo class (conftest.py, shared with test_autograde.py): the due date, the late
+    upload's timestamp, a submission's hidden-test results (no line scrolls sideways) and a written
+    answer waiting for a grade."""
+    lab = Lab(ROOT, tmp_path, env={"COURSE_INSTRUCTOR_DIR": str(demo_class[0])})
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         # As the README says: JupyterLab's menu Nbgrader > Formgrader.
@@ -224,13 +221,13 @@ def test_instructor_formgrader(browser, demo_class, tmp_path):
         row = frame.wait_for_selector(f"tr:has-text('{demo.ASSIGNMENT}')", timeout=60_000)
         due = COURSE.assignment(demo.ASSIGNMENT).deadline_utc
         assert due.strftime("%Y-%m-%d %H:%M") in row.inner_text(), row.inner_text()
-        page.screenshot(path=str(SHOTS / "formgrader-assignments.png"))
+        page.screenshot(path=str(shots / "formgrader-assignments.png"))
 
         page.goto(lab.page(f"/formgrader/manage_submissions/{demo.ASSIGNMENT}"))
         page.wait_for_selector("td.timestamp", timeout=60_000)
         stamps = {r.query_selector("td:nth-child(2)").inner_text().strip(): r.query_selector("td.timestamp").inner_text()
                   for r in page.query_selector_all("table tbody tr") if r.query_selector("td.timestamp")}
-        page.screenshot(path=str(SHOTS / "formgrader-submissions.png"), full_page=True)
+        page.screenshot(path=str(shots / "formgrader-submissions.png"), full_page=True)
         late = [datetime.fromisoformat(stamps[s][:19]) > due.replace(tzinfo=None) for s in sorted(demo.LATE)]
         on_time = [datetime.fromisoformat(t[:19]) <= due.replace(tzinfo=None)
                    for s, t in stamps.items() if s not in demo.LATE]
@@ -239,7 +236,7 @@ def test_instructor_formgrader(browser, demo_class, tmp_path):
         # Manual grading: the full-marks sample (the roster's first student) answered in writing.
         page.goto(lab.page(f"/formgrader/gradebook/{demo.ASSIGNMENT}/{demo.ASSIGNMENT}"))
         page.wait_for_selector("table tbody tr td a", timeout=60_000)
-        page.screenshot(path=str(SHOTS / "formgrader-manual-grading.png"), full_page=True)
+        page.screenshot(path=str(shots / "formgrader-manual-grading.png"), full_page=True)
         needs = page.locator("table tbody tr:has(td.needs-manual-grade[data-order='1']) a.name-shown")
         names = [needs.nth(i).inner_text() for i in range(needs.count())]
         first = read_roster(demo.ROSTER).students[0].name
@@ -257,7 +254,7 @@ def test_instructor_formgrader(browser, demo_class, tmp_path):
         wide = page.evaluate("""() => [...document.querySelectorAll('.output_text pre')]
             .filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.innerText.slice(0, 80))""")
         assert wide == [], wide
-        page.screenshot(path=str(SHOTS / "formgrader-submission.png"), full_page=True)
+        page.screenshot(path=str(shots / "formgrader-submission.png"), full_page=True)
         page.close()
     finally:
         lab.stop()

@@ -147,7 +147,10 @@ def _oracle_loop(grader, tmp_path, seed) -> float:
     return result.parts()[2][0]
 
 
-def test_an_oracle_loop_over_three_regrades_gains_nothing_under_per_submission_seeds(grader, tmp_path):
+def test_an_oracle_loop_over_three_regrades_gains_nothing_under_per_submission_seeds(grader, tmp_path, monkeypatch):
+    # Part 2's tests alone: the oracle answers only them, and each test draws its inputs from the seed
+    # and its own name, so the other parts' (training) tests would change nothing here but the time.
+    monkeypatch.setattr(grader, "graded", [t for t in grader.graded if t.part == 2])
     baseline = grader.grade(notebook_with(tmp_path, "guess.ipynb", **_oracle({}))).parts()[2][0]
     assert _oracle_loop(grader, tmp_path, None) <= baseline
     # the same loop against one seed for every submission (the grader before per-submission seeds)
