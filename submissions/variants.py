@@ -9,6 +9,7 @@ marks and trip no rule of the static policy. Each forgery is the code of a sampl
 make_samples.py that tries to earn points its honest twin does not (docs/security.md).
 Sources are written indented and dedented where they are used.
 """
+import idioms
 
 # ============================================================ honest variants: full marks, no rule tripped
 
@@ -447,6 +448,25 @@ HONEST_FUSED = {
         ''')),
 }
 
+
+
+def _packed(entries: list[tuple[tuple[str, ...], str, str]]) -> dict[str, tuple[str, dict[str, str]]]:
+    """idioms.py's entries, a few notebooks' worth: each entry goes into the first notebook that does not
+    yet replace its cell (grading a notebook is slow; one idiom per notebook would be 60 of them)."""
+    notebooks: list[tuple[list[str], dict[str, str]]] = []
+    for names, cell, source in entries:
+        target = next((nb for nb in notebooks if cell not in nb[1]), None)
+        if target is None:
+            target = ([], {})
+            notebooks.append(target)
+        target[0].extend(names)
+        target[1][cell] = source
+    return {f"idioms-{i + 1}": ("honest idioms: " + ", ".join(names), cells)
+            for i, (names, cells) in enumerate(notebooks)}
+
+
+HONEST_RESIDUAL.update(_packed(idioms.RESIDUAL))
+HONEST_FUSED.update(_packed(idioms.FUSED))
 
 
 
