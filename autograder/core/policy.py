@@ -137,7 +137,7 @@ def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Viol
 def _too_deep(label: str, source: str) -> Violation:
     """Nesting deeper than the checks can walk: the policy cannot vouch for the cell."""
     return Violation(label, 1, "too-deep", WITHHOLD, "the cell nests expressions too deeply for the policy to read "
-                     "it", _line(source, 1))
+                     "it", quote(source, 1))
 
 
 def check(source: str, policy: Policy, label: str = "cell", trusted: list[tuple[str, str]] = ()) -> list[Violation]:
@@ -221,7 +221,7 @@ def _is_literal(node, ctx: _Notebook, names: frozenset = frozenset()) -> bool:
     return False
 
 
-def _line(source: str, lineno: int) -> str:
+def quote(source: str, lineno: int) -> str:
     lines = source.splitlines()
     return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
 
@@ -300,7 +300,7 @@ class _General(ast.NodeVisitor):
         return self.found
 
     def flag(self, node, rule: str, severity: str, message: str) -> None:
-        self.found.append(Violation(self.label, node.lineno, rule, severity, message, _line(self.source, node.lineno)))
+        self.found.append(Violation(self.label, node.lineno, rule, severity, message, quote(self.source, node.lineno)))
 
     # -- imports
     def visit_Import(self, node):
@@ -566,16 +566,16 @@ def _rebound(ctx: _Notebook, names: set[str]) -> list[Violation]:
             if final is None or (ctx.order[final[0]], final[1].lineno) < (ctx.order[label], node.lineno):
                 out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound again here, so the "
                                      "function the grader checked is not the one the tests call: define it once, "
-                                     "with def, and leave the name alone", _line(ctx.sources[label], node.lineno)))
+                                     "with def, and leave the name alone", quote(ctx.sources[label], node.lineno)))
         for node in ast.walk(tree):
             if isinstance(node, ast.Global) and names & set(node.names):
                 out.append(Violation(label, node.lineno, "rebound", FLAG, f"'global {', '.join(names & set(node.names))}'"
-                                     " lets a function rebind a name the grader checked", _line(ctx.sources[label], node.lineno)))
+                                     " lets a function rebind a name the grader checked", quote(ctx.sources[label], node.lineno)))
     for name, (label, fn) in ctx.functions.items():
         if name in names and fn.decorator_list:
             out.append(Violation(label, fn.decorator_list[0].lineno, "rebound", FLAG, f"a decorator on {name}: the name "
                                  "then holds what the decorator returns, not the def the grader checked",
-                                 _line(ctx.sources[label], fn.decorator_list[0].lineno)))
+                                 quote(ctx.sources[label], fn.decorator_list[0].lineno)))
     return out
 
 
@@ -626,7 +626,7 @@ class _Wrapper:
         self.seen: set[str] = set()
 
     def flag(self, label, node, rule, message):
-        self.found.append(Violation(label, node.lineno, rule, FLAG, message, _line(self.ctx.sources[label], node.lineno)))
+        self.found.append(Violation(label, node.lineno, rule, FLAG, message, quote(self.ctx.sources[label], node.lineno)))
 
     def run(self, label: str, fn: ast.FunctionDef) -> list[Violation]:
         self._function(label, fn)
@@ -870,7 +870,7 @@ class _Kernel:
         self.locals |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
     def flag(self, node, rule, message):
-        self.found.append(Violation(self.label, node.lineno, rule, FLAG, message, _line(self.source, node.lineno)))
+        self.found.append(Violation(self.label, node.lineno, rule, FLAG, message, quote(self.source, node.lineno)))
 
     def run(self) -> list[Violation]:
         fn = self.fn
