@@ -44,9 +44,10 @@ WATCHED = {
 }
 PREFIXES = ("ctypes.", "os.", "subprocess.", "socket.", "shutil.", "pty.", "signal.", "resource.", "_posixsubprocess.",
             "mmap.", "syslog.", "fcntl.")
-# library files that compile code they generate themselves, for a decorator the student applied
+# library files that compile code they generate themselves, for a decorator the student applied, or only
+# parse source into a tree (ast.parse: Triton's interpreter rewrites a kernel's tree, then compiles it itself)
 GENERATORS = ("/dataclasses.py", "/collections/__init__.py", "/triton/runtime/jit.py", "/triton/runtime/interpreter.py",
-              "/enum.py")
+              "/enum.py", "/ast.py")
 IMPORTER = "<frozen importlib"      # the import system: it reads, compiles and runs a module's own code
 # what a library may do on the student's behalf without it counting: read directories, load its own
 # shared libraries (torch and Triton do so lazily); starting processes and signalling them it may not

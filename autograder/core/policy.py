@@ -21,15 +21,19 @@ Each violation has a severity:
               The rules test fails, the submission is flagged, and named tests that rest
               on the rule (block_parts, launches_kernel, one_launch) fail with it.
 
-Pure Python: ast only. Nothing is imported from torch or Triton, and the source never runs.
+Pure Python: ast only. Nothing is imported from torch or Triton, and the source never runs. The
+student release carries a copy (assignments/policy.py, written by `python -m autograder release`), so
+the public tests apply the same rules before a notebook is uploaded.
 """
 from __future__ import annotations
 
 import ast
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..course import Rules
+if TYPE_CHECKING:    # the student release ships this file on its own (nbtest's rules test): no package imports
+    from ..course import Rules
 
 WITHHOLD, FLAG = "withhold", "flag"
 

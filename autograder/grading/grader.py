@@ -221,20 +221,20 @@ def _drop_raising_cells(box: Sandbox, violations: list[policy.Violation]) -> Non
 def _held(test: Test, violations: list[policy.Violation], loaded: set[str]) -> list[policy.Violation]:
     """The violations that hold a test for review: a rule it names in held_by, or, for a test that rests
     on the child's reports, a withhold-severity construct in any cell that loaded (any loaded cell shares
-    the process with the code under test; a cell that killed its child ran in no later one), or an event
-    the monitor saw (it happened, whichever cell it came from)."""
+    the process with the code under test; a cell that killed its child ran in no later one); the monitor's
+    events count alike, and one no cell can be named for always."""
     return [v for v in violations if v.rule in test.held_by
-            or (test.trusts_child and v.severity == policy.WITHHOLD and (v.cell in loaded or v.rule == MONITOR))]
+            or (test.trusts_child and v.severity == policy.WITHHOLD and v.cell in loaded | {UNNAMED})]
 
 
-MONITOR = "monitor"
+MONITOR, UNNAMED = "monitor", "the submission"
 
 
 def observed(box: Sandbox) -> list[policy.Violation]:
     """The monitor's events in the sandbox's children so far, as violations of the rule 'monitor' with
     the cell's line quoted; an event no cell can be named for is charged to 'the submission'."""
     sources = dict(box.all_cells)
-    return [policy.Violation(e.cell or "the submission", e.line, MONITOR, policy.WITHHOLD, f"{e.event}: {e.detail}",
+    return [policy.Violation(e.cell or UNNAMED, e.line, MONITOR, policy.WITHHOLD, f"{e.event}: {e.detail}",
                              policy.quote(sources.get(e.cell, ""), e.line)) for e in box.events]
 
 
