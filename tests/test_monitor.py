@@ -137,6 +137,19 @@ def test_a_torch_mode_kept_alive_by_a_suspended_generator_is_seen():
     assert ("modes", 0, "torch.function_mode") in found
 
 
+def test_a_dispatch_mode_entered_and_never_left_is_seen():
+    found = events(modes='''
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Liar(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        Liar().__enter__()
+        ''')
+    assert ("modes", 0, "torch.dispatch_mode") in found
+
+
 def test_a_line_written_to_the_pipe_by_the_code_itself_is_an_event_too():
     from autograder.core import monitor
     assert monitor.parse(b"cell\t3\texec\tx\nforged nonsense\n") == [

@@ -238,6 +238,12 @@ NARROWED = {
         def residual_add(x, fx):
             return x + fx
         """, {("process-introspection", WITHHOLD)}),
+    "a class built by calling a metaclass, its override named in a string": ("""
+        meta = type(torch.Tensor)
+        Sneaky = meta("Sneaky", (torch.Tensor,), dict([("__torch_function__", classmethod(lambda *a, **k: None))]))
+        def residual_add(x, fx):
+            return x + fx
+        """, {("dynamic-class", WITHHOLD)}),
     "a class built by three-argument type()": ("""
         Sneaky = type("Sneaky", (torch.Tensor,), {"__torch_function__": classmethod(lambda *a, **k: None)})
         def residual_add(x, fx):

@@ -457,6 +457,13 @@ class _General(ast.NodeVisitor):
                 self._literal_attribute(node, func, name.value)
         self.generic_visit(node)
 
+    def visit_Constant(self, node):
+        if isinstance(node.value, str) and node.value in OVERRIDE_DUNDERS:
+            # {"__torch_function__": f} for type(...), a metaclass call or types.new_class: an override
+            # defined out of a class statement's sight
+            self.flag(node, "dynamic-class", WITHHOLD, f"'{node.value}' as a string names an override a class "
+                                                       "would define; a solution defines none")
+
     def _own_computed(self, target, name) -> bool:
         """getattr(self, f"ln{i}"), setattr(self, "block" + str(i), ...), or a name a for loop takes from
         literal strings: an attribute of the student's own object that can never be a dunder or private."""
