@@ -22,7 +22,7 @@ Each violation has a severity:
               on the rule (block_parts, launches_kernel, one_launch) fail with it.
 
 Pure Python: ast only. Nothing is imported from torch or Triton, and the source never runs. The
-student release carries a copy (assignments/policy.py, written by `python -m autograder release`), so
+student release carries a copy (assignments/policy.py, written by the release command), so
 the public tests apply the same rules before a notebook is uploaded.
 """
 from __future__ import annotations
@@ -456,6 +456,13 @@ class _General(ast.NodeVisitor):
             elif isinstance(name, ast.Constant):
                 self._literal_attribute(node, func, name.value)
         self.generic_visit(node)
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, str) and node.value in OVERRIDE_DUNDERS:
+            # {"__torch_function__": f} for type(...), a metaclass call or types.new_class: an override
+            # defined out of a class statement's sight
+            self.flag(node, "dynamic-class", WITHHOLD, f"'{node.value}' as a string names an override a class "
+                                                       "would define; a solution defines none")
 
     def _own_computed(self, target, name) -> bool:
         """getattr(self, f"ln{i}"), setattr(self, "block" + str(i), ...), or a name a for loop takes from

@@ -22,7 +22,7 @@ Each violation has a severity:
               on the rule (block_parts, launches_kernel, one_launch) fail with it.
 
 Pure Python: ast only. Nothing is imported from torch or Triton, and the source never runs. The
-student release carries a copy (assignments/policy.py, written by `python -m autograder release`), so
+student release carries a copy (assignments/policy.py, written by the release command), so
 the public tests apply the same rules before a notebook is uploaded.
 """
 from __future__ import annotations
