@@ -54,6 +54,10 @@ IMPORTER = "<frozen importlib"      # the import system: it reads, compiles and 
 PROCESS_EVENTS = ("os.system", "os.exec", "os.spawn", "os.fork", "os.posix_spawn", "os.kill", "os.killpg",
                   "os.forkpty", "ctypes.call_function", "ctypes.addressof", "ctypes.string_at", "ctypes.wstring_at",
                   "ctypes.cdata")
+# on a GPU, Triton compiles a kernel at its first launch: it runs ptxas, loads the driver, writes its cache;
+# what it does on the way from a launch is not the student's doing
+TRITON = "/triton/"
+COMPILER_EVENTS = ("subprocess.", "os.", "ctypes.", "open", "import", "_posixsubprocess.", "shutil.")
 # libraries whose functions hand frames back to their caller
 FRAME_LIBRARIES = ("/inspect.py", "/traceback.py")
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
@@ -111,14 +115,16 @@ def _send(fd: int, event: Event) -> None:
 def _attribute(event: str, args: tuple, inside: tuple) -> tuple[str, int] | None:
     """(cell, line) of the student frame this event is to be charged to, or None."""
     frame = _getframe(2)            # the frame that raised the event (0: _attribute, 1: the hook)
-    site, direct = frame.f_code.co_filename, True
+    site, direct, compiler = frame.f_code.co_filename, True, False
     while frame is not None:
         name = frame.f_code.co_filename
         if name.startswith(CELL_PREFIX):
+            if compiler and event.startswith(COMPILER_EVENTS):
+                return None
             return (name[len(CELL_PREFIX):-1], frame.f_lineno) if _counts(event, args, site, direct, inside) else None
         if name.startswith(_GRADER):
             return None             # the grader's own doing (the probe, the child's loading of cells)
-        direct = False
+        direct, compiler = False, compiler or TRITON in name
         frame = frame.f_back
     return None
 
