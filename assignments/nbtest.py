@@ -224,6 +224,62 @@ def nb(request) -> types.ModuleType:
         pytest.fail(str(e), pytrace=False)
 
 
+def rule_breaks(part: int, notebook: str | Path) -> list[str]:
+    """The lines of the notebook's solution cells in this part that break the assignment's rules, as the
+    grader reads them: policy.py (the grader's own policy, shipped with the release) against rules.toml
+    beside the notebook. A cell's part is that of the first name it defines in contract.toml. Raises
+    NotImplementedError when nothing is broken and a function of the part is still the stub."""
+    import ast
+    import tomllib
+    import types as _types
+
+    import policy
+    path = Path(notebook)
+    rules_file = path.parent / "rules.toml"
+    if rules_file.is_file():      # the release; in the course's repository, its course.toml
+        table = tomllib.loads(rules_file.read_text(encoding="utf-8"))
+    else:
+        course = tomllib.loads((path.parent.parent.parent / "course.toml").read_text(encoding="utf-8"))
+        table = course["assignments"][path.parent.name].get("policy", {})
+    rules = _types.SimpleNamespace(**{"allowed_imports": (), "forbidden_modules": (), "no_transformer_classes": False,
+                                      "kernel_wrapper": "", **table})
+    contract = tomllib.loads((path.parent / "contract.toml").read_text(encoding="utf-8"))
+    cells, parts, stubs = [], {}, []
+    for index, cell in enumerate(read_notebook(path)["cells"]):
+        if is_module_cell(cell):
+            label, source = cell_label(cell, index), source_of(cell)
+            cells.append((label, source, is_solution(cell)))
+            try:
+                tree = ast.parse(source)
+            except (SyntaxError, ValueError):
+                continue
+            defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            parts[label] = min((e["part"] for name, e in contract.items() if name in defined),
+                               default=min(e["part"] for e in contract.values()))
+            if parts[label] == part and is_solution(cell):
+                stubs += [_is_stub(f) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
+    found = [str(v) for v in policy.check_cells(cells, policy.for_assignment(rules)) if parts.get(v.cell) == part]
+    if not found and any(stubs):
+        raise NotImplementedError(f"part {part} still has a stub: no rule broken so far, checked again when it is done")
+    return found
+
+
+def _is_stub(fn) -> bool:
+    """A function whose body (after its docstring) is `raise NotImplementedError...`."""
+    import ast
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return len(body) == 1 and isinstance(body[0], ast.Raise) and "NotImplementedError" in ast.unparse(body[0])
+
+
+def follows_rules(part: int, tests_file: str | Path) -> None:
+    """For the public tests: fail, with each line, the rule and what to do instead, when this part's
+    cells break a rule the grader checks (README.md, "Rules")."""
+    broken = rule_breaks(part, notebook_beside(tests_file))
+    assert not broken, ("your code breaks the assignment's rules (README.md, \"Rules\"); the grader flags it for "
+                        "an instructor's review and holds the tests that rest on your code's process until then:\n"
+                        + "\n".join(f"  {line}" for line in broken))
+
+
 def value_error(call, what: str) -> str:
     """For the public tests: the message of the ValueError that call() raises, or a failure that
     says in words what was expected (instead of pytest's bare "DID NOT RAISE")."""

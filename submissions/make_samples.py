@@ -48,6 +48,7 @@ TWINS = {"residual-connections": {"forged-mutation-report": "in-place-add",
                                   "forged-gradients-report": "detached-residual-add",
                                   "hides-encoder-layer": "wraps-encoder-layer",
                                   "forged-structure-report": "wraps-encoder-layer",
+                                  **{f"reach-{name}": "detached-residual-add" for name in variants.REACHES},
                                   "oracle-table": "oracle-fallback",
                                   "memorises-training-set": "part5-step-forgotten",
                                   "memorises-training-rows": "part5-step-forgotten",
@@ -332,6 +333,10 @@ def residual_forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, 
                                     "torch.sys.modules) replaced by the right ones", s.solved(upto4, residual_add=s.filled(
                                         "residual_add", detached, before=variants.FORGED_GRADIENTS.lstrip())),
                                     {"residual_add_gradients"} | part5 | in_add),
+        **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced; the probe reached by "
+                             f"{name.replace('-', ' ')}", s.solved(upto4, residual_add=s.filled(
+                                 "residual_add", detached, before=source.lstrip())), {"residual_add_gradients"} | part5 | in_add)
+           for name, source in variants.REACHES.items()},
         "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
                                 "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),
                                 {"block_parts"}),

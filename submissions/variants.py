@@ -9,6 +9,7 @@ marks and trip no rule of the static policy. Each forgery is the code of a sampl
 make_samples.py that tries to earn points its honest twin does not (docs/security.md).
 Sources are written indented and dedented where they are used.
 """
+import idioms
 
 # ============================================================ honest variants: full marks, no rule tripped
 
@@ -449,6 +450,25 @@ HONEST_FUSED = {
 
 
 
+def _packed(entries: list[tuple[tuple[str, ...], str, str]]) -> dict[str, tuple[str, dict[str, str]]]:
+    """idioms.py's entries, a few notebooks' worth: each entry goes into the first notebook that does not
+    yet replace its cell (grading a notebook is slow; one idiom per notebook would be 60 of them)."""
+    notebooks: list[tuple[list[str], dict[str, str]]] = []
+    for names, cell, source in entries:
+        target = next((nb for nb in notebooks if cell not in nb[1]), None)
+        if target is None:
+            target = ([], {})
+            notebooks.append(target)
+        target[0].extend(names)
+        target[1][cell] = source
+    return {f"idioms-{i + 1}": ("honest idioms: " + ", ".join(names), cells)
+            for i, (names, cells) in enumerate(notebooks)}
+
+
+HONEST_RESIDUAL.update(_packed(idioms.RESIDUAL))
+HONEST_FUSED.update(_packed(idioms.FUSED))
+
+
 
 # ============================================================ forgeries of the child's reports
 
@@ -712,3 +732,49 @@ def _listed(self, memo=None, prefix="", remove_duplicate=True):
 
 ProjectionShortcut.named_modules = _listed
 '''
+
+# the gradients forgery again (a detached residual_add, the probe's gradients replaced), reaching the probe
+# in ways no spelling the policy once knew gives away: each is flagged by the rule or monitor event named
+_GRADS = 'lambda result, args, request: [_probe.encode(request["grad"])] * 2'
+REACHES = {
+    # an alias of a builtin: the policy reads calls of getattr and setattr, not calls of `ga`
+    "alias-getattr": f'''
+ga, sa = getattr, setattr
+_probe = ga(torch, "sys").modules["{PROBE}"]
+sa(_probe, "_grads", {_GRADS})
+''',
+    "alias-partial": f'''
+from functools import partial
+_probe = partial(getattr, torch)("sys").modules["{PROBE}"]
+partial(setattr, _probe)("_grads", {_GRADS})
+''',
+    # a process module imported from a library that re-exports it
+    "reexport-torch": f'''
+from torch import sys as _reexported
+_probe = _reexported.modules["{PROBE}"]
+_probe._grads = {_GRADS}
+''',
+    "reexport-serialization": f'''
+from torch.serialization import sys as _reexported
+_probe = _reexported.modules["{PROBE}"]
+_probe._grads = {_GRADS}
+''',
+    # a library that evaluates a string: the forgery is in a string constant, which the policy does not read
+    "string-type-hint": f'''
+import typing
+
+
+def _hint(p: "setattr(__import__('sys').modules['{PROBE}'], '_grads', lambda result, args, request: "
+             "[__import__('sys').modules['{PROBE}'].encode(request['grad'])] * 2)"):
+    pass
+
+
+typing.get_type_hints(_hint)
+''',
+    "string-numpy-measure": f'''
+import numpy as np
+
+np.testing.measure("import sys; _probe = sys.modules['{PROBE}']; _probe._grads = "
+                   "lambda result, args, request: [_probe.encode(request['grad'])] * 2")
+''',
+}

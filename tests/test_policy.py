@@ -15,6 +15,7 @@ from autograder.core.policy import FLAG, WITHHOLD
 from autograder.course import ROOT, SOLUTIONS
 
 sys.path.insert(0, str(ROOT / "submissions"))
+import idioms  # noqa: E402  (honest idioms, one solution cell each)
 import variants  # noqa: E402  (the sample class's variant sources)
 
 RESIDUAL_NB = SOLUTIONS / "residual-connections/residual-connections.ipynb"
@@ -68,6 +69,14 @@ SAMPLE_RULES = {
     ("residual-connections", "forged-gradients-report"): {("process-introspection", WITHHOLD),
                                                           ("private-attribute", WITHHOLD)},
     ("residual-connections", "wraps-encoder-layer"): {("transformer-class", FLAG)},
+    # the probe reached without the spellings the policy once knew (variants.REACHES); the two that pass a
+    # string to a library that runs it trip nothing here: the monitor reports them (test_grader.py)
+    ("residual-connections", "reach-alias-getattr"): {("builtin-alias", WITHHOLD)},
+    ("residual-connections", "reach-alias-partial"): {("builtin-alias", WITHHOLD)},
+    ("residual-connections", "reach-reexport-torch"): {("process-introspection", WITHHOLD),
+                                                       ("private-attribute", WITHHOLD)},
+    ("residual-connections", "reach-reexport-serialization"): {("import", FLAG), ("process-introspection", WITHHOLD),
+                                                               ("private-attribute", WITHHOLD)},
     ("residual-connections", "hides-encoder-layer"): {("dunder", WITHHOLD), ("transformer-class", FLAG)},
     ("residual-connections", "forged-structure-report"): {("dynamic-code", WITHHOLD), ("transformer-class", FLAG)},
     ("fused-add-norm", "forged-launch-trace"): {("process-introspection", WITHHOLD), ("wrapper-no-launch", FLAG),
@@ -84,7 +93,7 @@ SAMPLE_RULES = {
     ("fused-add-norm", "constexpr-item-method"): {("kernel-python", FLAG)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
-             "forged-launch-trace"}
+             "forged-launch-trace", *(f"reach-{name}" for name in variants.REACHES)}
 
 
 def sample_cells(path: Path, assignment: str) -> list[tuple[str, str, bool]]:
@@ -134,6 +143,119 @@ def test_honest_fused_variants(name):
 
 def test_at_least_ten_honest_variants():
     assert len(HONEST_RESIDUAL) + len(HONEST_FUSED) >= 10
+
+
+# The honest idiom corpus (submissions/idioms.py), one entry at a time; packed into the idioms-*
+# samples it is graded to full marks (test_grader.py, test_fused_grader.py).
+IDIOMS = [(RESIDUAL_NB, RESIDUAL, names, cell, src) for names, cell, src in idioms.RESIDUAL] + \
+         [(FUSED_NB, FUSED, names, cell, src) for names, cell, src in idioms.FUSED]
+
+
+@pytest.mark.parametrize("path, pol, names, cell, source", IDIOMS, ids=[i[2][0] for i in IDIOMS])
+def test_honest_idiom_trips_nothing(path, pol, names, cell, source):
+    assert policy.check_cells(with_cells(path, **{cell: source}), pol) == []
+
+
+def test_at_least_forty_honest_idioms_on_both_assignments():
+    names = [n for entry in IDIOMS for n in entry[2]]
+    assert len(set(names)) == len(names) >= 40
+    assert {entry[0] for entry in IDIOMS} == {RESIDUAL_NB, FUSED_NB}
+
+
+# Each narrowing of the policy (scopes, reading a class's name, names built on self, packed
+# arguments) beside the spelling it must still catch.
+NARROWED = {
+    "builtin called where no local shadows it": ("""
+        def residual_add(x, fx):
+            def ask():
+                return input()
+            return x + fx
+        """, {("dynamic-code", WITHHOLD)}),
+    "a parameter shadows the builtin only in its own function": ("""
+        def residual_add(x, fx, input=None):
+            return x + fx
+        def _later():
+            return input()
+        """, {("dynamic-code", WITHHOLD)}),
+    "a module-level name never shadows a builtin (del restores it)": ("""
+        exec = print
+        del exec
+        def residual_add(x, fx):
+            exec("x = 1")
+            return x + fx
+        """, {("dynamic-code", WITHHOLD)}),
+    "writing __class__ is still a dunder": ("""
+        def residual_add(x, fx):
+            out = x + fx
+            out.__class__ = type(x)
+            return out
+        """, {("dunder", WITHHOLD)}),
+    "reading __class__ for anything but its name": ("""
+        def residual_add(x, fx):
+            return x.__class__.__bases__[0].__add__(x, fx)
+        """, {("dunder", WITHHOLD)}),
+    "a computed name on a library object": ("""
+        def residual_add(x, fx):
+            m = getattr(torch, f"s{'ys'}")
+            return x + fx
+        """, {("computed-attribute", WITHHOLD)}),
+    "a computed name on self that may start with _": ("""
+        class Residual(nn.Module):
+            def __init__(self, sublayer, tag="_modules"):
+                super().__init__()
+                self.sublayer = sublayer
+                getattr(self, f"{tag}")
+            def forward(self, x):
+                return residual_add(x, self.sublayer(x))
+        """, {("computed-attribute", WITHHOLD)}),
+    "a loop name that is also bound elsewhere": ("""
+        class Residual(nn.Module):
+            def __init__(self, sublayer):
+                super().__init__()
+                for name in ("sublayer",):
+                    name = "__class__"
+                    setattr(self, name, sublayer)
+            def forward(self, x):
+                return residual_add(x, self.sublayer(x))
+        """, {("computed-attribute", WITHHOLD)}),
+    "getattr aliased": ("""
+        ga = getattr
+        def residual_add(x, fx):
+            return ga(torch, "add")(x, fx)
+        """, {("builtin-alias", WITHHOLD)}),
+    "getattr passed to partial": ("""
+        from functools import partial
+        def residual_add(x, fx):
+            return partial(getattr, torch)("add")(x, fx)
+        """, {("builtin-alias", WITHHOLD)}),
+    "a process module re-exported by torch": ("""
+        from torch import sys as s
+        def residual_add(x, fx):
+            return x + fx
+        """, {("process-introspection", WITHHOLD)}),
+    "a private name imported from a library": ("""
+        from torch.nn.modules.module import _global_forward_hooks
+        def residual_add(x, fx):
+            return x + fx
+        """, {("process-introspection", WITHHOLD)}),
+    "a class built by calling a metaclass, its override named in a string": ("""
+        meta = type(torch.Tensor)
+        Sneaky = meta("Sneaky", (torch.Tensor,), dict([("__torch_function__", classmethod(lambda *a, **k: None))]))
+        def residual_add(x, fx):
+            return x + fx
+        """, {("dynamic-class", WITHHOLD)}),
+    "a class built by three-argument type()": ("""
+        Sneaky = type("Sneaky", (torch.Tensor,), {"__torch_function__": classmethod(lambda *a, **k: None)})
+        def residual_add(x, fx):
+            return x + fx
+        """, {("dynamic-class", WITHHOLD)}),
+}
+
+
+@pytest.mark.parametrize("name", NARROWED)
+def test_each_narrowing_still_catches_its_forgery(name):
+    source, expected = NARROWED[name]
+    assert rules(policy.check_cells(with_cells(RESIDUAL_NB, residual_add=source), RESIDUAL)) >= expected
 
 
 # ============================================================ forgeries: each trips its rule
@@ -443,3 +565,18 @@ def test_a_constexpr_parameter_is_a_value_only(use):
 ])
 def test_a_cell_too_deep_for_the_checks_never_raises(source, found):
     assert rules(policy.check_cells(with_cells(RESIDUAL_NB, residual_add=source), RESIDUAL)) == found
+
+
+@pytest.mark.parametrize("compute", [
+    "    for name, t in dict(x=x, fx=fx).items():\n        t.add_(1)\n",
+    "    for name, t in zip(('x', 'fx'), (x, fx)):\n        h0 = t + 1\n",
+    "    rows = [t * 2 for t in (x, fx)]\n",
+    "    for i, t in enumerate((x, fx)):\n        t.mul_(2)\n",
+])
+def test_tensors_packed_for_checks_are_still_tensors(compute):
+    """dict/zip/enumerate/tuples may carry tensors through argument checks; computing on what they
+    carry is still the wrapper computing."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n" + compute, 1)
+    assert body != WRAPPER_SOURCE
+    found = policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)
+    assert ("wrapper-arithmetic", FLAG) in rules(found) or ("wrapper-torch-op", FLAG) in rules(found)

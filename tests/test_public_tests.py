@@ -1,13 +1,17 @@
 """The public tests, run as a student runs them: pass on the reference, fail clearly on stubs."""
 import json
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import nbtest
 import pytest
 
-from helpers import COURSE, RELEASE_NB, SOURCE_NB, public_test_count
+from helpers import COURSE, NAMES, RELEASE_NB, SOURCE_NB, SampleClass, public_test_count
+
+from autograder.course import ROOT
 
 N_PUBLIC = public_test_count(COURSE.assignment("residual-connections"))
 
@@ -73,3 +77,31 @@ def test_loader_reports_an_unreadable_notebook(tmp_path, content, problem):
     path.write_text(content)
     with pytest.raises(nbtest.NotebookError, match=problem):
         nbtest.load(path)
+
+
+def _beside_release(tmp_path, assignment: str, sample) -> "Path":
+    """A sample notebook in a folder laid out as the release's (contract.toml, rules.toml beside it)."""
+    folder = tmp_path / assignment
+    folder.mkdir(parents=True)
+    for name in ("contract.toml", "rules.toml"):
+        shutil.copy(ROOT / "assignments" / assignment / name, folder / name)
+    return Path(shutil.copy(sample, folder / f"{assignment}.ipynb"))
+
+
+@pytest.mark.parametrize("assignment", NAMES)
+def test_the_rules_test_passes_every_honest_sample(tmp_path, assignment):
+    """The honest samples, the idiom corpus's among them, break no rule in the public tests either."""
+    parts = sorted(COURSE.assignment(assignment).auto)
+    for sample in SampleClass(assignment).honest:
+        notebook = _beside_release(tmp_path / sample, assignment, ROOT / "submissions" / assignment / sample)
+        assert {p: nbtest.rule_breaks(p, notebook) for p in parts} == {p: [] for p in parts}, sample
+
+
+def test_the_rules_test_shows_the_line_the_rule_and_what_to_do(tmp_path):
+    notebook = _beside_release(tmp_path, "residual-connections",
+                               ROOT / "submissions" / "residual-connections" / "reach-alias-getattr.ipynb")
+    shown = nbtest.rule_breaks(1, notebook)
+    assert any("[builtin-alias]" in line and "ga, sa = getattr, setattr" in line and "call getattr(...) directly"
+               in line for line in shown), shown
+    with pytest.raises(AssertionError, match="README.md"):
+        nbtest.follows_rules(1, notebook)

@@ -9,7 +9,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from nbtest import names_shape, value_error
+from nbtest import follows_rules, names_shape, value_error
 from torch import nn
 
 
@@ -401,3 +401,25 @@ def test_part5_depth_sweep(nb):
         want = nb.train(nb.residual_mlp(6, 8, 3, 2), X, y, 3, seed=1)
     assert curves["r", 2][1] == want, (
         "seed 1, depth 2: torch.manual_seed(seed), build the model, then train(model, X, y, steps, seed=seed)")
+
+
+# ---------------------------------------------------------------- the rules (README.md, "Rules")
+
+def test_part1_follows_the_rules(nb):
+    follows_rules(1, __file__)
+
+
+def test_part2_follows_the_rules(nb):
+    follows_rules(2, __file__)
+
+
+def test_part3_follows_the_rules(nb):
+    follows_rules(3, __file__)
+
+
+def test_part4_follows_the_rules(nb):
+    follows_rules(4, __file__)
+
+
+def test_part5_follows_the_rules(nb):
+    follows_rules(5, __file__)

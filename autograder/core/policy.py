@@ -21,15 +21,19 @@ Each violation has a severity:
               The rules test fails, the submission is flagged, and named tests that rest
               on the rule (block_parts, launches_kernel, one_launch) fail with it.
 
-Pure Python: ast only. Nothing is imported from torch or Triton, and the source never runs.
+Pure Python: ast only. Nothing is imported from torch or Triton, and the source never runs. The
+student release carries a copy (assignments/policy.py, written by the release command), so
+the public tests apply the same rules before a notebook is uploaded.
 """
 from __future__ import annotations
 
 import ast
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..course import Rules
+if TYPE_CHECKING:    # the student release ships this file on its own (nbtest's rules test): no package imports
+    from ..course import Rules
 
 WITHHOLD, FLAG = "withhold", "flag"
 
@@ -72,6 +76,9 @@ MODULE_PRIVATE = frozenset({
     "_C", "_dynamo", "_forward_hooks_with_kwargs", "_is_full_backward_hook"})
 TRANSFORMER = re.compile(r"^(Transformer(Encoder|Decoder)?(Layer)?|transformer)$")
 ATTRIBUTE_FUNCS = ("getattr", "setattr", "delattr", "hasattr")
+# builtins that reach attributes or build classes: used other than by a direct call (ga = getattr,
+# partial(getattr, torch), map(setattr, ...)) the call the policy reads is hidden
+ALIAS_GUARDED = frozenset({"getattr", "setattr", "delattr", "type"})
 MAX_LITERAL_NUMBERS = 24     # more numbers than this in one literal container is a lookup table
 # nn.Transformer.generate_square_subsequent_mask builds a causal mask: a static helper, not a layer
 MASK_HELPER = ".generate_square_subsequent_mask"
@@ -134,7 +141,7 @@ def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Viol
 def _too_deep(label: str, source: str) -> Violation:
     """Nesting deeper than the checks can walk: the policy cannot vouch for the cell."""
     return Violation(label, 1, "too-deep", WITHHOLD, "the cell nests expressions too deeply for the policy to read "
-                     "it", _line(source, 1))
+                     "it", quote(source, 1))
 
 
 def check(source: str, policy: Policy, label: str = "cell", trusted: list[tuple[str, str]] = ()) -> list[Violation]:
@@ -218,9 +225,59 @@ def _is_literal(node, ctx: _Notebook, names: frozenset = frozenset()) -> bool:
     return False
 
 
-def _line(source: str, lineno: int) -> str:
+def quote(source: str, lineno: int) -> str:
     lines = source.splitlines()
     return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+
+
+def _arguments(args: ast.arguments) -> list[ast.arg]:
+    return [*args.posonlyargs, *args.args, *([args.vararg] if args.vararg else []), *args.kwonlyargs,
+            *([args.kwarg] if args.kwarg else [])]
+
+
+def _locals(fn) -> set[str]:
+    """The names local to a function or lambda: its parameters and every name its own body binds
+    (not a nested function's), less those it declares global or nonlocal."""
+    names, outer, todo = {a.arg for a in _arguments(fn.args)}, set(), list(
+        fn.body if isinstance(fn.body, list) else [fn.body])
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            outer |= set(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        todo += ast.iter_child_nodes(node)
+    return names - outer
+
+
+def _plain(text) -> bool:
+    """A name, or the start of one, that can be neither a dunder nor a private attribute."""
+    return isinstance(text, str) and text[:1].isalpha()
+
+
+def _loop_names(tree) -> set[str]:
+    """Names bound only by `for NAME in ("ln1", "ln2")` (literal strings, none starting with _)."""
+    loops, other = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and \
+                isinstance(node.iter, (ast.Tuple, ast.List)) and node.iter.elts and \
+                all(isinstance(e, ast.Constant) and _plain(e.value) for e in node.iter.elts):
+            loops.add(node.target.id)
+            node.target.loop_bound = True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)) and \
+                not getattr(node, "loop_bound", False):
+            other.add(node.id)
+    return loops - other
 
 
 # ---------------------------------------------------------------------------- rules for every cell
@@ -238,13 +295,16 @@ class _General(ast.NodeVisitor):
         methods = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.own_private = {name for name in stored | methods if name.startswith("_")
                             and not name.startswith("__") and name not in MODULE_PRIVATE}
+        self.scopes: list[set[str]] = []          # the local names of each enclosing function
 
     def run(self, tree) -> list[Violation]:
+        self.called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        self.plain_names = _loop_names(tree)
         self.visit(tree)
         return self.found
 
     def flag(self, node, rule: str, severity: str, message: str) -> None:
-        self.found.append(Violation(self.label, node.lineno, rule, severity, message, _line(self.source, node.lineno)))
+        self.found.append(Violation(self.label, node.lineno, rule, severity, message, quote(self.source, node.lineno)))
 
     # -- imports
     def visit_Import(self, node):
@@ -261,6 +321,11 @@ class _General(ast.NodeVisitor):
         else:
             self._module(node, node.module)
             for a in node.names:
+                if a.name in PROCESS_MODULES | PROCESS_ATTRIBUTES or a.name.startswith("_"):
+                    # from torch import sys, from torch.serialization import os: a library re-exports it
+                    self.flag(node, "process-introspection", WITHHOLD,
+                              f"'{a.name}' from {node.module} is the module or internal it re-exports, which "
+                              "reaches the grading process; a solution needs none of it")
                 self._path(node, f"{node.module}.{a.name}")
         self.generic_visit(node)
 
@@ -277,8 +342,42 @@ class _General(ast.NodeVisitor):
             self._path(node, name)
 
     # -- names and attributes
+    # -- scopes: a function's parameters and assigned names are its own, whatever builtin they share a
+    # name with (def forward(self, input)); Python never falls back to the builtin for them
+    def visit_FunctionDef(self, node):
+        for d in node.decorator_list + node.args.defaults + [d for d in node.args.kw_defaults if d]:
+            self.visit(d)
+        self._in_scope(node, node.body)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node):
+        for d in node.args.defaults + [d for d in node.args.kw_defaults if d]:
+            self.visit(d)
+        self._in_scope(node, [node.body])
+
+    def _in_scope(self, node, body):
+        self.scopes.append(_locals(node))
+        for stmt in body:
+            self.visit(stmt)
+        for a in _arguments(node.args):
+            if a.annotation is not None:
+                self.visit(a.annotation)
+        if getattr(node, "returns", None) is not None:
+            self.visit(node.returns)
+        self.scopes.pop()
+
+    def _local(self, name: str) -> bool:
+        return any(name in scope for scope in self.scopes)
+
     def visit_Name(self, node):
-        if node.id in FORBIDDEN_NAMES:
+        if self._local(node.id):
+            pass
+        elif node.id in ALIAS_GUARDED and isinstance(node.ctx, ast.Load) and id(node) not in self.called:
+            self.flag(node, "builtin-alias", WITHHOLD,
+                      f"'{node.id}' used as a value (stored, passed or aliased) hides what it is called with; "
+                      f"call {node.id}(...) directly where you need it")
+        elif node.id in FORBIDDEN_NAMES:
             self.flag(node, "dynamic-code", WITHHOLD,
                       f"'{node.id}' runs code, opens files or exposes a namespace: not allowed in a solution")
         elif node.id == "__class__" and isinstance(node.ctx, ast.Load):
@@ -297,7 +396,11 @@ class _General(ast.NodeVisitor):
                                                  "in the process; define your own function instead")
             self.generic_visit(node)
             return
-        if attr.startswith("__") and attr.endswith("__") and attr not in SAFE_DUNDERS:
+        if attr in ("__name__", "__qualname__") and isinstance(node.value, ast.Attribute) and \
+                node.value.attr == "__class__" and isinstance(node.ctx, ast.Load):
+            node.value.reads_name = True       # self.__class__.__name__: reading a name, not the class
+        if attr.startswith("__") and attr.endswith("__") and attr not in SAFE_DUNDERS and \
+                not getattr(node, "reads_name", False):
             self.flag(node, "dunder", WITHHOLD, f"'.{attr}' reaches an object's internals (its dict, class, code "
                                                 "or globals): not allowed in a solution")
         elif attr in PROCESS_ATTRIBUTES:
@@ -338,15 +441,39 @@ class _General(ast.NodeVisitor):
 
     # -- calls: getattr family, object.__setattr__
     def visit_Call(self, node):
-        if isinstance(node.func, ast.Name) and node.func.id in ATTRIBUTE_FUNCS:
+        func = node.func.id if isinstance(node.func, ast.Name) and not self._local(node.func.id) else None
+        if func == "type" and len(node.args) + len(node.keywords) > 1:
+            self.flag(node, "dynamic-class", WITHHOLD, "type() with three arguments builds a class at run time, "
+                                                       "out of the policy's sight; write a class statement")
+        if func in ATTRIBUTE_FUNCS:
             name = node.args[1] if len(node.args) > 1 else None
-            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)) or \
-                    any(isinstance(a, ast.Starred) for a in node.args):
+            if any(isinstance(a, ast.Starred) for a in node.args) or (
+                    not (isinstance(name, ast.Constant) and isinstance(name.value, str))
+                    and func != "hasattr" and not self._own_computed(node.args[0], name)):
                 self.flag(node, "computed-attribute", WITHHOLD,
-                          f"{node.func.id}() with a computed name can reach anything; write the attribute out")
-            else:
-                self._literal_attribute(node, node.func.id, name.value)
+                          f"{func}() with a computed name can reach anything; write the attribute out, or "
+                          f"build the name on self from a plain prefix: getattr(self, f\"ln{{i}}\")")
+            elif isinstance(name, ast.Constant):
+                self._literal_attribute(node, func, name.value)
         self.generic_visit(node)
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, str) and node.value in OVERRIDE_DUNDERS:
+            # {"__torch_function__": f} for type(...), a metaclass call or types.new_class: an override
+            # defined out of a class statement's sight
+            self.flag(node, "dynamic-class", WITHHOLD, f"'{node.value}' as a string names an override a class "
+                                                       "would define; a solution defines none")
+
+    def _own_computed(self, target, name) -> bool:
+        """getattr(self, f"ln{i}"), setattr(self, "block" + str(i), ...), or a name a for loop takes from
+        literal strings: an attribute of the student's own object that can never be a dunder or private."""
+        if not (isinstance(target, ast.Name) and target.id in ("self", "cls")) or name is None:
+            return False
+        if isinstance(name, ast.Name):
+            return name.id in self.plain_names
+        head = name.values[0] if isinstance(name, ast.JoinedStr) and name.values else \
+            name.left if isinstance(name, ast.BinOp) and isinstance(name.op, ast.Add) else None
+        return isinstance(head, ast.Constant) and _plain(head.value)
 
     def _literal_attribute(self, node, func: str, attr: str):
         fake = ast.Attribute(value=node.args[0], attr=attr,
@@ -393,7 +520,7 @@ class _General(ast.NodeVisitor):
 WRAPPER_ALLOC = {"torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like"}
 WRAPPER_SCALAR_FUNCS = {
     "len", "min", "max", "int", "float", "bool", "abs", "round", "tuple", "list", "range", "isinstance", "str",
-    "repr", "print", "all", "any", "zip", "enumerate", "divmod", "type", "ValueError", "TypeError",
+    "repr", "print", "all", "any", "zip", "enumerate", "dict", "divmod", "type", "ValueError", "TypeError",
     "RuntimeError", "NotImplementedError", "AssertionError", "torch.Size", "torch.is_tensor",
     "torch.cuda.is_available", "torch.cuda.device", "torch.no_grad", "torch.finfo", "torch.iinfo",
     "triton.next_power_of_2", "triton.cdiv"}
@@ -404,9 +531,13 @@ SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", 
                   "data_ptr", "get_device", "storage_offset", "is_floating_point"}
 SCALAR_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize"}
 SCALAR_ANNOTATIONS = {"int", "float", "bool", "str"}
+# builtins that pack tensors without reading their values (argument checks over dict(x=x, ...) or
+# zip(names, tensors)); what they return holds the tensors, so computing on it is still seen
+PACKING = {"dict", "zip", "enumerate", "tuple", "list"}
+PACKING_METHODS = {"items", "values", "keys"}
 # builtins that may take a tensor without reading its values
 PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueError", "TypeError", "RuntimeError",
-                    "NotImplementedError", "AssertionError", "torch.is_tensor"}
+                    "NotImplementedError", "AssertionError", "torch.is_tensor", *PACKING}
 
 KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
 KERNEL_BUILTINS = {"range", "min", "max", "abs", "int", "float", "len", "True", "False", "None"}
@@ -446,16 +577,16 @@ def _rebound(ctx: _Notebook, names: set[str]) -> list[Violation]:
             if final is None or (ctx.order[final[0]], final[1].lineno) < (ctx.order[label], node.lineno):
                 out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound again here, so the "
                                      "function the grader checked is not the one the tests call: define it once, "
-                                     "with def, and leave the name alone", _line(ctx.sources[label], node.lineno)))
+                                     "with def, and leave the name alone", quote(ctx.sources[label], node.lineno)))
         for node in ast.walk(tree):
             if isinstance(node, ast.Global) and names & set(node.names):
                 out.append(Violation(label, node.lineno, "rebound", FLAG, f"'global {', '.join(names & set(node.names))}'"
-                                     " lets a function rebind a name the grader checked", _line(ctx.sources[label], node.lineno)))
+                                     " lets a function rebind a name the grader checked", quote(ctx.sources[label], node.lineno)))
     for name, (label, fn) in ctx.functions.items():
         if name in names and fn.decorator_list:
             out.append(Violation(label, fn.decorator_list[0].lineno, "rebound", FLAG, f"a decorator on {name}: the name "
                                  "then holds what the decorator returns, not the def the grader checked",
-                                 _line(ctx.sources[label], fn.decorator_list[0].lineno)))
+                                 quote(ctx.sources[label], fn.decorator_list[0].lineno)))
     return out
 
 
@@ -506,7 +637,7 @@ class _Wrapper:
         self.seen: set[str] = set()
 
     def flag(self, label, node, rule, message):
-        self.found.append(Violation(label, node.lineno, rule, FLAG, message, _line(self.ctx.sources[label], node.lineno)))
+        self.found.append(Violation(label, node.lineno, rule, FLAG, message, quote(self.ctx.sources[label], node.lineno)))
 
     def run(self, label: str, fn: ast.FunctionDef) -> list[Violation]:
         self._function(label, fn)
@@ -558,6 +689,8 @@ class _Body:
             self.walk(node.orelse, path + ((id(node), 1),))
         elif isinstance(node, (ast.For, ast.While)):
             self.expr(node.iter if isinstance(node, ast.For) else node.test, path)
+            if isinstance(node, ast.For):
+                self.bind_items(node.target, node.iter)
             self.loops += 1
             self.walk(node.body + node.orelse, path)
             self.loops -= 1
@@ -609,7 +742,44 @@ class _Body:
             for t, v in zip(target.elts, values):
                 self.bind(t, v)
 
+    def bind_items(self, target, iterable):
+        """A loop's target takes the items of what it loops over: for name, t in zip(names, (x, fx)) binds
+        t to a tensor and name to a string."""
+        targets = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        for t, tensor in zip(targets, self.items(iterable, len(targets))):
+            for name in (n.id for n in ast.walk(t) if isinstance(n, ast.Name)):
+                (self.tensors.add if tensor else self.tensors.discard)(name)
+
+    def items(self, node, n: int) -> list[bool]:
+        """Whether each of the n fields of the items of `node` may hold a tensor."""
+        call = self.w.ctx.resolve(node.func) is None and isinstance(node.func, ast.Name) and node.func.id \
+            if isinstance(node, ast.Call) else None
+        if call == "zip" and len(node.args) == n:
+            return [self.holds(a) for a in node.args]
+        if call == "enumerate" and n == 2 and node.args:
+            return [False, self.holds(node.args[0])]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "items" \
+                and n == 2:
+            return [False, self.tensorish(node.func.value)]
+        if isinstance(node, (ast.Tuple, ast.List)) and all(isinstance(e, (ast.Tuple, ast.List)) and
+                                                           len(e.elts) == n for e in node.elts):
+            return [any(self.tensorish(e.elts[i]) for e in node.elts) for i in range(n)]
+        return [self.holds(node)] * n
+
+    def holds(self, node) -> bool:
+        """Whether the items of a sequence may be tensors."""
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(self.tensorish(e) for e in node.elts)
+        return self.tensorish(node)
+
     def tensorish(self, node) -> bool:
+        if isinstance(node, ast.Dict):
+            return any(self.tensorish(v) for v in node.values)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PACKING and \
+                node.func.id not in self.w.ctx.functions:
+            return any(self.holds(a) for a in [*node.args, *(k.value for k in node.keywords)])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PACKING_METHODS:
+            return self.tensorish(node.func.value)
         if isinstance(node, ast.Name):
             return node.id in self.tensors
         if isinstance(node, ast.Attribute):
@@ -630,6 +800,9 @@ class _Body:
         return False
 
     def expr(self, node, path):
+        for c in ast.walk(node):
+            if isinstance(c, ast.comprehension):
+                self.bind_items(c.target, c.iter)
         in_comprehension = {id(n) for c in ast.walk(node) if isinstance(c, ast.comprehension)
                             for n in ast.walk(c)} | \
             {id(n) for c in ast.walk(node) if isinstance(c, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp))
@@ -684,7 +857,8 @@ class _Body:
                 self.w.flag(self.label, node, "wrapper-no-launch", f"{f.id}(...) calls the kernel without a grid; "
                                                                    f"launch it as {f.id}[grid](...)")
             return
-        if isinstance(f, ast.Attribute) and f.attr not in SCALAR_METHODS | TENSOR_VIEW_METHODS and self.tensorish(f.value):
+        if isinstance(f, ast.Attribute) and f.attr not in SCALAR_METHODS | TENSOR_VIEW_METHODS | PACKING_METHODS and \
+                self.tensorish(f.value):
             self.w.flag(self.label, node, "wrapper-torch-op", f".{f.attr}(...) in the wrapper computes on the data; "
                                                               "the kernel computes h and y")
 
@@ -707,7 +881,7 @@ class _Kernel:
         self.locals |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
     def flag(self, node, rule, message):
-        self.found.append(Violation(self.label, node.lineno, rule, FLAG, message, _line(self.source, node.lineno)))
+        self.found.append(Violation(self.label, node.lineno, rule, FLAG, message, quote(self.source, node.lineno)))
 
     def run(self) -> list[Violation]:
         fn = self.fn

@@ -54,10 +54,12 @@ import torch
 from ..course import ROOT, SOLUTIONS
 from . import box as boxing
 from . import arena as shared
-from . import codec, replies
+from . import codec, monitor, replies
 from .frames import FrameError, read_frame
 
 MAX_FRAME = 256 << 20        # bytes; a larger reply is treated as garbage
+MAX_EVENT_BYTES = 1 << 20    # the monitor's events read at once; the first ones are what counts
+MAX_EVENTS = 50              # kept per submission
 # environment variables a module reads once, when it is imported: a process that imported
 # it already cannot be forked into a zygote that needs another value
 READ_AT_IMPORT = {"TRITON_INTERPRET": "triton"}
@@ -172,24 +174,27 @@ class Zygote:
         """A new child, waiting for its configuration frame; memory_mb: its memory cgroup's limit."""
         ours, theirs = socket.socketpair()
         status_r, status_w = os.pipe()
+        events_r, events_w = os.pipe()       # the monitor's events (core/monitor.py), read here only
+        os.set_blocking(events_r, False)
         try:
             with self._lock:
                 if self.closed:
                     raise GraderError("the grader has been closed")
                 try:
-                    pid, pidfd, namespaced, clock = self._ask(theirs.fileno(), status_w, memory_mb)
+                    pid, pidfd, namespaced, clock = self._ask(theirs.fileno(), status_w, events_w, memory_mb)
                 except OSError:               # the zygote died (killed by someone): start a fresh one
                     self._stop()
                     self._start(fork=False)
-                    pid, pidfd, namespaced, clock = self._ask(theirs.fileno(), status_w, memory_mb)
+                    pid, pidfd, namespaced, clock = self._ask(theirs.fileno(), status_w, events_w, memory_mb)
         finally:
             theirs.close()
             os.close(status_w)
-        return Child(Connection(ours.detach()), pid, status_r, memory_mb, pidfd, namespaced, clock)
+            os.close(events_w)
+        return Child(Connection(ours.detach()), pid, status_r, memory_mb, pidfd, namespaced, clock, events_r)
 
-    def _ask(self, data_fd: int, status_fd: int, memory_mb: int) -> tuple[int, int, bool, int]:
+    def _ask(self, data_fd: int, status_fd: int, events_fd: int, memory_mb: int) -> tuple[int, int, bool, int]:
         """(pid, pidfd or -1, whether the child is its own PID namespace's init, the fd of its CPU clock or -1)."""
-        socket.send_fds(self._control, [b"F" + struct.pack("i", memory_mb)], [data_fd, status_fd])
+        socket.send_fds(self._control, [b"F" + struct.pack("i", memory_mb)], [data_fd, status_fd, events_fd])
         reply, fds, _, _ = socket.recv_fds(self._control, 10, 2)
         if len(reply) != 10:
             for fd in fds:
@@ -284,10 +289,10 @@ def _serve(control: socket.socket) -> None:
             _reap(status_fds)
         if control in ready:
             try:
-                msg, fds, _, _ = socket.recv_fds(control, 5, 2)
+                msg, fds, _, _ = socket.recv_fds(control, 5, 3)
             except OSError:
                 return
-            if len(msg) != 5 or len(fds) != 2:
+            if len(msg) != 5 or len(fds) != 3:
                 return
             made += 1
             (memory_mb,) = struct.unpack("i", msg[1:])
@@ -298,8 +303,9 @@ def _serve(control: socket.socket) -> None:
                 signal.set_wakeup_fd(-1)
                 for sig in (signal.SIGCHLD, signal.SIGINT):
                     signal.signal(sig, signal.SIG_DFL)
-                _child(fds[0], cgroup)
+                _child(fds[0], fds[2], cgroup)
             os.close(fds[0])
+            os.close(fds[2])
             status_fds[pid] = (fds[1], cgroup)
             # a pidfd, opened before the child can be reaped, lets the grader kill this child and
             # never a process that got its PID number later (another student's child, say)
@@ -337,12 +343,15 @@ def _reap(status_fds: dict[int, tuple[int, "boxing.Cgroup | None"]]) -> None:
 
 # ------------------------------------------------------------------ the child
 
-def _child(data_fd: int, cgroup: "boxing.Cgroup | None") -> None:
-    """A sandbox child: the box, the submission's cells, then requests until EOF."""
+def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None:
+    """A sandbox child: the box, the monitor, the submission's cells, then requests until EOF."""
     try:
         os.setsid()                          # its own process group: killed as a whole
-        os.closerange(3, data_fd)
-        os.closerange(data_fd + 1, os.sysconf("SC_OPEN_MAX"))
+        low, high = sorted((data_fd, events_fd))
+        os.closerange(3, low)
+        os.closerange(low + 1, high)
+        os.closerange(high + 1, os.sysconf("SC_OPEN_MAX"))
+        os.set_blocking(events_fd, False)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):                 # student prints go nowhere
             os.dup2(null, fd)
@@ -354,7 +363,9 @@ def _child(data_fd: int, cgroup: "boxing.Cgroup | None") -> None:
         isolation = _isolate(config, cgroup)
         module = types.ModuleType("submission")
         sys.modules["submission"] = module
+        serve, check_state = probe.serve_request, monitor.check_state
         problems = {}
+        monitor.install(events_fd, config["scratch"])      # before any student code runs
         for label, source in config["cells"]:
             conn.send_bytes(codec.dumps({"cell": label}))
             filename = f"<cell {label}>"
@@ -363,6 +374,7 @@ def _child(data_fd: int, cgroup: "boxing.Cgroup | None") -> None:
                 exec(compile(source, filename, "exec"), module.__dict__)
             except BaseException as e:       # SyntaxError, SystemExit, anything
                 problems[label] = probe.describe_error(e)
+            check_state(events_fd, f"cell '{label}' ran", label)
         declared = probe.declared(module, config.get("contract", {}))
         conn.send_bytes(codec.dumps({"ready": problems, "isolation": isolation, "declared": declared}))
         objects: dict = {}
@@ -372,7 +384,9 @@ def _child(data_fd: int, cgroup: "boxing.Cgroup | None") -> None:
                 buffer = shared.child_map(_RECV_FDS(sock, 1, 1)[1][0]) if request.get("arena") else None
             except (EOFError, IndexError):
                 break
-            conn.send_bytes(codec.dumps(probe.serve_request(module, specs, objects, request, buffer)))
+            reply = serve(module, specs, objects, request, buffer)
+            check_state(events_fd, f"the request {request.get('op')!r} {request.get('fn') or request.get('cls') or ''}")
+            conn.send_bytes(codec.dumps(reply))
     finally:
         os._exit(0)
 
@@ -408,11 +422,12 @@ class Child:
     """The grader's end of one child: send a frame, receive one before a deadline."""
 
     def __init__(self, conn: Connection, pid: int, status_fd: int, memory_mb: int, pidfd: int = -1,
-                 namespaced: bool = False, clock: int = -1):
+                 namespaced: bool = False, clock: int = -1, events_fd: int = -1):
         """pidfd: the child's, or -1 (a kernel before 5.3); namespaced: it is its PID namespace's init;
-        clock: a file counting its CPU time (box.cpu_seconds), or -1: then the wall clock stands in."""
+        clock: a file counting its CPU time (box.cpu_seconds), or -1: then the wall clock stands in;
+        events_fd: the reading end of the monitor's pipe (non-blocking)."""
         self.conn, self.pid, self._status_fd, self.memory_mb = conn, pid, status_fd, memory_mb
-        self._pidfd, self._namespaced, self._clock = pidfd, namespaced, clock
+        self._pidfd, self._namespaced, self._clock, self._events_fd = pidfd, namespaced, clock, events_fd
         self._status: int | None = None
         self._oom = False
         self._cpu_s = 0.0
@@ -424,6 +439,19 @@ class Child:
         except (OSError, ValueError):
             pass
         return self._cpu_s
+
+    def events(self) -> list[monitor.Event]:
+        """The monitor's events written since the last call (a child that is gone wrote its last ones)."""
+        data = b""
+        while self._events_fd >= 0 and len(data) < MAX_EVENT_BYTES:
+            try:
+                part = os.read(self._events_fd, 65536)
+            except (BlockingIOError, OSError):
+                break
+            if not part:
+                break
+            data += part
+        return monitor.parse(data)
 
     def send(self, obj, fd: int = -1) -> None:
         """One frame; with fd, that descriptor after it (SCM_RIGHTS on one byte, which the child reads
@@ -504,9 +532,10 @@ class Child:
 
     def close(self) -> None:
         self.kill()
-        if self._status_fd >= 0:
-            os.close(self._status_fd)
-            self._status_fd = -1
+        for fd in (self._status_fd, self._events_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._status_fd = self._events_fd = -1
         for fd in (self._pidfd, self._clock):
             if fd >= 0:
                 os.close(fd)
@@ -544,9 +573,11 @@ class Sandbox:
         submission's, shared with its other sandboxes (default: one of this sandbox's own)."""
         self.zygote, self.specs, self.limits = zygote, specs, limits
         self.cells = list(cells)
+        self.all_cells = list(cells)   # as sent, also those later left out (the monitor's events quote them)
         self.contract = dict(contract or {})
         self.problems: dict[str, str] = {}
         self.declared: dict = {}       # probe.declared() of the running child
+        self.events: list[monitor.Event] = []   # what the monitor saw, in every child so far, in order
         self.isolation = ""
         self.closed = False
         self._child: Child | None = None
@@ -573,6 +604,7 @@ class Sandbox:
         try:
             child.send(arena.request if arena else message, arena.fd if arena else -1)
             reply = child.receive(deadline, self.budget.end)
+            self._take_events(child)
             try:
                 replies.answer(message, reply)
             except replies.ReplyError as e:
@@ -584,11 +616,18 @@ class Sandbox:
             return reply
         except (Hung, Died):
             self._child = None
+            self._take_events(child)
             child.close()
             raise
         finally:
             if arena:
                 arena.close()
+
+    def _take_events(self, child: Child) -> None:
+        """Keep the child's new events (a restarted child repeats its cells' ones), the first MAX_EVENTS."""
+        for e in child.events():
+            if e not in self.events and len(self.events) < MAX_EVENTS:
+                self.events.append(e)
 
     def start(self) -> None:
         """Start a child and load the cells, unless one is running; a cell that hangs or kills it is left out."""
@@ -618,6 +657,7 @@ class Sandbox:
                         break
                     current, expected = label, next(loading, None)
             except (Hung, Died) as e:
+                self._take_events(child)
                 child.close()
                 if self.over_budget:
                     raise Hung() from None
@@ -635,6 +675,7 @@ class Sandbox:
                 self.problems[label] = f"cell '{label}' raised {error['type']} when loaded: {error['message']}"
             self.isolation = frame["isolation"]
             self.declared = frame["declared"]
+            self._take_events(child)
             self._child = child
 
     def discard(self) -> None:

@@ -21,7 +21,7 @@ import torch
 
 from .. import contract as contract_mod
 from .. import suites
-from ..core import policy, seeds
+from ..core import monitor, policy, seeds
 from ..core.extract import Extracted, NotebookError, Template, nbtest, unreadable_key
 from ..core.sandbox import BACKSTOP, PROBE, Budget, Died, GraderError, Hung, Limits, Sandbox, Zygote
 from ..course import SOLUTIONS, Course, CourseError
@@ -104,13 +104,15 @@ class Grader:
                                        for t in self.graded],
                                 **stamp)
         violations = policy.check_cells(self.template.marked(extracted), self.policy)
-        budget, entries = Budget(self.limits.budget_s), {}
+        budget, entries, events = Budget(self.limits.budget_s), {}, {}
         for part in dict.fromkeys(t.part for t in self.graded):
             with self._sandbox(extracted, part, budget) as box:
                 _drop_raising_cells(box, violations)
                 entries |= {t.name: self._run(t, box, seed, violations) for t in self.graded if t.part == part}
+                events |= dict.fromkeys(observed(box))    # a cell several parts load reports its events once
             self._warn_isolation(box.isolation)
-        return self._result(seed, [entries[t.name] for t in self.graded], review=tuple(map(str, violations)), **stamp)
+        return self._result(seed, [entries[t.name] for t in self.graded], review=tuple(map(str, violations + list(events))),
+                            **stamp)
 
     @contextlib.contextmanager
     def _sandbox(self, extracted: Extracted, part: int, budget: Budget):
@@ -133,10 +135,13 @@ class Grader:
         waited, or the machine starved it) runs once more, on a fresh child, and says so."""
         trial = Trial(test, seed, box, self.limits.timeout_s, self.reference, self.specs,
                       lambda name: self._explain(name, box), cuda=self.cuda, timing=self.assignment.timing,
-                      contract=self.contract, violations=[v for v in violations if self._part(v) == test.part])
+                      contract=self.contract,
+                      violations=[v for v in violations + observed(box) if self._part(v) == test.part])
         try:
             test.check(trial)
-            held = _held(test, violations, {label for label, _ in box.cells})
+            # the monitor's events up to now: one the code caused after this test's requests cannot have
+            # changed their replies, which the grader already holds
+            held = _held(test, violations + observed(box), {label for label, _ in box.cells})
             if held:
                 return held_entry(test.name, test.part, test.points,
                                   "The test passed, but it rests on what your code's process reports, and the code "
@@ -229,9 +234,21 @@ def _drop_raising_cells(box: Sandbox, violations: list[policy.Violation]) -> Non
 def _held(test: Test, violations: list[policy.Violation], loaded: set[str]) -> list[policy.Violation]:
     """The violations that hold a test for review: a rule it names in held_by, or, for a test that rests
     on the child's reports, a withhold-severity construct in any cell that loaded (any loaded cell shares
-    the process with the code under test; a cell that killed its child ran in no later one)."""
+    the process with the code under test; a cell that killed its child ran in no later one); the monitor's
+    events count alike, and one no cell can be named for always."""
     return [v for v in violations if v.rule in test.held_by
-            or (test.trusts_child and v.severity == policy.WITHHOLD and v.cell in loaded)]
+            or (test.trusts_child and v.severity == policy.WITHHOLD and v.cell in loaded | {UNNAMED})]
+
+
+MONITOR, UNNAMED = "monitor", "the submission"
+
+
+def observed(box: Sandbox) -> list[policy.Violation]:
+    """The monitor's events in the sandbox's children so far, as violations of the rule 'monitor' with
+    the cell's line quoted; an event no cell can be named for is charged to 'the submission'."""
+    sources = dict(box.all_cells)
+    return [policy.Violation(e.cell or UNNAMED, e.line, MONITOR, policy.WITHHOLD, f"{e.event}: {e.detail}",
+                             policy.quote(sources.get(e.cell, ""), e.line)) for e in box.events]
 
 
 def _entry(test: Test, score: float, output: str, misconception: str | None = None, kind: str = "") -> TestResult:

@@ -2,32 +2,54 @@
 
 assignments/ is nbgrader's release folder, committed. Besides one folder per
 assignment it holds the files every student needs (nbtest.py, pytest.ini,
-requirements.txt, README.md), so dist/student/ is a clean copy of it.
+requirements.txt, README.md, and policy.py with each assignment's rules.toml, written here),
+so dist/student/ is a clean copy of it.
 """
 from __future__ import annotations
 
+import dataclasses
 import filecmp
+import json
 import shutil
 import tempfile
 from pathlib import Path
 
-from ..course import ROOT, Course
+from ..core import policy
+from ..course import ROOT, Course, Rules
 from .run import nbgrader
 
 RELEASE = ROOT / "assignments"
 STUDENT_DIST = ROOT / "dist" / "student"
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".ipynb_checkpoints")
+POLICY = Path(policy.__file__)      # shipped whole: the rules a student's public tests apply are the grader's
+RULES = "rules.toml"
+RULES_HEADER = ("# This assignment's rules, from the course's course.toml: nbtest.py's rules test checks your\n"
+                "# notebook against them with policy.py, the grader's own rules (written by the release; do not edit).")
 
 
 def generate(course: Course, release_dir: Path = RELEASE) -> list[str]:
-    """nbgrader generate_assignment for every assignment in course.toml, into release_dir."""
+    """nbgrader generate_assignment for every assignment in course.toml, into release_dir, with each
+    assignment's policy (rules.toml) and the policy's code (policy.py) for the public tests' rules test."""
     release_dir = Path(release_dir).resolve()
     with tempfile.TemporaryDirectory() as tmp:  # the release needs no gradebook entries
         for name in course.assignments:
             nbgrader("generate_assignment", name, "--force", "--log-level=WARN",
                      f"--CourseDirectory.release_directory={release_dir}",
                      f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook.db", capture=True)
+            (release_dir / name / RULES).write_text(rules_toml(course.assignment(name).rules))
+    shutil.copyfile(POLICY, release_dir / POLICY.name)
     return list(course.assignments)
+
+
+def rules_toml(rules: Rules) -> str:
+    """course.toml's [assignments.X.policy] table, as the student release carries it."""
+    lines = [RULES_HEADER]
+    for f in dataclasses.fields(rules):
+        value = getattr(rules, f.name)
+        text = ("[" + ", ".join(json.dumps(v) for v in value) + "]" if isinstance(value, tuple)
+                else "true" if value is True else "false" if value is False else json.dumps(value))
+        lines.append(f"{f.name} = {text}")
+    return "\n".join(lines) + "\n"
 
 
 def drift(course: Course, release_dir: Path = RELEASE) -> list[str]:
@@ -38,6 +60,9 @@ def drift(course: Course, release_dir: Path = RELEASE) -> list[str]:
         for name in names:
             fresh, kept = Path(tmp) / name, Path(release_dir) / name
             problems += _compare(fresh, kept, name)
+        kept = Path(release_dir) / POLICY.name
+        if not kept.is_file() or kept.read_bytes() != POLICY.read_bytes():
+            problems.append(f"{POLICY.name}: differs from autograder/core/policy.py")
         return problems
 
 

@@ -10,7 +10,7 @@ necessary, not sufficient.
 import pytest
 import torch
 import torch.nn.functional as F
-from nbtest import names_shape, value_error
+from nbtest import follows_rules, names_shape, value_error
 from torch.overrides import TorchFunctionMode
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -223,3 +223,9 @@ def test_part2_faster_than_eager(nb):
     assert eager / yours >= MIN_SPEEDUP, (
         f"{report}; expected at least {MIN_SPEEDUP}x. A fused kernel should move only x, fx, h and y once: "
         "look for copies in the wrapper (.float(), .clone(), torch ops on the data) and try num_warps")
+
+
+# ---------------------------------------------------------------- the rules (README.md, "Rules")
+
+def test_part1_follows_the_rules(nb):
+    follows_rules(1, __file__)

@@ -1,0 +1,1025 @@
+"""Static policy for a submission's code: what the grader reads in the source, never runs.
+
+    policy = for_assignment(course.assignment("residual-connections").rules)
+    violations = check_cells([("setup", SETUP, False), ("residual_add", SRC, True)], policy)
+    for v in violations:
+        print(v)        # "residual_add line 3: [process-introspection] ... | import sys"
+
+A cell is (label, source, is_student). Only student cells are checked; trusted cells
+(the locked setup cells from the course's source notebook) are read for their imports
+and definitions, so that `tl`, `F` or `nn` resolve the way they do when the notebook runs.
+
+Each violation has a severity:
+
+    withhold  the construct can reach the grader's own code or state in the sandbox child
+              (frames, sys.modules, gc, ctypes, dunder attributes, computed attribute names,
+              files, processes). Tests that rest on what the sandbox child reports (not on
+              returned values) are held for an instructor's look (grading/grader.py).
+    flag      the construct breaks the assignment's rules but cannot forge an observation
+              (an import outside the allowed list, monkeypatching a library, a Transformer
+              class in assignment 1, a wrapper that computes with torch in fused-add-norm).
+              The rules test fails, the submission is flagged, and named tests that rest
+              on the rule (block_parts, launches_kernel, one_launch) fail with it.
+
+Pure Python: ast only. Nothing is imported from torch or Triton, and the source never runs. The
+student release carries a copy (assignments/policy.py, written by the release command), so
+the public tests apply the same rules before a notebook is uploaded.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:    # the student release ships this file on its own (nbtest's rules test): no package imports
+    from ..course import Rules
+
+WITHHOLD, FLAG = "withhold", "flag"
+
+# Modules whose import is itself a way into the process (severity withhold); any other module
+# outside the allowed list is a plain flag.
+PROCESS_MODULES = frozenset({
+    "sys", "os", "gc", "ctypes", "importlib", "inspect", "builtins", "threading", "_thread", "signal",
+    "subprocess", "socket", "io", "pathlib", "shutil", "pickle", "marshal", "types", "weakref", "code",
+    "codeop", "runpy", "multiprocessing", "resource", "linecache", "traceback", "tracemalloc", "atexit",
+    "faulthandler", "mmap", "tempfile", "posix", "pty", "fcntl", "select", "asyncio", "concurrent",
+    "dis", "ast", "copyreg", "shelve", "sqlite3", "urllib", "http", "requests"})
+# Names that run code, read files or expose a namespace.
+FORBIDDEN_NAMES = frozenset({
+    "__import__", "exec", "eval", "compile", "open", "globals", "locals", "vars", "breakpoint",
+    "input", "__builtins__", "__loader__", "__spec__", "memoryview", "help", "exit", "quit"})
+# Attribute names that lead from an ordinary object to the process: torch.sys, torch.os,
+# a traceback's frames, a generator's frame, torch's dispatcher overrides.
+PROCESS_ATTRIBUTES = frozenset({
+    "sys", "os", "builtins", "importlib", "inspect", "gc", "ctypes", "subprocess", "socket", "shutil",
+    "signal", "threading", "multiprocessing", "resource", "linecache", "pickle", "marshal", "pathlib",
+    "tempfile", "weakref", "runpy", "tb_frame", "tb_next", "f_back", "f_globals", "f_locals",
+    "f_builtins", "f_code", "gi_frame", "gi_code", "cr_frame", "ag_frame", "co_code", "library",
+    "overrides", "hub", "ctypeslib"})
+# Dotted paths (after import aliases are resolved) that read or write files, or reach the runtime.
+PROCESS_PATHS = ("torch.load", "torch.save", "torch.from_file", "torch.utils", "torch.ops", "torch.jit",
+                 "torch.compile", "torch.package", "torch.multiprocessing", "torch.distributed",
+                 "numpy.load", "numpy.save", "numpy.savez", "numpy.fromfile", "numpy.memmap",
+                 "numpy.loadtxt", "numpy.genfromtxt", "numpy.lib", "triton.runtime", "triton.compiler",
+                 "triton.backends", "triton.knobs", "triton.testing", "triton.tools")
+# Dunder attributes an honest solution reads (super().__init__(), type(x).__name__).
+SAFE_DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__"})
+# Dunders a class body may not define: they lie about type or reroute torch's dispatch.
+OVERRIDE_DUNDERS = frozenset({"__class__", "__getattribute__", "__torch_function__", "__torch_dispatch__",
+                              "__instancecheck__", "__subclasscheck__", "__init_subclass__", "__set_name__"})
+# Private attributes of nn.Module: writing or reading them hides modules from the grader's view.
+MODULE_PRIVATE = frozenset({
+    "_modules", "_parameters", "_buffers", "_non_persistent_buffers_set", "_forward_hooks",
+    "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks",
+    "_load_state_dict_pre_hooks", "_version", "_apply", "_call_impl", "_get_name", "_named_members",
+    "_C", "_dynamo", "_forward_hooks_with_kwargs", "_is_full_backward_hook"})
+TRANSFORMER = re.compile(r"^(Transformer(Encoder|Decoder)?(Layer)?|transformer)$")
+ATTRIBUTE_FUNCS = ("getattr", "setattr", "delattr", "hasattr")
+# builtins that reach attributes or build classes: used other than by a direct call (ga = getattr,
+# partial(getattr, torch), map(setattr, ...)) the call the policy reads is hidden
+ALIAS_GUARDED = frozenset({"getattr", "setattr", "delattr", "type"})
+MAX_LITERAL_NUMBERS = 24     # more numbers than this in one literal container is a lookup table
+# nn.Transformer.generate_square_subsequent_mask builds a causal mask: a static helper, not a layer
+MASK_HELPER = ".generate_square_subsequent_mask"
+
+
+@dataclass(frozen=True)
+class Violation:
+    cell: str
+    line: int
+    rule: str
+    severity: str
+    message: str
+    quote: str     # the offending source line, stripped
+
+    def __str__(self) -> str:
+        return f"{self.cell} line {self.line}: [{self.rule}] {self.message} | {self.quote}"
+
+
+@dataclass(frozen=True)
+class Fused:
+    """fused-add-norm's extra rules: the wrapper only checks, allocates and launches; kernels are Triton."""
+    wrapper: str = "fused_add_layernorm"
+
+
+@dataclass(frozen=True)
+class Policy:
+    allowed_imports: frozenset[str]          # module names, exact ("torch.nn.functional")
+    no_transformer_classes: bool = False     # assignment 1: build the block from parts
+    fused: Fused | None = None
+    extra_forbidden_paths: tuple[str, ...] = field(default=())
+
+
+def for_assignment(rules: Rules) -> Policy:
+    """The policy course.toml's [assignments.X.policy] table describes."""
+    return Policy(frozenset(rules.allowed_imports), rules.no_transformer_classes,
+                  Fused(rules.kernel_wrapper) if rules.kernel_wrapper else None, tuple(rules.forbidden_modules))
+
+
+# ---------------------------------------------------------------------------- the whole notebook
+
+def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Violation]:
+    """Every violation in the student cells, in cell and line order."""
+    ctx = _Notebook(cells)
+    out: list[Violation] = []
+    for label, source, student in cells:
+        if student and label in ctx.trees:
+            try:
+                out += _General(label, source, ctx, policy).run(ctx.trees[label])
+            except RecursionError:
+                out.append(_too_deep(label, source))
+    if policy.fused:
+        try:
+            out += _check_fused(ctx, policy.fused)
+        except RecursionError:
+            label = next(label for label, _, student in cells if student)
+            out.append(_too_deep(label, ctx.sources[label]))
+    return sorted(set(out), key=lambda v: (ctx.order[v.cell], v.line, v.rule))
+
+
+def _too_deep(label: str, source: str) -> Violation:
+    """Nesting deeper than the checks can walk: the policy cannot vouch for the cell."""
+    return Violation(label, 1, "too-deep", WITHHOLD, "the cell nests expressions too deeply for the policy to read "
+                     "it", quote(source, 1))
+
+
+def check(source: str, policy: Policy, label: str = "cell", trusted: list[tuple[str, str]] = ()) -> list[Violation]:
+    """Violations of one student cell, with trusted cells (setup) read for their imports."""
+    return check_cells([*((lbl, src, False) for lbl, src in trusted), (label, source, True)], policy)
+
+
+class _Notebook:
+    """What the cells define: import aliases, module-level functions, Triton kernels, constants."""
+
+    def __init__(self, cells):
+        self.sources, self.trees, self.student, self.order = {}, {}, {}, {}
+        self.aliases: dict[str, str] = {}         # local name -> dotted module path ("F" -> torch.nn.functional)
+        self.functions: dict[str, tuple[str, ast.FunctionDef]] = {}   # student functions, by name
+        self.kernels: dict[str, tuple[str, ast.FunctionDef]] = {}     # student @triton.jit functions
+        self.constants: set[str] = set()          # module-level names bound to plain values
+        for i, (label, source, student) in enumerate(cells):
+            self.order[label], self.sources[label], self.student[label] = i, source, student
+            try:
+                tree = ast.parse(source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue          # a cell that does not parse never runs (the child's compile fails alike)
+            self.trees[label] = tree
+            for node in tree.body:
+                self._top_level(label, node, student)
+
+    def _top_level(self, label, node, student):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.FunctionDef) and student:
+            if any(_is_jit(d, self) for d in node.decorator_list):
+                self.kernels[node.name] = (label, node)
+            else:
+                self.functions[node.name] = (label, node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            self.constants |= {t.id for t in targets if isinstance(t, ast.Name)}
+
+    def resolve(self, node) -> str | None:
+        """The dotted path of Name / Attribute chains rooted at an import ("F.gelu" -> torch.nn.functional.gelu)."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id in self.aliases:
+            return ".".join([self.aliases[node.id], *reversed(parts)])
+        return None
+
+
+def _is_jit(decorator, ctx: _Notebook) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return ctx.resolve(target) in ("triton.jit", "triton.autotune", "triton.heuristics")
+
+
+def _is_literal(node, ctx: _Notebook, names: frozenset = frozenset()) -> bool:
+    """Plain data: constants, containers of them, triton.Config(...) / tl.constexpr(...) of them, and
+    comprehensions over plain data ([triton.Config({}, num_warps=w) for w in (2, 4, 8)])."""
+    if node is None:
+        return False
+    if isinstance(node, ast.Constant) or (isinstance(node, ast.Name) and node.id in names):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _is_literal(node.operand, ctx, names)
+    if isinstance(node, ast.BinOp):
+        return _is_literal(node.left, ctx, names) and _is_literal(node.right, ctx, names)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_is_literal(e, ctx, names) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _is_literal(k, ctx, names) and _is_literal(v, ctx, names)
+                   for k, v in zip(node.keys, node.values))
+    if isinstance(node, ast.Call) and ctx.resolve(node.func) in ("triton.Config", "triton.language.constexpr"):
+        return all(_is_literal(a, ctx, names) for a in node.args) and \
+            all(_is_literal(k.value, ctx, names) for k in node.keywords)
+    if isinstance(node, ast.ListComp) and all(isinstance(g.target, ast.Name) and not g.ifs for g in node.generators):
+        bound = names | {g.target.id for g in node.generators}
+        return all(_is_literal(g.iter, ctx, names) for g in node.generators) and _is_literal(node.elt, ctx, bound)
+    return False
+
+
+def quote(source: str, lineno: int) -> str:
+    lines = source.splitlines()
+    return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+
+
+def _arguments(args: ast.arguments) -> list[ast.arg]:
+    return [*args.posonlyargs, *args.args, *([args.vararg] if args.vararg else []), *args.kwonlyargs,
+            *([args.kwarg] if args.kwarg else [])]
+
+
+def _locals(fn) -> set[str]:
+    """The names local to a function or lambda: its parameters and every name its own body binds
+    (not a nested function's), less those it declares global or nonlocal."""
+    names, outer, todo = {a.arg for a in _arguments(fn.args)}, set(), list(
+        fn.body if isinstance(fn.body, list) else [fn.body])
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            outer |= set(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        todo += ast.iter_child_nodes(node)
+    return names - outer
+
+
+def _plain(text) -> bool:
+    """A name, or the start of one, that can be neither a dunder nor a private attribute."""
+    return isinstance(text, str) and text[:1].isalpha()
+
+
+def _loop_names(tree) -> set[str]:
+    """Names bound only by `for NAME in ("ln1", "ln2")` (literal strings, none starting with _)."""
+    loops, other = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and \
+                isinstance(node.iter, (ast.Tuple, ast.List)) and node.iter.elts and \
+                all(isinstance(e, ast.Constant) and _plain(e.value) for e in node.iter.elts):
+            loops.add(node.target.id)
+            node.target.loop_bound = True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)) and \
+                not getattr(node, "loop_bound", False):
+            other.add(node.id)
+    return loops - other
+
+
+# ---------------------------------------------------------------------------- rules for every cell
+
+class _General(ast.NodeVisitor):
+    """Imports, names and attributes that reach the process; monkeypatching; Transformer classes."""
+
+    def __init__(self, label: str, source: str, ctx: _Notebook, policy: Policy):
+        self.label, self.source, self.ctx, self.policy = label, source, ctx, policy
+        self.found: list[Violation] = []
+        # private attributes the student sets on their own objects (self._norm = ...) may be read back
+        tree = ast.parse(source)
+        stored = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+                  and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")}
+        methods = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.own_private = {name for name in stored | methods if name.startswith("_")
+                            and not name.startswith("__") and name not in MODULE_PRIVATE}
+        self.scopes: list[set[str]] = []          # the local names of each enclosing function
+
+    def run(self, tree) -> list[Violation]:
+        self.called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        self.plain_names = _loop_names(tree)
+        self.visit(tree)
+        return self.found
+
+    def flag(self, node, rule: str, severity: str, message: str) -> None:
+        self.found.append(Violation(self.label, node.lineno, rule, severity, message, quote(self.source, node.lineno)))
+
+    # -- imports
+    def visit_Import(self, node):
+        for a in node.names:
+            self._module(node, a.name)
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node):
+        if node.level:
+            self.flag(node, "import", FLAG, "relative imports are not allowed in a notebook cell")
+        elif any(a.name == "*" for a in node.names):
+            self.flag(node, "import", FLAG, f"'from {node.module} import *' hides which names the cell uses; "
+                                            "import the names you need")
+        else:
+            self._module(node, node.module)
+            for a in node.names:
+                if a.name in PROCESS_MODULES | PROCESS_ATTRIBUTES or a.name.startswith("_"):
+                    # from torch import sys, from torch.serialization import os: a library re-exports it
+                    self.flag(node, "process-introspection", WITHHOLD,
+                              f"'{a.name}' from {node.module} is the module or internal it re-exports, which "
+                              "reaches the grading process; a solution needs none of it")
+                self._path(node, f"{node.module}.{a.name}")
+        self.generic_visit(node)
+
+    def _module(self, node, name: str):
+        root = name.split(".")[0]
+        if root in PROCESS_MODULES or name in PROCESS_MODULES:
+            self.flag(node, "process-introspection", WITHHOLD,
+                      f"module '{name}' reaches the grading process (files, frames, other modules); "
+                      "a solution needs none of it")
+        elif name not in self.policy.allowed_imports:
+            allowed = ", ".join(sorted(self.policy.allowed_imports))
+            self.flag(node, "import", FLAG, f"module '{name}' is not among this assignment's imports ({allowed})")
+        else:
+            self._path(node, name)
+
+    # -- names and attributes
+    # -- scopes: a function's parameters and assigned names are its own, whatever builtin they share a
+    # name with (def forward(self, input)); Python never falls back to the builtin for them
+    def visit_FunctionDef(self, node):
+        for d in node.decorator_list + node.args.defaults + [d for d in node.args.kw_defaults if d]:
+            self.visit(d)
+        self._in_scope(node, node.body)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node):
+        for d in node.args.defaults + [d for d in node.args.kw_defaults if d]:
+            self.visit(d)
+        self._in_scope(node, [node.body])
+
+    def _in_scope(self, node, body):
+        self.scopes.append(_locals(node))
+        for stmt in body:
+            self.visit(stmt)
+        for a in _arguments(node.args):
+            if a.annotation is not None:
+                self.visit(a.annotation)
+        if getattr(node, "returns", None) is not None:
+            self.visit(node.returns)
+        self.scopes.pop()
+
+    def _local(self, name: str) -> bool:
+        return any(name in scope for scope in self.scopes)
+
+    def visit_Name(self, node):
+        if self._local(node.id):
+            pass
+        elif node.id in ALIAS_GUARDED and isinstance(node.ctx, ast.Load) and id(node) not in self.called:
+            self.flag(node, "builtin-alias", WITHHOLD,
+                      f"'{node.id}' used as a value (stored, passed or aliased) hides what it is called with; "
+                      f"call {node.id}(...) directly where you need it")
+        elif node.id in FORBIDDEN_NAMES:
+            self.flag(node, "dynamic-code", WITHHOLD,
+                      f"'{node.id}' runs code, opens files or exposes a namespace: not allowed in a solution")
+        elif node.id == "__class__" and isinstance(node.ctx, ast.Load):
+            self.flag(node, "dunder", WITHHOLD, "'__class__' exposes the class object: not allowed")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node):
+        attr = node.attr
+        if attr == MASK_HELPER[1:]:
+            node.value.mask_helper = True
+        library = self.ctx.resolve(node.value)
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and library is not None:
+            # torch.allclose = ..., torch.Tensor.__eq__ = ...: it changes the library in this process only;
+            # the grader's code in the child is bound to the originals, so it is a flag, not a way in
+            self.flag(node, "monkeypatch", FLAG, f"assigning to {library}.{attr} changes a library for everyone "
+                                                 "in the process; define your own function instead")
+            self.generic_visit(node)
+            return
+        if attr in ("__name__", "__qualname__") and isinstance(node.value, ast.Attribute) and \
+                node.value.attr == "__class__" and isinstance(node.ctx, ast.Load):
+            node.value.reads_name = True       # self.__class__.__name__: reading a name, not the class
+        if attr.startswith("__") and attr.endswith("__") and attr not in SAFE_DUNDERS and \
+                not getattr(node, "reads_name", False):
+            self.flag(node, "dunder", WITHHOLD, f"'.{attr}' reaches an object's internals (its dict, class, code "
+                                                "or globals): not allowed in a solution")
+        elif attr in PROCESS_ATTRIBUTES:
+            self.flag(node, "process-introspection", WITHHOLD,
+                      f"'.{attr}' leads from this object to the grading process; a solution needs none of it")
+        elif attr.startswith("_") and not attr.startswith("__") and not self._own_private(node):
+            self.flag(node, "private-attribute", WITHHOLD,
+                      f"'.{attr}' is a private attribute of a library object; use its public interface")
+        path = self.ctx.resolve(node)
+        if path is not None:
+            self._path(node, path)
+        self._transformer(node, attr)
+        self.generic_visit(node)
+
+    def _own_private(self, node) -> bool:
+        return node.attr in self.own_private
+
+    def _path(self, node, path: str):
+        forbidden = PROCESS_PATHS + self.policy.extra_forbidden_paths
+        hit = next((p for p in forbidden if path == p or path.startswith(p + ".")), None)
+        if hit is not None:
+            own = hit in self.policy.extra_forbidden_paths
+            rule, severity = ("forbidden-module", FLAG) if own else ("process-introspection", WITHHOLD)
+            why = (f"this assignment may not use {hit} (course.toml)" if own else
+                   "it reads or writes files, or reaches the runtime, which a solution never needs")
+            self.flag(node, rule, severity, f"{path}: {why}")
+        if self.policy.no_transformer_classes and path.startswith("torch.") and \
+                any(TRANSFORMER.match(p) for p in path.split(".")[1:]) and not getattr(node, "mask_helper", False) \
+                and not path.endswith(MASK_HELPER):
+            self.flag(node, "transformer-class", FLAG, f"{path}: build TransformerBlock from its parts "
+                                                       "(attn, ln1, ln2, ffn), not from torch's Transformer classes")
+
+    def _transformer(self, node, attr: str):
+        """Transformer classes reached without an import alias (some_module.TransformerEncoderLayer)."""
+        if self.policy.no_transformer_classes and self.ctx.resolve(node) is None and TRANSFORMER.match(attr) \
+                and attr != "transformer" and not isinstance(node.ctx, ast.Store):
+            self.flag(node, "transformer-class", FLAG, f"'.{attr}': build TransformerBlock from its parts")
+
+    # -- calls: getattr family, object.__setattr__
+    def visit_Call(self, node):
+        func = node.func.id if isinstance(node.func, ast.Name) and not self._local(node.func.id) else None
+        if func == "type" and len(node.args) + len(node.keywords) > 1:
+            self.flag(node, "dynamic-class", WITHHOLD, "type() with three arguments builds a class at run time, "
+                                                       "out of the policy's sight; write a class statement")
+        if func in ATTRIBUTE_FUNCS:
+            name = node.args[1] if len(node.args) > 1 else None
+            if any(isinstance(a, ast.Starred) for a in node.args) or (
+                    not (isinstance(name, ast.Constant) and isinstance(name.value, str))
+                    and func != "hasattr" and not self._own_computed(node.args[0], name)):
+                self.flag(node, "computed-attribute", WITHHOLD,
+                          f"{func}() with a computed name can reach anything; write the attribute out, or "
+                          f"build the name on self from a plain prefix: getattr(self, f\"ln{{i}}\")")
+            elif isinstance(name, ast.Constant):
+                self._literal_attribute(node, func, name.value)
+        self.generic_visit(node)
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, str) and node.value in OVERRIDE_DUNDERS:
+            # {"__torch_function__": f} for type(...), a metaclass call or types.new_class: an override
+            # defined out of a class statement's sight
+            self.flag(node, "dynamic-class", WITHHOLD, f"'{node.value}' as a string names an override a class "
+                                                       "would define; a solution defines none")
+
+    def _own_computed(self, target, name) -> bool:
+        """getattr(self, f"ln{i}"), setattr(self, "block" + str(i), ...), or a name a for loop takes from
+        literal strings: an attribute of the student's own object that can never be a dunder or private."""
+        if not (isinstance(target, ast.Name) and target.id in ("self", "cls")) or name is None:
+            return False
+        if isinstance(name, ast.Name):
+            return name.id in self.plain_names
+        head = name.values[0] if isinstance(name, ast.JoinedStr) and name.values else \
+            name.left if isinstance(name, ast.BinOp) and isinstance(name.op, ast.Add) else None
+        return isinstance(head, ast.Constant) and _plain(head.value)
+
+    def _literal_attribute(self, node, func: str, attr: str):
+        fake = ast.Attribute(value=node.args[0], attr=attr,
+                             ctx=ast.Store() if func in ("setattr", "delattr") else ast.Load())
+        ast.copy_location(fake, node)
+        self.visit_Attribute(fake)
+
+    # -- literal tables: answers collected from feedback
+    def _table(self, node):
+        numbers = sum(isinstance(n, ast.Constant) and type(n.value) in (int, float) for n in ast.walk(node))
+        if numbers > MAX_LITERAL_NUMBERS:
+            self.flag(node, "lookup-table", FLAG, f"a literal table of {numbers} numbers: answers are computed, "
+                                                  "not looked up")
+            return True
+        return False
+
+    def visit_Dict(self, node):
+        if not self._table(node):
+            self.generic_visit(node)
+
+    def visit_List(self, node):
+        if not self._table(node):
+            self.generic_visit(node)
+
+    visit_Tuple = visit_Set = visit_List
+
+    # -- class bodies: type lies and dispatch overrides
+    def visit_ClassDef(self, node):
+        for stmt in node.body:
+            names = []
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [stmt.name]
+            elif isinstance(stmt, ast.Assign):
+                names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+            for name in names:
+                if name in OVERRIDE_DUNDERS or name in MODULE_PRIVATE or name == "__dict__":
+                    self.flag(stmt, "override", FLAG, f"defining {name} changes how torch or isinstance see "
+                                                      "your objects; a solution returns plain tensors and modules")
+        self.generic_visit(node)
+
+
+# ---------------------------------------------------------------------------- fused-add-norm
+
+WRAPPER_ALLOC = {"torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like"}
+WRAPPER_SCALAR_FUNCS = {
+    "len", "min", "max", "int", "float", "bool", "abs", "round", "tuple", "list", "range", "isinstance", "str",
+    "repr", "print", "all", "any", "zip", "enumerate", "dict", "divmod", "type", "ValueError", "TypeError",
+    "RuntimeError", "NotImplementedError", "AssertionError", "torch.Size", "torch.is_tensor",
+    "torch.cuda.is_available", "torch.cuda.device", "torch.no_grad", "torch.finfo", "torch.iinfo",
+    "triton.next_power_of_2", "triton.cdiv"}
+TENSOR_VIEW_METHODS = {"reshape", "view", "view_as", "reshape_as", "contiguous", "flatten", "unflatten", "squeeze",
+                       "unsqueeze", "expand", "expand_as", "transpose", "permute", "movedim", "t", "to", "float",
+                       "half", "bfloat16", "double", "clone", "detach", "cpu", "cuda", "type_as", "new_empty"}
+SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", "ndimension", "is_contiguous",
+                  "data_ptr", "get_device", "storage_offset", "is_floating_point"}
+SCALAR_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize"}
+SCALAR_ANNOTATIONS = {"int", "float", "bool", "str"}
+# builtins that pack tensors without reading their values (argument checks over dict(x=x, ...) or
+# zip(names, tensors)); what they return holds the tensors, so computing on it is still seen
+PACKING = {"dict", "zip", "enumerate", "tuple", "list"}
+PACKING_METHODS = {"items", "values", "keys"}
+# builtins that may take a tensor without reading its values
+PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueError", "TypeError", "RuntimeError",
+                    "NotImplementedError", "AssertionError", "torch.is_tensor", *PACKING}
+
+KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
+KERNEL_BUILTINS = {"range", "min", "max", "abs", "int", "float", "len", "True", "False", "None"}
+KERNEL_METHODS = {"to", "dtype", "element_ty", "shape", "reshape", "view", "trans", "permute", "broadcast_to",
+                  "expand_dims", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "exp", "log",
+                  "sqrt", "abs", "ravel", "split", "T", "value", "primitive_bitwidth", "is_floating",
+                  "is_fp16", "is_bf16", "is_fp32"}
+TL_MODULES = {"math", "extra"}                   # tl.math.X, tl.extra.cuda.libdevice.X
+TL_REFUSED = {"core", "semantic", "standard", "target_info", "inline_asm_elementwise", "random"}
+
+
+def _check_fused(ctx: _Notebook, rules: Fused) -> list[Violation]:
+    out = []
+    for name, (label, fn) in ctx.kernels.items():
+        if not _is_stub(fn):
+            out += _Kernel(label, ctx.sources[label], ctx, fn).run()
+    if rules.wrapper in ctx.functions and not _is_stub(ctx.functions[rules.wrapper][1]):
+        label, fn = ctx.functions[rules.wrapper]
+        out += _Wrapper(ctx, rules.wrapper).run(label, fn)
+    return out + _rebound(ctx, {rules.wrapper, *ctx.kernels, *ctx.functions})
+
+
+def _rebound(ctx: _Notebook, names: set[str]) -> list[Violation]:
+    """The checks above read each function's last top-level def; they hold only while the name still
+    holds that def when the cells have run. Flags every binding of these names after it (an assignment,
+    an import, a loop or with target, a def nested in an if, a del), any binding of the wrapper where no
+    def of it is checked, a `global` for them in any function, and a decorator on the wrapper or a
+    helper (it replaces the def by what it returns)."""
+    out = []
+    for label, tree in ctx.trees.items():
+        if not ctx.student[label]:
+            continue
+        for node, bound in _bindings(tree.body):
+            final = ctx.functions.get(bound) or ctx.kernels.get(bound)
+            if bound not in names or (final is not None and final[1] is node):
+                continue
+            if final is None or (ctx.order[final[0]], final[1].lineno) < (ctx.order[label], node.lineno):
+                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound again here, so the "
+                                     "function the grader checked is not the one the tests call: define it once, "
+                                     "with def, and leave the name alone", quote(ctx.sources[label], node.lineno)))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global) and names & set(node.names):
+                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'global {', '.join(names & set(node.names))}'"
+                                     " lets a function rebind a name the grader checked", quote(ctx.sources[label], node.lineno)))
+    for name, (label, fn) in ctx.functions.items():
+        if name in names and fn.decorator_list:
+            out.append(Violation(label, fn.decorator_list[0].lineno, "rebound", FLAG, f"a decorator on {name}: the name "
+                                 "then holds what the decorator returns, not the def the grader checked",
+                                 quote(ctx.sources[label], fn.decorator_list[0].lineno)))
+    return out
+
+
+def _bindings(stmts) -> list[tuple[ast.AST, str]]:
+    """(statement, name) for each name bound at module level by these statements, in order; the bodies of
+    if, for, while, try and with run at module level too, those of functions and classes do not."""
+    out = []
+    for node in stmts:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append((node, node.name))
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out += [(node, (a.asname or a.name).split(".")[0]) for a in node.names]
+            continue
+        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
+                   [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)) else
+                   [i.optional_vars for i in node.items if i.optional_vars is not None]
+                   if isinstance(node, (ast.With, ast.AsyncWith)) else [])
+        for target in targets:
+            out += [(node, n.id) for n in ast.walk(target) if isinstance(n, ast.Name)]
+        for expr in (c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)):   # x := ... anywhere
+            out += [(node, n.target.id) for n in ast.walk(expr) if isinstance(n, ast.NamedExpr)]
+        for handler in getattr(node, "handlers", []):
+            out += [(handler, handler.name)] if handler.name else []
+            out += _bindings(handler.body)
+        for body in ("body", "orelse", "finalbody"):
+            out += _bindings(getattr(node, body, []))
+    return out
+
+
+def _is_stub(fn: ast.FunctionDef) -> bool:
+    """The release's stub, still unsolved: a docstring, then raise NotImplementedError()."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+class _Wrapper:
+    """The wrapper (and the notebook functions it calls) may check shapes, allocate, reshape and
+    launch one notebook kernel once; any computing on the data is the kernel's."""
+
+    def __init__(self, ctx: _Notebook, name: str):
+        self.ctx, self.name = ctx, name
+        self.found: list[Violation] = []
+        self.launches: list[tuple[ast.AST, tuple]] = []   # (node, branch path)
+        self.seen: set[str] = set()
+
+    def flag(self, label, node, rule, message):
+        self.found.append(Violation(label, node.lineno, rule, FLAG, message, quote(self.ctx.sources[label], node.lineno)))
+
+    def run(self, label: str, fn: ast.FunctionDef) -> list[Violation]:
+        self._function(label, fn)
+        if not self.launches:
+            self.flag(label, fn, "wrapper-no-launch", f"{self.name} launches no @triton.jit kernel of the notebook "
+                                                      "(kernel[grid](...)): h and y must be computed by your kernel")
+        for i, (a, path_a) in enumerate(self.launches):
+            for b, path_b in self.launches[i + 1:]:
+                if not _exclusive(path_a, path_b):
+                    self.flag(label, b, "wrapper-launches", "a second kernel launch on the same path: one launch "
+                                                            "computes both h and y (one pass over memory)")
+        return self.found
+
+    def _function(self, label: str, fn):
+        if fn.name in self.seen:
+            return
+        self.seen.add(fn.name)
+        tensors = set()
+        args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+        defaults = [None] * (len(fn.args.posonlyargs + fn.args.args) - len(fn.args.defaults)) + list(fn.args.defaults) \
+            + list(fn.args.kw_defaults)
+        for arg, default in zip(args, defaults):
+            scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
+            scalar_default = isinstance(default, ast.Constant)
+            if not (scalar_type or scalar_default):
+                tensors.add(arg.arg)
+        _Body(self, label, tensors).walk(fn.body, ())
+
+
+def _exclusive(a: tuple, b: tuple) -> bool:
+    """Two launches on different branches of the same if statement never both run."""
+    return any(x[0] == y[0] and x[1] != y[1] for x in a for y in b)
+
+
+class _Body:
+    """Statements of a wrapper function, with the names known to hold tensors."""
+
+    def __init__(self, wrapper: _Wrapper, label: str, tensors: set[str]):
+        self.w, self.label, self.tensors, self.loops = wrapper, label, tensors, 0
+
+    def walk(self, stmts, path):
+        for stmt in stmts:
+            self.stmt(stmt, path)
+
+    def stmt(self, node, path):
+        if isinstance(node, ast.If):
+            self.expr(node.test, path)
+            self.walk(node.body, path + ((id(node), 0),))
+            self.walk(node.orelse, path + ((id(node), 1),))
+        elif isinstance(node, (ast.For, ast.While)):
+            self.expr(node.iter if isinstance(node, ast.For) else node.test, path)
+            if isinstance(node, ast.For):
+                self.bind_items(node.target, node.iter)
+            self.loops += 1
+            self.walk(node.body + node.orelse, path)
+            self.loops -= 1
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            if node.value is not None:
+                self.expr(node.value, path)
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, (ast.Subscript, ast.Attribute)) and self.tensorish(t.value):
+                        self.w.flag(self.label, node, "wrapper-arithmetic", "writing values into a tensor in the "
+                                                                            "wrapper: the kernel stores h and y")
+                    self.bind(t, node.value)
+        elif isinstance(node, ast.AugAssign):
+            if self.tensorish(node.target) or self.tensorish(node.value):
+                self.w.flag(self.label, node, "wrapper-arithmetic", "arithmetic on tensors in the wrapper: the "
+                                                                    "kernel computes h and y")
+            self.expr(node.value, path)
+        elif isinstance(node, (ast.Return, ast.Expr)):
+            if node.value is not None:
+                self.expr(node.value, path)
+        elif isinstance(node, ast.Raise):
+            if node.exc is not None:
+                self.expr(node.exc, path)
+        elif isinstance(node, ast.Assert):
+            self.expr(node.test, path)
+        elif isinstance(node, ast.With):
+            for item in node.items:
+                self.expr(item.context_expr, path)
+            self.walk(node.body, path)
+        elif isinstance(node, ast.Try):
+            self.walk(node.body + node.orelse + node.finalbody, path)
+            for h in node.handlers:
+                self.walk(h.body, path)
+        elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
+            pass
+        else:
+            self.w.flag(self.label, node, "wrapper-statement",
+                        f"a {type(node).__name__} statement in the wrapper; it only checks, allocates and launches")
+
+    def bind(self, target, value):
+        if isinstance(target, ast.Name):
+            if self.tensorish(value) or _has_alloc(value, self.w.ctx):
+                self.tensors.add(target.id)
+            else:
+                self.tensors.discard(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
+                else [value] * len(target.elts)
+            for t, v in zip(target.elts, values):
+                self.bind(t, v)
+
+    def bind_items(self, target, iterable):
+        """A loop's target takes the items of what it loops over: for name, t in zip(names, (x, fx)) binds
+        t to a tensor and name to a string."""
+        targets = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        for t, tensor in zip(targets, self.items(iterable, len(targets))):
+            for name in (n.id for n in ast.walk(t) if isinstance(n, ast.Name)):
+                (self.tensors.add if tensor else self.tensors.discard)(name)
+
+    def items(self, node, n: int) -> list[bool]:
+        """Whether each of the n fields of the items of `node` may hold a tensor."""
+        call = self.w.ctx.resolve(node.func) is None and isinstance(node.func, ast.Name) and node.func.id \
+            if isinstance(node, ast.Call) else None
+        if call == "zip" and len(node.args) == n:
+            return [self.holds(a) for a in node.args]
+        if call == "enumerate" and n == 2 and node.args:
+            return [False, self.holds(node.args[0])]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "items" \
+                and n == 2:
+            return [False, self.tensorish(node.func.value)]
+        if isinstance(node, (ast.Tuple, ast.List)) and all(isinstance(e, (ast.Tuple, ast.List)) and
+                                                           len(e.elts) == n for e in node.elts):
+            return [any(self.tensorish(e.elts[i]) for e in node.elts) for i in range(n)]
+        return [self.holds(node)] * n
+
+    def holds(self, node) -> bool:
+        """Whether the items of a sequence may be tensors."""
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(self.tensorish(e) for e in node.elts)
+        return self.tensorish(node)
+
+    def tensorish(self, node) -> bool:
+        if isinstance(node, ast.Dict):
+            return any(self.tensorish(v) for v in node.values)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PACKING and \
+                node.func.id not in self.w.ctx.functions:
+            return any(self.holds(a) for a in [*node.args, *(k.value for k in node.keywords)])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PACKING_METHODS:
+            return self.tensorish(node.func.value)
+        if isinstance(node, ast.Name):
+            return node.id in self.tensors
+        if isinstance(node, ast.Attribute):
+            return node.attr not in SCALAR_ATTRIBUTES and self.tensorish(node.value)
+        if isinstance(node, ast.Subscript):
+            return self.tensorish(node.value)
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in TENSOR_VIEW_METHODS:
+                return self.tensorish(f.value)
+            return self.w.ctx.resolve(f) in WRAPPER_ALLOC
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return any(self.tensorish(e) for e in node.elts)
+        if isinstance(node, ast.IfExp):
+            return self.tensorish(node.body) or self.tensorish(node.orelse)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+            return any(self.tensorish(c) for c in ast.iter_child_nodes(node))
+        return False
+
+    def expr(self, node, path):
+        for c in ast.walk(node):
+            if isinstance(c, ast.comprehension):
+                self.bind_items(c.target, c.iter)
+        in_comprehension = {id(n) for c in ast.walk(node) if isinstance(c, ast.comprehension)
+                            for n in ast.walk(c)} | \
+            {id(n) for c in ast.walk(node) if isinstance(c, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp))
+             for n in ast.walk(c)}
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.BinOp) and (self.tensorish(sub.left) or self.tensorish(sub.right)):
+                self.w.flag(self.label, sub, "wrapper-arithmetic",
+                            "arithmetic on tensors in the wrapper (h = x + fx, a norm...): the kernel computes h and y")
+            elif isinstance(sub, ast.UnaryOp) and self.tensorish(sub.operand):
+                self.w.flag(self.label, sub, "wrapper-arithmetic", "arithmetic on a tensor in the wrapper")
+            elif isinstance(sub, ast.Compare) and sum(map(self.tensorish, [sub.left, *sub.comparators])) >= 2 and \
+                    not all(isinstance(op, (ast.Is, ast.IsNot)) for op in sub.ops):
+                self.w.flag(self.label, sub, "wrapper-arithmetic", "an elementwise comparison of tensors in the wrapper")
+            elif isinstance(sub, ast.Call):
+                self.call(sub, path, id(sub) in in_comprehension)
+
+    def call(self, node, path, in_comprehension: bool):
+        f, ctx = node.func, self.w.ctx
+        if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name):
+            if f.value.id in ctx.kernels:
+                if self.loops or in_comprehension:
+                    self.w.flag(self.label, node, "wrapper-launch-loop", "a kernel launch inside a loop: one launch, "
+                                                                         "grid = (n_rows,), one program per row")
+                self.w.launches.append((node, path))
+            else:
+                self.w.flag(self.label, node, "wrapper-no-launch",
+                            f"{f.value.id}[...](...) is not a @triton.jit kernel defined in your solution cells")
+            return
+        name = ctx.resolve(f) or (f.id if isinstance(f, ast.Name) and f.id not in ctx.functions | ctx.kernels else None)
+        if name is not None:
+            if name.startswith("numpy"):
+                self.w.flag(self.label, node, "numpy", f"{name} in the wrapper: the kernel computes h and y")
+            elif name in WRAPPER_ALLOC or name.startswith("math."):
+                pass
+            elif name in WRAPPER_SCALAR_FUNCS:
+                if name not in PASSIVE_BUILTINS and any(self.tensorish(a) for a in node.args):
+                    self.w.flag(self.label, node, "wrapper-arithmetic", f"{name}() of a tensor reads or reduces its "
+                                                                        "values in Python: the kernel computes h and y")
+            elif ctx.resolve(f) is not None:
+                self.w.flag(self.label, node, "wrapper-torch-op", f"{name}(...) in the wrapper: it only checks "
+                                                                  "shapes, allocates h and y, and launches the kernel")
+            elif any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+                # sum(x), sorted(x), a local lambda applied to tensors: computing outside the kernel
+                self.w.flag(self.label, node, "wrapper-arithmetic", f"{name}() applied to a tensor in the wrapper: "
+                                                                    "the kernel computes h and y")
+            return                      # a grid lambda of meta: its body is part of this walk
+        if isinstance(f, ast.Name):
+            if f.id in ctx.functions:
+                label, fn = ctx.functions[f.id]
+                self.w._function(label, fn)
+            else:
+                self.w.flag(self.label, node, "wrapper-no-launch", f"{f.id}(...) calls the kernel without a grid; "
+                                                                   f"launch it as {f.id}[grid](...)")
+            return
+        if isinstance(f, ast.Attribute) and f.attr not in SCALAR_METHODS | TENSOR_VIEW_METHODS | PACKING_METHODS and \
+                self.tensorish(f.value):
+            self.w.flag(self.label, node, "wrapper-torch-op", f".{f.attr}(...) in the wrapper computes on the data; "
+                                                              "the kernel computes h and y")
+
+
+def _has_alloc(node, ctx) -> bool:
+    return any(isinstance(n, ast.Call) and ctx.resolve(n.func) in WRAPPER_ALLOC for n in ast.walk(node))
+
+
+class _Kernel:
+    """A @triton.jit function: decorators of plain data, constexpr annotations, literal defaults, and a
+    body of Triton operations and arithmetic on their values (in the interpreter it runs as Python)."""
+
+    def __init__(self, label: str, source: str, ctx: _Notebook, fn: ast.FunctionDef):
+        self.label, self.source, self.ctx, self.fn = label, source, ctx, fn
+        self.found: list[Violation] = []
+        args = fn.args
+        self.locals = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        self.constexpr = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
+                          if a.annotation is not None and ctx.resolve(a.annotation) == "triton.language.constexpr"}
+        self.locals |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+    def flag(self, node, rule, message):
+        self.found.append(Violation(self.label, node.lineno, rule, FLAG, message, quote(self.source, node.lineno)))
+
+    def run(self) -> list[Violation]:
+        fn = self.fn
+        for d in fn.decorator_list:
+            self.decorator(d)
+        args = fn.args
+        for a in args.posonlyargs + args.args + args.kwonlyargs:
+            if a.annotation is not None and self.ctx.resolve(a.annotation) != "triton.language.constexpr":
+                self.flag(a, "kernel-signature", f"parameter {a.arg}: the only annotation a kernel takes is tl.constexpr")
+        for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
+            if not _is_literal(d, self.ctx):
+                self.flag(d, "kernel-signature", "a kernel parameter's default must be a plain constant")
+        if args.vararg or args.kwarg:
+            self.flag(fn, "kernel-signature", "*args / **kwargs in a kernel signature")
+        body = fn.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]          # the docstring
+        for stmt in body:
+            self.stmt(stmt)
+        return self.found
+
+    def decorator(self, d):
+        target = d.func if isinstance(d, ast.Call) else d
+        if self.ctx.resolve(target) not in KERNEL_DECORATORS:
+            self.flag(d, "kernel-decorator", "a kernel's decorators are triton.jit, triton.autotune and "
+                                             "triton.heuristics only")
+            return
+        if isinstance(d, ast.Call):
+            for v in [*d.args, *(k.value for k in d.keywords)]:
+                if not (_is_literal(v, self.ctx) or self.heuristic(v) or
+                        (isinstance(v, ast.Name) and v.id in self.ctx.constants)):
+                    self.flag(v, "kernel-decorator", "decorator arguments must be plain data (numbers, strings, "
+                                                     "triton.Config(...), lists of them, small lambdas of args)")
+
+    def heuristic(self, v) -> bool:
+        """triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])})."""
+        if isinstance(v, ast.Dict):
+            return all(isinstance(k, ast.Constant) and self.heuristic(x) for k, x in zip(v.keys, v.values))
+        if not isinstance(v, ast.Lambda) or len(v.args.args) != 1:
+            return False
+        allowed = {v.args.args[0].arg}
+        for n in ast.walk(v.body):
+            if isinstance(n, ast.Name) and n.id not in allowed | KERNEL_BUILTINS and \
+                    self.ctx.resolve(n) is None:
+                return False
+            if isinstance(n, ast.Attribute) and self.ctx.resolve(n) not in (None, "triton.next_power_of_2",
+                                                                            "triton.cdiv"):
+                return False
+            if isinstance(n, (ast.Lambda, ast.comprehension, ast.NamedExpr)) and n is not v:
+                return False
+        return True
+
+    def stmt(self, node):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in self.constexpr:
+            self.constexpr |= {t.id for t in node.targets if isinstance(t, ast.Name)}    # an alias is one too
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr) and child is not getattr(node, "annotation", None):
+                    self.expr(child)
+        elif isinstance(node, ast.If):
+            self.expr(node.test)
+            for s in node.body + node.orelse:
+                self.stmt(s)
+        elif isinstance(node, ast.For):
+            it = node.iter
+            if not (isinstance(it, ast.Call) and (
+                    (isinstance(it.func, ast.Name) and it.func.id == "range") or
+                    self.ctx.resolve(it.func) in ("triton.language.range", "triton.language.static_range"))):
+                self.flag(node, "kernel-python", "a kernel loops over range, tl.range or tl.static_range only")
+            self.expr(it)
+            for s in node.body + node.orelse:
+                self.stmt(s)
+        elif isinstance(node, ast.While):
+            self.expr(node.test)
+            for s in node.body + node.orelse:
+                self.stmt(s)
+        elif isinstance(node, ast.Assert):
+            self.expr(node.test)
+        elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
+            pass
+        else:
+            self.flag(node, "kernel-python", f"a {type(node).__name__} statement in a kernel: a kernel body is "
+                                             "Triton operations and arithmetic on their values")
+
+    def expr(self, node):
+        if isinstance(node, ast.Constant):
+            return
+        if isinstance(node, ast.Name):
+            ok = node.id in self.locals or node.id in KERNEL_BUILTINS or node.id in self.ctx.kernels or \
+                node.id in self.ctx.constants or self.ctx.resolve(node) in ("triton", "triton.language")
+            if not ok:
+                self.flag(node, "kernel-python", f"'{node.id}' in a kernel: only its parameters, its own "
+                                                 "variables, tl, other kernels and plain constants")
+            return
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.value, ast.Name) and \
+                node.value.id in self.constexpr:
+            # in the interpreter a constexpr parameter holds whatever object the launch passed: its methods
+            # would run Python inside the launch, where nothing is traced
+            self.flag(node, "kernel-python", f"'{ast.unparse(node)}': a tl.constexpr parameter is a compile-time "
+                                             "constant (a number, a dtype, a flag); in a kernel it is used as a "
+                                             "value, never indexed or asked for attributes or methods")
+            return
+        if isinstance(node, ast.Attribute):
+            path = self.ctx.resolve(node)
+            if path is not None:
+                self.tl_path(node, path)
+                return
+            if node.attr not in KERNEL_METHODS:
+                self.flag(node, "kernel-python", f"'.{node.attr}' on a value in a kernel: only Triton's "
+                                                 "tensor methods (to, dtype, shape, reshape, sum, ...)")
+            self.expr(node.value)
+            return
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id not in KERNEL_BUILTINS and f.id not in self.ctx.kernels:
+                self.flag(node, "kernel-python", f"calling '{f.id}' in a kernel: only tl functions, other "
+                                                 "@triton.jit functions, range, min and max")
+            else:
+                self.expr(f)
+            for a in [*node.args, *(k.value for k in node.keywords)]:
+                self.expr(a)
+            return
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Tuple, ast.List,
+                             ast.Subscript, ast.Slice, ast.Starred)):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+            return
+        self.flag(node, "kernel-python", f"a {type(node).__name__} expression in a kernel")
+
+    def tl_path(self, node, path: str):
+        parts = path.split(".")
+        if parts[:2] == ["triton", "language"]:
+            rest = parts[2:]
+            if not rest or (rest[0] not in TL_REFUSED and not rest[0].startswith("_") and
+                            (len(rest) == 1 or rest[0] in TL_MODULES) and
+                            not any(p.startswith("_") for p in rest)):
+                return
+        elif path in ("triton.cdiv", "triton.next_power_of_2"):
+            return
+        self.flag(node, "kernel-python", f"{path} in a kernel: only triton.language operations")

@@ -1,0 +1,275 @@
+"""Honest idioms a class writes: each entry is one solution cell, correct, in a style the static
+policy once held or might hold. variants.py packs them into a few honest samples (idioms-*) that
+must keep full marks with no finding, and tests/test_policy.py checks each entry on its own.
+
+    RESIDUAL, FUSED    [(idioms, grade_id, source), ...]; idioms: the names of the idioms the source uses
+
+Sources are written indented and dedented where they are used.
+"""
+
+RESIDUAL = [
+    (("helper-function", "f-string-error", "zip-over-shapes", "generator-in-any"), "residual_add", '''
+        def _shape_text(t: Tensor) -> str:
+            return "(" + ", ".join(str(n) for n in t.shape) + ")"
+
+        def residual_add(x: Tensor, fx: Tensor) -> Tensor:
+            """x + fx, (*) and (*) -> (*)."""
+            if x.dim() != fx.dim() or any(a != b for a, b in zip(x.shape, fx.shape)):
+                raise ValueError(f"residual_add: x {_shape_text(x)} and fx {_shape_text(fx)} differ")
+            return x + fx
+        '''),
+    (("forward-input-param", "class-name-in-error", "super-init-class-self"), "residual", '''
+        class Residual(nn.Module):
+            def __init__(self, sublayer: nn.Module):
+                super(Residual, self).__init__()
+                self.sublayer = sublayer
+
+            def forward(self, input: Tensor) -> Tensor:
+                out = self.sublayer(input)
+                if out.shape != input.shape:
+                    raise ValueError(f"{self.__class__.__name__}: the sublayer maps {tuple(input.shape)} to "
+                                     f"{tuple(out.shape)}")
+                return residual_add(input, out)
+        '''),
+    (("conditional-submodule", "nn-module-init-call", "type-name-in-repr"), "projection_shortcut", '''
+        class ProjectionShortcut(nn.Module):
+            def __init__(self, d_in: int, d_out: int):
+                nn.Module.__init__(self)
+                self.d_in, self.d_out = d_in, d_out
+                if d_in != d_out:
+                    self.proj = nn.Linear(d_in, d_out, bias=False)
+
+            def forward(self, x: Tensor) -> Tensor:
+                return self.proj(x) if self.d_in != self.d_out else x
+
+            def extra_repr(self) -> str:
+                return f"{type(self).__qualname__}: {self.d_in} -> {self.d_out}"
+        '''),
+    (("ordered-dict-sequential", "collections-import", "keyword-arguments"), "residual_ffn", '''
+        from collections import OrderedDict
+
+        class ResidualFFN(nn.Module):
+            def __init__(self, d_in: int, d_out: int, expansion: int = 4):
+                super().__init__()
+                width = expansion * d_out
+                self.shortcut = ProjectionShortcut(d_in=d_in, d_out=d_out)
+                self.ffn = nn.Sequential(OrderedDict([("up", nn.Linear(d_in, width)), ("act", nn.GELU()),
+                                                      ("down", nn.Linear(width, d_out))]))
+
+            def forward(self, x: Tensor) -> Tensor:
+                return residual_add(self.shortcut(x), self.ffn(x))
+        '''),
+    (("enumerate-loop", "augmented-assignment", "early-return"), "chain_rule_grad", '''
+        def chain_rule_grad(x0: float, branches: list, upstream: float, alpha: float = 1.0) -> float:
+            if not branches:
+                return upstream
+            x, grad = x0, upstream
+            for i, (f, df) in enumerate(branches):
+                grad *= alpha + df(x)
+                x = alpha * x + f(x)
+            return grad
+        '''),
+    (("lambda", "tuple-return-annotation", "math-module"), "split_gradient", '''
+        def split_gradient(x0: float, dF, upstream: float) -> tuple[float, float]:
+            share = lambda slope: upstream * slope
+            return share(math.copysign(1.0, 1.0)), share(dF(x0))
+        '''),
+    (("list-comprehension-autograd", "torch-stack", "assert-statement"), "gradient_norms", '''
+        def gradient_norms(x0: Tensor, branches: list, alpha: float = 1.0, shortcut: bool = True) -> Tensor:
+            xs = [x0.detach().clone().requires_grad_(True)]
+            for branch in branches:
+                xs.append(alpha * xs[-1] + branch(xs[-1]) if shortcut else branch(xs[-1]))
+            assert len(xs) == len(branches) + 1
+            if len(xs) > 1 and xs[-1].requires_grad:
+                grads = list(torch.autograd.grad(xs[-1].sum(), xs[:-1], allow_unused=True,
+                                                 materialize_grads=True))
+            else:
+                grads = [torch.zeros_like(x) for x in xs[:-1]]
+            norms = torch.stack([g.double().norm() for g in grads] + [torch.ones_like(xs[-1]).double().norm()])
+            return norms / norms[-1]
+        '''),
+    (("getattr-computed-on-self", "setattr-computed-on-self", "for-over-literal-names", "fstring-attribute-name",
+      "module-dict"), "transformer_block", '''
+        class TransformerBlock(nn.Module):
+            def __init__(self, d_model: int, n_heads: int, norm: str = "pre"):
+                super().__init__()
+                if norm not in ("pre", "post"):
+                    raise ValueError(f"{type(self).__name__}: norm must be 'pre' or 'post', not {norm!r}")
+                self.norm = norm
+                self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+                for i in (1, 2):
+                    setattr(self, f"ln{i}", nn.LayerNorm(d_model))
+                for name in ("ffn",):
+                    setattr(self, name, ResidualFFN(d_model, d_model).ffn)
+                self.extras = nn.ModuleDict()
+
+            def sublayer(self, i: int, a: Tensor, mask) -> Tensor:
+                if i == 1:
+                    return self.attn(a, a, a, attn_mask=mask, need_weights=False)[0]
+                return getattr(self, "ffn")(a)
+
+            def forward(self, input: Tensor, causal: bool = False) -> Tensor:
+                T = input.shape[1]
+                mask = torch.ones(T, T, dtype=torch.bool, device=input.device).triu(1) if causal else None
+                h = input
+                for i in (1, 2):
+                    norm = getattr(self, f"ln{i}")
+                    if self.norm == "pre":
+                        h = residual_add(h, self.sublayer(i, norm(h), mask))
+                    else:
+                        h = norm(residual_add(h, self.sublayer(i, h, mask)))
+                return h
+        '''),
+    (("torch-no-grad-decorator", "list-append-loop"), "residual_stream_norms", '''
+        @torch.no_grad()
+        def residual_stream_norms(blocks, x: Tensor) -> list:
+            out = [x.norm(dim=-1).mean().item()]
+            for block in blocks:
+                x = block(x)
+                out.append(x.norm(dim=-1).mean().item())
+            return out
+        '''),
+    (("custom-init-loop", "isinstance-check", "einsum"), "plain_mlp", '''
+        class PlainBlock(nn.Module):
+            def __init__(self, d_in: int, d_out: int):
+                super().__init__()
+                self.ln = nn.LayerNorm(d_in)
+                self.ffn = nn.Sequential(nn.Linear(d_in, d_out), nn.GELU(), nn.Linear(d_out, d_out))
+                for m in self.ffn:
+                    if isinstance(m, nn.Linear):
+                        nn.init.kaiming_uniform_(m.weight, a=math.sqrt(5))
+
+            def forward(self, x: Tensor) -> Tensor:
+                first, act, last = self.ffn
+                h = act(torch.einsum("...i,oi->...o", self.ln(x), first.weight) + first.bias)
+                return last(h)
+
+
+        def plain_mlp(d_in: int, width: int, d_out: int, depth: int) -> nn.Sequential:
+            layers = []
+            for l in range(depth):
+                layers.append(PlainBlock(width if l else d_in, width))
+            layers += [nn.LayerNorm(width), nn.Linear(width, d_out)]
+            return nn.Sequential(*layers)
+        '''),
+    (("dataclass-config", "functools-partial", "ternary-expression"), "residual_mlp", '''
+        from dataclasses import dataclass
+        from functools import partial
+
+        @dataclass
+        class _Scales:
+            alpha: float = 1.0
+            branch_scale: float = 1.0
+
+
+        class ResidualBlock(nn.Module):
+            def __init__(self, d_in: int, d_out: int, alpha: float = 1.0, branch_scale: float = 1.0):
+                super().__init__()
+                self.scales = _Scales(alpha, branch_scale)
+                self.ln = nn.LayerNorm(d_in)
+                self.shortcut = ProjectionShortcut(d_in, d_out)
+                self.ffn = ResidualFFN(d_in, d_out, expansion=1).ffn
+
+            @property
+            def alpha(self) -> float:
+                return self.scales.alpha
+
+            def forward(self, x: Tensor) -> Tensor:
+                return residual_add(self.alpha * self.shortcut(x), self.scales.branch_scale * self.ffn(self.ln(x)))
+
+
+        def residual_mlp(d_in, width, d_out, depth, alpha=1.0, branch_scale=1.0, zero_init=False):
+            block = partial(ResidualBlock, alpha=alpha, branch_scale=branch_scale)
+            blocks = [block(d_in if l == 0 else width, width) for l in range(depth)]
+            for b in blocks if zero_init else []:
+                nn.init.zeros_(b.ffn[2].weight)
+                nn.init.zeros_(b.ffn[2].bias)
+            return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))
+        '''),
+    (("optimizer-step", "zero-grad", "float-of-loss"), "train", '''
+        def train(model: nn.Module, X: Tensor, y: Tensor, steps: int, lr: float = 0.05, batch: int = 128,
+                  seed: int = 0) -> list:
+            gen = torch.Generator().manual_seed(seed)
+            opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+            losses = []
+            for _ in range(steps):
+                idx = torch.randperm(len(X), generator=gen)[:batch]
+                opt.zero_grad(set_to_none=False)
+                for p in model.parameters():
+                    if p.grad is None:
+                        p.grad = torch.zeros_like(p)
+                loss = F.cross_entropy(model(X[idx]), y[idx])
+                loss.backward()
+                opt.step()
+                losses.append(float(loss))
+            return losses
+        '''),
+    (("hook-free-loop", "dict-of-inputs", "walrus"), "grad_norms", '''
+        def grad_norms(model: nn.Sequential, X: Tensor, y: Tensor, depth: int) -> list:
+            inputs = {}
+            h = X.detach().requires_grad_(True)
+            for l, layer in enumerate(model):
+                if l <= depth:
+                    inputs[l] = h
+                h = layer(h)
+            if (n := len(inputs)) != depth + 1:
+                raise ValueError(f"the model has {n} layers before the head, expected {depth + 1}")
+            grads = torch.autograd.grad(F.cross_entropy(h, y), list(inputs.values()))
+            return [g.norm().item() for g in grads]
+        '''),
+]
+
+FUSED = [
+    (("dict-argument-check", "zip-argument-check", "items-loop", "all-over-generator", "set-comprehension"),
+     "fused_add_layernorm", '''
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
+            n = x.shape[-1]
+            for name, t in dict(fx=fx).items():
+                if t.shape != x.shape:
+                    raise ValueError(f"x {tuple(x.shape)} and {name} {tuple(t.shape)} must have the same shape")
+            if n > MAX_WIDTH:
+                raise ValueError(f"rows of {n} elements are wider than MAX_WIDTH = {MAX_WIDTH}")
+            for name, t in zip(("weight", "bias"), (weight, bias)):
+                if t.shape != (n,):
+                    raise ValueError(f"{name} must have shape ({n},), got {tuple(t.shape)}")
+            if not all(t.dtype in DTYPES for t in (x, fx, weight, bias)) or x.dtype != fx.dtype:
+                found = {str(t.dtype) for t in (x, fx, weight, bias)}
+                raise ValueError(f"x and fx share one dtype, float16, bfloat16 or float32; got {sorted(found)}")
+            rows_x, rows_fx = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)
+            fused_add_layernorm_kernel[(rows_x.shape[0],)](rows_x, rows_fx, weight.contiguous(), bias.contiguous(),
+                                                           h, y, n, eps, BLOCK=triton.next_power_of_2(n))
+            return h.view(x.shape), y.view(x.shape)
+        '''),
+    (("tuple-argument-check", "helper-check-function", "assert-is-tensor", "grid-lambda", "int-cast"),
+     "fused_add_layernorm", '''
+        def _check(named: tuple, n: int) -> None:
+            for name, t in named:
+                assert isinstance(t, torch.Tensor), f"{name} must be a tensor"
+                if t.dtype not in DTYPES:
+                    raise ValueError(f"{name} is {t.dtype}: use float16, bfloat16 or float32")
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
+            n = int(x.shape[-1])
+            if tuple(x.shape) != tuple(fx.shape):
+                raise ValueError(f"shapes differ: x {tuple(x.shape)}, fx {tuple(fx.shape)}")
+            if n > MAX_WIDTH:
+                raise ValueError(f"width {n} is over MAX_WIDTH ({MAX_WIDTH})")
+            if tuple(weight.shape) != (n,) or tuple(bias.shape) != (n,):
+                raise ValueError(f"weight and bias must be ({n},): got {tuple(weight.shape)}, {tuple(bias.shape)}")
+            _check((("x", x), ("fx", fx), ("weight", weight), ("bias", bias)), n)
+            if x.dtype != fx.dtype:
+                raise ValueError(f"x is {x.dtype} but fx is {fx.dtype}")
+            rows_x, rows_fx = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)
+            grid = lambda meta: (rows_x.shape[0],)
+            fused_add_layernorm_kernel[grid](rows_x, rows_fx, weight.contiguous(), bias.contiguous(), h, y, n, eps,
+                                             BLOCK=triton.next_power_of_2(n))
+            return h.view(x.shape), y.view(x.shape)
+        '''),
+]

@@ -1,0 +1,157 @@
+"""The runtime monitor (core/monitor.py): which events a student cell is charged with, and which not.
+
+An audit hook cannot be removed, so each case runs in a fresh interpreter that installs the monitor,
+runs cells compiled under "<cell LABEL>" as the sandbox child does, and prints what the grader's end
+of the pipe reads."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from autograder.course import ROOT
+
+RUNNER = '''
+import json, os, sys, tempfile, types
+from autograder.core import monitor
+scratch = tempfile.mkdtemp()
+r, w = os.pipe()
+os.set_blocking(w, False)
+os.set_blocking(r, False)
+module = types.ModuleType("submission")
+sys.modules["submission"] = module
+monitor.install(w, scratch)
+cells = json.loads(sys.argv[1])
+for label, source in cells:
+    try:
+        exec(compile(source, f"<cell {label}>", "exec"), module.__dict__)
+    except Exception as e:
+        print("raised", type(e).__name__, e, file=sys.stderr)
+    monitor.check_state(w, f"cell {label}", label)
+compile("1 + 1", "<grader>", "eval")      # the grader's own compiling never counts
+try:
+    data = os.read(r, 1 << 20)
+except BlockingIOError:
+    data = b""
+print(json.dumps([[e.cell, e.line, e.event] for e in monitor.parse(data)]))
+'''
+
+
+def events(**cells: str) -> list[tuple[str, int, str]]:
+    """The (cell, line, event) the monitor reports for these cells, run in order."""
+    run = subprocess.run([sys.executable, "-c", RUNNER, json.dumps([[k, textwrap.dedent(v)] for k, v in cells.items()])],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return [tuple(e) for e in json.loads(run.stdout.splitlines()[-1])]
+
+
+HONEST = '''
+import math, typing, collections, dataclasses, functools, enum
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+T = typing.TypeVar("T")
+Pair = collections.namedtuple("Pair", "a b")
+
+@dataclasses.dataclass
+class Config:
+    width: int = 4
+    scale: float = 1.0
+
+class Norm(enum.Enum):
+    PRE = "pre"
+    POST = "post"
+
+class Block(nn.Module):
+    def __init__(self, d: int):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, 2, batch_first=True)
+        self.ln = nn.LayerNorm(d)
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        h = self.ln(input)
+        return input + self.attn(h, h, h, need_weights=False)[0]
+
+def hints(x: "torch.Tensor") -> int:
+    return 1
+
+block = Block(8)
+x = torch.randn(2, 3, 8, requires_grad=True)
+with torch.no_grad():
+    block(x)
+block(x).sum().backward()
+torch.einsum("bti,bti->bt", x, x)
+F.gelu(x)
+functools.partial(F.layer_norm, normalized_shape=(8,))(x)
+Pair(1, 2), Config(), Norm("pre"), math.sqrt(2.0)
+try:
+    raise ValueError(f"{type(block).__name__}: {tuple(x.shape)}")
+except ValueError:
+    pass
+'''
+
+
+def test_honest_code_and_torch_internals_raise_no_event():
+    assert events(honest=HONEST) == []
+
+
+@pytest.mark.parametrize("source, event, line", [
+    ("x = 1\nexec('y = 2')\n", "exec", 2),
+    ("x = eval('1 + 1')\n", "compile", 1),
+    ("import typing\ndef f(a: 'int'):\n    pass\ntyping.get_type_hints(f)\n", "compile", 4),
+    ("import numpy as np\nnp.testing.measure('z = 1')\n", "compile", 2),
+    ("import sys\nf = sys._getframe(0)\n", "sys._getframe", 2),
+    ("import inspect\nf = inspect.currentframe()\n", "sys._getframe", 2),
+    ("import gc\nn = len(gc.get_objects())\n", "gc.get_objects", 2),
+    ("def g():\n    yield 1\nframe = g().gi_frame\n", "object.__getattr__", 3),
+    ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    f = e.__traceback__.tb_frame\n", "object.__getattr__", 4),
+    ("import torch\ntorch.nn.Linear.__qualname__ = 'Lin'\n", "object.__setattr__", 2),
+    ("def f():\n    pass\nf.__code__ = (lambda: 1).__code__\n", "object.__setattr__", 3),
+    ("import ctypes\nctypes.string_at(id(1), 8)\n", "ctypes.string_at", 2),
+    ("import os\nos.system('true')\n", "os.system", 2),
+    ("open('/etc/hostname').read()\n", "open", 1),
+])
+def test_a_reaching_event_is_charged_to_its_cell_and_line(source, event, line):
+    assert ("cell1", line, event) in events(cell1=source)
+
+
+def test_a_torch_mode_kept_alive_by_a_suspended_generator_is_seen():
+    found = events(modes='''
+        from torch.overrides import TorchFunctionMode
+
+        class Liar(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        def keep():
+            with Liar():
+                yield
+
+        held = keep()
+        next(held)
+        ''')
+    assert ("modes", 0, "torch.function_mode") in found
+
+
+def test_a_dispatch_mode_entered_and_never_left_is_seen():
+    found = events(modes='''
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Liar(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        Liar().__enter__()
+        ''')
+    assert ("modes", 0, "torch.dispatch_mode") in found
+
+
+def test_a_line_written_to_the_pipe_by_the_code_itself_is_an_event_too():
+    from autograder.core import monitor
+    assert monitor.parse(b"cell\t3\texec\tx\nforged nonsense\n") == [
+        monitor.Event("cell", 3, "exec", "x"),
+        monitor.Event("", 0, "monitor", "an unreadable line on the monitor's pipe: 'forged nonsense'")]
