@@ -527,7 +527,8 @@ SHOWN = {"residual-connections": {
     "silent-broadcasting": BROADCASTING,
     "in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
     "detached-residual-add": {"residual_add_gradients": "detached-gradient"},
-    "forged-mutation-report": {"residual_add_gradients": "in-place-add"},
+    # the inputs are read back from the grader's own memory: the forged report changes nothing
+    "forged-mutation-report": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
     "wraps-encoder-layer": {"block_parts": "block-structure"},
     "oracle-fallback": {"split": "gradient-split"},
     "oracle-table": {"split": "gradient-split"},

@@ -28,7 +28,7 @@ from helpers import SOURCE_NB
 
 ASSIGNMENT = "residual-connections"
 FRAMES = 1000            # at least this many, through each of the decoder and the Sandbox
-STUDENTS = 3
+STUDENTS = 4
 REFUSED = (FrameError, codec.CodecError, replies.ReplyError, EOFError, TimeoutError)
 
 
