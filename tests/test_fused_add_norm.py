@@ -120,7 +120,8 @@ def test_benchmark_on_cpu_says_it_needs_cuda_and_exits_0(tmp_path):
 
 # Samples whose mistake the public tests must catch too, and the public tests each one fails.
 PUBLIC_CATCHES = {"one-pass-variance": {"test_part1_large_mean_rows"},
-                  "torch-side-add": {"test_part1_add_in_your_kernel"},
+                  # the add in the wrapper is arithmetic the rules forbid there: the rules test says so too
+                  "torch-side-add": {"test_part1_add_in_your_kernel", "test_part1_follows_the_rules"},
                   "float64-accepted": {"test_part1_refuses_float64"},
                   "no-weight-check": {"test_part1_rejects_bad_input"}}
 
@@ -128,7 +129,8 @@ PUBLIC_CATCHES = {"one-pass-variance": {"test_part1_large_mean_rows"},
 @pytest.mark.parametrize("sample", sorted(PUBLIC_CATCHES))
 def test_public_tests_catch_the_mistake(sample, tmp_path):
     (tmp_path / f"{NAME}.ipynb").write_bytes((ROOT / "submissions" / NAME / f"{sample}.ipynb").read_bytes())
-    (tmp_path / "test_public.py").write_bytes((SOURCE_NB.parent / "test_public.py").read_bytes())
+    for name in ("test_public.py", "contract.toml", "rules.toml"):     # the student's folder, as released
+        (tmp_path / name).write_bytes((ROOT / "assignments" / NAME / name).read_bytes())
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p nbtest -q\n")
     results = public_results(tmp_path, tmp_path)
     failed = {name for name, (outcome, _) in results.items() if outcome == "failure"}
