@@ -271,10 +271,21 @@ def _is_stub(fn) -> bool:
     return len(body) == 1 and isinstance(body[0], ast.Raise) and "NotImplementedError" in ast.unparse(body[0])
 
 
+def _running_notebook(tests_file: str | Path) -> Path | None:
+    """In JupyterLab, the notebook whose kernel this is (Jupyter Server names it in JPY_SESSION_NAME),
+    when it sits beside the test file: a folder may hold a copy of the notebook too."""
+    name = os.environ.get("JPY_SESSION_NAME")
+    if not name:
+        return None
+    folder = Path(tests_file).resolve().parent
+    path = (folder / Path(name).name).resolve()
+    return path if path.suffix == ".ipynb" and path.parent == folder and path.is_file() else None
+
+
 def follows_rules(part: int, tests_file: str | Path) -> None:
     """For the public tests: fail, with each line, the rule and what to do instead, when this part's
     cells break a rule the grader checks (README.md, "Rules")."""
-    broken = rule_breaks(part, notebook_beside(tests_file))
+    broken = rule_breaks(part, _running_notebook(tests_file) or notebook_beside(tests_file))
     assert not broken, ("your code breaks the assignment's rules (README.md, \"Rules\"); the grader flags it for "
                         "an instructor's review and holds the tests that rest on your code's process until then:\n"
                         + "\n".join(f"  {line}" for line in broken))
