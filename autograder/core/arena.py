@@ -37,11 +37,11 @@ class Arena:
         self.fd = os.memfd_create("autograder-inputs", os.MFD_CLOEXEC)
         os.ftruncate(self.fd, size)
         self._map = mmap.mmap(self.fd, size)
-        self._places = places
+        # {argument index: [offset, dtype, shape, stride]}, as the child is told and the grader reads back
+        self._specs = {i: [offset, str(t.dtype), list(t.shape), list(t.stride())] for i, (offset, t) in places.items()}
         args = list(request["args"])
-        for i, (offset, tensor) in places.items():
-            spec = [offset, str(tensor.dtype), list(tensor.shape), list(tensor.stride())]
-            view(self._map, spec).copy_(tensor)
+        for i, spec in self._specs.items():
+            view(self._map, spec).copy_(places[i][1])
             args[i] = {"arena": spec}
         self.request = {**request, "args": args, "arena": True}
 
@@ -64,8 +64,7 @@ class Arena:
 
     def read(self) -> dict[int, torch.Tensor]:
         """{argument index: a copy of what the call left in its place}."""
-        return {i: view(self._map, [offset, str(t.dtype), list(t.shape), list(t.stride())]).clone()
-                for i, (offset, t) in self._places.items()}
+        return {i: view(self._map, spec).clone() for i, spec in self._specs.items()}
 
     def close(self) -> None:
         os.close(self.fd)

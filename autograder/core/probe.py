@@ -137,7 +137,7 @@ def serve_request(module, specs: dict, objects: dict, request: dict, arena=None)
     try:
         if arena is not None:       # each {"arena": [offset, dtype, shape, stride]} a view of the mapping
             request = {**request, "args": [_arena_view(arena, a["arena"]) if _type(a) is _dict and "arena" in a
-                                           else a for a in request.get("args", [])], "arena": True}
+                                           else a for a in request.get("args", [])]}
         return _OPS[request["op"]](module, specs, objects, request)
     except Missing as e:
         name = e.args[0]
@@ -196,13 +196,11 @@ def _call(module, specs, objects, request):
 
 
 def _invoke(module, specs, objects, request):
-    target = objects[request["handle"]]
     path = request.get("at") or ""
-    for part in path.split(".") if path else ():
-        target = _child(target, part)
-        if target is None:
-            return {"error": {"type": "AttributeError", "is": ["AttributeError"],
-                              "message": f"nothing at '{_text(path)}' (no '{_text(part)}')"}}
+    target, missing = _reach(objects[request["handle"]], path)
+    if missing is not None:
+        return {"error": {"type": "AttributeError", "is": ["AttributeError"],
+                          "message": f"nothing at '{_text(path)}' (no '{_text(missing)}')"}}
     return _observe(target, request, specs, objects, module)
 
 
@@ -271,12 +269,10 @@ def _load(module, specs, objects, request):
     obj = objects[request["handle"]]
     with _no_grad():
         for path, value in request["weights"].items():
-            target = obj
-            for part in path.split("."):
-                target = _child(target, part)
-                if target is None:
-                    return {"error": {"type": "AttributeError", "is": [],
-                                      "message": f"{_text(path)}: nothing at '{_text(part)}'"}}
+            target, missing = _reach(obj, path)
+            if missing is not None:
+                return {"error": {"type": "AttributeError", "is": [],
+                                  "message": f"{_text(path)}: nothing at '{_text(missing)}'"}}
             if not _isinstance(target, _Tensor):
                 return {"error": {"type": "AttributeError", "is": [],
                                   "message": f"{_text(path)} is a {_type(target).__name__}, not a tensor"}}
@@ -286,6 +282,15 @@ def _load(module, specs, objects, request):
                                              f"expected {_tuple(_shape_of(value))}"}}
             _copy(target, value)
     return {}
+
+
+def _reach(obj, path: str):
+    """(what is at the dotted `path` of obj, None), or (None, the first part with nothing there); "" is obj."""
+    for part in path.split(".") if path else ():
+        obj = _child(obj, part)
+        if obj is None:
+            return None, part
+    return obj, None
 
 
 def _child(obj, part: str):

@@ -21,7 +21,7 @@ import torch
 
 from .. import contract as contract_mod
 from .. import suites
-from ..core import monitor, policy, seeds
+from ..core import policy, seeds
 from ..core.extract import Extracted, NotebookError, Template, nbtest, unreadable_key
 from ..core.sandbox import BACKSTOP, PROBE, Budget, Died, GraderError, Hung, Limits, Sandbox, Zygote
 from ..course import SOLUTIONS, Course, CourseError
