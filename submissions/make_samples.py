@@ -231,6 +231,12 @@ def part5_samples(s: "Samples") -> dict[str, tuple[str, object, set[str]]]:
                                             "self.shortcut = ProjectionShortcut(d_in, d_out)\n"
                                             "self.shortcut.proj = nn.Linear(d_in, d_out, bias=False)"))),
             {"residual_structure", "deep_residual_trains"}),
+        "part5-plain-no-final-ln": (
+            "plain_mlp leaves out the final LayerNorm: the head follows the last block",
+            s.solved(plain_mlp=s.filled("plain_mlp", s.body("plain_mlp", 2, (
+                "return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))",
+                "return nn.Sequential(*blocks, nn.Linear(width, d_out))")))),
+            {"plain_structure"}),
         "part5-step-forgotten": (
             "train uses torch.optim.SGD but never calls opt.step()",
             s.solved(train=optim("    opt.step()\n", "")),
@@ -501,6 +507,12 @@ def residual_samples() -> dict[str, tuple[str, object, set[str]]]:
         "reads-solutions": ("stubs, plus code that looks for solutions/ on the grading machine and runs it",
                             s.notebook({"residual_stream_norms": s.filled("residual_stream_norms", [
                                 "raise NotImplementedError()"], after=READ_SOLUTIONS)}), every),
+        "ffn-default-expansion-2": (
+            "ResidualFFN's expansion defaults to 2, not 4 (TransformerBlock passes expansion=4 itself)",
+            s.solved(residual_ffn=edit(s.filled("residual_ffn"), "expansion: int = 4", "expansion: int = 2"),
+                     transformer_block=s.filled("transformer_block", s.body("transformer_block", 0, (
+                         "ResidualFFN(d_model, d_model).ffn", "ResidualFFN(d_model, d_model, expansion=4).ffn")))),
+            {"ffn_layers"}),
         # written before Part 5 existed: parts 1 to 4 right, Part 5 not started
         "honest-a": ("a correct solution of parts 1 to 4 written without the reference: other names, calls and "
                      "order; Part 5 not started", independent["honest-a"], part[5]),

@@ -230,6 +230,14 @@ def _ffn_alternatives(w: dict, x: torch.Tensor, at: str = "ffn", base=0) -> list
              base + _ffn(w, x, at, lambda h: F.gelu(h, approximate="tanh")))]
 
 
+def _load_as_stated(t: Trial, obj, weights: dict, layout: str) -> None:
+    """t.load, and where the weights do not fit, the layout the docstring states after the reason."""
+    try:
+        t.load(obj, weights)
+    except Failed as e:
+        raise Failed(f"{e}\n{layout}", e.misconception, e.kind) from None
+
+
 def _check_ffn_part(t: Trial, obj, at: str, w: dict, x: torch.Tensor, hidden: int, d_out: int):
     """obj's submodule at `at` called on x must be the FFN with the weights loaded there."""
     out = t.drive(obj, at, x)
@@ -260,7 +268,8 @@ def ffn_layers(t: Trial):
         w = _ffn_weights(t, d_in, d_out, hidden)
         if d_in != d_out:
             w["shortcut.proj.weight"] = t.randn(d_out, d_in, dtype=F64, scale=0.4)
-        t.load(block, w)
+        _load_as_stated(t, block, w, f"ResidualFFN(d_in, d_out, expansion={e or 4}) has ffn = Sequential(Linear(d_in, "
+                        f"{e or 4} * d_out), GELU(), Linear({e or 4} * d_out, d_out)); expansion defaults to 4.")
         x = t.randn(t.size(1, 5), d_in, dtype=F64)
         _check_ffn_part(t, block, "ffn", w, x, hidden, d_out)
         _check_shortcut_part(t, block, "shortcut", x, w.get("shortcut.proj.weight"))
@@ -755,10 +764,7 @@ def _check_layers(t: Trial, builder: str, d_in: int, width: int, d_out: int, dep
     checks behaviour cannot make."""
     model = t.new(builder, d_in, width, d_out, depth, double=True)
     w = _weights(t, d_in, width, d_out, depth, project=shortcut and d_in != width)
-    try:
-        t.load(model, w)
-    except Failed as e:
-        raise Failed(f"{e}\n{LAYOUT}", e.misconception, e.kind) from None
+    _load_as_stated(t, model, w, LAYOUT)
     for l in range(depth):
         d = d_in if l == 0 else width
         x = t.randn(t.size(2, 5), d, dtype=F64, scale=t.uniform(0.5, 2))
