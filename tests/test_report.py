@@ -12,7 +12,6 @@ import importlib
 import re
 import subprocess
 import sys
-import time
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -181,17 +180,13 @@ def test_the_misconception_stays_out_of_the_json_object():
     assert (back.misconception, back.kind) == ("silent-broadcasting", "failed")
 
 
-def test_a_class_of_200_reports_in_seconds(graded, tmp_path):
-    """200 students made of the sample class's copies (speed: benchmarks/report_speed.py)."""
+def test_a_class_of_200_students_gets_a_row_each(graded, tmp_path):
+    """200 students made of the sample class's copies; the report's speed is benchmarks/report_speed.py's."""
     _, students = graded
     big = [replace(students[i % len(students)], name=f"s{i:03d}-{students[i % len(students)].name}")
            for i in range(200)]
-    start = time.perf_counter()
-    took = write_report(COURSE, ASSIGNMENT, big, tmp_path / "out")
-    elapsed = time.perf_counter() - start
-    print(f"\nreport of 200 students: {elapsed:.1f} s (similarity {took['similarity']:.1f} s)")
+    write_report(COURSE, ASSIGNMENT, big, tmp_path / "out")
     assert len(rows(tmp_path / "out" / "students.csv")) == 200
-    assert elapsed < 120     # a generous bound on a shared machine; the figure is printed above
 
 
 def test_report_command_says_what_to_do_without_results(tmp_path):
