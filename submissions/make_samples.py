@@ -48,7 +48,8 @@ TWINS = {"residual-connections": {"forged-mutation-report": "in-place-add",
                                   "forged-gradients-report": "detached-residual-add",
                                   "hides-encoder-layer": "wraps-encoder-layer",
                                   "forged-structure-report": "wraps-encoder-layer",
-                                  **{f"reach-{name}": "detached-residual-add" for name in variants.REACHES},
+                                  **{f"reach-{name}": "detached-residual-add"
+                                     for name in {**variants.REACHES, **variants.MODES}},
                                   "oracle-table": "oracle-fallback",
                                   "memorises-training-set": "part5-step-forgotten",
                                   "memorises-training-rows": "part5-step-forgotten",
@@ -326,6 +327,9 @@ def residual_forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, 
     # seed-dependent margin: these two leave Part 5 as handed out, so their scores stay exact
     part5 = {t.check.__name__ for t in suites.load("residual-connections").tests if t.part == 5}
     upto4 = (1, 2, 3, 4)
+    # detached residual_add after a forgery of its gradients, in the same cell
+    forged_add = lambda before: s.solved(upto4, residual_add=s.filled("residual_add", detached, before=before.lstrip()))
+    forged_add_fails = {"residual_add_gradients"} | part5 | in_add
     oracle = lambda table: {"chain_rule_grad": table + variants.ORACLE_CHAIN, "split_gradient": variants.ORACLE_SPLIT}
     return {
         "detached-residual-add": ("residual_add returns (x + fx).detach(): no gradient reaches x or fx",
@@ -336,13 +340,14 @@ def residual_forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, 
                                        "residual_add", in_place, before=variants.FORGED_MUTATION.lstrip())),
                                    {"residual_add_no_mutation", "residual_add_gradients"} | in_add),
         "forged-gradients-report": ("detached residual_add, with the probe's gradients (reached as "
-                                    "torch.sys.modules) replaced by the right ones", s.solved(upto4, residual_add=s.filled(
-                                        "residual_add", detached, before=variants.FORGED_GRADIENTS.lstrip())),
-                                    {"residual_add_gradients"} | part5 | in_add),
+                                    "torch.sys.modules) replaced by the right ones",
+                                    forged_add(variants.FORGED_GRADIENTS), forged_add_fails),
         **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced; the probe reached by "
-                             f"{name.replace('-', ' ')}", s.solved(upto4, residual_add=s.filled(
-                                 "residual_add", detached, before=source.lstrip())), {"residual_add_gradients"} | part5 | in_add)
+                             f"{name.replace('-', ' ')}", forged_add(source), forged_add_fails)
            for name, source in variants.REACHES.items()},
+        **{f"reach-{name}": (f"detached residual_add, with the probe's gradient reads answered by a torch function mode "
+                             f"({name.replace('-', ' ')})", forged_add(source), forged_add_fails)
+           for name, source in variants.MODES.items()},
         "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
                                 "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),
                                 {"block_parts"}),
