@@ -831,3 +831,13 @@ MODES = {
     "torch-mode-generator": _ANSWER + _CLASS + _KEPT,
     "torch-mode-entered": _ANSWER + _CLASS + _ENTERED,
 }
+
+# residual_add refusing different shapes with a RuntimeError, and two forgeries of the ValueError the probe
+# reports: the exception's class says through __class__ that it is a ValueError, which isinstance believes
+# and `except` does not. Built by a class statement, or by the metaclass called on keyword names (no
+# three-argument type() and no dunder string in sight); the probe reads the exception's own type
+_CLAIMS = "__class__=property(lambda self: ValueError)"
+ERROR_CLASSES = {
+    "error-class-statement": f"class ShapeError(RuntimeError):\n    {_CLAIMS.replace('=', ' = ', 1)}\n\n\n",
+    "error-class-metaclass": f'ShapeError = type(RuntimeError)("ShapeError", (RuntimeError,), dict({_CLAIMS}))\n\n\n',
+}

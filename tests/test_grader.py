@@ -129,6 +129,16 @@ def test_each_forgery_would_pay_without_the_policy(grader, graded, monkeypatch):
         assert score > graded[twin]["score"], f"{forged}: {score} without the policy (seed {SEED})"
 
 
+def test_an_error_is_reported_by_its_own_type_not_by_what_its_class_attribute_claims():
+    """isinstance believes a __class__ property, `except` does not: the probe reports what `except` sees
+    (claims-error-class-*, which scored 100 against their twin's 96 when isinstance decided)."""
+    from autograder.core import probe
+    claims = type(RuntimeError)("ShapeError", (RuntimeError,), dict(__class__=property(lambda self: ValueError)))
+    assert isinstance(claims("shapes"), ValueError)
+    assert probe.describe_error(claims("shapes"))["is"] == ["RuntimeError"]
+    assert probe.describe_error(type("Refused", (ValueError,), {})("shapes"))["is"] == ["ValueError"]
+
+
 def test_honest_styles_keep_full_marks_and_trip_no_rule(graded):
     assert len(CLASS.honest) + len(SampleClass("fused-add-norm").honest) >= 10
     for name in CLASS.honest:

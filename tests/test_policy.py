@@ -84,6 +84,9 @@ SAMPLE_RULES = {
     ("residual-connections", "reach-dynamic-class-metaclass"): {("import", FLAG)},
     ("residual-connections", "reach-torch-mode-generator"): {("import", FLAG), ("override", FLAG)},
     ("residual-connections", "reach-torch-mode-entered"): {("import", FLAG), ("override", FLAG)},
+    # an exception whose class claims to be a ValueError: the probe reads its own type (test_grader.py), so
+    # neither needs a rule; the class statement's override is flagged, the metaclass call on keywords is not
+    ("residual-connections", "claims-error-class-statement"): {("override", FLAG)},
     ("residual-connections", "hides-encoder-layer"): {("dunder", WITHHOLD), ("transformer-class", FLAG)},
     ("residual-connections", "forged-structure-report"): {("dynamic-code", WITHHOLD), ("transformer-class", FLAG)},
     ("fused-add-norm", "forged-launch-trace"): {("process-introspection", WITHHOLD), ("wrapper-no-launch", FLAG),
