@@ -351,15 +351,15 @@ def residual_forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, 
         **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced; the probe reached by "
                              f"{name.replace('-', ' ')}", forged_add(source), forged_add_fails)
            for name, source in variants.REACHES.items()},
-        **{f"reach-{name}": (f"detached residual_add, with the probe's gradient reads answered by a torch function mode "
-                             f"({name.replace('-', ' ')})", forged_add(source), forged_add_fails)
+        **{f"reach-{name}": (f"detached residual_add, with the probe's gradient reads answered by a torch function "
+                             f"mode ({name.replace('-', ' ')})", forged_add(source), forged_add_fails)
            for name, source in variants.MODES.items()},
         "refuses-with-runtime-error": ("residual_add refuses different shapes with a RuntimeError, not a ValueError",
                                        s.solved(residual_add=raising("RuntimeError")), fails_broadcasting),
-        **{f"claims-{name}": (f"refuses-with-runtime-error, its RuntimeError's class saying (__class__) that it is a "
-                              f"ValueError; built by {name.split('-')[-1]}", s.solved(residual_add=raising(
-                                  "ShapeError", source)), fails_broadcasting)
-           for name, source in variants.ERROR_CLASSES.items()},
+        **{f"claims-{name}": (f"refuses-with-runtime-error, its RuntimeError's class, built by {how}, saying "
+                              "(__class__) that it is a ValueError",
+                              s.solved(residual_add=raising("ShapeError", source)), fails_broadcasting)
+           for name, (how, source) in variants.ERROR_CLASSES.items()},
         "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
                                 "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),
                                 {"block_parts"}),

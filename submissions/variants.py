@@ -837,7 +837,9 @@ MODES = {
 # and `except` does not. Built by a class statement, or by the metaclass called on keyword names (no
 # three-argument type() and no dunder string in sight); the probe reads the exception's own type
 _CLAIMS = "__class__=property(lambda self: ValueError)"
-ERROR_CLASSES = {
-    "error-class-statement": f"class ShapeError(RuntimeError):\n    {_CLAIMS.replace('=', ' = ', 1)}\n\n\n",
-    "error-class-metaclass": f'ShapeError = type(RuntimeError)("ShapeError", (RuntimeError,), dict({_CLAIMS}))\n\n\n',
+ERROR_CLASSES = {    # name -> (how the class is built, the code before residual_add)
+    "error-class-statement": ("a class statement",
+                              f"class ShapeError(RuntimeError):\n    {_CLAIMS.replace('=', ' = ', 1)}\n\n\n"),
+    "error-class-metaclass": ("its metaclass called on keyword names", 'ShapeError = type(RuntimeError)("ShapeError", '
+                              f'(RuntimeError,), dict({_CLAIMS}))\n\n\n'),
 }
