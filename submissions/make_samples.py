@@ -48,7 +48,9 @@ TWINS = {"residual-connections": {"forged-mutation-report": "in-place-add",
                                   "forged-gradients-report": "detached-residual-add",
                                   "hides-encoder-layer": "wraps-encoder-layer",
                                   "forged-structure-report": "wraps-encoder-layer",
-                                  **{f"reach-{name}": "detached-residual-add" for name in variants.REACHES},
+                                  **{f"reach-{name}": "detached-residual-add"
+                                     for name in {**variants.REACHES, **variants.MODES}},
+                                  **{f"claims-{name}": "refuses-with-runtime-error" for name in variants.ERROR_CLASSES},
                                   "oracle-table": "oracle-fallback",
                                   "memorises-training-set": "part5-step-forgotten",
                                   "memorises-training-rows": "part5-step-forgotten",
@@ -70,7 +72,8 @@ TWINS = {"residual-connections": {"forged-mutation-report": "in-place-add",
 # gain nothing even with no test held for review
 MEASURED = {"residual-connections": {"memorises-training-set", "memorises-training-rows", "nan-after-training",
                                      "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches",
-                                     "hides-projection-method", "hides-projection-assigned", "forged-mutation-report"}}
+                                     "hides-projection-method", "hides-projection-assigned", "forged-mutation-report",
+                                     *(f"claims-{name}" for name in variants.ERROR_CLASSES)}}
 
 CHEAT = '''\
 import math, numpy, numpy.testing, torch, torch.testing
@@ -326,6 +329,13 @@ def residual_forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, 
     # seed-dependent margin: these two leave Part 5 as handed out, so their scores stay exact
     part5 = {t.check.__name__ for t in suites.load("residual-connections").tests if t.part == 5}
     upto4 = (1, 2, 3, 4)
+    # detached residual_add after a forgery of its gradients, in the same cell
+    forged_add = lambda before: s.solved(upto4, residual_add=s.filled("residual_add", detached, before=before.lstrip()))
+    forged_add_fails = {"residual_add_gradients"} | part5 | in_add
+    # residual_add refusing different shapes with another exception than ValueError
+    raising = lambda error, before="": s.filled("residual_add", s.body("residual_add", 0, (
+        "raise ValueError(", f"raise {error}(")), before=before)
+    fails_broadcasting = set(BROADCASTING)
     oracle = lambda table: {"chain_rule_grad": table + variants.ORACLE_CHAIN, "split_gradient": variants.ORACLE_SPLIT}
     return {
         "detached-residual-add": ("residual_add returns (x + fx).detach(): no gradient reaches x or fx",
@@ -336,13 +346,20 @@ def residual_forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, 
                                        "residual_add", in_place, before=variants.FORGED_MUTATION.lstrip())),
                                    {"residual_add_no_mutation", "residual_add_gradients"} | in_add),
         "forged-gradients-report": ("detached residual_add, with the probe's gradients (reached as "
-                                    "torch.sys.modules) replaced by the right ones", s.solved(upto4, residual_add=s.filled(
-                                        "residual_add", detached, before=variants.FORGED_GRADIENTS.lstrip())),
-                                    {"residual_add_gradients"} | part5 | in_add),
+                                    "torch.sys.modules) replaced by the right ones",
+                                    forged_add(variants.FORGED_GRADIENTS), forged_add_fails),
         **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced; the probe reached by "
-                             f"{name.replace('-', ' ')}", s.solved(upto4, residual_add=s.filled(
-                                 "residual_add", detached, before=source.lstrip())), {"residual_add_gradients"} | part5 | in_add)
+                             f"{name.replace('-', ' ')}", forged_add(source), forged_add_fails)
            for name, source in variants.REACHES.items()},
+        **{f"reach-{name}": (f"detached residual_add, with the probe's gradient reads answered by a torch function "
+                             f"mode ({name.replace('-', ' ')})", forged_add(source), forged_add_fails)
+           for name, source in variants.MODES.items()},
+        "refuses-with-runtime-error": ("residual_add refuses different shapes with a RuntimeError, not a ValueError",
+                                       s.solved(residual_add=raising("RuntimeError")), fails_broadcasting),
+        **{f"claims-{name}": (f"refuses-with-runtime-error, its RuntimeError's class, built by {how}, saying "
+                              "(__class__) that it is a ValueError",
+                              s.solved(residual_add=raising("ShapeError", source)), fails_broadcasting)
+           for name, (how, source) in variants.ERROR_CLASSES.items()},
         "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
                                 "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),
                                 {"block_parts"}),

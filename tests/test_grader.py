@@ -104,12 +104,17 @@ def test_forgeries_of_the_childs_reports_earn_no_more_than_their_honest_twins(gr
     assert held and "[process-introspection]" in held[0]["output"] and "import sys" in held[0]["output"]
 
 
-@pytest.mark.parametrize("sample, line", [("reach-string-type-hint.ipynb", "typing.get_type_hints(_hint)"),
-                                          ("reach-string-numpy-measure.ipynb", "np.testing.measure(")])
-def test_a_string_run_by_a_library_is_held_by_the_monitors_event(graded, sample, line):
-    """No spelling gives these away (test_policy.py): the monitor's event, with its cell and line, holds them."""
-    events = [r for r in graded[sample]["review"] if "[monitor] compile" in r]
-    assert events and line in events[0], graded[sample]["review"]
+@pytest.mark.parametrize("sample, event, where", [
+    ("reach-string-type-hint.ipynb", "compile", "typing.get_type_hints(_hint)"),
+    ("reach-string-numpy-measure.ipynb", "compile", "np.testing.measure("),
+    ("reach-dynamic-class-metaclass.ipynb", "torch.function_mode", "after cell 'residual_add' ran"),
+    ("reach-torch-mode-generator.ipynb", "torch.function_mode", "after cell 'residual_add' ran"),
+    ("reach-torch-mode-entered.ipynb", "torch.function_mode", "after cell 'residual_add' ran")])
+def test_a_forgery_no_withhold_rule_sees_is_held_by_the_monitors_event(graded, sample, event, where):
+    """A string a library runs, a torch function mode left active: no withhold rule gives these away
+    (test_policy.py); the monitor's event, with its cell and line, holds them."""
+    events = [r for r in graded[sample]["review"] if f"[monitor] {event}" in r]
+    assert events and where in events[0], graded[sample]["review"]
     held = [t for t in graded[sample]["tests"] if t["output"].startswith("held for")]
     assert held and "[monitor]" in held[0]["output"]
 
@@ -122,6 +127,16 @@ def test_each_forgery_would_pay_without_the_policy(grader, graded, monkeypatch):
             continue     # defeated by seeds (test_an_oracle_loop_...) or by what the tests measure, not by the policy
         score = grader.grade(SAMPLES / forged, SEED).score
         assert score > graded[twin]["score"], f"{forged}: {score} without the policy (seed {SEED})"
+
+
+def test_an_error_is_reported_by_its_own_type_not_by_what_its_class_attribute_claims():
+    """isinstance believes a __class__ property, `except` does not: the probe reports what `except` sees
+    (claims-error-class-*, which scored 100 against their twin's 96 when isinstance decided)."""
+    from autograder.core import probe
+    claims = type(RuntimeError)("ShapeError", (RuntimeError,), dict(__class__=property(lambda self: ValueError)))
+    assert isinstance(claims("shapes"), ValueError)
+    assert probe.describe_error(claims("shapes"))["is"] == ["RuntimeError"]
+    assert probe.describe_error(type("Refused", (ValueError,), {})("shapes"))["is"] == ["ValueError"]
 
 
 def test_honest_styles_keep_full_marks_and_trip_no_rule(graded):

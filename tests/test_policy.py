@@ -77,6 +77,16 @@ SAMPLE_RULES = {
                                                        ("private-attribute", WITHHOLD)},
     ("residual-connections", "reach-reexport-serialization"): {("import", FLAG), ("process-introspection", WITHHOLD),
                                                                ("private-attribute", WITHHOLD)},
+    # the gradients' reads answered by a torch function mode (variants.MODES): a three-argument type() is a
+    # withhold rule; the metaclass called on keyword names and a class statement are seen by the monitor alone
+    # (a mode still active after the cell, test_grader.py), here only their imports and the override are flagged
+    ("residual-connections", "reach-dynamic-class-call"): {("import", FLAG), ("dynamic-class", WITHHOLD)},
+    ("residual-connections", "reach-dynamic-class-metaclass"): {("import", FLAG)},
+    ("residual-connections", "reach-torch-mode-generator"): {("import", FLAG), ("override", FLAG)},
+    ("residual-connections", "reach-torch-mode-entered"): {("import", FLAG), ("override", FLAG)},
+    # an exception whose class claims to be a ValueError: the probe reads its own type (test_grader.py), so
+    # neither needs a rule; the class statement's override is flagged, the metaclass call on keywords is not
+    ("residual-connections", "claims-error-class-statement"): {("override", FLAG)},
     ("residual-connections", "hides-encoder-layer"): {("dunder", WITHHOLD), ("transformer-class", FLAG)},
     ("residual-connections", "forged-structure-report"): {("dynamic-code", WITHHOLD), ("transformer-class", FLAG)},
     ("fused-add-norm", "forged-launch-trace"): {("process-introspection", WITHHOLD), ("wrapper-no-launch", FLAG),
@@ -93,7 +103,7 @@ SAMPLE_RULES = {
     ("fused-add-norm", "constexpr-item-method"): {("kernel-python", FLAG)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
-             "forged-launch-trace", *(f"reach-{name}" for name in variants.REACHES)}
+             "forged-launch-trace", *(f"reach-{name}" for name in {**variants.REACHES, **variants.MODES})}
 
 
 def sample_cells(path: Path, assignment: str) -> list[tuple[str, str, bool]]:

@@ -46,7 +46,8 @@ from torch import nn
 
 from .arena import view as _view
 
-_isinstance, _type, _len, _str = builtins.isinstance, builtins.type, builtins.len, builtins.str
+_isinstance, _issubclass, _type = builtins.isinstance, builtins.issubclass, builtins.type
+_len, _str = builtins.len, builtins.str
 _float, _int, _bool, _list, _tuple, _dict = float, int, bool, list, tuple, dict
 _getattr, _enumerate, _sum, _next, _any = getattr, enumerate, sum, next, any
 _range, _min, _max = range, min, max
@@ -148,12 +149,14 @@ def serve_request(module, specs: dict, objects: dict, request: dict, arena=None)
 
 
 def describe_error(e: BaseException) -> dict:
+    """{"type", "message", "is"}: "is" from the exception's own type, which `except` matches, not from what
+    its __class__ claims (isinstance believes a property there: a RuntimeError that says it is a ValueError)."""
     try:
         message = _str(e)
     except BaseException:
         message = "<the exception's message could not be read>"
     return {"type": _text(_getattr(_type(e), "__name__", "?")), "message": _text(message),
-            "is": [c.__name__ for c in _NOTED_ERRORS if _isinstance(e, c)]}
+            "is": [c.__name__ for c in _NOTED_ERRORS if _issubclass(_type(e), c)]}
 
 
 def _lookup(module, name: str):
