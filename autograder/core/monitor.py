@@ -1,7 +1,7 @@
 """The runtime monitor: what a submission's code did in its sandbox child, seen as events, not spellings.
 
     monitor.install(fd, scratch)          # child, before any student code: a PEP 578 audit hook
-    monitor.check_state(fd, "cell 'x'")    # child, after each cell and request: torch modes, grader modules
+    modes = monitor.check_state(fd, "cell 'x'", "x", modes)   # child, after each cell and request: torch modes
     events = monitor.parse(data)          # grader: the lines read from the pipe's other end
 
 The hook watches the audit events (docs/security.md lists them) that reach the process: strings
@@ -96,12 +96,16 @@ def install(fd: int, scratch: str) -> None:
     sys.addaudithook(hook)
 
 
-def check_state(fd: int, where: str, cell: str = "") -> None:
+def check_state(fd: int, where: str, cell: str = "", reported: tuple[int, int] = (0, 0)) -> tuple[int, int]:
     """Events for state no audit hook sees: a torch function or dispatch mode still active (a mode
-    answers the probe's own tensor reads), checked when the code under test has returned."""
-    for count, kind in ((_function_modes(), "function"), (_dispatch_modes(), "dispatch")):
-        if count:
+    answers the probe's own tensor reads), checked when the code under test has returned. reported: the
+    (function, dispatch) mode counts already reported, returned updated, so that a mode left active is
+    one event, not one after every later cell and request."""
+    counts = (_function_modes(), _dispatch_modes())
+    for count, before, kind in zip(counts, reported, ("function", "dispatch")):
+        if count > before:
             _send(fd, Event(cell, 0, f"torch.{kind}_mode", f"a torch {kind} mode is still active after {where}"))
+    return max(counts[0], reported[0]), max(counts[1], reported[1])
 
 
 def _send(fd: int, event: Event) -> None:

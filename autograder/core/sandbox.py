@@ -364,7 +364,7 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
         module = types.ModuleType("submission")
         sys.modules["submission"] = module
         serve, check_state = probe.serve_request, monitor.check_state
-        problems = {}
+        problems, modes = {}, (0, 0)
         monitor.install(events_fd, config["scratch"])      # before any student code runs
         for label, source in config["cells"]:
             conn.send_bytes(codec.dumps({"cell": label}))
@@ -374,7 +374,7 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
                 exec(compile(source, filename, "exec"), module.__dict__)
             except BaseException as e:       # SyntaxError, SystemExit, anything
                 problems[label] = probe.describe_error(e)
-            check_state(events_fd, f"cell '{label}' ran", label)
+            modes = check_state(events_fd, f"cell '{label}' ran", label, modes)
         declared = probe.declared(module, config.get("contract", {}))
         conn.send_bytes(codec.dumps({"ready": problems, "isolation": isolation, "declared": declared}))
         objects: dict = {}
@@ -385,7 +385,8 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
             except (EOFError, IndexError):
                 break
             reply = serve(module, specs, objects, request, buffer)
-            check_state(events_fd, f"the request {request.get('op')!r} {request.get('fn') or request.get('cls') or ''}")
+            modes = check_state(events_fd, f"the request {request.get('op')!r} {request.get('fn') or request.get('cls') or ''}",
+                                reported=modes)
             conn.send_bytes(codec.dumps(reply))
     finally:
         os._exit(0)
