@@ -1,10 +1,10 @@
 """The margins of Part 5's training tests, in-process over many seeds: the reference and each wrong variant.
 
-    .venv/bin/python benchmarks/part5_margins.py [--seeds 300] [--steps 12] [--lr 0.1] [--small-steps 15]
+    .venv/bin/python benchmarks/part5_margins.py [--seeds 300] [--steps 16] [--lr 0.1] [--tests "deep residual"]
 
 Runs what train_lowers_loss, deep_residual_trains and deep_plain_stalls (suites/residual_connections.py)
-run, with their problems, steps and bounds (SMALL, DEEP and the bounds there; --steps, --lr and
---small-steps try others), on the reference solution's functions and on variants built from them: the
+run, with their problems, steps and bounds (SMALL, DEEP and the bounds there; --steps, --lr and the
+other options try others), on the reference solution's functions and on variants built from them: the
 mistakes of the part5-* samples and a few more. No sandbox: one process, one thread, as a grading child.
 Prints one row per test and variant: the statistic each bound is applied to, its lowest and highest
 value over the seeds, the bound, and on how many seeds the variant passed that test. The reference
@@ -119,11 +119,11 @@ def measure(variant: str, seed: int, small: dict, deep: dict, tests) -> dict[str
         out["small"] = {"after / before": a / b, "held after / before": ha / hb}
     if "deep residual" in tests:
         gen.manual_seed(seed)
-        _, loss, _, held = deep_run("residual_mlp", deep["depth"], deep["steps"])
-        out["deep residual"] = {"loss / chance": loss / chance, "held / chance": held / chance}
+        _, loss, held_before, held = deep_run("residual_mlp", deep["depth"], deep["steps"])
+        out["deep residual"] = {"loss / chance": loss / chance, "deep held after / before": held / held_before}
     if "deep plain" in tests:
         gen.manual_seed(seed)
-        plain = deep_run("plain_mlp", deep["depth"], deep["steps"])[1]
+        plain = deep_run("plain_mlp", deep["depth"], deep["plain_steps"])[1]
         shallow = deep_run("plain_mlp", 2, deep["shallow_steps"])[1]
         out["deep plain"] = {"shallow / chance": shallow / chance, "deep / chance": plain / chance}
     return out
@@ -131,7 +131,7 @@ def measure(variant: str, seed: int, small: dict, deep: dict, tests) -> dict[str
 
 # statistic -> (bound, whether the test needs it below the bound)
 BOUNDS = {"after / before": (rc.SMALL_FALL, True), "held after / before": (rc.HELD_SMALL, True),
-          "loss / chance": (rc.DEEP_FIT, True), "held / chance": (rc.HELD_DEEP, True),
+          "loss / chance": (rc.DEEP_FIT, True), "deep held after / before": (rc.HELD_DEEP, True),
           "shallow / chance": (rc.SHALLOW_FIT, True), "deep / chance": (rc.PLAIN_STALL, False)}
 
 
@@ -142,8 +142,9 @@ def passes(stats: dict[str, float]) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=300)
-    parser.add_argument("--steps", type=int, default=rc.DEEP["steps"], help="the deep tests' steps")
-    parser.add_argument("--lr", type=float, default=rc.DEEP["lr"], help="the deep tests' lr")
+    parser.add_argument("--steps", type=int, default=rc.DEEP["steps"], help="the deep residual run's steps")
+    parser.add_argument("--lr", type=float, default=rc.DEEP["lr"], help="the deep and shallow runs' lr")
+    parser.add_argument("--plain-steps", type=int, default=rc.PLAIN_STEPS, help="the plain depth-16 run's")
     parser.add_argument("--shallow-steps", type=int, default=rc.SHALLOW_STEPS, help="the plain depth-2 control's")
     parser.add_argument("--small-steps", type=int, default=rc.SMALL["steps"])
     parser.add_argument("--small-lr", type=float, default=rc.SMALL["lr"])
@@ -152,7 +153,8 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(1)        # as in a grading child
     small = {**rc.SMALL, "steps": args.small_steps, "lr": args.small_lr}
-    deep = {**rc.DEEP, "steps": args.steps, "lr": args.lr, "shallow_steps": args.shallow_steps}
+    deep = {**rc.DEEP, "steps": args.steps, "lr": args.lr, "shallow_steps": args.shallow_steps,
+            "plain_steps": args.plain_steps}
     print(f"small {small}\ndeep {deep}\n{args.seeds} seeds\n")
     print(f"{'variant':24} {'test':14} {'statistic':20} {'lowest':>8} {'highest':>8} {'bound':>6}  passed  want")
     bad = 0

@@ -1,10 +1,10 @@
 """Grade a sample class at several seeds and compare each test's score with its expected.json.
 
-    python submissions/check_samples.py residual-connections [--seeds 1 2 3] [--only part5-]
+    python submissions/check_samples.py residual-connections [--seeds 1 2 3] [--only part5- style-]
 
 `make test` grades the samples at one seed per run (tests/helpers.py: SampleClass draws it); a test
 whose margin depends on its inputs (Part 5's training tests) must give every sample its expected score
-at any seed. This grades each sample whose name starts with --only (all by default) at each seed,
+at any seed. This grades each sample whose name starts with one of --only (all by default) at each seed,
 prints every test whose score differs, with its output, and exits 1 if any did. Slow by design
 (a class per seed, on one core): run it after changing a hidden test's sizes, steps or bounds.
 """
@@ -27,11 +27,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("assignment")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--only", default="", help="grade only the samples whose name starts with this")
+    parser.add_argument("--only", nargs="+", default=[""], help="grade only the samples whose name starts so")
     args = parser.parse_args()
     folder = ROOT / "submissions" / args.assignment
     expected = {name: sample for name, sample in json.loads((folder / "expected.json").read_text())["samples"].items()
-                if name.startswith(args.only)}
+                if name.startswith(tuple(args.only))}
     differ = 0
     with Grader(args.assignment, course.load()) as grader:
         for seed in args.seeds:
