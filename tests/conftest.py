@@ -1,18 +1,24 @@
 """Shared fixtures: the reference solution and the release's stubs as modules (paths in helpers.py),
-and one run of the demo's grading loop; the order in which `make test` hands the modules out."""
+one grading of each sample class and one run of the demo's grading loop per test run; the order in
+which `make test` hands the modules out."""
+import contextlib
 import fcntl
 import os
+import random
 from pathlib import Path
 
 import nbtest
 import pytest
 
-from helpers import COURSE, RELEASE_NB, SOURCE_NB
+from helpers import COURSE, RELEASE_NB, SAMPLE_TIMEOUT_S, SOURCE_NB, SampleClass
 
 # A throwaway course secret (core/seeds.py), set before any module-scoped grader reads it and
 # inherited by the command lines the tests start: runs are deterministic and ~/.config untouched.
 os.environ["RESIDUAL_COURSE_SECRET"] = "00" * 32
 os.environ.pop("RESIDUAL_COURSE_SECRET_FILE", None)
+# The sample classes' seed (helpers.SampleClass.seed), drawn once per run here, where pytest starts:
+# pytest-xdist's workers inherit it, so every module grades with the same seed and each failure names it.
+os.environ.setdefault("SAMPLE_SEED", str(random.randrange(2 ** 31)))
 
 
 @pytest.fixture(scope="session")
@@ -27,23 +33,50 @@ def release():
     return nbtest.load(RELEASE_NB, name="released_stubs")
 
 
-@pytest.fixture(scope="session")
-def demo_class(tmp_path_factory, worker_id) -> tuple[Path, Path]:
-    """(instructor folder, Canvas CSV) of one run of the demo's loop (make demo), made once per test run:
-    the first pytest-xdist worker that needs it runs the loop in the run's shared temporary folder, and
-    the others wait for it there (a file lock). Tests only read it; one that changes the class works on
-    a copy."""
-    from autograder.demo import loop as demo   # here: nbgrader's import is the slow tests' cost alone
-
+@contextlib.contextmanager
+def _once_per_run(tmp_path_factory, worker_id, name: str):
+    """A folder shared by this run's pytest-xdist workers, held under a file lock: the first worker to
+    get it makes what `name` stands for there, the others wait and read it."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if worker_id != "master" else base      # the workers' folders sit side by side
-    area, made = shared / "demo" / "instructor", shared / "demo" / "grades-csv.txt"
-    with open(shared / "demo.lock", "w") as lock:
+    with open(shared / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)                           # released when the file closes
+        yield shared
+
+
+@pytest.fixture(scope="session")
+def demo_class(tmp_path_factory, worker_id) -> tuple[Path, Path]:
+    """(instructor folder, Canvas CSV) of one run of the demo's loop (make demo), made once per test run.
+    Tests only read it; one that changes the class works on a copy."""
+    from autograder.demo import loop as demo   # here: nbgrader's import is the slow tests' cost alone
+
+    with _once_per_run(tmp_path_factory, worker_id, "demo") as shared:
+        area, made = shared / "demo" / "instructor", shared / "demo" / "grades-csv.txt"
         if not made.exists():
             made.parent.mkdir(exist_ok=True)
             made.write_text(str(demo.run_loop(COURSE, area)))
     return area, Path(made.read_text())
+
+
+@pytest.fixture(scope="session")
+def sample_results(tmp_path_factory, worker_id):
+    """assignment -> (results store, {sample file name: its result as the store keeps it}): each sample
+    class graded once per test run, with SampleClass.seed and SAMPLE_TIMEOUT_S a hidden test, by the
+    batch grader (grade --out). Tests only read it."""
+    from autograder.course import load
+    from autograder.grading.batch import grade_many
+    from autograder.results.store import Store
+    def results(assignment: str) -> tuple[Path, dict[str, dict]]:
+        samples = SampleClass(assignment)
+        with _once_per_run(tmp_path_factory, worker_id, f"samples-{assignment}") as shared:
+            path, done = shared / f"samples-{assignment}.jsonl", shared / f"samples-{assignment}.done"
+            if not done.exists():
+                grade_many(assignment, [samples.folder / name for name in samples.expected], load(),
+                           Store(path, assignment, samples.seed), timeout_s=SAMPLE_TIMEOUT_S)
+                done.touch()
+        graded = {Path(r.submission).name: r.to_store() for r in Store(path, assignment).submissions()}
+        return path, graded
+    return results
 
 
 def pytest_collection_modifyitems(items):

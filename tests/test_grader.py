@@ -1,7 +1,8 @@
 """The out-of-kernel grader: reference and release, the sample class, cheats, bad input.
 
-One Grader (one fork server) serves the whole module; the sample class is graded once,
-with a seed drawn per run and named in every failure message.
+One Grader (one fork server) serves the whole module; the sample class is graded once per
+test run (conftest.py's sample_results), with a seed drawn per run and named in every
+failure message.
 """
 from __future__ import annotations
 
@@ -19,24 +20,23 @@ from autograder.core.extract import NotebookError, Template
 from autograder.grading import grader as grader_module
 from autograder.grading.grader import Grader
 from autograder.results.result import MAX_OUTPUT
-from helpers import SampleClass, make_samples
+from helpers import SAMPLE_TIMEOUT_S, SampleClass, make_samples
 
 ASSIGNMENT = "residual-connections"
 CLASS = SampleClass(ASSIGNMENT)
 SAMPLES, EXPECTED, SOLUTION, RELEASE, SEED = CLASS.folder, CLASS.expected, CLASS.solution, CLASS.release, CLASS.seed
-TIMEOUT_S = 3.0   # per hidden test; the course's 20 s would make the hanging sample slow
 
 
 @pytest.fixture(scope="module")
 def grader():
-    with Grader(ASSIGNMENT, course.load(), timeout_s=TIMEOUT_S) as g:
+    with Grader(ASSIGNMENT, course.load(), timeout_s=SAMPLE_TIMEOUT_S) as g:
         yield g
 
 
 @pytest.fixture(scope="module")
-def graded(grader) -> dict[str, dict]:
-    """Every sample's result, graded once with SEED."""
-    return CLASS.grade_all(grader)
+def graded(sample_results) -> dict[str, dict]:
+    """Every sample's result, graded once per run with SEED."""
+    return sample_results(ASSIGNMENT)[1]
 
 
 def notebook_with(tmp_path: Path, name: str, **sources: str) -> Path:

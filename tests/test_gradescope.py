@@ -267,8 +267,9 @@ def hostile_answer(notebook: Path) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def class_runs(tmp_path_factory, zips):
-    """{assignment: (samples, {root name: results.json}, {sample: grade --json line})}, run once per assignment."""
+def class_runs(tmp_path_factory, zips, sample_results):
+    """{assignment: (samples, {root name: results.json}, {sample: its result from the batch grader})}, run once
+    per assignment; the batch grader's are conftest.py's sample_results, with the same seed."""
     runs = {}
 
     def run(name: str):
@@ -287,18 +288,14 @@ def class_runs(tmp_path_factory, zips):
                     root = base / cheat
                     roots[cheat] = lay_out(root, zips[name], metadata(samples.seed), {"nb.ipynb": cheat_notebook(root, attempt)})
             docs = dict(zip(roots, simulate(list(roots.values()))))
-            graded = subprocess.run([sys.executable, "-m", "autograder", "grade", name, str(samples.folder), "--json",
-                                     "--seed", str(samples.seed)], capture_output=True, text=True, cwd=ROOT, timeout=1800)
-            assert graded.returncode == 0, graded.stderr[-3000:]
-            lines = [json.loads(line) for line in graded.stdout.splitlines()]
-            runs[name] = samples, docs, roots, {Path(r["submission"]).name: r for r in lines}
+            runs[name] = samples, docs, roots, sample_results(name)[1]
         return runs[name]
     return run
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
-def test_every_sample_scores_as_the_command_line_does(class_runs, name):
+def test_every_sample_scores_as_the_batch_grader_does(class_runs, name):
     samples, docs, _, graded = class_runs(name)
     assert set(graded) == set(samples.expected)
     for sample, want in graded.items():

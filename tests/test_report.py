@@ -21,7 +21,6 @@ from helpers import ASSIGNMENT, COURSE, ROOT, SampleClass, make_samples, solutio
 
 from autograder import suites
 from autograder.core.extract import Template
-from autograder.grading.batch import grade_many
 from autograder.report.build import write_report
 from autograder.report.classlist import Student, from_store
 from autograder.report.code import solution_code, solution_ids
@@ -33,12 +32,10 @@ FAMILY = {name.removesuffix(".ipynb"): s["derived_from"] for name, s in CLASS.ex
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> tuple[Path, list[Student]]:
-    """The sample class graded into a results store, and its report written."""
+def graded(tmp_path_factory, sample_results) -> tuple[Path, list[Student]]:
+    """The sample class's results store (graded once per run: conftest.py), and its report written."""
     folder = tmp_path_factory.mktemp("report")
-    store = Store(folder / "results.jsonl", ASSIGNMENT, CLASS.seed)
-    grade_many(ASSIGNMENT, [CLASS.folder / name for name in CLASS.expected], COURSE, store=store)
-    students = from_store(Store(folder / "results.jsonl", ASSIGNMENT))
+    students = from_store(Store(sample_results(ASSIGNMENT)[0], ASSIGNMENT))
     write_report(COURSE, ASSIGNMENT, students, folder / "out")
     return folder / "out", students
 

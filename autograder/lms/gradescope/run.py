@@ -12,7 +12,7 @@ Per root: a "not graded" results.json first (what stays if Gradescope kills the 
 the graded Result and the written answers (results.py), replacing it atomically. Student code runs in sandbox
 children as the student user. The seed is the submission's Gradescope id, so a regrade
 draws the same inputs and `python -m autograder grade A NOTEBOOK --seed ID` reproduces it.
-Several roots share one Grader (a class graded in one process, as the tests do).
+Several roots share one Grader, graded side by side (a class graded in one process, as the tests do).
 """
 from __future__ import annotations
 
@@ -21,9 +21,10 @@ import os
 import pwd
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ...course import SOLUTIONS, Course, CourseError
+from ...course import SOLUTIONS, Assignment, Course, CourseError
 from ...grading.grader import Grader
 from ...nbgrading.answers import Questions
 from .late import lateness
@@ -106,28 +107,35 @@ def grade_roots(course: Course, roots: list[Path], student: str, assignment: str
             write_results(root, not_graded(name, f"the grader could not start ({type(e).__name__}: {e}); this is "
                                                  "not your fault: ask your instructor to look at the autograder"))
         raise
-    with grader:
-        for root in roots:
-            start = time.monotonic()
-            metadata = _metadata(root)
-            try:
-                notebook = pick_notebook(root / "submission")
-            except NoNotebook as e:
-                write_results(root, not_graded(name, str(e)))
-                continue
-            # Gradescope's submission id, so `grade --seed ID` reproduces it; else derived from the code
-            seed = metadata["id"] if isinstance(metadata.get("id"), int) else None
-            try:
-                result = grader.grade(notebook, seed)
-            except Exception as e:         # the grader's own failure, never the submission's
-                write_results(root, not_graded(name, f"the grader failed ({type(e).__name__}); this is not your "
-                                                     "fault: ask your instructor to regrade"))
-                raise
-            late = lateness(metadata, a, course.lms.gradescope.late)
-            write_results(root, to_gradescope(result, visibility=course.lms.visibility(a), late=late,
-                                              answers=questions.answers(notebook),
-                                              execution_time=time.monotonic() - start))
-            print(f"{root}: {notebook.name}: {result.score} / {result.max_score} (seed {seed})", flush=True)
+    # several roots (the tests' class) are graded side by side, as grade_many does; Gradescope's one alone
+    with grader, ThreadPoolExecutor(course.grading.workers or os.cpu_count()) as pool:
+        for line in pool.map(lambda root: _grade_root(grader, root, a, course, questions), roots):
+            if line:
+                print(line, flush=True)
+
+
+def _grade_root(grader: Grader, root: Path, a: Assignment, course: Course, questions: Questions) -> str | None:
+    """Grade one root into its results.json; the line the log shows, or None when there is no notebook."""
+    start = time.monotonic()
+    metadata = _metadata(root)
+    try:
+        notebook = pick_notebook(root / "submission")
+    except NoNotebook as e:
+        write_results(root, not_graded(a.name, str(e)))
+        return None
+    # Gradescope's submission id, so `grade --seed ID` reproduces it; else derived from the code
+    seed = metadata["id"] if isinstance(metadata.get("id"), int) else None
+    try:
+        result = grader.grade(notebook, seed)
+    except Exception as e:         # the grader's own failure, never the submission's
+        write_results(root, not_graded(a.name, f"the grader failed ({type(e).__name__}); this is not your "
+                                               "fault: ask your instructor to regrade"))
+        raise
+    late = lateness(metadata, a, course.lms.gradescope.late)
+    write_results(root, to_gradescope(result, visibility=course.lms.visibility(a), late=late,
+                                      answers=questions.answers(notebook),
+                                      execution_time=time.monotonic() - start))
+    return f"{root}: {notebook.name}: {result.score} / {result.max_score} (seed {seed})"
 
 
 def only_assignment(course: Course) -> str:
