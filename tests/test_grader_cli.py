@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -65,16 +66,21 @@ def read_results(out: Path) -> list[dict]:
 
 @pytest.mark.slow
 def test_batch_writes_one_line_per_submission_and_resumes(tmp_path):
-    out = tmp_path / "results.jsonl"
-    names = sorted(EXPECTED)
+    """A folder of a few samples (the whole class's scores through the same batch grader: test_grader.py)."""
+    out, folder = tmp_path / "results.jsonl", tmp_path / "class"
+    folder.mkdir()
+    names = sorted({sorted(EXPECTED)[0], "full-marks.ipynb", "wrong-answers.ipynb", "partly-right.ipynb",
+                    "crash-at-import.ipynb"})
+    for name in names:
+        shutil.copy(SAMPLES / name, folder / name)
     # a run killed mid-write left one result and a torn line behind
     store = Store(out, "residual-connections", seed=11)
-    first = SAMPLES / names[0]
+    first = folder / names[0]
     key = Template(ROOT / "solutions" / "residual-connections" / "residual-connections.ipynb").key(first)
     store.put(key, Result("residual-connections", 11, [], submission=str(first)))
     with out.open("a") as f:
         f.write('{"key": "torn')
-    proc = grade("residual-connections", str(SAMPLES), "--out", str(out), "--timeout", "2")
+    proc = grade("residual-connections", str(folder), "--out", str(out), "--timeout", "2")
     assert proc.returncode == 0, proc.stderr
     assert "1 graded before, skipped" in proc.stdout
     results = read_results(out)
@@ -83,7 +89,7 @@ def test_batch_writes_one_line_per_submission_and_resumes(tmp_path):
     for r in results[1:]:
         assert r["score"] == EXPECTED[Path(r["submission"]).name]["score"], r["submission"]
     assert "[" in proc.stderr and "/" in proc.stderr   # the progress bar
-    rerun = grade("residual-connections", str(SAMPLES), "--out", str(out))
+    rerun = grade("residual-connections", str(folder), "--out", str(out))
     assert rerun.returncode == 0 and f"({len(names)} graded before, skipped)" in rerun.stdout
     assert len(read_results(out)) == len(names)
 
