@@ -41,8 +41,9 @@ def free_port() -> int:
 
 
 class Lab:
-    """JupyterLab serving `root`, with settings of its own: every
-    cell kept in the page (no windowing) and no news or update pop-ups."""
+    """JupyterLab serving `root`, with settings of its own: every cell kept in the page (no
+    windowing), no news or update pop-ups, and nothing read from the machine's ~/.jupyter,
+    ~/.local/share/jupyter or ~/.ipython."""
 
     def __init__(self, root: Path, scratch: Path, env: dict | None = None):
         self.port, self.token = free_port(), secrets.token_hex(16)
@@ -63,7 +64,10 @@ class Lab:
             env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
                  "JUPYTERLAB_SETTINGS_DIR": str(settings),
                  "JUPYTERLAB_WORKSPACES_DIR": str(scratch / "workspaces"),
-                 "JUPYTER_RUNTIME_DIR": str(scratch / "runtime"), **(env or {})})
+                 "JUPYTER_RUNTIME_DIR": str(scratch / "runtime"),
+                 # none of this machine's own Jupyter or IPython settings, kernels or startup files
+                 "JUPYTER_CONFIG_DIR": str(scratch / "config"), "JUPYTER_DATA_DIR": str(scratch / "data"),
+                 "IPYTHONDIR": str(scratch / "ipython"), **(env or {})})
         deadline = time.monotonic() + 120
         while True:
             try:
@@ -140,21 +144,51 @@ def browser(chromium):
     assert not left, f"the browser left processes behind: {left}"
 
 
-def run_all(page, notebook_url: str, shots: Path) -> None:
-    """Open a notebook, wait for its kernel, Run > Run All Cells, wait until every cell ran."""
-    page.goto(notebook_url)
+RUN_STATE = f"""() => {{
+    const prompts = [...document.querySelectorAll('{PANEL} .jp-CodeCell .jp-InputPrompt')].map(p => p.textContent.trim());
+    const kernel = document.querySelector('{PANEL} .jp-Notebook-ExecutionIndicator');
+    return {{prompts, kernel: kernel ? kernel.dataset.status : null,
+             dialog: [...document.querySelectorAll('.jp-Dialog')].map(d => d.innerText).join(' | '),
+             errors: [...document.querySelectorAll(
+                 '{PANEL} [data-mime-type="application/vnd.jupyter.stderr"]')].map(e => e.innerText.slice(-600))}};
+}}"""
+
+
+def run_all(page, lab: "Lab", path: str, shots: Path, timeout_s: float = 600) -> None:
+    """Open the notebook at `path` in JupyterLab, wait for its kernel, Run > Run All Cells, wait until
+    every cell ran: the last code cell has a number and no prompt says [*]. A menu click that started
+    nothing is made once more. A dialog (the kernel died or restarts), or a run that stopped short (a
+    cell raised, so JupyterLab dropped the cells queued after it), fails at once, with what the page
+    showed and the server's log."""
+    page.goto(lab.page(path))
     page.wait_for_selector(f"{PANEL} .jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
-    page.click(".lm-MenuBar-item:has-text('Run')")
-    page.click(".lm-Menu-item[data-command='runmenu:run-all']")
-    # Done: the last code cell has a number and no prompt says [*].
-    try:
-        page.wait_for_function(f"""() => {{
-            const prompts = [...document.querySelectorAll('{PANEL} .jp-CodeCell .jp-InputPrompt')].map(p => p.textContent);
-            return prompts.length && /\\[\\d+\\]/.test(prompts[prompts.length - 1]) && !prompts.some(t => t.includes('*'));
-        }}""", timeout=600_000, polling=500)
-    except Exception:
-        page.screenshot(path=str(shots / "run-all-unfinished.png"))
-        raise
+    clicks, started, still_since, problem = 0, time.monotonic(), None, None
+    while problem is None:
+        state = page.evaluate(RUN_STATE)
+        prompts = state["prompts"]
+        running = any("*" in t for t in prompts)
+        ran = any(re.search(r"\[\d+\]", t) for t in prompts)
+        if prompts and re.search(r"\[\d+\]", prompts[-1]) and not running:
+            return
+        if state["dialog"]:
+            problem = f"a dialog: {state['dialog']}"
+        elif running or state["kernel"] != "idle":
+            still_since = None
+        elif still_since is None or (not ran and clicks < 2 and time.monotonic() - still_since > 30):
+            if not ran and clicks < 2:
+                page.click(".lm-MenuBar-item:has-text('Run')")
+                page.click(".lm-Menu-item[data-command='runmenu:run-all']")
+                clicks += 1
+            still_since = time.monotonic()
+        elif time.monotonic() - still_since > 30:
+            problem = ("the run stopped before the last cell (a cell raised?)" if ran else
+                       f"Run All started nothing ({clicks} clicks)")
+        if time.monotonic() - started > timeout_s:
+            problem = f"not finished after {timeout_s:g} s"
+        time.sleep(0.5)
+    page.screenshot(path=str(shots / "run-all-unfinished.png"))
+    raise AssertionError(f"Run All of {path}: {problem}\nkernel: {state['kernel']}\nprompts: {' '.join(prompts)}\n"
+                         f"errors: {state['errors']}\nJupyterLab's log:\n{lab.log.read_text()[-3000:]}")
 
 
 def code_cells(page, nb_path: Path) -> dict[str, object]:
@@ -176,7 +210,7 @@ def test_student_run_all_in_jupyterlab(browser, shots, tmp_path):
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         # A workspace per notebook: JupyterLab reopens nothing else, so Run All goes to this one.
-        run_all(page, lab.page(f"/lab/workspaces/release/tree/{NOTEBOOK}"), shots)
+        run_all(page, lab, f"/lab/workspaces/release/tree/{NOTEBOOK}", shots)
         cells = code_cells(page, release / NOTEBOOK)
         page.screenshot(path=str(shots / "student-release.png"))
         for part in (1, 2, 3, 4):
@@ -191,7 +225,7 @@ def test_student_run_all_in_jupyterlab(browser, shots, tmp_path):
         assert page.locator(f"{PANEL} [data-mime-type='application/vnd.jupyter.stderr']").count() == 0
         assert "Traceback" not in page.locator(f"{PANEL} .jp-Notebook").inner_text()
 
-        run_all(page, lab.page(f"/lab/workspaces/solved/tree/{demo.ASSIGNMENT}/solved.ipynb"), shots)
+        run_all(page, lab, f"/lab/workspaces/solved/tree/{demo.ASSIGNMENT}/solved.ipynb", shots)
         cells = code_cells(page, solved)
         plot = cells["part3-plot-cell"]
         plot.scroll_into_view_if_needed()

@@ -116,7 +116,8 @@ class Workers:
             for pipe in multiprocessing.connection.wait(list(working), timeout=5):
                 try:
                     message = pipe.recv()
-                except EOFError:             # the worker died: its student is not graded, the rest go on
+                except (EOFError, OSError):  # the worker died (a reset if it left a message unread): its
+                    # student is not graded, the rest go on
                     process = working.pop(pipe)
                     process.join(5)
                     pipe.close()
