@@ -1,6 +1,7 @@
 """Grading speed on the sample class: this grader against plain `nbgrader autograde`, in one run.
 
     .venv/bin/python benchmarks/grade_speed.py [--repeat 2] [--copies 5] [--timeout 2] [--nbgrader-every 4]
+                                               [--standalone-every 1]
 
 Prints each time also as a ratio to a bare `import torch` measured in the same run (baseline.py):
   standalone  the median wall time of grading one notebook in a fresh process (Python start and
@@ -119,6 +120,7 @@ def main() -> int:
     parser.add_argument("--copies", type=int, default=5, help="copies of the class in the batch")
     parser.add_argument("--timeout", default="2", help="seconds per hidden test")
     parser.add_argument("--nbgrader-every", type=int, default=4, help="plain nbgrader grades every N'th notebook")
+    parser.add_argument("--standalone-every", type=int, default=1, help="fresh processes grade every N'th notebook")
     args = parser.parse_args()
     notebooks = sorted(p for p in SAMPLES.glob("*.ipynb") if p.name not in LEFT_OUT)
     print(f"sample class: {len(notebooks)} notebooks ({', '.join(sorted(LEFT_OUT))} left out), "
@@ -127,7 +129,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         medians = {}
         for label, command_line in (("grade_notebook()", False), ("python -m autograder grade", True)):
-            times = standalone(notebooks, args.repeat, args.timeout, command_line)
+            times = standalone(notebooks[::args.standalone_every], args.repeat, args.timeout, command_line)
             medians[command_line] = statistics.median(times)
             print(f"standalone: median {medians[command_line]:.2f} s per submission with {label} "
                   f"(min {min(times):.2f}, max {max(times):.2f}, {len(times)} runs) = {ratio(medians[command_line], ref)}")

@@ -75,18 +75,21 @@ def lay_out(root: Path, zip_path: Path, meta: dict, uploads: dict[str, bytes]) -
 
 
 def opened_python(command: list[str], tmp: Path) -> list[str]:
-    """command, in a private mount namespace where a folder that hides this Python from other users
-    (a pyenv under /root, mode 0700) is replaced by a 0711 one holding only the Python, as on
-    Gradescope, where Python lives under /usr. The host's folders keep their modes."""
+    """command, in a private mount namespace where each folder that hides this Python from other users
+    (a pyenv under /root, a clone in a 0700 folder: mode 0700) is replaced by a 0711 one holding only
+    what leads to the Python and its venv, as on Gradescope, where Python lives under /usr. The host's
+    folders keep their modes."""
     closed = closed_folders()
-    if not closed:
-        return command
-    assert len(closed) == 1, f"cannot open up {closed} for the student user"
-    inner = Path(sys.base_prefix).resolve().relative_to(closed[0]).parts[0]
-    hide, keep = closed[0], closed[0] / inner
-    script = (f'mount --bind "{keep}" "{tmp}" && mount -t tmpfs -o mode=0711 tmpfs "{hide}" && '
-              f'mkdir "{keep}" && mount --bind "{tmp}" "{keep}" && exec "$@"')
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *command]
+    nested = [(a, b) for a in closed for b in closed if a in b.parents]
+    assert not nested, f"cannot open up a closed folder inside another for the student user: {nested}"
+    prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    kept = sorted({hide / p.relative_to(hide).parts[0] for hide in closed for p in prefixes if hide in p.parents})
+    saves = [tmp / str(i) for i in range(len(kept))]
+    script = " && ".join([*(f'mkdir "{save}" && mount --bind "{keep}" "{save}"' for keep, save in zip(kept, saves)),
+                          *(f'mount -t tmpfs -o mode=0711 tmpfs "{hide}"' for hide in closed),
+                          *(f'mkdir "{keep}" && mount --bind "{save}" "{keep}"' for keep, save in zip(kept, saves)),
+                          'exec "$@"'])
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *command] if closed else command
 
 
 def simulate(roots: list[Path], python: str = sys.executable, timeout: float = 1800) -> list[dict]:
@@ -266,18 +269,37 @@ def hostile_answer(notebook: Path) -> bytes:
     return json.dumps(nb).encode()
 
 
+def sample_roots(samples: SampleClass, graded: dict[str, dict]) -> list[str]:
+    """The samples run through Gradescope's runner: what it adds to the batch grader (late days, written
+    answers, results.json) is the same for every notebook, so a third of them (every third by name),
+    each sample that shows an entry kind (passed, held, timed out...) none of those shows, and those
+    the other tests read: full-marks, invalid-json and the written answers' (make_samples.WRITTEN)."""
+    names = sorted(samples.expected)
+    picked = set(names[::3]) | {"full-marks.ipynb", "invalid-json.ipynb"} & set(names)
+    if samples.assignment == "residual-connections":
+        picked |= {f"{s}.ipynb" for s in make_samples().WRITTEN}
+    for name in names:
+        shown = {t["kind"] for s in picked for t in graded[s]["tests"]}
+        if {t["kind"] for t in graded[name]["tests"]} - shown:
+            picked.add(name)
+    return sorted(picked)
+
+
 @pytest.fixture(scope="module")
 def class_runs(tmp_path_factory, zips, sample_results):
-    """{assignment: (samples, {root name: results.json}, {sample: its result from the batch grader})}, run once
-    per assignment; the batch grader's are conftest.py's sample_results, with the same seed."""
+    """{assignment: (samples, {root name: results.json}, {sample: its result from the batch grader})} for
+    sample_roots' samples, run once per assignment; the batch grader's are conftest.py's sample_results,
+    with the same seed."""
     runs = {}
 
     def run(name: str):
         if name not in runs:
             samples = SampleClass(name)
+            everyone = sample_results(name)[1]
+            graded = {s: everyone[s] for s in sample_roots(samples, everyone)}
             base = tmp_path_factory.mktemp(f"gs-{name}")
             roots = {s: lay_out(base / s, zips[name], metadata(samples.seed), {"mine.ipynb": (samples.folder / s).read_bytes()})
-                     for s in samples.expected}
+                     for s in graded}
             roots["late.ipynb"] = lay_out(base / "late", zips[name], metadata(samples.seed, "2027-03-10T12:00:00+00:00", 1),
                                           {"mine.ipynb": (samples.folder / "full-marks.ipynb").read_bytes()})
             roots["no-notebook"] = lay_out(base / "no-notebook", zips[name], metadata(samples.seed), {"mine.py": b"x = 1"})
@@ -288,16 +310,16 @@ def class_runs(tmp_path_factory, zips, sample_results):
                     root = base / cheat
                     roots[cheat] = lay_out(root, zips[name], metadata(samples.seed), {"nb.ipynb": cheat_notebook(root, attempt)})
             docs = dict(zip(roots, simulate(list(roots.values()))))
-            runs[name] = samples, docs, roots, sample_results(name)[1]
+            runs[name] = samples, docs, roots, graded
         return runs[name]
     return run
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
-def test_every_sample_scores_as_the_batch_grader_does(class_runs, name):
+def test_samples_score_as_the_batch_grader_does(class_runs, name):
     samples, docs, _, graded = class_runs(name)
-    assert set(graded) == set(samples.expected)
+    assert len(graded) >= len(samples.expected) / 3
     for sample, want in graded.items():
         doc = docs[sample]
         assert_valid(doc)

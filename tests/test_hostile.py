@@ -33,9 +33,12 @@ from hostile.corpus import Case
 
 pytestmark = pytest.mark.slow
 
-# the test course's submission_budget_s (timeout_s stays 10): past the wall-clock backstop of loading
-# a cell, so that a cell that hangs at load is named as such however busy the machine is
-BUDGET_S = BACKSTOP * 10 + 10
+# the test course's timeout_s: a hidden test of the twin takes well under a second of CPU, and each attack
+# that hangs or spins waits out its backstop, so a shorter one halves the slowest cases of every run
+TIMEOUT_S = 4
+# its submission_budget_s: past the wall-clock backstop of loading a cell, so that a cell that hangs at
+# load is named as such however busy the machine is
+BUDGET_S = BACKSTOP * TIMEOUT_S + 10
 BATCH_BOUND_S = 900    # the whole corpus, 2 workers, on a loaded 2-core machine
 ALONE_BOUND_S = BUDGET_S + 90   # one notebook: the budget, plus starting the grader on a loaded machine
 NOT_ROOT = 4242        # the uid of a grader that is not root (tests/as_user.py)
@@ -44,10 +47,12 @@ TESTS = len(suites.load("residual-connections").tests)
 
 @pytest.fixture(scope="module")
 def course_file(tmp_path_factory):
-    """course.toml with a short per-submission budget, so that the budget case ends soon."""
+    """course.toml with a short per-test limit and per-submission budget, so that the attacks that
+    hang or spin end soon."""
     path = tmp_path_factory.mktemp("course") / "course.toml"
     text = COURSE_FILE.read_text(encoding="utf-8")
-    lines = [f"submission_budget_s = {BUDGET_S}" if line.startswith("submission_budget_s") else line
+    short = {"submission_budget_s": BUDGET_S, "timeout_s": TIMEOUT_S}
+    lines = [next((f"{key} = {value}" for key, value in short.items() if line.startswith(f"{key} ")), line)
              for line in text.splitlines()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -211,13 +216,19 @@ def test_hostile_batch(tmp_path, course_file, outside):
 # grader parses (grader side, feedback) or a budget spent inside the box (time) meets the same code either way.
 ALONE = {"twin", "processes", "memory", "disk", "files", "network", "metadata", "capabilities", "environment",
          "class data"}
+# Of these, a memory cgroup and a network namespace are made for each child as in a batch, whatever
+# process forked it: one attack on each is enough here (the batch runs them all).
+ONE_OF = {"memory", "network"}
 
 
 def test_every_case_alone(tmp_path, course_file, outside):
     """Each notebook of an attack on the outside by itself (`grade ASSIGNMENT FILE`, whose fork server is
-    that very process forked), two commands at a time."""
-    cases = {name: case for name, case in corpus.write_corpus(tmp_path / "corpus").items() if case.item in ALONE}
-    assert len(cases) >= 20
+    that very process forked), two commands at a time; of the attacks on memory and the network, one each."""
+    cases = {}
+    for name, case in sorted(corpus.write_corpus(tmp_path / "corpus").items()):
+        if case.item in ALONE and not (case.item in ONE_OF and any(c.item == case.item for c in cases.values())):
+            cases[name] = case
+    assert len(cases) >= 15
 
     def alone(file: str) -> list[str]:
         scratch = tmp_path / f"scratch-{file}"
@@ -446,27 +457,36 @@ def test_the_whole_corpus_through_the_class_command(tmp_path, course_file, outsi
     assert outside.left_over() == {}
 
 
+TIME_LIMIT_S = 45
+
+
 @pytest.mark.parametrize("how", ["SIGTERM", "time limit"])
 def test_class_stopped_keeps_the_honest_grades(tmp_path, course_file, outside, how):
     """Stopped while the hanging student is still being graded (its budget is long here): the students
-    graded by then are merged and exported, the command says why it stopped, nothing is left running."""
+    graded by then are merged and exported, the command says why it stopped, nothing is left running.
+    SIGTERM comes when two are graded; the time limit whenever it falls (how many are graded by then
+    depends on the machine's load): what it adds is that the run stops then, as after SIGTERM."""
     instructor, env, students = class_area(tmp_path, course_file, 600)
     command = [sys.executable, "-m", "autograder", "autograde", "residual-connections", "--workers", "1"]
     if how == "time limit":
-        command += ["--time-limit", "240"]
+        command += ["--time-limit", str(TIME_LIMIT_S)]
+    start = time.monotonic()
     first = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     journals = lambda: " ".join(p.read_text() for p in instructor.glob("gradebook.*.graded"))
     deadline = time.monotonic() + 400
-    while len(journals().split()) < 2 and time.monotonic() < deadline and first.poll() is None:
+    while how == "SIGTERM" and len(journals().split()) < 2 and time.monotonic() < deadline and first.poll() is None:
         time.sleep(0.2)
     if how == "SIGTERM":
         first.send_signal(15)
     out, err = first.communicate(timeout=300)
+    took = time.monotonic() - start
     assert first.returncode == 130, err[-3000:]
     assert ("stopped by SIGTERM" if how == "SIGTERM" else "the time limit was reached") in err
+    if how == "time limit":      # stopped at the limit, its workers within their stop wait, not by the budget
+        assert TIME_LIMIT_S <= took < TIME_LIMIT_S + 60, took
     got = totals(instructor)
     graded = [cid for cid in students if cid in got]
-    assert len(graded) >= 2
+    assert len(graded) >= (2 if how == "SIGTERM" else 0)
     assert all(got[cid] == CLASS[students[cid]] for cid in graded if students[cid] in HONEST)
     grades = exported(instructor, env)
     assert all(float(grades[cid]) == CLASS[students[cid]] for cid in graded if students[cid] in HONEST)

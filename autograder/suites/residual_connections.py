@@ -1075,12 +1075,12 @@ def _trained(t: Trial, builder: str, size: dict, d_in: int, k: int, depth: int, 
     return model.label, start + measure()
 
 
-def _generalises(t: Trial, label: str, steps: int, held: float, bound: float, scale: float, of: str) -> None:
-    """Fails unless the loss on new examples, `held`, fell below bound * scale (`of` says what scale is)."""
-    if held > bound * scale:
+def _generalises(t: Trial, label: str, steps: int, held: float, bound: float, start: float) -> None:
+    """Fails unless `held`, the loss on new examples, fell below bound * `start` (the untrained model's)."""
+    if held > bound * start:
         t.fail(f"after {steps} steps of train, {label} has loss {held:.3f} on new examples of the same problem, "
-               f"which train never saw ({of}: {scale:.3f}); the reference's falls below {bound} of {of} on every "
-               "seed. A model that learned the problem, not the training set, does as well on new examples.")
+               f"which train never saw (its start: {start:.3f}); the reference's falls below {bound} of its start on "
+               "every seed. A model that learned the problem, not the training set, does as well on new examples.")
 
 
 @test(5, 2, "train lowers the loss of a small residual_mlp")
@@ -1094,7 +1094,7 @@ def train_lowers_loss(t: Trial):
                f"to {after:.3f}; in the reference {steps} steps cut it to under 0.3 of its start on every seed. Check "
                "that train updates the parameters of the model it was given, with fresh gradients each step, and uses "
                "X[idx] and y[idx] of the same idx.")
-    _generalises(t, label, steps, held_after, HELD_SMALL, held_before, "its start")
+    _generalises(t, label, steps, held_after, HELD_SMALL, held_before)
     t.note(f"training loss {before:.3f} -> {after:.3f}, on new examples {held_before:.3f} -> {held_after:.3f}")
 
 
@@ -1114,7 +1114,7 @@ def deep_residual_trains(t: Trial):
                f"reference's stays below {DEEP_FIT * chance:.3f} on every seed. A residual stack this deep trains "
                "only if every block adds its input back unscaled (alpha=1, the identity where the width stays the "
                "same) and the branches see ln(x).")
-    _generalises(t, label, steps, held, HELD_DEEP, held_before, "its start")
+    _generalises(t, label, steps, held, HELD_DEEP, held_before)
     t.note(f"training loss {loss:.3f}, on new examples {held:.3f} (chance {chance:.3f})")
 
 
