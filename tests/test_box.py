@@ -1,7 +1,9 @@
 """The box around a sandbox child and the grader's side of its frames (the hostile corpus is test_hostile.py)."""
 import io
 import os
+import select
 import shutil
+import signal
 import socket
 import struct
 import sys
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from autograder.core import box as boxing
 from autograder.core import codec
 from autograder.core.frames import FrameError, read_frame
 from autograder.core.sandbox import BACKSTOP, PROBE, Deadline, GraderError, Hung, Limits, Sandbox, Zygote
@@ -293,3 +296,48 @@ def test_a_child_is_killed_through_its_pidfd_never_by_its_number(zygote):
         finally:
             bystander.kill()
             bystander.wait()
+
+
+def _group_of(pid: int) -> str:
+    """The name of the memory cgroup process `pid` is in."""
+    with open(f"/proc/{pid}/cgroup") as f:
+        return next(line.rstrip("\n").rsplit("/", 1)[1] for line in f if ":memory:" in line or line.startswith("0::"))
+
+
+def _wait_dead(pidfd: int) -> None:
+    select.select([pidfd], [], [], 30)          # a pidfd reads ready once its process has exited
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or "memory" not in boxing._controller_dirs(), reason="a cgroup needs root")
+def test_no_cgroup_outlives_its_zygote():
+    """A zygote killed with a child running leaves that child's group, and the next zygote sweeps it
+    (but not the group of a process still running); a zygote the grader hangs up on kills its
+    children and removes their groups itself."""
+    parents = set(boxing._controller_dirs().values())
+    live = f"{boxing.GROUP_PREFIX}{os.getpid()}-test-1"       # a running process's: never swept
+    for parent in parents:
+        os.mkdir(os.path.join(parent, live))
+    try:
+        killed = Zygote([PROBE])
+        box = Sandbox(killed, [("a", "x = 1\n")], None, Limits(10, 4096))
+        box.start()
+        left = _group_of(box._child.pid)
+        os.kill(killed.pid, signal.SIGKILL)
+        _wait_dead(box._child._pidfd)
+        assert all(os.path.isdir(os.path.join(parent, left)) for parent in parents)
+        box.close()
+        killed.close()
+
+        hung_up = Zygote([PROBE])          # it sweeps before it answers a request
+        box = Sandbox(hung_up, [("a", "x = 1\n")], None, Limits(10, 4096))
+        box.start()
+        assert not any(os.path.exists(os.path.join(parent, left)) for parent in parents), left
+        assert all(os.path.isdir(os.path.join(parent, live)) for parent in parents)
+        running = _group_of(box._child.pid)
+        hung_up.close()                     # waits for the zygote to exit, the child still running
+        _wait_dead(box._child._pidfd)
+        assert not any(os.path.exists(os.path.join(parent, running)) for parent in parents), running
+        box.close()
+    finally:
+        for parent in parents:
+            os.rmdir(os.path.join(parent, live))

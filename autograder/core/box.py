@@ -2,7 +2,8 @@
 
 Zygote side (torch imported):
 
-    cgroup = Cgroup.create(f"child-{n}", memory_mb=2048, pids=64, cpus=1)   # None where none can be made
+    Cgroup.sweep()                # once: groups an earlier zygote left when it was killed
+    cgroup = Cgroup.create(group_name(owner, n), memory_mb=2048, pids=64, cpus=1)   # None where none can be made
     pid = fork_in_pid_namespace() if namespaces else os.fork()   # the child is PID 1 of a new PID namespace
     if pid == 0:
         got, lacking = enter(Box(...), scratch, readable, writable, cgroup, env)
@@ -26,9 +27,12 @@ missing; docs/security.md says what each platform gets.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import resource
+import secrets
 import signal
+import time
 from dataclasses import dataclass
 
 from . import landlock, seccomp
@@ -132,10 +136,25 @@ def fork_in_pid_namespace() -> int:
             _check(_libc.setns(_own_pid_ns, CLONE_NEWPID), "setns back to the zygote's PID namespace")
 
 
+GROUP_PREFIX = "autograder-"
+
+
+def group_owner() -> str:
+    """The calling zygote's part of its groups' names: its PID, which tells a later sweep whether it
+    still runs, and a random token, because PIDs come round again (pid_max is often 32768) and two
+    zygotes in PID namespaces of their own are both PID 1."""
+    return f"{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def group_name(owner: str, serial: int) -> str:
+    return f"{GROUP_PREFIX}{owner}-{serial}"
+
+
 class Cgroup:
     """A child's cgroup with memory (and pids where available) limits: v2 or v1 controllers.
 
-    Created by the zygote before the fork, joined by the child, removed after it is reaped.
+    Created by the zygote before the fork, joined by the child, removed after it is reaped
+    (and by the zygote as it exits, for the children it then kills).
     """
 
     def __init__(self, dirs: dict[str, str]):
@@ -210,13 +229,58 @@ class Cgroup:
             with open(os.path.join(path, "memory.oom_control")) as f:      # v1
                 return dict(line.split() for line in f).get("oom_kill", "0") != "0"
 
-    def remove(self) -> None:
-        """rmdir the group's directories; they are empty once the child's PID namespace is gone."""
+    def remove(self, wait_s: float = 1.0) -> bool:
+        """rmdir the group's directories; False if one stays busy for wait_s (a process still in it).
+
+        Once a child's PID namespace is gone its group is empty, but the kernel may take a moment
+        to let go of the last exiting process; a group left behind is removed by a later sweep."""
+        end = time.monotonic() + wait_s
         for path in sorted(set(self.dirs.values()), reverse=True):
+            while True:
+                try:
+                    os.rmdir(path)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as e:
+                    if e.errno != errno.EBUSY or time.monotonic() > end:
+                        return False
+                    time.sleep(0.01)
+        return True
+
+    @staticmethod
+    def sweep() -> int:
+        """Remove the empty groups of zygotes that no longer run (one killed before it could remove
+        its children's); returns how many. As root only: a zygote's PID is then one of this PID
+        namespace, and no other grader's live group is taken for a dead one's."""
+        if os.geteuid() != 0:
+            return 0
+        removed = 0
+        for parent in set(_controller_dirs().values()):
             try:
-                os.rmdir(path)
-            except FileNotFoundError:
-                pass
+                names = os.listdir(parent)
+            except OSError:
+                continue
+            for name in names:
+                pid = name.removeprefix(GROUP_PREFIX).split("-", 1)[0]
+                if not name.startswith(GROUP_PREFIX) or not pid.isdigit() or _alive(int(pid)):
+                    continue
+                try:
+                    os.rmdir(os.path.join(parent, name))   # refused while a process is in it
+                    removed += 1
+                except OSError:
+                    pass
+        return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def cpu_seconds(fd: int) -> float:

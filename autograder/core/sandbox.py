@@ -272,16 +272,29 @@ def _preload(names: list[str]) -> None:
 
 def _serve(control: socket.socket) -> None:
     """The zygote's loop: fork a child per request (in a new PID namespace and cgroup where it can),
-    write each child's exit status and whether it was killed for memory to its pipe."""
+    write each child's exit status and whether it was killed for memory to its pipe. When the
+    grader hangs up (or dies), kill the children still running and remove their groups."""
     gc.freeze()   # torch's million objects: out of every child's garbage collections
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the grader's to handle
     namespaces = boxing.pid_namespaces_work()
     status_fds: dict[int, tuple[int, boxing.Cgroup | None]] = {}
-    made = 0
+    boxing.Cgroup.sweep()
+    owner = boxing.group_owner()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    try:
+        _fork_on_request(control, wake_r, namespaces, owner, status_fds)
+    finally:
+        for pid in status_fds:           # ours and not yet reaped: the number is still theirs
+            os.kill(pid, signal.SIGKILL)
+        _reap(status_fds, block=True)
+
+
+def _fork_on_request(control: socket.socket, wake_r: int, namespaces: bool, owner: str,
+                     status_fds: dict[int, tuple[int, "boxing.Cgroup | None"]]) -> None:
+    made = 0
     while True:
         ready, _, _ = select.select([control, wake_r], [], [])
         if wake_r in ready:
@@ -296,7 +309,7 @@ def _serve(control: socket.socket) -> None:
                 return
             made += 1
             (memory_mb,) = struct.unpack("i", msg[1:])
-            cgroup = boxing.Cgroup.create(f"autograder-{os.getpid()}-{made}", memory_mb, boxing.Box.nproc,
+            cgroup = boxing.Cgroup.create(boxing.group_name(owner, made), memory_mb, boxing.Box.nproc,
                                           boxing.Box.cpus)
             pid = boxing.fork_in_pid_namespace() if namespaces else os.fork()
             if pid == 0:
@@ -320,10 +333,11 @@ def _serve(control: socket.socket) -> None:
                 os.close(fd)
 
 
-def _reap(status_fds: dict[int, tuple[int, "boxing.Cgroup | None"]]) -> None:
+def _reap(status_fds: dict[int, tuple[int, "boxing.Cgroup | None"]], block: bool = False) -> None:
+    """Reap the children that have exited (block: every child, waiting for each)."""
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
@@ -331,7 +345,10 @@ def _reap(status_fds: dict[int, tuple[int, "boxing.Cgroup | None"]]) -> None:
         fd, cgroup = status_fds.pop(pid, (None, None))
         oom = False
         if cgroup is not None:     # the child was its PID namespace's init: every process of it is gone
-            oom = cgroup.oom_killed()
+            try:
+                oom = cgroup.oom_killed()
+            except OSError:
+                pass
             cgroup.remove()
         if fd is not None:
             try:
