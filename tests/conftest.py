@@ -82,9 +82,18 @@ def sample_results(tmp_path_factory, worker_id):
     return results
 
 
+# fixtures that grade a whole sample class or run the demo (minutes each): a test using one is slow
+WHOLE_CLASS = {"sample_results", "demo_class", "graded"}
+
+
 def pytest_collection_modifyitems(items):
-    """`make test` runs pytest-xdist with --dist loadscope: a module's tests go to one worker, so that
+    """Mark the tests that need a WHOLE_CLASS fixture slow (`make test-fast` leaves them out).
+
+    `make test` runs pytest-xdist with --dist loadscope: a module's tests go to one worker, so that
     its module-scoped fixtures (a grader, a graded class) are built once. Modules with a slow test are
     handed out first, so that no long module starts when the others are done."""
+    for item in items:
+        if WHOLE_CLASS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     slow = {item.module for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.module not in slow)     # stable: each module keeps its order
