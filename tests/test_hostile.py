@@ -195,9 +195,10 @@ def check(name: str, case: corpus.Case, result: dict) -> list[str]:
 
 
 def test_hostile_batch(tmp_path, course_file, outside):
-    """The whole corpus in one batch (`grade ASSIGNMENT FOLDER`), two at a time."""
-    cases = corpus.write_corpus(tmp_path / "corpus")
-    assert len(cases) >= 31
+    """Every attack on the outside in one batch (`grade ASSIGNMENT FOLDER`, whose fork server is a fresh
+    interpreter), two at a time."""
+    cases = some_of(tmp_path / "corpus", OUTSIDE)
+    assert len(cases) >= 24
     proc, took = grade(course_file, tmp_path / "scratch", tmp_path / "corpus", "--json", "--workers", "2")
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = {Path(r["submission"]).name: r for r in map(json.loads, proc.stdout.splitlines())}
@@ -211,11 +212,21 @@ def test_hostile_batch(tmp_path, course_file, outside):
     assert left_in(tmp_path / "scratch") == []
 
 
-# What the single-file path changes is where the fork server comes from (that very process, forked), so
-# it runs the attacks on what lies outside the box; a notebook refused when read (input), a reply the
-# grader parses (grader side, feedback) or a budget spent inside the box (time) meets the same code either way.
-ALONE = {"twin", "processes", "memory", "disk", "files", "network", "metadata", "capabilities", "environment",
-         "class data"}
+def some_of(folder: Path, items: set[str]) -> dict[str, corpus.Case]:
+    """The corpus written to `folder`, only the cases of these items (the others' files removed)."""
+    cases = corpus.write_corpus(folder)
+    for name in [name for name, case in cases.items() if case.item not in items]:
+        (folder / name).unlink()
+        del cases[name]
+    return cases
+
+
+# A path other than the class command's (which takes the whole corpus) changes where the fork server
+# comes from (a fresh interpreter, or the grading process forked) or who grades, so it runs the attacks on
+# what lies outside the box; a notebook refused when read (input), a reply the grader parses (grader
+# side, feedback) or a budget spent inside the box (time) meets the same code on every path as root.
+OUTSIDE = {"twin", "processes", "memory", "disk", "files", "network", "metadata", "capabilities", "environment",
+           "class data"}
 # Of these, a memory cgroup and a network namespace are made for each child as in a batch, whatever
 # process forked it: one attack on each is enough here (the batch runs them all).
 ONE_OF = {"memory", "network"}
@@ -225,8 +236,8 @@ def test_every_case_alone(tmp_path, course_file, outside):
     """Each notebook of an attack on the outside by itself (`grade ASSIGNMENT FILE`, whose fork server is
     that very process forked), two commands at a time; of the attacks on memory and the network, one each."""
     cases = {}
-    for name, case in sorted(corpus.write_corpus(tmp_path / "corpus").items()):
-        if case.item in ALONE and not (case.item in ONE_OF and any(c.item == case.item for c in cases.values())):
+    for name, case in sorted(some_of(tmp_path / "corpus", OUTSIDE).items()):
+        if not (case.item in ONE_OF and any(c.item == case.item for c in cases.values())):
             cases[name] = case
     assert len(cases) >= 15
 
@@ -258,13 +269,14 @@ CGROUP_ONLY = {"hostile-fork-alloc-6g.ipynb"}
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making an ordinary user's grader needs root (tests/as_user.py)")
 def test_hostile_batch_by_a_grader_that_is_not_root(tmp_path, course_file):
-    """The whole corpus in one batch graded by an ordinary user, who owns the victims: the box then
-    comes from user namespaces (docs/security.md). Every outcome is root's, the memory attacks
-    refused by seccomp, and nothing of the user's is changed."""
+    """The attacks on the outside and on time in one batch graded by an ordinary user, who owns the
+    victims: the box then comes from user namespaces (docs/security.md), and a deadline from the
+    child's own CPU time, as no cgroup counts it. Every outcome is root's, the memory attacks refused
+    by seccomp, and nothing of the user's is changed."""
     home = Path(tempfile.mkdtemp(prefix="not-root-"))    # /tmp: tmp_path's parents are root's alone
     outside = Outside(owner=NOT_ROOT)
     try:
-        cases = corpus.write_corpus(home / "corpus")
+        cases = some_of(home / "corpus", OUTSIDE | {"time"})
         for name in CGROUP_ONLY:
             (home / "corpus" / name).unlink()
             del cases[name]
