@@ -1,10 +1,12 @@
 """`python -m autograder grade` end to end: one notebook, a batch, resuming, bad names."""
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,22 @@ def test_a_store_of_another_assignment_or_seed_is_refused(tmp_path):
     Store(out, "residual-connections", seed=3)
     proc = grade("residual-connections", str(SAMPLES / "full-marks.ipynb"), "--out", str(out), "--seed", "4")
     assert proc.returncode == 2 and "graded with seed 3" in proc.stderr
+
+
+def test_a_store_another_process_is_making_is_waited_for_not_refused(tmp_path):
+    """Class workers open the class's store at once: one that finds the file made but its header not yet
+    written (the maker holds the lock) waits for it, then opens the store the maker wrote."""
+    out = tmp_path / "results.jsonl"
+    opened = []
+    with open(out, "a+b") as maker:
+        fcntl.flock(maker, fcntl.LOCK_EX)
+        other = threading.Thread(target=lambda: opened.append(Store(out, "residual-connections")))
+        other.start()
+        other.join(0.5)
+        assert other.is_alive()                    # waiting on the lock, not refusing an empty file
+        maker.write(b'{"store": 2, "assignment": "residual-connections", "seed": 7, "secret_id": ""}\n')
+        maker.flush()
+        fcntl.flock(maker, fcntl.LOCK_UN)
+    other.join(10)
+    assert [store.seed for store in opened] == [7]
+    assert out.read_text().count('"store"') == 1

@@ -17,7 +17,8 @@ for the class report). Each result keeps its own seed: derived from its code and
 the course secret (core/seeds.py), so the store is tied to that secret (a store opened with
 another one is refused), or, for a store made with --seed, that one seed for all. A torn
 last line (a run killed mid-write) is ignored, and several
-processes may append to one file (each line is one locked write).
+processes may open and append to one file at once (each line is one locked write, and a new
+store's header is written under the same lock that opening it takes).
 
 An instructor's decision on a flagged result (`python -m autograder review`) is a line of its own,
 {"decision": "release" | "confirm", "code_key", "student", "note", "at"}, never an edit: the newest
@@ -26,6 +27,7 @@ code whenever it is graded again; a changed submission has another key and waits
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import json
@@ -49,11 +51,14 @@ class Store:
         self._by_key: dict[str, Result] = {}
         self._submissions: dict[str, Result] = {}   # absolute path -> its newest result
         self._decisions: dict[str, dict] = {}       # code_key -> its newest decision line
-        header = self._read()
-        if header is None:
-            self.seed = None if seed is None else int(seed)
-            self._append({"store": FORMAT, "assignment": assignment, "seed": self.seed, "secret_id": secret_id})
-            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a+b") as f, _locked(f):       # a process making the same store writes first
+            f.seek(0)
+            header = self._read(f.read().decode("utf-8"))
+            if header is None:
+                self.seed = None if seed is None else int(seed)
+                _write_line(f, {"store": FORMAT, "assignment": assignment, "seed": self.seed, "secret_id": secret_id})
+                return
         self.seed = None if header.get("seed") is None else int(header["seed"])
         kept = header.get("secret_id", "")
         if self.seed is None and kept and secret_id and kept != secret_id:
@@ -105,12 +110,12 @@ class Store:
         line = self._decisions.get(key)
         return result.decided(line["decision"]) if result is not None and line else result
 
-    def _read(self) -> dict | None:
-        """Load the file; its header, or None when there is no file yet."""
-        if not self.path.exists():
+    def _read(self, text: str) -> dict | None:
+        """Load the file's text; its header, or None when it is empty (a store being made)."""
+        if not text.strip():
             return None
         header = None
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        for line in text.splitlines():
             try:
                 data = json.loads(line)
             except json.JSONDecodeError:
@@ -132,21 +137,24 @@ class Store:
         return header
 
     def _append(self, data: dict) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = (json.dumps(data) + "\n").encode()
-        with open(self.path, "ab") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)     # one whole line at a time, whoever else appends
-            try:
-                if f.tell() and not _ends_with_newline(self.path):
-                    f.write(b"\n")            # after a torn line
-                f.write(line)
-                f.flush()
-                os.fsync(f.fileno())
-            finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
+        with open(self.path, "a+b") as f, _locked(f):     # one whole line at a time, whoever else appends
+            _write_line(f, data)
 
 
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
+@contextlib.contextmanager
+def _locked(f):
+    fcntl.flock(f, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _write_line(f, data: dict) -> None:
+    """Append one JSON line to the locked file f, synced (after a newline, if a torn line ends it)."""
+    end = f.seek(0, os.SEEK_END)
+    if end and os.pread(f.fileno(), 1, end - 1) != b"\n":
+        f.write(b"\n")
+    f.write((json.dumps(data) + "\n").encode())
+    f.flush()
+    os.fsync(f.fileno())
