@@ -82,6 +82,13 @@ class Lab:
     def page(self, path: str) -> str:
         return f"{self.url}{path}{'&' if '?' in path else '?'}token={self.token}"
 
+    def kernel_state(self, notebook: str) -> str | None:
+        """The execution state of the kernel the server runs for `notebook` (a path under root), or None."""
+        with urllib.request.urlopen(self.page("/api/sessions"), timeout=10) as reply:
+            sessions = json.load(reply)
+        return next((s["kernel"]["execution_state"] for s in sessions
+                     if s.get("path") == notebook and s.get("kernel")), None)
+
     def stop(self) -> None:
         """SIGTERM the server, which shuts its kernels down; SIGKILL, by pid, whatever of the
         server and its descendants (kernels run in sessions of their own) is still there."""
@@ -154,14 +161,40 @@ RUN_STATE = f"""() => {{
 }}"""
 
 
+DIALOG = """() => {
+    const dialog = document.querySelector('.jp-Dialog');
+    const select = dialog && dialog.querySelector('select');
+    return dialog && {text: dialog.innerText, options: select ? [...select.options].map(o => o.textContent) : []};
+}"""
+KERNEL = "Python 3 (ipykernel)"      # the release's kernelspec
+
+
+def open_with_kernel(page, lab: "Lab", path: str, timeout_s: float = 120) -> None:
+    """Open the notebook at `path` (/lab/.../tree/FILE) and wait until the server runs its kernel, idle.
+    On a loaded machine JupyterLab may open the notebook before it has the server's kernelspecs; it
+    then asks which kernel to start: a student picks the notebook's own, Python 3, and so does this (once)."""
+    page.goto(lab.page(path))
+    notebook, accepted, deadline = path.split("/tree/", 1)[1], False, time.monotonic() + timeout_s
+    while lab.kernel_state(notebook) != "idle":
+        dialog = page.evaluate(DIALOG)
+        if dialog and not accepted and "Select Kernel" in dialog["text"] and KERNEL in dialog["options"]:
+            page.select_option(".jp-Dialog select", label=KERNEL)
+            page.click(".jp-Dialog .jp-mod-accept")
+            accepted = True
+        elif time.monotonic() > deadline:
+            raise AssertionError(f"{notebook}: no idle kernel after {timeout_s:g} s; dialog: {dialog}\n"
+                                 f"JupyterLab's log:\n{lab.log.read_text()[-3000:]}")
+        time.sleep(0.5)
+    page.wait_for_selector(f"{PANEL} .jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+
+
 def run_all(page, lab: "Lab", path: str, shots: Path, timeout_s: float = 600) -> None:
     """Open the notebook at `path` in JupyterLab, wait for its kernel, Run > Run All Cells, wait until
     every cell ran: the last code cell has a number and no prompt says [*]. A menu click that started
     nothing is made once more. A dialog (the kernel died or restarts), or a run that stopped short (a
     cell raised, so JupyterLab dropped the cells queued after it), fails at once, with what the page
     showed and the server's log."""
-    page.goto(lab.page(path))
-    page.wait_for_selector(f"{PANEL} .jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+    open_with_kernel(page, lab, path)
     clicks, started, still_since, problem = 0, time.monotonic(), None, None
     while problem is None:
         state = page.evaluate(RUN_STATE)
