@@ -1,4 +1,5 @@
 """The box around a sandbox child and the grader's side of its frames (the hostile corpus is test_hostile.py)."""
+import contextlib
 import io
 import os
 import select
@@ -311,10 +312,11 @@ def _wait_dead(pidfd: int) -> None:
 @pytest.mark.skipif(os.geteuid() != 0 or "memory" not in boxing._controller_dirs(), reason="a cgroup needs root")
 def test_no_cgroup_outlives_its_zygote():
     """A zygote killed with a child running leaves that child's group, and the next zygote sweeps it
-    (but not the group of a process still running); a zygote the grader hangs up on kills its
-    children and removes their groups itself."""
+    once it is SWEEP_AFTER_S old (but not the group of a process still running); a zygote the grader
+    hangs up on kills its children and removes their groups itself."""
     parents = set(boxing._controller_dirs().values())
     live = f"{boxing.GROUP_PREFIX}{os.getpid()}-test-1"       # a running process's: never swept
+    young = f"{boxing.GROUP_PREFIX}0-test-2"                  # named once the killed zygote's PID is known
     for parent in parents:
         os.mkdir(os.path.join(parent, live))
     try:
@@ -324,15 +326,21 @@ def test_no_cgroup_outlives_its_zygote():
         left = _group_of(box._child.pid)
         os.kill(killed.pid, signal.SIGKILL)
         _wait_dead(box._child._pidfd)
-        assert all(os.path.isdir(os.path.join(parent, left)) for parent in parents)
+        aged = time.time() - boxing.SWEEP_AFTER_S - 1
+        for parent in parents:
+            assert os.path.isdir(os.path.join(parent, left))
+            os.utime(os.path.join(parent, left), (aged, aged))
         box.close()
         killed.close()
+        young = f"{boxing.GROUP_PREFIX}{killed.pid}-test-2"          # a dead zygote's, but just made
+        for parent in parents:
+            os.mkdir(os.path.join(parent, young))
 
         hung_up = Zygote([PROBE])          # it sweeps before it answers a request
         box = Sandbox(hung_up, [("a", "x = 1\n")], None, Limits(10, 4096))
         box.start()
         assert not any(os.path.exists(os.path.join(parent, left)) for parent in parents), left
-        assert all(os.path.isdir(os.path.join(parent, live)) for parent in parents)
+        assert all(os.path.isdir(os.path.join(parent, kept)) for parent in parents for kept in (live, young))
         running = _group_of(box._child.pid)
         hung_up.close()                     # waits for the zygote to exit, the child still running
         _wait_dead(box._child._pidfd)
@@ -340,4 +348,6 @@ def test_no_cgroup_outlives_its_zygote():
         box.close()
     finally:
         for parent in parents:
-            os.rmdir(os.path.join(parent, live))
+            for kept in (live, young):
+                with contextlib.suppress(FileNotFoundError):
+                    os.rmdir(os.path.join(parent, kept))

@@ -137,6 +137,9 @@ def fork_in_pid_namespace() -> int:
 
 
 GROUP_PREFIX = "autograder-"
+# a younger group is left alone: it may be one a zygote in another PID namespace (where its PID means
+# nothing here) has just made, its child not in it yet
+SWEEP_AFTER_S = 60
 
 
 def group_owner() -> str:
@@ -250,9 +253,9 @@ class Cgroup:
 
     @staticmethod
     def sweep() -> int:
-        """Remove the empty groups of zygotes that no longer run (one killed before it could remove
-        its children's); returns how many. As root only: a zygote's PID is then one of this PID
-        namespace, and no other grader's live group is taken for a dead one's."""
+        """Remove the empty groups, older than SWEEP_AFTER_S, of zygotes that no longer run (one killed
+        before it could remove its children's); returns how many. As root only: a zygote's PID is then
+        one of this PID namespace, so no other grader's live group is taken for a dead one's."""
         if os.geteuid() != 0:
             return 0
         removed = 0
@@ -262,12 +265,13 @@ class Cgroup:
             except OSError:
                 continue
             for name in names:
-                pid = name.removeprefix(GROUP_PREFIX).split("-", 1)[0]
+                pid, path = name.removeprefix(GROUP_PREFIX).split("-", 1)[0], os.path.join(parent, name)
                 if not name.startswith(GROUP_PREFIX) or not pid.isdigit() or _alive(int(pid)):
                     continue
                 try:
-                    os.rmdir(os.path.join(parent, name))   # refused while a process is in it
-                    removed += 1
+                    if time.time() - os.stat(path).st_mtime > SWEEP_AFTER_S:
+                        os.rmdir(path)      # refused while a process is in it
+                        removed += 1
                 except OSError:
                     pass
         return removed
