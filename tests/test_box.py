@@ -315,12 +315,12 @@ def test_no_cgroup_outlives_its_zygote():
     once it is SWEEP_AFTER_S old (but not the group of a process still running); a zygote the grader
     hangs up on kills its children and removes their groups itself."""
     parents = set(boxing._controller_dirs().values())
+    killed = Zygote([PROBE])
     live = f"{boxing.GROUP_PREFIX}{os.getpid()}-test-1"       # a running process's: never swept
-    young = f"{boxing.GROUP_PREFIX}0-test-2"                  # named once the killed zygote's PID is known
+    young = f"{boxing.GROUP_PREFIX}{killed.pid}-test-2"       # a dead zygote's, but made just before the sweep
     for parent in parents:
         os.mkdir(os.path.join(parent, live))
     try:
-        killed = Zygote([PROBE])
         box = Sandbox(killed, [("a", "x = 1\n")], None, Limits(10, 4096))
         box.start()
         left = _group_of(box._child.pid)
@@ -332,7 +332,6 @@ def test_no_cgroup_outlives_its_zygote():
             os.utime(os.path.join(parent, left), (aged, aged))
         box.close()
         killed.close()
-        young = f"{boxing.GROUP_PREFIX}{killed.pid}-test-2"          # a dead zygote's, but just made
         for parent in parents:
             os.mkdir(os.path.join(parent, young))
 

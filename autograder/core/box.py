@@ -140,6 +140,7 @@ GROUP_PREFIX = "autograder-"
 # a younger group is left alone: it may be one a zygote in another PID namespace (where its PID means
 # nothing here) has just made, its child not in it yet
 SWEEP_AFTER_S = 60
+REMOVE_WAIT_S = 1.0     # how long a child's group may stay busy after the child is reaped
 
 
 def group_owner() -> str:
@@ -232,12 +233,11 @@ class Cgroup:
             with open(os.path.join(path, "memory.oom_control")) as f:      # v1
                 return dict(line.split() for line in f).get("oom_kill", "0") != "0"
 
-    def remove(self, wait_s: float = 1.0) -> bool:
-        """rmdir the group's directories; False if one stays busy for wait_s (a process still in it).
-
-        Once a child's PID namespace is gone its group is empty, but the kernel may take a moment
-        to let go of the last exiting process; a group left behind is removed by a later sweep."""
-        end = time.monotonic() + wait_s
+    def remove(self) -> None:
+        """rmdir the group's directories. Once a child's PID namespace is gone its group is empty, but
+        the kernel may take a moment to let go of the last exiting process: a group still busy after
+        REMOVE_WAIT_S is left to a later sweep."""
+        end = time.monotonic() + REMOVE_WAIT_S
         for path in sorted(set(self.dirs.values()), reverse=True):
             while True:
                 try:
@@ -247,34 +247,31 @@ class Cgroup:
                     break
                 except OSError as e:
                     if e.errno != errno.EBUSY or time.monotonic() > end:
-                        return False
+                        return
                     time.sleep(0.01)
-        return True
 
     @staticmethod
-    def sweep() -> int:
+    def sweep() -> None:
         """Remove the empty groups, older than SWEEP_AFTER_S, of zygotes that no longer run (one killed
-        before it could remove its children's); returns how many. As root only: a zygote's PID is then
-        one of this PID namespace, so no other grader's live group is taken for a dead one's."""
+        before it could remove its children's). As root only: a zygote's PID is then one of this PID
+        namespace, so no other grader's live group is taken for a dead one's."""
         if os.geteuid() != 0:
-            return 0
-        removed = 0
+            return
         for parent in set(_controller_dirs().values()):
             try:
                 names = os.listdir(parent)
             except OSError:
                 continue
             for name in names:
-                pid, path = name.removeprefix(GROUP_PREFIX).split("-", 1)[0], os.path.join(parent, name)
+                pid = name.removeprefix(GROUP_PREFIX).split("-", 1)[0]
                 if not name.startswith(GROUP_PREFIX) or not pid.isdigit() or _alive(int(pid)):
                     continue
+                path = os.path.join(parent, name)
                 try:
                     if time.time() - os.stat(path).st_mtime > SWEEP_AFTER_S:
                         os.rmdir(path)      # refused while a process is in it
-                        removed += 1
                 except OSError:
                     pass
-        return removed
 
 
 def _alive(pid: int) -> bool:
