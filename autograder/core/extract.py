@@ -15,6 +15,7 @@ max_cell_kb is not run (its problem says why), and a file over FILE_CELLS times 
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -129,7 +130,9 @@ def _code_cells_by_grade_id(nb: dict) -> dict[str, dict]:
     return out
 
 
-def top_level_names(source: str) -> set[str]:
+# Cached by source: a grade asks for each cell's names once per part, and a class repeats its cells.
+@functools.lru_cache(maxsize=256)
+def top_level_names(source: str) -> frozenset[str]:
     """Names a cell defines at module level (functions, classes, assignments)."""
     tree = _parsed(source)
     names = set()
@@ -139,10 +142,11 @@ def top_level_names(source: str) -> set[str]:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return names
+    return frozenset(names)
 
 
-def bound_names(source: str) -> set[str]:
+@functools.lru_cache(maxsize=256)
+def bound_names(source: str) -> frozenset[str]:
     """Every name a cell binds at module level: defs, classes, imports, assignment, loop and `with`
     targets, at any depth of module-level statements (an `if`, a `try`), not inside a def or class."""
     tree = _parsed(source)
@@ -159,14 +163,19 @@ def bound_names(source: str) -> set[str]:
             names.add(node.id)
         elif not isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             todo.extend(ast.iter_child_nodes(node))
-    return names
+    return frozenset(names)
 
 
-def used_names(source: str) -> set[str]:
+@functools.lru_cache(maxsize=256)
+def used_names(source: str) -> frozenset[str]:
     """Every name a cell reads anywhere, function bodies included (they read module names when called)."""
-    tree = _parsed(source)
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)} | \
-        {name for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
+    names = set()
+    for node in ast.walk(_parsed(source)):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+    return frozenset(names)
 
 
 def _parsed(source: str) -> ast.Module:

@@ -310,11 +310,14 @@ frame = buf.getvalue()
 """ + _SEND_FRAME + "time.sleep(600)\n"),
     # once ended the batch: Sandbox.start took a null label for "no cell ran yet", a failure of the grader
     "frame-cell-null": (Case("grader side", reason="cannot use"), """
-import io, os, stat, struct, torch
-buf = io.BytesIO()
-torch.save({"cell": None}, buf)
-frame = buf.getvalue()
+import os, stat, struct
+frame = b"RC\\x01d" + struct.pack("<I", 1) + b"s" + struct.pack("<I", 4) + b"cellN"   # codec: {"cell": None}
 """ + _SEND_FRAME + "os._exit(0)\n"),
+    # a codec frame whose string claims 4 GiB in a frame of a few bytes
+    "frame-claims-4g": (Case("grader side", reason="unreadable reply"), """
+import os, stat, struct, time
+frame = b"RC\\x01d" + struct.pack("<I", 1) + b"s" + struct.pack("<I", 4) + b"cells" + struct.pack("<I", 2 ** 32 - 1) + b"x"
+""" + _SEND_FRAME + "time.sleep(600)\n"),
     "spaces-400k": (Case("grader side", reason="raised RuntimeError"), """
 def residual_add(*args, **kwargs):
     raise RuntimeError(" " * 400_000 + "x")
