@@ -18,6 +18,10 @@ setup: $(READY)
 $(READY): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -e . 2>&1 | { grep -v "is ignored: it is neither" || true; }
+	# jupyter-events pulls in rfc3987-syntax, which jsonschema then imports; it builds some 30 Earley
+	# parsers at import: 3 s of CPU in every process that imports nbformat (each nbgrader and course
+	# command). No schema installed here uses the "iri" formats it checks.
+	$(BIN)/python -m pip uninstall -q -y rfc3987-syntax
 	$(BIN)/python -c "import site, pathlib; pathlib.Path(site.getsitepackages()[0], 'course-assignments.pth').write_text('$(CURDIR)/assignments\n')"
 	$(BIN)/python -c "import nbgrader, torch, nbtest"
 	touch $@

@@ -1,10 +1,13 @@
 """Workers' gradebook copies merged back into the gradebook (autograder/gradebook.py)."""
+import os
 import sqlite3
+import subprocess
 
 import pytest
 
 from autograder.nbgrading.gradebook import (SCHEMA, GradebookError, copy_gradebook, merge_submissions,
                                             open_gradebook)
+from autograder.nbgrading.run import tools_path
 
 
 def make_gradebook(db_url) -> None:
@@ -94,3 +97,12 @@ def test_merging_nobody_leaves_the_gradebook_alone(gradebook):
     before = scores(db_url)
     merge_submissions(db_url, copy, "hw1", [])
     assert scores(db_url) == before
+
+
+def test_schema_is_the_head_alembic_gives_a_new_gradebook():
+    """open_gradebook tells nbgrader SCHEMA instead of running `alembic heads`; alembic agrees."""
+    from nbgrader.dbutil import _temp_alembic_ini
+    with _temp_alembic_ini("sqlite:////tmp/unused.db") as ini:
+        heads = subprocess.run(["alembic", "-c", ini, "heads"], capture_output=True, text=True, check=True,
+                               env={**os.environ, "PATH": tools_path()}).stdout.split()
+    assert heads[0] == SCHEMA, heads
