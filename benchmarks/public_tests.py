@@ -2,9 +2,10 @@
 folder) and Run All of the notebook in a fresh kernel.
 
 Both run on the reference solution (the source notebook, so every test and cell executes to the
-end), the public tests in a copy of the release (assignments/: its pytest.ini, nbtest.py and the
-assignment's folder) with that notebook in place, as a student who solved everything runs them; prints the median of --repeat runs of each, and its ratio to a bare `import torch` measured
-in the same run, taking turns with it (baseline.py). Targets: public tests at most 1.5x, Run All
+end) in a copy of the release (assignments/: its pytest.ini, nbtest.py and the assignment's
+folder) with that notebook in place, as a student who solved everything runs them. Prints the
+median of --repeat runs of each, and its ratio to a bare `import torch` measured in the same run,
+taking turns with it (baseline.py). Targets: public tests at most 1.5x, Run All
 under 15 s on 2 cores.
 
     .venv/bin/python benchmarks/public_tests.py [--repeat 5] [--assignment NAME]

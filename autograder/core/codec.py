@@ -33,9 +33,9 @@ _S, _D, _L, _T, _F, _I, _X = b"sdltfiX"
 _CONSTANTS = {ord("N"): None, ord("T"): True, ord("F"): False}
 _KEYS = (str, int, float, bool, type(None))
 # Bound before any student code runs in a child: what a cell patches later does not reach the encoder.
-_Tensor, _Parameter, _dtype = torch.Tensor, torch.nn.Parameter, torch.dtype
-_storage, _as_numpy, _empty, _frombuffer = torch.Tensor.untyped_storage, torch.Tensor.numpy, torch.empty, torch.frombuffer
-_uint8 = torch.uint8
+_Tensor, _Parameter, _uint8 = torch.Tensor, torch.nn.Parameter, torch.uint8
+_storage, _as_numpy = torch.Tensor.untyped_storage, torch.Tensor.numpy
+_empty, _frombuffer = torch.empty, torch.frombuffer
 _DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
     torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128)}
