@@ -205,6 +205,39 @@ def autotune_in_interpreter() -> None:
     Autotuner.do_bench = property(lambda self: self._do_bench or run_once)
 
 
+def first_calls(optimizer: bool = True) -> None:
+    """What torch does once per process, done before student code is watched or graded: the first attention
+    call and backward set up their kernels; the first optimizer step imports torch._dynamo (1.5 s), whose
+    libraries build code from strings (mpmath, typing's forward references). The grader's sandbox does this
+    in its fork server; nbtest's monitor does the optimizer step only for a notebook whose code names
+    torch.optim (a notebook that never steps one would pay 1.5 s for nothing)."""
+    import torch
+    x = torch.ones(1, 2, 2, requires_grad=True)
+    attention = torch.nn.MultiheadAttention(2, 1, batch_first=True)
+    torch.autograd.backward(torch.sum(attention(x, x, x, need_weights=False)[0]))
+    if optimizer:
+        p = torch.nn.Parameter(torch.ones(1))
+        torch.sum(p).backward()
+        torch.optim.SGD([p], lr=0.1, momentum=0.9).step()
+
+
+def _names_optim(notebook: Path) -> bool:
+    """Whether the notebook's module cells name torch.optim in code (words in a docstring do not count)."""
+    import ast
+    for cell in read_notebook(notebook)["cells"]:
+        if is_module_cell(cell) and "optim" in source_of(cell):
+            try:
+                tree = ast.parse(source_of(cell))
+            except (SyntaxError, ValueError):
+                continue
+            if any(isinstance(n, ast.Attribute) and n.attr == "optim" or isinstance(n, ast.Name) and n.id == "optim"
+                   or isinstance(n, ast.ImportFrom) and (n.module or "").startswith("torch.optim")
+                   or isinstance(n, ast.Import) and any(a.name.startswith("torch.optim") for a in n.names)
+                   or isinstance(n, ast.alias) and n.name == "optim" for n in ast.walk(tree)):
+                return True
+    return False
+
+
 def notebook_beside(test_file: str | Path) -> Path:
     """The single .ipynb in the test file's folder."""
     folder = Path(test_file).resolve().parent
@@ -217,11 +250,78 @@ def notebook_beside(test_file: str | Path) -> Path:
 
 @pytest.fixture(scope="module")
 def nb(request) -> types.ModuleType:
-    """The module cells of the notebook beside the test file."""
+    """The module cells of the notebook beside the test file, watched by the grader's monitor."""
     try:
-        return load(notebook_beside(request.path))
+        path = notebook_beside(request.path)
+        _Watch.start(request.path, path).add(path, f"notebook_{path.stem.replace('-', '_')}")
+        return load(path)
     except NotebookError as e:
         pytest.fail(str(e), pytrace=False)
+
+
+class _Watch:
+    """The grader's runtime monitor (monitor.py, the grader's own) in a `pytest` run: what the notebook's
+    cells do while the tests call them, seen as events (a string compiled, a frame read, a file written
+    outside the temporary folder, ...), which the rules tests report as the grader would. Python cannot
+    remove an audit hook, so it is added only here, in pytest's own process, never in a notebook's kernel:
+    check() there applies the static rules alone."""
+    current: "_Watch | None" = None
+
+    @classmethod
+    def start(cls, tests_file: Path, notebook: Path) -> "_Watch":
+        """The process's watch, added before the first notebook's cells run, after torch's first-call work."""
+        if cls.current is None:
+            first_calls(optimizer=_names_optim(notebook))
+            cls.current = cls(tests_file)
+        return cls.current
+
+    def __init__(self, tests_file: Path):
+        import tempfile
+
+        import monitor
+        here = Path(__file__).resolve().parent
+        tests = {str(tests_file), str(Path(tests_file).resolve()), *map(str, here.glob("*/test_public.py"))}
+        self.monitor, self.notebooks, self.modules, self.events = monitor, {}, set(), []
+        self.read, self.write = os.pipe()
+        for fd in (self.read, self.write):
+            os.set_blocking(fd, False)
+        self.modes = (0, 0)
+        # the temporary folder the code may write to, as the grader's scratch folder (its TMPDIR) is
+        tempfile.tempdir = tempfile.mkdtemp(prefix="nbtest-")
+        monitor.install(self.write, tempfile.tempdir, self.cell_of,
+                        tuple(sorted(tests | {str(here / name) for name in ("nbtest.py", "monitor.py", "policy.py")})),
+                        self.modules)
+
+    def add(self, notebook: Path, module: str) -> None:
+        self.notebooks[f"{notebook.resolve()}["] = notebook.resolve()
+        self.modules.add(module)
+
+    def cell_of(self, filename: str) -> str | None:
+        """load() compiles a cell under "NOTEBOOK[LABEL]": that name, for a watched notebook's cell."""
+        return filename if filename.endswith("]") and any(map(filename.startswith, self.notebooks)) else None
+
+    def after(self, test: str) -> None:
+        """A torch mode the test's call left active is an event no audit hook raises (monitor.check_state)."""
+        self.modes = self.monitor.check_state(self.write, f"the test {test}", "", self.modes)
+
+    def found(self, notebook: Path, labels: set[str], sources: dict[str, str]) -> list[str]:
+        """The events so far in these cells of the notebook (and those no cell is named for), as rule lines."""
+        import policy
+        while True:
+            try:
+                data = os.read(self.read, 1 << 16)
+            except BlockingIOError:
+                break
+            self.events += self.monitor.parse(data)
+        prefix = f"{notebook.resolve()}["
+        lines = []
+        for e in self.events:
+            label = e.cell[len(prefix):-1] if e.cell.startswith(prefix) else None if e.cell else ""
+            if label is not None and (label in labels or not label):
+                lines.append(str(policy.Violation(label or "the submission", e.line, "monitor", policy.WITHHOLD,
+                                                  f"{e.event}: {e.detail}", policy.quote(sources.get(label, ""),
+                                                                                        e.line))))
+        return list(dict.fromkeys(lines))
 
 
 def rule_breaks(part: int, notebook: str | Path) -> list[str]:
@@ -259,6 +359,9 @@ def rule_breaks(part: int, notebook: str | Path) -> list[str]:
             if parts[label] == part and is_solution(cell):
                 stubs += [_is_stub(f) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
     found = [str(v) for v in policy.check_cells(cells, policy.for_assignment(rules)) if parts.get(v.cell) == part]
+    if _Watch.current is not None and path.resolve() in _Watch.current.notebooks.values():
+        found += _Watch.current.found(path, {label for label, p in parts.items() if p == part},
+                                      {label: source for label, source, _ in cells})
     if not found and any(stubs):
         raise NotImplementedError(f"part {part} still has a stub: no rule broken so far, checked again when it is done")
     return found
@@ -323,6 +426,8 @@ def pytest_runtest_makereport(item, call):
     """Report an untouched stub in one line instead of a traceback, and keep each public test's
     failure as one line for the summary (pytest_terminal_summary)."""
     report = yield
+    if call.when == "call" and _Watch.current is not None:
+        _Watch.current.after(item.name)
     if call.excinfo is None or item.path.name != PUBLIC_TESTS:
         return report
     if call.excinfo.errisinstance(NotImplementedError):

@@ -186,14 +186,14 @@ RESIDUAL = [
                 nn.init.zeros_(b.ffn[2].bias)
             return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))
         '''),
-    (("optimizer-step", "zero-grad", "float-of-loss"), "train", '''
+    (("optimizer-step", "zero-grad", "float-of-loss", "global-seed"), "train", '''
         def train(model: nn.Module, X: Tensor, y: Tensor, steps: int, lr: float = 0.05, batch: int = 128,
                   seed: int = 0) -> list:
-            gen = torch.Generator().manual_seed(seed)
+            torch.manual_seed(seed)     # the global generator, seeded: the same batches as a seeded Generator
             opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
             losses = []
             for _ in range(steps):
-                idx = torch.randperm(len(X), generator=gen)[:batch]
+                idx = torch.randperm(len(X))[:batch]
                 opt.zero_grad(set_to_none=False)
                 for p in model.parameters():
                     if p.grad is None:

@@ -22,7 +22,7 @@ from autograder.grading.batch import grade_notebook
 from autograder.results.render import FEEDBACK_WIDTH
 from autograder.lms.canvas.roster import read_roster
 from autograder.nbgrading.classrun import autograde_class
-from autograder.nbgrading.review import Queue
+from autograder.nbgrading.review import ClassQueue
 from autograder.nbgrading.run import nbgrader, nbgrader_config
 from helpers import ASSIGNMENTS, COURSE, solution_lines
 
@@ -121,7 +121,7 @@ def test_review_releases_and_confirms_held_points_through_gradebook_feedback_and
 
     ids = dict(zip(demo.CLASS, (s.id for s in read_roster(demo.ROSTER).students)))
     released, confirmed = ids["forged-mutation-report"], ids["forged-gradients-report"]
-    queue = Queue(COURSE, demo.ASSIGNMENT, CourseDirectory(config=nbgrader_config()))
+    queue = ClassQueue(COURSE, demo.ASSIGNMENT, CourseDirectory(config=nbgrader_config()))
     before = queue.results()
     held = {s: before[s].held_points for s in (released, confirmed)}
     assert all(held.values()), held

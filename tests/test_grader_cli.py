@@ -1,6 +1,7 @@
 """`python -m autograder grade` end to end: one notebook, a batch, resuming, bad names."""
 from __future__ import annotations
 
+import csv
 import fcntl
 import json
 import shutil
@@ -126,3 +127,60 @@ def test_a_store_another_process_is_making_is_waited_for_not_refused(tmp_path):
     other.join(10)
     assert [store.seed for store in opened] == [7]
     assert out.read_text().count('"store"') == 1
+
+
+@pytest.mark.slow
+def test_review_of_a_grade_out_store_releases_and_confirms_by_file_name(tmp_path):
+    """`grade --out` ends with the queue's line; `review --results FILE` lists the forged samples with their
+    quoted lines and held points, records --release and --confirm in FILE by file name; the store and
+    `report --results FILE` then read the decided scores; a name not in the store is refused, nothing recorded."""
+    folder, out = tmp_path / "downloads", tmp_path / "results.jsonl"
+    folder.mkdir()
+    released, confirmed, honest = "forged-mutation-report.ipynb", "forged-gradients-report.ipynb", "full-marks.ipynb"
+    for name in (released, confirmed, honest):
+        shutil.copy(SAMPLES / name, folder / name)
+    graded = grade("residual-connections", str(folder), "--out", str(out))
+    assert graded.returncode == 0, graded.stderr
+    command = f"python -m autograder review residual-connections --results {out}"
+    assert graded.stdout.splitlines()[-1].startswith("review: 2 submissions of residual-connections in ")
+    assert graded.stdout.splitlines()[-1].endswith(command)
+    before = {Path(r.submission).name: r for r in Store(out, "residual-connections").submissions()}
+    held = {name: before[name].held_points for name in (released, confirmed)}
+    assert all(held.values()) and not before[honest].review, held
+
+    def review(*args: str, status: int = 0) -> str:
+        proc = subprocess.run([sys.executable, "-m", "autograder", "review", "residual-connections", "--results",
+                               str(out), *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == status, proc.stdout + proc.stderr
+        return proc.stdout + proc.stderr
+
+    listed = review()
+    for name in (released, confirmed):
+        assert f"\n{name}  {before[name].score:g} / 100  WAITING for a decision" in listed
+        assert all(f"found: {finding}" in listed for finding in before[name].review)
+        assert f"0 of their {held[name]:g} points now" in listed
+    assert honest not in listed and listed.splitlines()[-1].endswith(command)
+
+    refused = review("--release", "nobody.ipynb", status=2)
+    assert "nobody.ipynb: no submission of that name" in refused
+    assert review("--release", honest, status=2).count("not flagged for review") == 1
+    assert not any("decision" in json.loads(line) for line in out.read_text().splitlines())
+
+    done = review("--release", released, "--confirm", confirmed, "--note", "looked at the notebook")
+    assert f"{released}: released after an instructor's review: the {held[released]:g} points" in done
+    assert f"{confirmed}: held, and confirmed" in done
+    assert done.splitlines()[-1] == ("review: no submission of residual-connections in "
+                                     f"{out} waits for an instructor's decision")
+    want = {released: EXPECTED[released]["score"] + held[released], confirmed: EXPECTED[confirmed]["score"],
+            honest: 100}
+    assert {Path(r.submission).name: r.score for r in Store(out, "residual-connections").submissions()} == want
+    report = subprocess.run([sys.executable, "-m", "autograder", "report", "residual-connections", "--results",
+                             str(out), "--out", str(tmp_path / "report")], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
+    assert report.returncode == 0, report.stderr
+    assert f"no submission of residual-connections in {out} waits" in report.stdout
+    rows = {row["student"]: float(row["score"]) for row in csv.DictReader((tmp_path / "report" / "students.csv").open())}
+    assert rows == {Path(name).stem: score for name, score in want.items()}, rows
+    again = review()
+    assert f"{released}  {want[released]:g} / 100  released" in again
+    assert f"{confirmed}  {want[confirmed]:g} / 100  confirmed" in again and "(looked at the notebook)" in again

@@ -17,7 +17,7 @@ from autograder.course import ROOT
 RUNNER = '''
 import json, os, sys, tempfile, types
 from autograder.core import monitor
-scratch = tempfile.mkdtemp()
+scratch = tempfile.tempdir = tempfile.mkdtemp()      # the child's TMPDIR is its scratch folder
 r, w = os.pipe()
 os.set_blocking(w, False)
 os.set_blocking(r, False)
@@ -79,6 +79,10 @@ class Block(nn.Module):
 def hints(x: "torch.Tensor") -> int:
     return 1
 
+def seeded(seed: int) -> torch.Tensor:
+    torch.manual_seed(seed)         # torch formats the stack for its CUDA seed log: torch's doing, not the cell's
+    return torch.randn(2)
+
 block = Block(8)
 x = torch.randn(2, 3, 8, requires_grad=True)
 with torch.no_grad():
@@ -87,7 +91,8 @@ block(x).sum().backward()
 torch.einsum("bti,bti->bt", x, x)
 F.gelu(x)
 functools.partial(F.layer_norm, normalized_shape=(8,))(x)
-Pair(1, 2), Config(), Norm("pre"), math.sqrt(2.0)
+Pair(1, 2), Config(), Norm("pre"), math.sqrt(2.0), seeded(0)
+torch.manual_seed(1)
 try:
     raise ValueError(f"{type(block).__name__}: {tuple(x.shape)}")
 except ValueError:
@@ -106,6 +111,8 @@ def test_honest_code_and_torch_internals_raise_no_event():
     ("import numpy as np\nnp.testing.measure('z = 1')\n", "compile", 2),
     ("import sys\nf = sys._getframe(0)\n", "sys._getframe", 2),
     ("import inspect\nf = inspect.currentframe()\n", "sys._getframe", 2),
+    ("import inspect\nf = inspect.stack()[0].frame\n", "sys._getframe", 2),
+    ("import traceback\nf = next(traceback.walk_stack(None))[0]\n", "sys._getframe", 2),
     ("import gc\nn = len(gc.get_objects())\n", "gc.get_objects", 2),
     ("def g():\n    yield 1\nframe = g().gi_frame\n", "object.__getattr__", 3),
     ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    f = e.__traceback__.tb_frame\n", "object.__getattr__", 4),
@@ -117,6 +124,26 @@ def test_honest_code_and_torch_internals_raise_no_event():
 ])
 def test_a_reaching_event_is_charged_to_its_cell_and_line(source, event, line):
     assert ("cell1", line, event) in events(cell1=source)
+
+
+def test_a_library_building_its_own_code_at_its_first_import_is_not_the_cell():
+    """mpmath compiles its number methods from strings when imported (sympy, under torch's first optimizer
+    step, imports it): the import system runs that code, so it is the library's."""
+    assert events(cell1="import mpmath\n") == []
+
+
+def test_code_written_to_the_scratch_folder_and_imported_is_the_cells():
+    found = events(writes='''
+        import os, sys, tempfile
+        folder = tempfile.mkdtemp()
+        with open(os.path.join(folder, "helper_mod.py"), "w") as f:
+            f.write("import sys\\nframe = sys._getframe(0)\\ndef later():\\n    return eval('1')\\n")
+        sys.path.insert(0, folder)
+        import helper_mod
+        helper_mod.later()
+        ''')
+    assert ("writes", 7, "sys._getframe") in found and ("writes", 8, "compile") in found, found
+    assert not [e for e in found if e[2] == "open"], found            # writing in the scratch folder is allowed
 
 
 def test_a_torch_mode_kept_alive_by_a_suspended_generator_is_seen():

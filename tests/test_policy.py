@@ -2,6 +2,7 @@
 class and forgeries, with the rules course.toml gives each assignment."""
 from __future__ import annotations
 
+import ast
 import sys
 import textwrap
 from pathlib import Path
@@ -590,3 +591,27 @@ def test_tensors_packed_for_checks_are_still_tensors(compute):
     assert body != WRAPPER_SOURCE
     found = policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)
     assert ("wrapper-arithmetic", FLAG) in rules(found) or ("wrapper-torch-op", FLAG) in rules(found)
+
+
+def test_the_graders_threads_parse_one_at_a_time(monkeypatch):
+    """CPython 3.11 counts AST-building depth once per interpreter (gh-106905): a batch's grading threads
+    parsing at once failed with SystemError "AST constructor recursion depth mismatch", so they take turns."""
+    import threading
+    import time
+
+    inside, most, real_parse = [0], [0], ast.parse
+
+    def slow_parse(source, *args, **kwargs):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.02)
+        inside[0] -= 1
+        return real_parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", slow_parse)
+    threads = [threading.Thread(target=policy.parse, args=("x = 1",)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1

@@ -105,3 +105,39 @@ def test_the_rules_test_shows_the_line_the_rule_and_what_to_do(tmp_path):
                in line for line in shown), shown
     with pytest.raises(AssertionError, match="README.md"):
         nbtest.follows_rules(1, notebook)
+
+
+def _release_copy(tmp_path, assignment: str, notebook: dict) -> Path:
+    """The student's release (nbtest.py, policy.py, monitor.py, pytest.ini, the assignment's folder) with
+    this notebook in it: the folder to run `pytest` in."""
+    for path in (ROOT / "assignments").iterdir():
+        if path.is_file():
+            shutil.copy(path, tmp_path / path.name)
+    folder = Path(shutil.copytree(ROOT / "assignments" / assignment, tmp_path / assignment))
+    (folder / f"{assignment}.ipynb").write_text(json.dumps(notebook))
+    return folder
+
+
+@pytest.mark.parametrize("assignment", NAMES)
+def test_pytest_watches_the_code_with_the_grader_monitor_and_honest_idioms_raise_nothing(tmp_path, assignment):
+    """`pytest` runs the grader's monitor while the tests call the notebook's code: the idiom corpus's
+    sample (an optimizer step, a global seed, typing, dataclasses, ...) passes every public test."""
+    notebook = nbtest.read_notebook(ROOT / "submissions" / assignment / "idioms-1.ipynb")
+    code, out = run_pytest(_release_copy(tmp_path, assignment, notebook))
+    assert code == 0 and "[monitor]" not in out, out
+
+
+def test_the_rules_test_shows_what_the_monitor_saw_with_its_line(tmp_path):
+    """A string evaluated through typing while a test calls residual_add: no static rule names it, the
+    monitor sees it, and only Part 1's rules test fails, quoting the line."""
+    notebook = nbtest.read_notebook(SOURCE_NB)
+    cell = next(c for c in notebook["cells"] if nbtest.grade_id(c) == "residual_add")
+    cell["source"] = nbtest.source_of(cell).replace("def residual_add(", (
+        "import typing\n\n\ndef _hint(p: \"len('abc')\"):\n    pass\n\n\ndef residual_add(")).replace(
+        "    ### BEGIN SOLUTION\n", "    ### BEGIN SOLUTION\n    typing.get_type_hints(_hint)\n", 1)
+    assert "typing.get_type_hints(_hint)" in cell["source"]
+    code, out = run_pytest(_release_copy(tmp_path, "residual-connections", notebook))
+    failed = re.findall(r"^FAILED\s+(test_part\w+)", out, re.M)
+    assert code == 1 and failed == ["test_part1_follows_the_rules"], out
+    assert re.search(r"residual_add line \d+: \[monitor\] compile: compiles a string into code: \"len\('abc'\)\" "
+                     r"\| typing.get_type_hints\(_hint\)", out), out

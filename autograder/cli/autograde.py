@@ -18,13 +18,13 @@ def run(args) -> int:
     from nbgrader.coursedir import CourseDirectory
 
     from ..nbgrading.classrun import autograde_class
-    from ..nbgrading.review import Queue
+    from ..nbgrading.review import ClassQueue
     from ..results.store import StoreError
     args.course.assignment(args.assignment)
     coursedir = CourseDirectory(config=nbgrader_config())
     code = autograde_class(args.course, args.assignment, coursedir, args.workers, args.time_limit)
     try:
-        print(Queue(args.course, args.assignment, coursedir).summary())
+        print(ClassQueue(args.course, args.assignment, coursedir).summary())
     except StoreError:      # nothing was graded (every notebook unreadable, or stopped at once): nothing to review
         pass
     return code

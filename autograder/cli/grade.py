@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..core import seeds
 from ..grading.batch import grade_many, grade_notebook, notebooks
-from ..results.render import table
+from ..results.render import review_summary, table
 from ..results.store import Store, StoreError
 
 
@@ -72,6 +72,7 @@ def run(args) -> int:
             print(f"{r.score:>4} / {r.max_score:<4} {r.submission}")
         skipped = f" ({before} graded before, skipped)" if before else ""
         print(f"graded {len(results)} submissions into {args.out}{skipped}")
+        print(review_summary(results, args.assignment, args.out))
     else:
         for r in results:
             print(json.dumps(r.to_json()) if args.json else table(r) + "\n")

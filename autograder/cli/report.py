@@ -44,9 +44,9 @@ def run(args) -> int:
     if not any(s.result for s in students):
         print(f"error: no graded submission of {args.assignment} found; grade the class first", file=sys.stderr)
         return 2
-    took = write_report(args.course, args.assignment, students, out)
+    took = write_report(args.course, args.assignment, students, out, results_file=args.results)
     print(f"{len(students)} submissions in {took['total']:.1f} s (similarity {took['similarity']:.1f} s)")
     print(f"report: {out / 'report.html'}")
-    print(review_summary([s.result for s in students if s.result], args.assignment))
+    print(review_summary([s.result for s in students if s.result], args.assignment, args.results))
     return 0
 

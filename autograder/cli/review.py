@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..lms.canvas.roster import CanvasError, load_roster
 from ..nbgrading.run import NbgraderError, nbgrader, nbgrader_config
@@ -13,15 +14,22 @@ NOTE = ("--release gives a held test the points its check earned; --confirm keep
         "decision), then nbgrader autograde and feedback are run again for that student from the kept results "
         "(nothing is regraded) and the Canvas CSV is exported again.")
 
+FILE_NOTE = ("With --results FILE (a store written by `grade --out FILE`) the queue is that store's: submissions are "
+             "named by their file, the decision is a line of FILE, and `grade` and `report --results FILE` read "
+             "it; no gradebook is touched.")
+
 DONE = {"release": "released", "confirm": "confirmed"}
 
 
 def add_parser(commands) -> None:
     p = commands.add_parser("review", help="flagged submissions, the points they hold; release or confirm them",
-                            description=__doc__.split(": ", 1)[1], epilog=NOTE)
+                            description=__doc__.split(": ", 1)[1], epilog=f"{NOTE} {FILE_NOTE}")
     p.add_argument("assignment", help="an assignment named in course.toml")
+    p.add_argument("--results", type=Path, metavar="FILE",
+                   help="the queue of a results store written by `grade --out FILE` (default: the class's)")
     p.add_argument("--release", action="append", default=[], metavar="STUDENT",
-                   help="give STUDENT's held tests their points (the nbgrader student id: Canvas ID); repeatable")
+                   help="give STUDENT's held tests their points (the nbgrader student id: Canvas ID; with --results, "
+                        "the file's name as listed); repeatable")
     p.add_argument("--confirm", action="append", default=[], metavar="STUDENT",
                    help="keep STUDENT's held tests at 0; repeatable")
     p.add_argument("--note", default="", help="why, recorded with the decision and listed here")
@@ -32,26 +40,38 @@ def run(args) -> int:
     from nbgrader.coursedir import CourseDirectory
 
     from ..core.seeds import SecretError
-    from ..nbgrading.review import Queue, ReviewError
-    from ..results.store import StoreError
+    from ..nbgrading.review import ClassQueue
+    from ..results.review import ReviewError, file_queue
+    from ..results.store import Store, StoreError
     args.course.assignment(args.assignment)
     both = set(args.release) & set(args.confirm)
     if both:
         print(f"error: {', '.join(sorted(both))}: both --release and --confirm; choose one", file=sys.stderr)
         return 2
     try:
-        queue = Queue(args.course, args.assignment, CourseDirectory(config=nbgrader_config()))
+        if args.results is None:
+            queue = ClassQueue(args.course, args.assignment, CourseDirectory(config=nbgrader_config()))
+        elif not args.results.is_file():
+            raise StoreError(f"{args.results}: no such results store (write one with `python -m autograder grade "
+                             f"{args.assignment} FOLDER --out {args.results}`)")
+        else:
+            queue = file_queue(Store(args.results, args.assignment))
         decided = [(s, queue.decide(s, verdict, args.note)) for verdict, students in
                    (("release", args.release), ("confirm", args.confirm)) for s in students]
     except (StoreError, ReviewError, SecretError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if not decided:
-        print(listing(queue))
+        print(listing(queue, roster_names(queue.coursedir.db_url) if args.results is None else {}))
         print(queue.summary())
         return 0
     for student, result in decided:
         print(f"{student}: {decision_line(result)}")
+    if args.results is not None:
+        print(f"recorded in {args.results}: `python -m autograder grade {args.assignment} ... --out {args.results}` "
+              f"and `report --results {args.results}` show it")
+        print(queue.summary())
+        return 0
     try:
         queue.apply([s for s, _ in decided])
         print(f"gradebook and feedback updated for {', '.join(s for s, _ in decided)}")
@@ -66,14 +86,11 @@ def run(args) -> int:
     return 0
 
 
-def listing(queue) -> str:
-    """Each flagged submission: its decision or WAITING, the policy's quoted lines, each held test's points."""
+def listing(queue, names: dict[str, str]) -> str:
+    """Each flagged submission (named by names where it can): its decision or WAITING, the policy's quoted lines,
+    each held test's points."""
     flagged = queue.flagged()
     lines = [f"{count(len(flagged), 'flagged submission')} of {queue.assignment} (results: {queue.store.path})"]
-    try:
-        names = {s.id: s.name for s in load_roster(queue.coursedir.db_url).students}
-    except CanvasError:      # a class without a Canvas roster: nbgrader's ids alone
-        names = {}
     for student, result in flagged.items():
         line = queue.store.decision(queue.keys[student])
         state = "WAITING for a decision" if result.waiting else \
@@ -83,6 +100,14 @@ def listing(queue) -> str:
         lines += [f"  found: {finding}" for finding in result.review]
         lines += [f"  held:  part {t.part}, {count(t.held, 'point')}: {t.name}" for t in result.tests if t.held]
     return "\n".join(lines)
+
+
+def roster_names(db_url: str) -> dict[str, str]:
+    """{nbgrader student id: name} from the class's Canvas roster; {} for a class without one."""
+    try:
+        return {s.id: s.name for s in load_roster(db_url).students}
+    except CanvasError:
+        return {}
 
 
 def decision_line(result) -> str:

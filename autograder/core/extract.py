@@ -21,6 +21,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import policy
+
 try:
     import nbtest          # assignments/ is on sys.path in the course's environment (Makefile)
 except ImportError as e:   # pragma: no cover - a broken install, said plainly
@@ -181,6 +183,6 @@ def used_names(source: str) -> frozenset[str]:
 def _parsed(source: str) -> ast.Module:
     """The cell's tree; an empty one where it does not parse (its problem is reported when it runs)."""
     try:
-        return ast.parse(source)
+        return policy.parse(source)
     except SyntaxError:
         return ast.Module(body=[], type_ignores=[])

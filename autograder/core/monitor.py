@@ -1,6 +1,7 @@
 """The runtime monitor: what a submission's code did in its sandbox child, seen as events, not spellings.
 
     monitor.install(fd, scratch)          # child, before any student code: a PEP 578 audit hook
+    monitor.install(fd, tmp, cell_of, own, modules)   # the public tests (nbtest.py): their cells' names, their files
     modes = monitor.check_state(fd, "cell 'x'", "x", modes)   # child, after each cell and request: torch modes
     events = monitor.parse(data)          # grader: the lines read from the pipe's other end
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 
 import torch
@@ -61,7 +63,8 @@ COMPILER_EVENTS = ("subprocess.", "os.", "ctypes.", "open", "import", "_posixsub
 # libraries whose functions hand frames back to their caller
 FRAME_LIBRARIES = ("/inspect.py", "/traceback.py")
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
-_GRADER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))      # the autograder package
+_GRADER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))      # the grader's package
+_PACKAGE = __name__.split(".")[0]       # its name (the public tests' copy is a module of its own: "monitor")
 _getframe, _write, _str, _isinstance, _type = sys._getframe, os.write, str, isinstance, type
 _function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
 
@@ -74,8 +77,17 @@ class Event:
     detail: str
 
 
-def install(fd: int, scratch: str) -> None:
-    """Add the audit hook, writing each counted event to fd (the write end of the grader's pipe)."""
+def sandbox_cell(filename: str) -> str | None:
+    """The label of the sandbox child's cell compiled under this file name ("<cell LABEL>"), or None."""
+    return filename[len(CELL_PREFIX):-1] if filename.startswith(CELL_PREFIX) else None
+
+
+def install(fd: int, scratch: str, cell_of: Callable[[str], str | None] = sandbox_cell, own: tuple[str, ...] = (_GRADER,),
+            modules: Container[str] = frozenset({"submission"})) -> None:
+    """Add the audit hook, writing each counted event to fd (the write end of the grader's pipe).
+    cell_of: a code object's file name -> the student cell's label, None for any other code; own: file name
+    prefixes of the code that runs the student's (whose events are never the student's); modules: the names
+    of the modules the cells run in (the student's own types may be changed)."""
     busy = [False]
     prefixes = (os.path.realpath(scratch), os.devnull)
 
@@ -85,7 +97,7 @@ def install(fd: int, scratch: str) -> None:
             return
         busy[0] = True          # sys._getframe below raises an event of its own
         try:
-            where = _attribute(event, args, prefixes)
+            where = _attribute(event, args, prefixes, cell_of, own, modules)
             if where is not None:
                 _send(fd, Event(*where, event, _detail(event, args)))
         except Exception:       # never let the monitor break the code it watches; the event is lost
@@ -116,37 +128,52 @@ def _send(fd: int, event: Event) -> None:
         pass
 
 
-def _attribute(event: str, args: tuple, inside: tuple) -> tuple[str, int] | None:
-    """(cell, line) of the student frame this event is to be charged to, or None."""
+def _attribute(event: str, args: tuple, inside: tuple, cell_of: Callable[[str], str | None], own: tuple[str, ...],
+               modules: Container[str]) -> tuple[str, int] | None:
+    """(cell, line) of the student frame this event is to be charged to, or None. Code the student wrote to a
+    file it may write (the scratch folder) and ran is the student's too: the event is judged there, as if a cell
+    had called what lies below, and charged to the cell above it ("" where none is: a thread, a finaliser)."""
     frame = _getframe(2)            # the frame that raised the event (0: _attribute, 1: the hook)
-    site, direct, compiler = frame.f_code.co_filename, True, False
+    site, direct, compiler, framing, library, loading = frame.f_code.co_filename, True, False, True, False, False
+    judged = False
     while frame is not None:
         name = frame.f_code.co_filename
-        if name.startswith(CELL_PREFIX):
-            if compiler and event.startswith(COMPILER_EVENTS):
+        cell = cell_of(name)
+        if cell is not None or not judged and name.startswith(inside):
+            if not judged and (compiler and event.startswith(COMPILER_EVENTS) or loading and event != "import"
+                               or not _counts(event, args, site, direct, framing, inside, modules)):
                 return None
-            return (name[len(CELL_PREFIX):-1], frame.f_lineno) if _counts(event, args, site, direct, inside) else None
-        if name.startswith(_GRADER):
+            if cell is not None:
+                return cell, frame.f_lineno
+            judged = True
+        elif name.startswith(own):
             return None             # the grader's own doing (the probe, the child's loading of cells)
-        direct, compiler = False, compiler or TRITON in name
+        elif not judged:
+            # a library's code run by the import system below the cell is the library's own module code at its
+            # first import (mpmath builds its methods from strings), not the student's doing
+            loading = loading or library and name.startswith(IMPORTER)
+            library = library or not name.startswith(IMPORTER)
+            direct, compiler = False, compiler or TRITON in name
+            framing = framing and name.endswith(FRAME_LIBRARIES)
         frame = frame.f_back
-    return None
+    return ("", 0) if judged else None
 
 
-def _counts(event: str, args: tuple, site: str, direct: bool, inside: tuple) -> bool:
-    """Whether an event a student cell caused (directly, or through the library file `site`) reaches the process."""
+def _counts(event: str, args: tuple, site: str, direct: bool, framing: bool, inside: tuple,
+            modules: Container[str]) -> bool:
+    """Whether an event a student cell caused (directly, or through the library file `site`) reaches the process.
+    framing: only frame libraries (inspect, traceback) stand between the cell and the event, so the frames they
+    read go back to the cell (torch.manual_seed formats the stack into text for its own log: not the cell's doing)."""
     if event in ("compile", "exec", "code.__new__", "marshal.loads"):
         return direct or not (site.endswith(GENERATORS) or site.startswith(IMPORTER))
-    if event in ("sys._getframe", "sys._current_frames"):
-        return direct or site.endswith(FRAME_LIBRARIES)
-    if event == "object.__getattr__":
-        return direct or site.endswith(FRAME_LIBRARIES)
+    if event in ("sys._getframe", "sys._current_frames", "object.__getattr__"):
+        return framing
     if event in ("object.__setattr__", "object.__delattr__"):
         target = args[0]
-        own = _isinstance(target, type) and target.__module__ == "submission"
+        own = _isinstance(target, type) and target.__module__ in modules
         return not own and not site.endswith(GENERATORS)
     if event == "import":
-        return _str(args[0]).split(".")[0] == "autograder"
+        return _str(args[0]).split(".")[0] == _PACKAGE
     if event == "open":
         path = args[0]
         if not _isinstance(path, (str, bytes)):

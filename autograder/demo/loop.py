@@ -22,7 +22,7 @@ from ..core import seeds
 from ..course import ROOT, Course
 from ..lms.canvas.roster import canvas_dir, import_roster
 from ..nbgrading.classrun import register
-from ..nbgrading.review import Queue
+from ..nbgrading.review import ClassQueue
 from ..nbgrading.run import NbgraderError, nbgrader, nbgrader_config
 from ..report.build import write_report
 from ..report.classlist import from_class
@@ -63,7 +63,7 @@ def review_line(course: Course, area: Path = AREA) -> str:
     nbgrader's autograde refuses the class's results store."""
     from nbgrader.coursedir import CourseDirectory
     with _instructor_dir(area):
-        line = Queue(course, ASSIGNMENT, CourseDirectory(config=nbgrader_config())).summary()
+        line = ClassQueue(course, ASSIGNMENT, CourseDirectory(config=nbgrader_config())).summary()
         throwaway = os.environ.get(seeds.ENV) == _throwaway_secret()   # else the caller's own, not shown
     secret = f" {seeds.ENV}={_throwaway_secret()}" if throwaway else ""
     return (f"{line}\nin the demo class{' (graded with a throwaway course secret, made for this run)' * throwaway}:"

@@ -2,7 +2,8 @@
 
 assignments/ is nbgrader's release folder, committed. Besides one folder per
 assignment it holds the files every student needs (nbtest.py, pytest.ini,
-requirements.txt, README.md, and policy.py with each assignment's rules.toml, written here),
+requirements.txt, README.md, and policy.py and monitor.py with each assignment's rules.toml,
+written here),
 so dist/student/ is a clean copy of it.
 """
 from __future__ import annotations
@@ -21,7 +22,9 @@ from .run import nbgrader
 RELEASE = ROOT / "assignments"
 STUDENT_DIST = ROOT / "dist" / "student"
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".ipynb_checkpoints")
-POLICY = Path(policy.__file__)      # shipped whole: the rules a student's public tests apply are the grader's
+# shipped whole: the rules and the monitor a student's public tests apply are the grader's (monitor.py by
+# its path: importing it imports torch)
+SHIPPED = (Path(policy.__file__), Path(policy.__file__).with_name("monitor.py"))
 RULES = "rules.toml"
 RULES_HEADER = ("# This assignment's rules, from the course's course.toml: nbtest.py's rules test checks your\n"
                 "# notebook against them with policy.py, the grader's own rules (written by the release; do not edit).")
@@ -29,7 +32,8 @@ RULES_HEADER = ("# This assignment's rules, from the course's course.toml: nbtes
 
 def generate(course: Course, release_dir: Path = RELEASE) -> list[str]:
     """nbgrader generate_assignment for every assignment in course.toml, into release_dir, with each
-    assignment's policy (rules.toml) and the policy's code (policy.py) for the public tests' rules test."""
+    assignment's policy (rules.toml) and the code of the policy and the monitor (policy.py, monitor.py) for
+    the public tests' rules test."""
     release_dir = Path(release_dir).resolve()
     with tempfile.TemporaryDirectory() as tmp:  # the release needs no gradebook entries
         for name in course.assignments:
@@ -37,7 +41,8 @@ def generate(course: Course, release_dir: Path = RELEASE) -> list[str]:
                      f"--CourseDirectory.release_directory={release_dir}",
                      f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook.db", capture=True)
             (release_dir / name / RULES).write_text(rules_toml(course.assignment(name).rules))
-    shutil.copyfile(POLICY, release_dir / POLICY.name)
+    for path in SHIPPED:
+        shutil.copyfile(path, release_dir / path.name)
     return list(course.assignments)
 
 
@@ -60,9 +65,10 @@ def drift(course: Course, release_dir: Path = RELEASE) -> list[str]:
         for name in names:
             fresh, kept = Path(tmp) / name, Path(release_dir) / name
             problems += _compare(fresh, kept, name)
-        kept = Path(release_dir) / POLICY.name
-        if not kept.is_file() or kept.read_bytes() != POLICY.read_bytes():
-            problems.append(f"{POLICY.name}: differs from autograder/core/policy.py")
+        for path in SHIPPED:
+            kept = Path(release_dir) / path.name
+            if not kept.is_file() or kept.read_bytes() != path.read_bytes():
+                problems.append(f"{path.name}: differs from autograder/core/{path.name}")
         return problems
 
 

@@ -21,8 +21,9 @@ VIEWS = 30   # side-by-side files written, most similar pairs first (pairs.csv l
 
 
 def write_report(course: Course, assignment: str, students: list[Student], out: Path,
-                 release: Path | None = None) -> dict[str, float]:
-    """Write the report into `out` (emptied first); returns seconds spent: {"summary", "similarity", "total"}."""
+                 release: Path | None = None, results_file: Path | None = None) -> dict[str, float]:
+    """Write the report into `out` (emptied first); returns seconds spent: {"summary", "similarity", "total"}.
+    results_file: the `grade --out` store the students' results came from, named in the review queue's line."""
     start = time.perf_counter()
     a = course.assignment(assignment)
     template = Template(a.notebook_path(SOLUTIONS))
@@ -64,6 +65,7 @@ def write_report(course: Course, assignment: str, students: list[Student], out: 
                 f"nothing. {len(codes)} notebooks compared.")
     page.write_csvs(s, listed, out)
     (out / "report.html").write_text(page.report_html(assignment, s, suites.misconceptions(assignment), pngs,
-                                                      listed, views, settings, mine), encoding="utf-8")
+                                                      listed, views, settings, mine, results_file),
+                                     encoding="utf-8")
     end = time.perf_counter()
     return {"summary": summarised - start, "similarity": compared - summarised, "total": end - start}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import textwrap
 import time
+from pathlib import Path
 from typing import TextIO
 
 from .result import Result, TestResult, count, points
@@ -50,15 +51,17 @@ def held_line(result: Result) -> str | None:
             f"{ever:g} if an instructor releases them")
 
 
-def review_summary(results: list[Result], assignment: str) -> str:
-    """The line a class's commands end with: how many submissions wait for a decision, and the command."""
+def review_summary(results: list[Result], assignment: str, results_file: Path | None = None) -> str:
+    """The line a class's commands end with: how many submissions wait for a decision, and the command
+    (with --results for a `grade --out` store)."""
     waiting = [r for r in results if r.waiting]
+    store = f" in {results_file}" if results_file else ""
     if not waiting:
-        return f"review: no submission of {assignment} waits for an instructor's decision"
+        return f"review: no submission of {assignment}{store} waits for an instructor's decision"
     held = points(sum(r.held_points for r in waiting))
-    return (f"review: {count(len(waiting), 'submission')} of {assignment} wait{'s' * (len(waiting) == 1)} for an "
-            f"instructor's decision ({count(held, 'point')} held, 0 until released): "
-            f"python -m autograder review {assignment}")
+    command = f"python -m autograder review {assignment}" + (f" --results {results_file}" if results_file else "")
+    return (f"review: {count(len(waiting), 'submission')} of {assignment}{store} wait{'s' * (len(waiting) == 1)} "
+            f"for an instructor's decision ({count(held, 'point')} held, 0 until released): {command}")
 
 
 def feedback_text(result: Result, part: int) -> str:

@@ -1,0 +1,212 @@
+"""The runtime monitor: what a submission's code did in its sandbox child, seen as events, not spellings.
+
+    monitor.install(fd, scratch)          # child, before any student code: a PEP 578 audit hook
+    monitor.install(fd, tmp, cell_of, own, modules)   # the public tests (nbtest.py): their cells' names, their files
+    modes = monitor.check_state(fd, "cell 'x'", "x", modes)   # child, after each cell and request: torch modes
+    events = monitor.parse(data)          # grader: the lines read from the pipe's other end
+
+The hook watches the audit events (docs/security.md lists them) that reach the process: strings
+compiled or executed, frames and gc walks, ctypes, code objects built, writes to library types,
+imports of the grader's modules, opens outside the scratch folder, processes, sockets, tracing and
+other audit hooks. An event counts when student code caused it: it was raised while a student
+cell's frame ran (a cell is compiled under the file name "<cell LABEL>"), with only library frames
+between it and the hook. Library code that builds code for a decorator the student applied
+(dataclasses, namedtuple, Triton's jit) is not the student's doing; a library that evaluates a
+string the student handed it (typing's forward references) is. Events the grader's own code
+causes (the probe calling torch) never count: the nearest non-library frame is then the grader's.
+
+Each event is one line, `LABEL<TAB>LINE<TAB>EVENT<TAB>DETAIL`, written with os.write the moment it
+happens, on a pipe whose reading end only the grader holds: once written the code cannot take it
+back, so the first reaching event is on record before the code can tamper with anything. The pipe
+is non-blocking; when it is full, later events are dropped (the first ones are already there).
+Python code cannot remove an audit hook (PEP 578), nor turn it off short of the events it raises.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Container
+from dataclasses import dataclass
+
+import torch
+
+CELL_PREFIX = "<cell "
+# (event, what it means); prefixes end with "."
+WATCHED = {
+    "compile": "compiles a string into code", "exec": "executes a code object", "code.__new__": "builds a code object",
+    "sys._getframe": "reads a frame of the call stack", "sys._current_frames": "reads every thread's frames",
+    "gc.get_objects": "walks the garbage collector's objects", "gc.get_referrers": "walks the garbage collector's "
+    "referrers", "gc.get_referents": "walks the garbage collector's referents", "marshal.loads": "loads marshalled code",
+    "object.__setattr__": "writes an attribute of a type or a function's code",
+    "object.__delattr__": "deletes an attribute of a type", "sys.settrace": "installs a tracer",
+    "sys.setprofile": "installs a profiler", "sys.addaudithook": "adds an audit hook",
+    "builtins.input": "reads input", "builtins.breakpoint": "enters the debugger", "import": "imports a module",
+    "open": "opens a file", "object.__getattr__": "reads a frame through a traceback or generator",
+    "pickle.find_class": "unpickles a class", "sys.unraisablehook": "replaces the unraisable hook",
+}
+PREFIXES = ("ctypes.", "os.", "subprocess.", "socket.", "shutil.", "pty.", "signal.", "resource.", "_posixsubprocess.",
+            "mmap.", "syslog.", "fcntl.")
+# library files that compile code they generate themselves, for a decorator the student applied, or only
+# parse source into a tree (ast.parse: Triton's interpreter rewrites a kernel's tree, then compiles it itself)
+GENERATORS = ("/dataclasses.py", "/collections/__init__.py", "/triton/runtime/jit.py", "/triton/runtime/interpreter.py",
+              "/enum.py", "/ast.py")
+IMPORTER = "<frozen importlib"      # the import system: it reads, compiles and runs a module's own code
+# what a library may do on the student's behalf without it counting: read directories, load its own
+# shared libraries (torch and Triton do so lazily); starting processes and signalling them it may not
+PROCESS_EVENTS = ("os.system", "os.exec", "os.spawn", "os.fork", "os.posix_spawn", "os.kill", "os.killpg",
+                  "os.forkpty", "ctypes.call_function", "ctypes.addressof", "ctypes.string_at", "ctypes.wstring_at",
+                  "ctypes.cdata")
+# on a GPU, Triton compiles a kernel at its first launch: it runs ptxas, loads the driver, writes its cache;
+# what it does on the way from a launch is not the student's doing
+TRITON = "/triton/"
+COMPILER_EVENTS = ("subprocess.", "os.", "ctypes.", "open", "import", "_posixsubprocess.", "shutil.")
+# libraries whose functions hand frames back to their caller
+FRAME_LIBRARIES = ("/inspect.py", "/traceback.py")
+FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+_GRADER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))      # the grader's package
+_PACKAGE = __name__.split(".")[0]       # its name (the public tests' copy is a module of its own: "monitor")
+_getframe, _write, _str, _isinstance, _type = sys._getframe, os.write, str, isinstance, type
+_function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
+
+
+@dataclass(frozen=True)
+class Event:
+    cell: str       # the cell's label, or "" when no cell can be named (a mode left active by a request)
+    line: int
+    event: str
+    detail: str
+
+
+def sandbox_cell(filename: str) -> str | None:
+    """The label of the sandbox child's cell compiled under this file name ("<cell LABEL>"), or None."""
+    return filename[len(CELL_PREFIX):-1] if filename.startswith(CELL_PREFIX) else None
+
+
+def install(fd: int, scratch: str, cell_of: Callable[[str], str | None] = sandbox_cell, own: tuple[str, ...] = (_GRADER,),
+            modules: Container[str] = frozenset({"submission"})) -> None:
+    """Add the audit hook, writing each counted event to fd (the write end of the grader's pipe).
+    cell_of: a code object's file name -> the student cell's label, None for any other code; own: file name
+    prefixes of the code that runs the student's (whose events are never the student's); modules: the names
+    of the modules the cells run in (the student's own types may be changed)."""
+    busy = [False]
+    prefixes = (os.path.realpath(scratch), os.devnull)
+
+    def hook(event: str, args: tuple) -> None:
+        if busy[0] or (event not in WATCHED and not event.startswith(PREFIXES)) or \
+                (event == "object.__getattr__" and args[1] not in FRAME_ATTRIBUTES):
+            return
+        busy[0] = True          # sys._getframe below raises an event of its own
+        try:
+            where = _attribute(event, args, prefixes, cell_of, own, modules)
+            if where is not None:
+                _send(fd, Event(*where, event, _detail(event, args)))
+        except Exception:       # never let the monitor break the code it watches; the event is lost
+            pass
+        finally:
+            busy[0] = False
+
+    sys.addaudithook(hook)
+
+
+def check_state(fd: int, where: str, cell: str = "", reported: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+    """Events for state no audit hook sees: a torch function or dispatch mode still active (a mode
+    answers the probe's own tensor reads), checked when the code under test has returned. reported: the
+    (function, dispatch) mode counts already reported, returned updated, so that a mode left active is
+    one event, not one after every later cell and request."""
+    counts = (_function_modes(), _dispatch_modes())
+    for count, before, kind in zip(counts, reported, ("function", "dispatch")):
+        if count > before:
+            _send(fd, Event(cell, 0, f"torch.{kind}_mode", f"a torch {kind} mode is still active after {where}"))
+    return max(counts[0], reported[0]), max(counts[1], reported[1])
+
+
+def _send(fd: int, event: Event) -> None:
+    line = "\t".join([event.cell, _str(event.line), event.event, event.detail.replace("\t", " ").replace("\n", " ")])
+    try:
+        _write(fd, (line[:1000] + "\n").encode("utf-8", "replace"))
+    except OSError:       # the pipe is full (the first events are in it) or the grader is gone
+        pass
+
+
+def _attribute(event: str, args: tuple, inside: tuple, cell_of: Callable[[str], str | None], own: tuple[str, ...],
+               modules: Container[str]) -> tuple[str, int] | None:
+    """(cell, line) of the student frame this event is to be charged to, or None. Code the student wrote to a
+    file it may write (the scratch folder) and ran is the student's too: the event is judged there, as if a cell
+    had called what lies below, and charged to the cell above it ("" where none is: a thread, a finaliser)."""
+    frame = _getframe(2)            # the frame that raised the event (0: _attribute, 1: the hook)
+    site, direct, compiler, framing, library, loading = frame.f_code.co_filename, True, False, True, False, False
+    judged = False
+    while frame is not None:
+        name = frame.f_code.co_filename
+        cell = cell_of(name)
+        if cell is not None or not judged and name.startswith(inside):
+            if not judged and (compiler and event.startswith(COMPILER_EVENTS) or loading and event != "import"
+                               or not _counts(event, args, site, direct, framing, inside, modules)):
+                return None
+            if cell is not None:
+                return cell, frame.f_lineno
+            judged = True
+        elif name.startswith(own):
+            return None             # the grader's own doing (the probe, the child's loading of cells)
+        elif not judged:
+            # a library's code run by the import system below the cell is the library's own module code at its
+            # first import (mpmath builds its methods from strings), not the student's doing
+            loading = loading or library and name.startswith(IMPORTER)
+            library = library or not name.startswith(IMPORTER)
+            direct, compiler = False, compiler or TRITON in name
+            framing = framing and name.endswith(FRAME_LIBRARIES)
+        frame = frame.f_back
+    return ("", 0) if judged else None
+
+
+def _counts(event: str, args: tuple, site: str, direct: bool, framing: bool, inside: tuple,
+            modules: Container[str]) -> bool:
+    """Whether an event a student cell caused (directly, or through the library file `site`) reaches the process.
+    framing: only frame libraries (inspect, traceback) stand between the cell and the event, so the frames they
+    read go back to the cell (torch.manual_seed formats the stack into text for its own log: not the cell's doing)."""
+    if event in ("compile", "exec", "code.__new__", "marshal.loads"):
+        return direct or not (site.endswith(GENERATORS) or site.startswith(IMPORTER))
+    if event in ("sys._getframe", "sys._current_frames", "object.__getattr__"):
+        return framing
+    if event in ("object.__setattr__", "object.__delattr__"):
+        target = args[0]
+        own = _isinstance(target, type) and target.__module__ in modules
+        return not own and not site.endswith(GENERATORS)
+    if event == "import":
+        return _str(args[0]).split(".")[0] == _PACKAGE
+    if event == "open":
+        path = args[0]
+        if not _isinstance(path, (str, bytes)):
+            return direct
+        path = os.path.realpath(os.fsdecode(path))
+        return not path.startswith(inside) and (direct or _writes(args[1]))
+    if event.startswith(("os.", "ctypes.")) and not direct:
+        return event.startswith(PROCESS_EVENTS)
+    return True
+
+
+def _writes(mode) -> bool:
+    return _isinstance(mode, str) and any(c in mode for c in "wax+")
+
+
+def _detail(event: str, args: tuple) -> str:
+    what = WATCHED.get(event) or f"calls {event}"
+    if event == "compile" and args and _isinstance(args[0], (str, bytes)):
+        source = args[0].decode("utf-8", "replace") if _isinstance(args[0], bytes) else args[0]
+        return f"{what}: {source[:80]!r}"
+    if event in ("import", "open", "object.__getattr__", "object.__setattr__", "object.__delattr__") and args:
+        return f"{what}: {_str(args[0] if event in ('import', 'open') else args[1])[:80]}"
+    return what
+
+
+def parse(data: bytes) -> list[Event]:
+    """The events in what the grader read from the pipe; a line that is not one (the code wrote to the
+    pipe itself) is an event too, charged to no cell."""
+    out = []
+    for raw in data.decode("utf-8", "replace").splitlines():
+        parts = raw.split("\t")
+        if len(parts) == 4 and parts[1].isdigit():
+            out.append(Event(parts[0], int(parts[1]), parts[2], parts[3]))
+        else:
+            out.append(Event("", 0, "monitor", f"an unreadable line on the monitor's pipe: {raw[:80]!r}"))
+    return out
