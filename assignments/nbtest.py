@@ -269,10 +269,11 @@ class _Watch:
 
     @classmethod
     def start(cls, tests_file: Path, notebook: Path) -> "_Watch":
-        """The process's watch, added before the first notebook's cells run, after torch's first-call work."""
+        """The process's watch, added before the notebook's cells run, with torch's first-call work done
+        (no cell is on the stack while it runs, so none of its events is charged to one)."""
         if cls.current is None:
-            first_calls(optimizer=_names_optim(notebook))
             cls.current = cls(tests_file)
+        first_calls(optimizer=_names_optim(notebook))
         return cls.current
 
     def __init__(self, tests_file: Path):
@@ -316,8 +317,13 @@ class _Watch:
         prefix = f"{notebook.resolve()}["
         lines = []
         for e in self.events:
-            label = e.cell[len(prefix):-1] if e.cell.startswith(prefix) else None if e.cell else ""
-            if label is not None and (label in labels or not label):
+            if not e.cell:
+                label = ""            # a torch mode left on after a test: no cell to name, so every part's
+            elif e.cell.startswith(prefix):
+                label = e.cell[len(prefix):-1]
+            else:
+                continue              # another notebook's
+            if not label or label in labels:
                 lines.append(str(policy.Violation(label or "the submission", e.line, "monitor", policy.WITHHOLD,
                                                   f"{e.event}: {e.detail}", policy.quote(sources.get(label, ""),
                                                                                         e.line))))
