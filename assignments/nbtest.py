@@ -208,9 +208,9 @@ def autotune_in_interpreter() -> None:
 def first_calls(optimizer: bool = True) -> None:
     """What torch does once per process, done before student code is watched or graded: the first attention
     call and backward set up their kernels; the first optimizer step imports torch._dynamo (1.5 s), whose
-    libraries build code from strings (mpmath, typing's forward references). The grader's sandbox does this
-    in its fork server; nbtest's monitor does the optimizer step only for a notebook whose code names
-    torch.optim (a notebook that never steps one would pay 1.5 s for nothing)."""
+    libraries build code from strings (mpmath, typing's forward references). The grader's fork server and
+    nbtest's monitor take the optimizer step only for code that names torch.optim (names_optim): code that
+    never steps one would pay 1.5 s for nothing."""
     import torch
     x = torch.ones(1, 2, 2, requires_grad=True)
     attention = torch.nn.MultiheadAttention(2, 1, batch_first=True)
@@ -221,14 +221,14 @@ def first_calls(optimizer: bool = True) -> None:
         torch.optim.SGD([p], lr=0.1, momentum=0.9).step()
 
 
-def _names_optim(notebook: Path) -> bool:
-    """Whether the notebook's module cells name torch.optim in code (words in a docstring do not count)."""
+def names_optim(sources) -> bool:
+    """Whether these cells name torch.optim in code (words in a docstring do not count)."""
     import ast
-    for cell in read_notebook(notebook)["cells"]:
-        if is_module_cell(cell) and "optim" in source_of(cell):
+    for source in sources:
+        if "optim" in source:
             try:
-                tree = ast.parse(source_of(cell))
-            except (SyntaxError, ValueError):
+                tree = ast.parse(source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
             if any(isinstance(n, ast.Attribute) and n.attr == "optim" or isinstance(n, ast.Name) and n.id == "optim"
                    or isinstance(n, ast.ImportFrom) and (n.module or "").startswith("torch.optim")
@@ -273,7 +273,7 @@ class _Watch:
         (no cell is on the stack while it runs, so none of its events is charged to one)."""
         if cls.current is None:
             cls.current = cls(tests_file)
-        first_calls(optimizer=_names_optim(notebook))
+        first_calls(optimizer=names_optim(source_of(c) for c in read_notebook(notebook)["cells"] if is_module_cell(c)))
         return cls.current
 
     def __init__(self, tests_file: Path):

@@ -160,6 +160,27 @@ def test_a_child_is_boxed(zygote):
             ['HOME', 'LANG', 'PATH', 'TMPDIR', 'TRITON_CACHE_DIR', 'TRITON_HOME', 'TRITON_INTERPRET'])), box.problems
 
 
+def test_the_fork_server_takes_the_first_optimizer_step_before_a_child_whose_code_names_torch_optim():
+    """torch's first optimizer step imports torch._dynamo (1.5 s), whose first call compiles strings the
+    monitor would charge to the student's line: the fork server takes it once, before the first child whose
+    cells name torch.optim; a child whose code never names it is forked without it."""
+    zygote = Zygote([PROBE])        # a fresh one: no optimizer stepped in it yet
+    loaded = "import sys\nraise RuntimeError(f\"dynamo={'torch._dynamo' in sys.modules}\")\n"
+    step = ("import sys, torch\nhad = 'torch._dynamo' in sys.modules\np = torch.nn.Parameter(torch.ones(1))\n"
+            "p.sum().backward()\ntorch.optim.SGD([p], lr=0.1, momentum=0.9).step()\n"
+            "raise RuntimeError(f\"dynamo={had}\")\n")
+    try:
+        seen = []
+        for cell in (loaded, step, loaded):
+            with Sandbox(zygote, [("a", cell)], None, Limits(10, 4096)) as box:
+                box.start()
+                seen.append(box.problems["a"].split("dynamo=")[1].startswith("True"))
+                assert box.events == [], box.events
+        assert seen == [False, True, True], seen
+    finally:
+        zygote.close()
+
+
 def test_a_child_opens_no_socket_of_any_family(zygote):
     """seccomp refuses socket() whatever the family (AF_VSOCK reached a VM's host); socketpair() still works."""
     families = {name: int(getattr(socket, name)) for name in

@@ -19,9 +19,10 @@ from ..results.store import Store
 
 def grade_notebook(assignment: str, path: str | Path, course: Course, seed: int | None = None, *,
                    timeout_s: float | None = None, fork: bool = False) -> Result:
-    """Grade one notebook. fork: see Grader (the command line sets it: its process holds only this one path)."""
+    """Grade one notebook, its parts in parallel on the machine's cores. fork: see Grader (the command line sets
+    it: its process holds only this one path)."""
     from .grader import Grader   # torch and the fork server only when grading
-    with Grader(assignment, course, timeout_s=timeout_s, fork=fork) as grader:
+    with Grader(assignment, course, timeout_s=timeout_s, fork=fork, parts_at_once=os.cpu_count() or 1) as grader:
         return grader.grade(path, seed)
 
 

@@ -15,6 +15,7 @@ import dataclasses
 import importlib
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -37,7 +38,7 @@ class Grader:
 
     def __init__(self, assignment: str, course: Course, *, timeout_s: float | None = None,
                  memory_mb: int | None = None, fork: bool = False, cuda: bool | None = None,
-                 user: tuple[int, int] | None = None, time_on_cpu: bool = False):
+                 user: tuple[int, int] | None = None, time_on_cpu: bool = False, parts_at_once: int = 1):
         """fork: start the fork server by forking this process (see Zygote); only for a process
         that has loaded nothing secret and holds no other student's data.
         cuda: whether submissions of a Suite(cuda=True) run on the GPU and CUDA-only tests run;
@@ -46,11 +47,13 @@ class Grader:
         time_on_cpu: without CUDA, run the tests that need it anyway, on the CPU's clock at the sizes and
         thresholds each sets for the CPU (Triton's interpreter against eager PyTorch): how tests/ and
         benchmarks/timing_check.py prove the timing machinery without a GPU. Never for grades: a grader
-        without CUDA skips those tests and gives their points by course.toml's without_cuda."""
+        without CUDA skips those tests and gives their points by course.toml's without_cuda.
+        parts_at_once: a notebook's parts graded in parallel children (each part has a child of its own); more
+        than 1 only where nothing else is graded beside it (the command line grading one notebook)."""
         self.assignment = course.assignment(assignment)
         self.limits = Limits(timeout_s or course.grading.timeout_s, memory_mb or course.grading.memory_mb,
                              user=user, budget_s=max(course.grading.submission_budget_s, timeout_s or 0))
-        self.workers = course.grading.workers
+        self.workers, self.parts_at_once = course.grading.workers, max(1, parts_at_once)
         child_modules = suites.child_modules(assignment)
         torch.set_num_threads(1)   # the grader's own tensors are tiny; threads would only fight the children
         machine_cuda = cuda_present() if cuda is None else bool(cuda)
@@ -104,13 +107,20 @@ class Grader:
                                        for t in self.graded],
                                 **stamp)
         violations = policy.check_cells(self.template.marked(extracted), self.policy)
-        budget, entries, events = Budget(self.limits.budget_s), {}, {}
-        for part in dict.fromkeys(t.part for t in self.graded):
+        budget = Budget(self.limits.budget_s)
+
+        def grade_part(part: int) -> tuple[dict[str, TestResult], list[policy.Violation]]:
             with self._sandbox(extracted, part, budget) as box:
                 _drop_raising_cells(box, violations)
-                entries |= {t.name: self._run(t, box, seed, violations) for t in self.graded if t.part == part}
-                events |= dict.fromkeys(observed(box))    # a cell several parts load reports its events once
+                graded = {t.name: self._run(t, box, seed, violations) for t in self.graded if t.part == part}
             self._warn_isolation(box.isolation)
+            return graded, observed(box)
+
+        parts = list(dict.fromkeys(t.part for t in self.graded))
+        with ThreadPoolExecutor(min(self.parts_at_once, len(parts)) or 1) as pool:
+            done = list(pool.map(grade_part, parts))          # in part order, however they finished
+        entries = {name: e for graded, _ in done for name, e in graded.items()}
+        events = dict.fromkeys(e for _, seen in done for e in seen)   # a cell several parts load: its events once
         return self._result(seed, [entries[t.name] for t in self.graded], review=tuple(map(str, violations + list(events))),
                             **stamp)
 
