@@ -184,7 +184,7 @@ class FakeZygote:
     def __init__(self, seed: int):
         self.rng, self.frames, self.children = random.Random(seed), [0], []
 
-    def spawn(self, memory_mb: int) -> Child:
+    def spawn(self, memory_mb: int, optimizer: bool = False) -> Child:
         ours, theirs = socket.socketpair()
         status_r, status_w = os.pipe()
         child = FakeChild(theirs, status_w, random.Random(self.rng.getrandbits(64)), self.frames)

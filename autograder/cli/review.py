@@ -68,8 +68,8 @@ def run(args) -> int:
     for student, result in decided:
         print(f"{student}: {decision_line(result)}")
     if args.results is not None:
-        print(f"recorded in {args.results}: `python -m autograder grade {args.assignment} ... --out {args.results}` "
-              f"and `report --results {args.results}` show it")
+        print(f"recorded in {args.results}: `python -m autograder report {args.assignment} --results {args.results}` "
+              f"and every later `grade ... --out {args.results}` read the decided scores")
         print(queue.summary())
         return 0
     try:
