@@ -221,13 +221,14 @@ def first_calls(optimizer: bool = True) -> None:
         torch.optim.SGD([p], lr=0.1, momentum=0.9).step()
 
 
-def names_optim(sources) -> bool:
-    """Whether these cells name torch.optim in code (words in a docstring do not count)."""
+def names_optim(sources, parse=None) -> bool:
+    """Whether these cells name torch.optim in code (words in a docstring do not count). parse: ast.parse by
+    default; the grader's threads pass their shared one (core/policy.py: parse, one thread at a time)."""
     import ast
     for source in sources:
         if "optim" in source:
             try:
-                tree = ast.parse(source)
+                tree = (parse or ast.parse)(source)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
             if any(isinstance(n, ast.Attribute) and n.attr == "optim" or isinstance(n, ast.Name) and n.id == "optim"

@@ -54,7 +54,7 @@ import torch
 from ..course import ROOT, SOLUTIONS
 from . import box as boxing
 from . import arena as shared
-from . import codec, monitor, replies
+from . import codec, monitor, policy, replies
 from .extract import nbtest
 from .frames import FrameError, read_frame
 
@@ -605,7 +605,7 @@ class Sandbox:
         self.cells = list(cells)
         self.all_cells = list(cells)   # as sent, also those later left out (the monitor's events quote them)
         self.contract = dict(contract or {})
-        self.optimizer = nbtest.names_optim(source for _, source in cells)   # Zygote.spawn
+        self.optimizer = nbtest.names_optim((source for _, source in cells), policy.parse)   # Zygote.spawn
         self.problems: dict[str, str] = {}
         self.declared: dict = {}       # probe.declared() of the running child
         self.events: list[monitor.Event] = []   # what the monitor saw, in every child so far, in order
