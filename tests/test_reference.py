@@ -1,9 +1,12 @@
 """The reference solution does what SPEC.md says (beyond the public tests' fixed inputs)."""
 import math
 
+import nbtest
 import pytest
 import torch
 from torch import nn
+
+from helpers import SOURCE_NB
 
 SQUARE = (lambda x: 0.1 * x ** 2, lambda x: 0.2 * x)
 
@@ -106,12 +109,32 @@ def test_residual_stream_norms_grow_in_pre_ln_and_reset_in_post_ln(reference):
     assert all(v == pytest.approx(math.sqrt(32), rel=1e-3) for v in post[1:])
 
 
+def notebook_digits(reference) -> tuple[torch.Tensor, torch.Tensor]:
+    """(X, y) as the notebook's Part 5 data cell loads them, run on the reference's definitions; torch's
+    thread count, which the cell sets to 1, is left as it was."""
+    cell = next(c for c in nbtest.read_notebook(SOURCE_NB)["cells"] if c.get("id") == "part5-data")
+    scope, threads = dict(vars(reference)), torch.get_num_threads()
+    try:
+        exec(nbtest.source_of(cell), scope)
+    finally:
+        torch.set_num_threads(threads)
+    return scope["X"], scope["y"]
+
+
+def test_the_digits_are_what_scikit_learns_load_digits_gives(reference):
+    """The notebook reads the file load_digits reads, without importing scikit-learn (2 s of Run All)."""
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    X, y = notebook_digits(reference)
+    assert X.dtype == torch.float32 and y.dtype == torch.int64
+    assert torch.equal(X, torch.tensor(digits.data, dtype=torch.float32) / 16.0)
+    assert torch.equal(y, torch.tensor(digits.target))
+
+
 def test_the_sweep_separates_on_other_seeds(reference):
     """Part 5's claims do not hang on seed 0 (the notebook's): on seeds 1 and 2, after the notebook's
     150 steps on the digits, every network fits at depth 2, and at depth 16 only the residual one does."""
-    from sklearn.datasets import load_digits
-    digits = load_digits()
-    X, y = torch.tensor(digits.data, dtype=torch.float32) / 16.0, torch.tensor(digits.target)
+    X, y = notebook_digits(reference)
     kinds = {"plain": reference.plain_mlp, "residual": reference.residual_mlp,
              "0.5 shortcut": lambda *args: reference.residual_mlp(*args, alpha=0.5)}
     threads = torch.get_num_threads()
