@@ -254,6 +254,24 @@ def test_same_seed_same_inputs_same_feedback(grader, graded):
     assert again == graded["pre-post-swapped.ipynb"]
 
 
+# one that trains, one whose training tests fail, one the monitor holds, one that forges a report
+ON_CORES = ["full-marks.ipynb", "part5-shortcut-missing.ipynb", "reach-string-type-hint.ipynb",
+            "forged-structure-report.ipynb"]
+
+
+def test_a_notebook_graded_on_several_cores_gets_the_batchs_result(graded):
+    """The command line grades one notebook on every core (Grader(parts_at_once=N)): each slow test
+    first, in a child of its own, then a child per part; the rules tests once all are done. Every
+    entry, note and review line is the batch's, at the same seed."""
+    with Grader(ASSIGNMENT, course.load(), timeout_s=SAMPLE_TIMEOUT_S, parts_at_once=2) as g:
+        groups = g._groups()
+        slow = [t for t in g.graded if t.slow]
+        assert len(slow) >= 3 and groups[:len(slow)] == [[t] for t in slow]
+        assert not any(t.reads_findings for group in groups for t in group)
+        for name in ON_CORES:
+            assert g.grade(SAMPLES / name, SEED).to_store() == graded[name], f"{name}, seed {SEED}"
+
+
 # ---------------------------------------------------------------- bad input
 
 @pytest.mark.parametrize("content, reason", [

@@ -109,20 +109,37 @@ class Grader:
         violations = policy.check_cells(self.template.marked(extracted), self.policy)
         budget = Budget(self.limits.budget_s)
 
-        def grade_part(part: int) -> tuple[dict[str, TestResult], list[policy.Violation]]:
-            with self._sandbox(extracted, part, budget) as box:
+        def grade_group(tests: list[Test]) -> tuple[dict[str, TestResult], list[policy.Violation], Sandbox]:
+            with self._sandbox(extracted, tests[0].part, budget) as box:
                 _drop_raising_cells(box, violations)
-                graded = {t.name: self._run(t, box, seed, violations) for t in self.graded if t.part == part}
+                graded = {t.name: self._run(t, box, seed, violations) for t in tests}
             self._warn_isolation(box.isolation)
-            return graded, observed(box)
+            return graded, observed(box), box
 
-        parts = list(dict.fromkeys(t.part for t in self.graded))
-        with ThreadPoolExecutor(min(self.parts_at_once, len(parts)) or 1) as pool:
-            done = list(pool.map(grade_part, parts))          # in part order, however they finished
-        entries = {name: e for graded, _ in done for name, e in graded.items()}
-        events = dict.fromkeys(e for _, seen in done for e in seen)   # a cell several parts load: its events once
-        return self._result(seed, [entries[t.name] for t in self.graded], review=tuple(map(str, violations + list(events))),
+        groups = self._groups()
+        with ThreadPoolExecutor(min(self.parts_at_once, len(groups)) or 1) as pool:
+            done = list(pool.map(grade_group, groups))          # in group order, however they finished
+        entries = {name: e for graded, _, _ in done for name, e in graded.items()}
+        # a cell several children load: its events once, in notebook order, however the tests were grouped
+        order = {label: i for i, (label, _, _) in enumerate(self.template.cells)}
+        events = sorted(dict.fromkeys(e for _, seen, _ in done for e in seen),
+                        key=lambda v: (order.get(v.cell, len(order)), v.line, v.message))
+        boxes = {group[0].part: box for group, (_, _, box) in zip(groups, done)}
+        for test in self.graded:      # each part's rules test, once every child has run: it lists all they saw
+            if test.reads_findings:
+                entries[test.name] = self._run(test, boxes[test.part], seed, violations + events)
+        return self._result(seed, [entries[t.name] for t in self.graded], review=tuple(map(str, violations + events)),
                             **stamp)
+
+    def _groups(self) -> list[list[Test]]:
+        """The graded tests, rules tests aside, in groups that each get a sandbox child of their own, in the
+        order they start: one group per part; where parts run at once, each slow test first, alone, so that
+        the longest runs start at once and the rest share out the other cores."""
+        split = self.parts_at_once > 1
+        tests = [t for t in self.graded if not t.reads_findings]
+        alone = [[t] for t in tests if split and t.slow]
+        rest = [t for t in tests if not (split and t.slow)]
+        return alone + [[t for t in rest if t.part == part] for part in dict.fromkeys(t.part for t in rest)]
 
     @contextlib.contextmanager
     def _sandbox(self, extracted: Extracted, part: int, budget: Budget):
@@ -146,7 +163,8 @@ class Grader:
         trial = Trial(test, seed, box, self.limits.timeout_s, self.reference, self.specs,
                       lambda name: self._explain(name, box), cuda=self.cuda, timing=self.assignment.timing,
                       contract=self.contract,
-                      violations=[v for v in violations + observed(box) if self._part(v) == test.part])
+                      violations=[v for v in dict.fromkeys(violations + observed(box))
+                                  if v.cell == UNNAMED or self._part(v) == test.part])
         try:
             test.check(trial)
             # the monitor's events up to now: one the code caused after this test's requests cannot have

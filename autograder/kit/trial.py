@@ -66,6 +66,12 @@ class Test:
     misconception: str | None = None   # the id its failures show unless a failure names another
     trusts_child: bool = False  # rests on what the child reports besides returned values (docs/security.md)
     held_by: frozenset[str] = frozenset()   # policy rules whose breach holds it for review
+    slow: bool = False          # it trains: run first, in a child of its own, where a notebook has cores to spare
+
+    @property
+    def reads_findings(self) -> bool:
+        """A part's rules test: it reads what the policy and the monitor found, and calls nothing."""
+        return self.check is rules
 
 
 RULES = "rules"   # the check name of each part's rules test
@@ -93,12 +99,14 @@ class Suite:
         self._finished = False
 
     def test(self, part: int, points: int, name: str, needs_cuda: bool = False, own_child: bool = False,
-             misconception: str | None = None):
+             misconception: str | None = None, slow: bool = False):
         """own_child: the tests after this one get a fresh child, unharmed by what it ran (a kernel
         that wrote past the end of a tensor corrupts the child's heap, to crash it later).
-        misconception: the id of what a failure of this test shows, unless the failure names another."""
+        misconception: the id of what a failure of this test shows, unless the failure names another.
+        slow: it takes several times a typical test's time (it trains a model); where one notebook is
+        graded on several cores (Grader(parts_at_once=...)), it runs first, in a child of its own."""
         def register(check: Callable[[Trial], None]) -> Callable[[Trial], None]:
-            self.tests.append(Test(name, part, points, check, needs_cuda, own_child, misconception))
+            self.tests.append(Test(name, part, points, check, needs_cuda, own_child, misconception, slow=slow))
             return check
         return register
 

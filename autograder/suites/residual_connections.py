@@ -1083,7 +1083,7 @@ def _generalises(t: Trial, label: str, steps: int, held: float, bound: float, st
                "every seed. A model that learned the problem, not the training set, does as well on new examples.")
 
 
-@test(5, 2, "train lowers the loss of a small residual_mlp")
+@test(5, 2, "train lowers the loss of a small residual_mlp", slow=True)
 def train_lowers_loss(t: Trial):
     steps = SMALL["steps"]
     d_in, k = t.size(7, 11), t.size(3, 5)
@@ -1104,7 +1104,7 @@ def _deep_loss(t: Trial, builder: str, depth: int, steps: int) -> tuple[str, flo
     return label, loss, math.log(DEEP["k"])
 
 
-@test(5, 2, "at depth 16 residual_mlp trains")
+@test(5, 2, "at depth 16 residual_mlp trains", slow=True)
 def deep_residual_trains(t: Trial):
     steps, chance = DEEP["steps"], math.log(DEEP["k"])
     label, (_, held_before, loss, held) = _trained(t, "residual_mlp", DEEP, DEEP["d_in"], DEEP["k"], DEEP["depth"],
@@ -1118,7 +1118,7 @@ def deep_residual_trains(t: Trial):
     t.note(f"training loss {loss:.3f}, on new examples {held:.3f} (chance {chance:.3f})")
 
 
-@test(5, 2, "at depth 16 plain_mlp stays near chance")
+@test(5, 2, "at depth 16 plain_mlp stays near chance", slow=True)
 def deep_plain_stalls(t: Trial):
     steps = PLAIN_STEPS
     label, loss, chance = _deep_loss(t, "plain_mlp", DEEP["depth"], steps)
