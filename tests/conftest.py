@@ -84,16 +84,20 @@ def sample_results(tmp_path_factory, worker_id):
 
 # fixtures that grade a whole sample class or run the demo (minutes each): a test using one is slow
 WHOLE_CLASS = {"sample_results", "demo_class", "graded"}
+# the modules that take longest on one worker (4 to 8 minutes each on 2 cores, `pytest --durations`),
+# longest first: each starts at once, and the shorter modules fill the other worker around them
+LONGEST = ("test_hostile.py", "test_autograde.py", "test_student_dist.py")
 
 
 def pytest_collection_modifyitems(items):
     """Mark the tests that need a WHOLE_CLASS fixture slow (`make test-fast` leaves them out).
 
     `make test` runs pytest-xdist with --dist loadscope: a module's tests go to one worker, so that
-    its module-scoped fixtures (a grader, a graded class) are built once. Modules with a slow test are
-    handed out first, so that no long module starts when the others are done."""
+    its module-scoped fixtures (a grader, a graded class) are built once. The LONGEST modules are handed
+    out first, then the others with a slow test, so that no long module starts when the others are done."""
     for item in items:
         if WHOLE_CLASS & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
     slow = {item.module for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.module not in slow)     # stable: each module keeps its order
+    rank = lambda item: LONGEST.index(item.path.name) if item.path.name in LONGEST else len(LONGEST)
+    items.sort(key=lambda item: (rank(item), item.module not in slow))     # stable: each module keeps its order
