@@ -216,6 +216,11 @@ def first_calls(optimizer: bool = True) -> None:
     attention = torch.nn.MultiheadAttention(2, 1, batch_first=True)
     torch.autograd.backward(torch.sum(attention(x, x, x, need_weights=False)[0]))
     if optimizer:
+        # The step imports Triton (through torch._dynamo), which reads TRITON_INTERPRET once: without a GPU,
+        # set it first, as fused-add-norm's setup cell does, or that notebook's kernels, loaded later in
+        # this process (pytest over both assignments), would not run in the interpreter.
+        if "TRITON_INTERPRET" not in os.environ and "triton" not in sys.modules and not torch.cuda.is_available():
+            os.environ["TRITON_INTERPRET"] = "1"
         p = torch.nn.Parameter(torch.ones(1))
         torch.sum(p).backward()
         torch.optim.SGD([p], lr=0.1, momentum=0.9).step()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import nbtest
 import pytest
+import torch
 
 from helpers import COURSE, RELEASE_NB, SAMPLE_TIMEOUT_S, SOURCE_NB, SampleClass
 
@@ -20,6 +21,12 @@ os.environ.pop("RESIDUAL_COURSE_SECRET_FILE", None)
 # The sample classes' seed (helpers.SampleClass.seed), drawn once per run here, where pytest starts:
 # pytest-xdist's workers inherit it, so every module grades with the same seed and each failure names it.
 os.environ.setdefault("SAMPLE_SEED", str(random.randrange(2 ** 31)))
+# Triton reads TRITON_INTERPRET once, when first imported, and torch imports it unasked (its first optimizer
+# step loads torch._dynamo): without a GPU, set it before any test can import it, as fused-add-norm's setup
+# cell and the grader's fork server do, so that a test loading that notebook after such a step still runs
+# its kernels in the interpreter.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 @pytest.fixture(scope="session")
