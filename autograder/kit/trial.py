@@ -74,9 +74,6 @@ class Test:
         return self.check is rules
 
 
-RULES = "rules"   # the check name of each part's rules test
-
-
 def rules(t: "Trial") -> None:
     """The part's solution cells follow the assignment's static policy (core/policy.py)."""
     if t.violations:
