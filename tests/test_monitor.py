@@ -1,8 +1,8 @@
 """The runtime monitor (core/monitor.py): which events a student cell is charged with, and which not.
 
-An audit hook cannot be removed, so each case runs in a fresh interpreter that installs the monitor,
-runs cells compiled under "<cell LABEL>" as the sandbox child does, and prints what the grader's end
-of the pipe reads."""
+An audit hook cannot be removed, so each test runs its cells in a fresh interpreter that installs the
+monitor, runs them compiled under "<cell LABEL>" as the sandbox child does, and prints what the grader's
+end of the pipe reads."""
 from __future__ import annotations
 
 import json
@@ -104,7 +104,9 @@ def test_honest_code_and_torch_internals_raise_no_event():
     assert events(honest=HONEST) == []
 
 
-@pytest.mark.parametrize("source, event, line", [
+# (cell source, the event it reaches, its line). Each runs as a cell of its own, all in one interpreter (a
+# fresh one each cost torch's import, 3 s, per case): each event must be charged to its own cell.
+REACHING = [
     ("x = 1\nexec('y = 2')\n", "exec", 2),
     ("x = eval('1 + 1')\n", "compile", 1),
     ("import typing\ndef f(a: 'int'):\n    pass\ntyping.get_type_hints(f)\n", "compile", 4),
@@ -121,9 +123,17 @@ def test_honest_code_and_torch_internals_raise_no_event():
     ("import ctypes\nctypes.string_at(id(1), 8)\n", "ctypes.string_at", 2),
     ("import os\nos.system('true')\n", "os.system", 2),
     ("open('/etc/hostname').read()\n", "open", 1),
-])
-def test_a_reaching_event_is_charged_to_its_cell_and_line(source, event, line):
-    assert ("cell1", line, event) in events(cell1=source)
+]
+
+
+@pytest.fixture(scope="module")
+def reached() -> list[tuple[str, int, str]]:
+    return events(**{f"case{i}": source for i, (source, _, _) in enumerate(REACHING)})
+
+
+@pytest.mark.parametrize("source, event, line", REACHING)
+def test_a_reaching_event_is_charged_to_its_cell_and_line(reached, source, event, line):
+    assert (f"case{REACHING.index((source, event, line))}", line, event) in reached
 
 
 def test_a_library_building_its_own_code_at_its_first_import_is_not_the_cell():
