@@ -14,7 +14,7 @@ from nbgrader.api import Gradebook
 
 from autograder import course as course_mod
 from autograder.course import ROOT
-from autograder.grading.batch import grade_notebook
+from autograder.grading.batch import grade_many
 from autograder.nbgrading.run import nbgrader
 
 pytestmark = pytest.mark.slow
@@ -32,14 +32,13 @@ def test_every_path_gives_the_same_total(tmp_path, monkeypatch, rule):
     monkeypatch.setenv("COURSE_FILE", str(toml))
     monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(instructor))
     course = course_mod.load(toml)
-    cli = {}
-    for i, name in enumerate(SAMPLES):
-        source = ROOT / "submissions" / ASSIGNMENT / f"{name}.ipynb"
+    sources = [ROOT / "submissions" / ASSIGNMENT / f"{name}.ipynb" for name in SAMPLES]
+    for i, source in enumerate(sources):
         folder = instructor / "submitted" / f"s{i}" / ASSIGNMENT
         folder.mkdir(parents=True)
         (folder / f"{ASSIGNMENT}.ipynb").write_bytes(source.read_bytes())
-        result = grade_notebook(ASSIGNMENT, source, course, seed=5)
-        cli[f"s{i}"] = (result.score, result.max_score)
+    results = grade_many(ASSIGNMENT, sources, course, seed=5)      # one fork server for both (`grade FOLDER`)
+    cli = {f"s{i}": (r.score, r.max_score) for i, r in enumerate(results)}
     assert cli["s0"] == ((40, 40) if rule == "redistribute" else (30, 30))
     assert cli["s1"][0] < cli["s1"][1]
 
