@@ -104,8 +104,8 @@ def test_honest_code_and_torch_internals_raise_no_event():
     assert events(honest=HONEST) == []
 
 
-# (cell source, the event it reaches, its line). Each runs as a cell of its own, all in one interpreter (a
-# fresh one each cost torch's import, 3 s, per case): each event must be charged to its own cell.
+# (cell source, the event it reaches, its line). All run in one interpreter, each as a cell of its own (an
+# interpreter per case cost torch's import, 3 s, each time): each event must be charged to its own cell.
 REACHING = [
     ("x = 1\nexec('y = 2')\n", "exec", 2),
     ("x = eval('1 + 1')\n", "compile", 1),
