@@ -91,8 +91,9 @@ def sample_results(tmp_path_factory, worker_id):
 
 # fixtures that grade a whole sample class or run the demo (minutes each): a test using one is slow
 WHOLE_CLASS = {"sample_results", "demo_class", "graded"}
-# the modules that take longest on one worker (4 to 8 minutes each on 2 cores, `pytest --durations`),
-# longest first: each starts at once, and the shorter modules fill the other worker around them
+# the modules to start first (`pytest --durations` on 2 cores: test_hostile and test_autograde 4 to 6 minutes
+# each, test_student_dist one pip install of a minute and more), longest first: each starts at once, and the
+# shorter modules fill the other worker around them
 LONGEST = ("test_hostile.py", "test_autograde.py", "test_student_dist.py")
 
 
