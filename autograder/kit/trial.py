@@ -364,7 +364,8 @@ class Trial:
         On a mismatch the message leads with the misconception of the first
         alternative (text, value) or (text, value, id) that got matches, else with
         `why`; the failure carries that alternative's id, else `misconception`
-        (default: the test's own).
+        (default: the test's own). alternatives may be a function returning that list:
+        costly wrong answers are then computed only for a submission that needs them.
         """
         misconception = self.misconception if misconception is TEST_DEFAULT else misconception
         shown = f"\n  yours:    {_display(got)}\n  expected: {_display(want)}\n"
@@ -376,6 +377,8 @@ class Trial:
                       misconception)
         if _matches(got, want, rtol, atol, exact):
             return
+        if callable(alternatives):
+            alternatives = alternatives()
         headline, misconception = next(
             ((text, rest[0] if rest else misconception) for text, alt, *rest in alternatives
              if _as_tensor(alt).shape == got.shape and _matches(got, _as_tensor(alt), rtol, atol, exact)),

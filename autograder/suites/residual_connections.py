@@ -596,17 +596,20 @@ def _check_block(t: Trial, norm: str | None, causal: bool):
     pre, other = layout == "pre", "post" if layout == "pre" else "pre"
     with torch.no_grad():
         want = _encoder(weights, d, heads, pre, causal)(x)
-        alternatives = [
-            (f"Pre/Post swapped: this is what a {other}-LN block computes",
-             _encoder(weights, d, heads, not pre, causal)(x), "pre-post-swapped"),
-            ("ln1 and ln2 are swapped: ln1 belongs to the attention sublayer, ln2 to the FFN",
-             _encoder(_swap_norms(weights), d, heads, pre, causal)(x), "layernorms-swapped")]
+
+    @torch.no_grad()
+    def alternatives() -> list:     # four more reference layers: built only for a block that fails
+        wrong = [(f"Pre/Post swapped: this is what a {other}-LN block computes",
+                  _encoder(weights, d, heads, not pre, causal)(x), "pre-post-swapped"),
+                 ("ln1 and ln2 are swapped: ln1 belongs to the attention sublayer, ln2 to the FFN",
+                  _encoder(_swap_norms(weights), d, heads, pre, causal)(x), "layernorms-swapped")]
         if causal:
-            alternatives += [
-                ("missing causal mask: with causal=True position t may attend only to positions <= t",
-                 _encoder(weights, d, heads, pre, False)(x), "missing-causal-mask"),
-                ("causal mask inverted: True must mark the positions above the diagonal (the future)",
-                 _encoder(weights, d, heads, pre, True, mask_t=True)(x), "causal-mask-inverted")]
+            wrong += [("missing causal mask: with causal=True position t may attend only to positions <= t",
+                       _encoder(weights, d, heads, pre, False)(x), "missing-causal-mask"),
+                      ("causal mask inverted: True must mark the positions above the diagonal (the future)",
+                       _encoder(weights, d, heads, pre, True, mask_t=True)(x), "causal-mask-inverted")]
+        return wrong
+
     t.check(out, want, f"{block.label}(x, causal={causal})",
             f"differs from nn.TransformerEncoderLayer(norm_first={pre}) with the same weights", rtol=0, atol=1e-6,
             alternatives=alternatives, misconception=None)
