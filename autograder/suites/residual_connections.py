@@ -598,7 +598,7 @@ def _check_block(t: Trial, norm: str | None, causal: bool):
         want = _encoder(weights, d, heads, pre, causal)(x)
 
     @torch.no_grad()
-    def alternatives() -> list:     # four more reference layers: built only for a block that fails
+    def alternatives() -> list:     # two to four more reference layers: built only for a block that fails
         wrong = [(f"Pre/Post swapped: this is what a {other}-LN block computes",
                   _encoder(weights, d, heads, not pre, causal)(x), "pre-post-swapped"),
                  ("ln1 and ln2 are swapped: ln1 belongs to the attention sublayer, ln2 to the FFN",
