@@ -68,7 +68,8 @@ _attribute, _id, _dict_items = object.__getattribute__, id, dict.items
 _Indexed = (nn.Sequential, nn.ModuleList)   # their children are reached by position: model[l]
 _backward, _tsum, _mul = torch.autograd.backward, torch.sum, torch.mul
 _no_grad, _set_grad_enabled, _set_default_dtype = torch.no_grad, torch.set_grad_enabled, torch.set_default_dtype
-_manual_seed = torch.manual_seed
+_seed_cpu, _seed_cuda, _cuda_initialized = (torch.default_generator.manual_seed, torch.cuda.manual_seed_all,
+                                            torch.cuda.is_initialized)
 _float32, _cpu, _strided = torch.float32, torch.device("cpu"), torch.strided
 _cuda_available, _cuda_name = torch.cuda.is_available, torch.cuda.get_device_name
 _Event, _synchronize = torch.cuda.Event, torch.cuda.synchronize
@@ -134,7 +135,7 @@ def serve_request(module, specs: dict, objects: dict, request: dict, arena=None)
     _set_grad_enabled(True)          # undo global switches left by earlier calls or cells
     _set_default_dtype(_float32)
     if _type(request.get("torch_seed")) is _int:
-        _manual_seed(request["torch_seed"])
+        _seed(request["torch_seed"], request.get("device"))
     try:
         if arena is not None:       # each {"arena": [offset, dtype, shape, stride]} a view of the mapping
             request = {**request, "args": [_arena_view(arena, a["arena"]) if _type(a) is _dict and "arena" in a
@@ -146,6 +147,15 @@ def serve_request(module, specs: dict, objects: dict, request: dict, arena=None)
                                            "is": ["NameError"]}}
     except BaseException as e:       # SystemExit, KeyboardInterrupt and the like from student code too
         return {"error": describe_error(e)}
+
+
+def _seed(seed: int, device: str | None) -> None:
+    """What torch.manual_seed(seed) does for the devices a request can reach: the CPU's generator, and
+    CUDA's where the request runs there or CUDA is up. torch.manual_seed formats the stack once for
+    each device not yet initialised (CUDA, XPU, MTIA): most of a small request's cost on a CPU."""
+    _seed_cpu(seed)
+    if device is not None or _cuda_initialized():
+        _seed_cuda(seed)
 
 
 def describe_error(e: BaseException) -> dict:
