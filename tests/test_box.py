@@ -1,5 +1,7 @@
 """The box around a sandbox child and the grader's side of its frames (the hostile corpus is test_hostile.py)."""
 import contextlib
+import ctypes
+import mmap
 import os
 import re
 import select
@@ -181,6 +183,28 @@ def test_the_fork_server_takes_the_first_optimizer_step_before_a_child_whose_cod
         zygote.close()
 
 
+def test_the_fork_server_hands_its_children_its_memory_on_huge_pages(zygote):
+    """A fork copies one page-table entry per 4 KiB page of the fork server's (torch: about 150 MiB) and
+    the child's exit frees them; on 2 MiB pages (box.collapse_to_huge_pages) a child starts and ends
+    about a third sooner. A kernel that cannot move pages (before Linux 6.1) moves none, and forks work."""
+    cell = ("rows = [r for r in open('/proc/self/smaps_rollup') if r.startswith('AnonHugePages:')]\n"
+            "raise RuntimeError(f'huge={int(rows[0].split()[1]) // 1024 if rows else 0} MiB')\n")
+    with Sandbox(zygote, [("a", cell)], None, Limits(10, 4096)) as box:
+        box.start()
+        huge = int(box.problems["a"].split("huge=")[1].split()[0])
+    assert huge >= (32 if _kernel_collapses() else 0), box.problems
+
+
+def _kernel_collapses() -> bool:
+    """Whether this kernel moves anonymous memory onto huge pages when asked (MADV_COLLAPSE)."""
+    with mmap.mmap(-1, 2 * boxing.HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS) as region:
+        region.write(b"x" * len(region))
+        start = ctypes.addressof(ctypes.c_char.from_buffer(region))
+        aligned = -(-start // boxing.HUGE_PAGE) * boxing.HUGE_PAGE
+        return aligned + boxing.HUGE_PAGE <= start + len(region) and \
+            boxing._libc.madvise(aligned, boxing.HUGE_PAGE, boxing.MADV_COLLAPSE) == 0
+
+
 def test_a_child_opens_no_socket_of_any_family(zygote):
     """seccomp refuses socket() whatever the family (AF_VSOCK reached a VM's host); socketpair() still works."""
     families = {name: int(getattr(socket, name)) for name in
@@ -221,6 +245,17 @@ def test_the_budget_covers_loading_and_every_request(zygote):
 
 def _call(fn: str) -> dict:
     return {"op": "call", "fn": fn, "args": [], "kwargs": {}, "grad": None, "grad_args": []}
+
+
+def test_a_requests_torch_seed_sets_what_the_submission_draws(zygote):
+    """As torch.manual_seed(seed) in the child: a model's initial weights follow the grading seed."""
+    with Sandbox(zygote, [("a", "import torch\ndef draw():\n    return torch.randn(4)\n")], None,
+                 Limits(10, 4096)) as box:
+        draws = [box.request({**_call("draw"), "torch_seed": seed}, Deadline.after(10))["result"]["value"]
+                 for seed in (7, 8, 7)]
+    torch.manual_seed(7)
+    assert torch.equal(draws[0], torch.randn(4)) and torch.equal(draws[2], draws[0])
+    assert not torch.equal(draws[1], draws[0])
 
 
 def test_a_deadline_is_counted_in_the_childs_cpu_time_with_a_wall_clock_backstop(zygote):

@@ -44,8 +44,10 @@ CAP_SYS_ADMIN = 21
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1   # 442 on x86_64 and arm64
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000, 0x40000
 MNT_DETACH = 2
+MADV_COLLAPSE, HUGE_PAGE = 25, 2 << 20
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
 
 def _check(result: int, what: str) -> int:
@@ -134,6 +136,29 @@ def fork_in_pid_namespace() -> int:
     finally:
         if pid != 0:               # the parent, or a failed fork (the child has nothing to undo)
             _check(_libc.setns(_own_pid_ns, CLONE_NEWPID), "setns back to the zygote's PID namespace")
+
+
+def collapse_to_huge_pages() -> int:
+    """Move this process's private anonymous memory onto 2 MiB pages where the kernel can (MADV_COLLAPSE,
+    Linux 6.1 and later, whatever /sys/kernel/mm/transparent_hugepage says); returns the MiB moved.
+
+    A fork copies one page-table entry for each 4 KiB page the parent holds, and the child's exit
+    frees them: with torch loaded that is about 40,000 entries, a third of what a child's start and
+    end cost. On a huge page it is one entry; a child that writes there splits only that one back.
+    Each 2 MiB range is asked alone, since the kernel refuses a whole call for one range it cannot
+    move; where it moves none (an older kernel), forks cost what they did.
+    """
+    with open("/proc/self/maps") as maps:
+        regions = [line.split() for line in maps]
+    moved = 0
+    for fields in regions:
+        access, name = fields[1], fields[5] if len(fields) > 5 else ""
+        if not access.startswith("rw") or access[3] != "p" or name not in ("", "[heap]"):
+            continue
+        low, high = (int(end, 16) for end in fields[0].split("-"))
+        for start in range(-(-low // HUGE_PAGE) * HUGE_PAGE, high // HUGE_PAGE * HUGE_PAGE, HUGE_PAGE):
+            moved += 2 * (_libc.madvise(start, HUGE_PAGE, MADV_COLLAPSE) == 0)
+    return moved
 
 
 GROUP_PREFIX = "autograder-"

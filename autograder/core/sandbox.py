@@ -67,6 +67,7 @@ READ_AT_IMPORT = {"TRITON_INTERPRET": "triton"}
 STATUS_WAIT_S = 5.0          # how long to wait for a dead child's exit status (a fork bomb's namespace takes ~3 s to die)
 PROBE = "autograder.core.probe"
 BACKSTOP = 5                 # a deadline's wall clock, in times its CPU time
+CPUS = os.cpu_count() or 1   # read once: each os.cpu_count() reads /sys, 17 us, on every wait for a reply
 _RECV_FDS = socket.recv_fds  # a child's, bound before any student code runs there
 
 
@@ -281,6 +282,7 @@ def _serve(control: socket.socket) -> None:
     write each child's exit status and whether it was killed for memory to its pipe. When the
     grader hangs up (or dies), kill the children still running and remove their groups."""
     gc.freeze()   # torch's million objects: out of every child's garbage collections
+    boxing.collapse_to_huge_pages()
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the grader's to handle
     namespaces = boxing.pid_namespaces_work()
     status_fds: dict[int, tuple[int, boxing.Cgroup | None]] = {}
@@ -505,8 +507,8 @@ class Child:
             if left <= 0 or now >= wall:
                 self.kill()
                 raise Hung(backstop=left > 0)
-            # its CPU time grows at most os.cpu_count() seconds a second: look again when it could be spent
-            if select.select([self.conn.fileno()], [], [], min(wall - now, max(left / os.cpu_count(), 0.05)))[0]:
+            # its CPU time grows at most CPUS seconds a second: look again when it could be spent
+            if select.select([self.conn.fileno()], [], [], min(wall - now, max(left / CPUS, 0.05)))[0]:
                 break
         try:
             reply = codec.loads(read_frame(self.conn.fileno(), min(wall, time.monotonic() + deadline.cpu_s), MAX_FRAME))
