@@ -146,7 +146,8 @@ def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Viol
         except RecursionError:
             label = next(label for label, _, student in cells if student)
             out.append(_too_deep(label, ctx.sources[label]))
-    return sorted(set(out), key=lambda v: (ctx.order[v.cell], v.line, v.rule))
+    # the message breaks ties: a set's order changes from one process to the next (hash randomisation)
+    return sorted(set(out), key=lambda v: (ctx.order[v.cell], v.line, v.rule, v.message))
 
 
 def _too_deep(label: str, source: str) -> Violation:
@@ -275,22 +276,6 @@ def _plain(text) -> bool:
     return isinstance(text, str) and text[:1].isalpha()
 
 
-def _loop_names(tree) -> set[str]:
-    """Names bound only by `for NAME in ("ln1", "ln2")` (literal strings, none starting with _)."""
-    loops, other = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and \
-                isinstance(node.iter, (ast.Tuple, ast.List)) and node.iter.elts and \
-                all(isinstance(e, ast.Constant) and _plain(e.value) for e in node.iter.elts):
-            loops.add(node.target.id)
-            node.target.loop_bound = True
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)) and \
-                not getattr(node, "loop_bound", False):
-            other.add(node.id)
-    return loops - other
-
-
 # ---------------------------------------------------------------------------- rules for every cell
 
 class _General(ast.NodeVisitor):
@@ -299,20 +284,36 @@ class _General(ast.NodeVisitor):
     def __init__(self, label: str, source: str, ctx: _Notebook, policy: Policy):
         self.label, self.source, self.ctx, self.policy = label, source, ctx, policy
         self.found: list[Violation] = []
-        # private attributes the student sets on their own objects (self._norm = ...) may be read back
-        tree = parse(source)
-        stored = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
-                  and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")}
-        methods = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        self.own_private = {name for name in stored | methods if name.startswith("_")
-                            and not name.startswith("__") and name not in MODULE_PRIVATE}
         self.scopes: list[set[str]] = []          # the local names of each enclosing function
 
     def run(self, tree) -> list[Violation]:
-        self.called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-        self.plain_names = _loop_names(tree)
+        self._survey(tree)
         self.visit(tree)
         return self.found
+
+    def _survey(self, tree) -> None:
+        """What the visit needs to know ahead, in one walk: which nodes are called, the private names the
+        student sets on their own objects (self._norm = ...) or defines as methods, which may be read back,
+        and the names bound only by `for NAME in ("ln1", "ln2")` (literal strings, none starting with _)."""
+        self.called, own, loops, loop_targets, stored = set(), set(), set(), set(), []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                self.called.add(id(node.func))
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                stored.append(node)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
+                    isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                own.add(node.attr)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                own.add(node.name)
+            elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and \
+                    isinstance(node.iter, (ast.Tuple, ast.List)) and node.iter.elts and \
+                    all(isinstance(e, ast.Constant) and _plain(e.value) for e in node.iter.elts):
+                loops.add(node.target.id)
+                loop_targets.add(id(node.target))
+        self.own_private = {name for name in own if name.startswith("_") and not name.startswith("__")
+                            and name not in MODULE_PRIVATE}
+        self.plain_names = loops - {node.id for node in stored if id(node) not in loop_targets}
 
     def flag(self, node, rule: str, severity: str, message: str) -> None:
         self.found.append(Violation(self.label, node.lineno, rule, severity, message, quote(self.source, node.lineno)))
