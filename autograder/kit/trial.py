@@ -368,7 +368,7 @@ class Trial:
         costly wrong answers are then computed only for a submission that needs them.
         """
         misconception = self.misconception if misconception is TEST_DEFAULT else misconception
-        shown = f"\n  yours:    {_display(got)}\n  expected: {_display(want)}\n"
+        given = got, want                # shown as given: a list reads as numbers, a tensor by show()
         got, want = _as_tensor(got), _as_tensor(want)
         if got.is_complex() or got.dtype == torch.bool:
             self.fail(f"{what}: returned a {got.dtype} tensor; {why}", misconception)
@@ -383,6 +383,7 @@ class Trial:
             ((text, rest[0] if rest else misconception) for text, alt, *rest in alternatives
              if _as_tensor(alt).shape == got.shape and _matches(got, _as_tensor(alt), rtol, atol, exact)),
             (why, misconception))
+        shown = f"\n  yours:    {_display(given[0])}\n  expected: {_display(given[1])}\n"
         diff = (got.double() - want.double()).abs()
         diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
         where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape)) if diff.dim() else ()

@@ -243,7 +243,7 @@ def _check_ffn_part(t: Trial, obj, at: str, w: dict, x: torch.Tensor, hidden: in
     out = t.drive(obj, at, x)
     t.check(out, _ffn(w, x, at), f"{part_label(obj, at)}(x)", f"must be Linear -> GELU -> Linear, widening to "
             f"{hidden} and back to {d_out}, with the weights set at {at}[0] and {at}[2]", rtol=1e-9, atol=1e-10,
-            alternatives=_ffn_alternatives(w, x, at))
+            alternatives=lambda: _ffn_alternatives(w, x, at))
 
 
 def _check_shortcut_part(t: Trial, obj, at: str, x: torch.Tensor, proj: torch.Tensor | None):
@@ -346,7 +346,8 @@ def _check_chain(t: Trial, depth: int, alpha: float | None):
     got = t.number(t.call("chain_rule_grad", x0, specs, upstream, **kwargs).result, what)
     want = t.ref.chain_rule_grad(x0, pairs, upstream, **kwargs)
     t.check(got, want, what, "dL/dx0 = upstream * product over blocks of (alpha + F_l'(x_l))",
-            rtol=1e-9, atol=1e-12, alternatives=_chain_variants(x0, pairs, upstream, 1.0 if alpha is None else alpha))
+            rtol=1e-9, atol=1e-12,
+            alternatives=lambda: _chain_variants(x0, pairs, upstream, 1.0 if alpha is None else alpha))
 
 
 @test(2, 3, "chain_rule_grad on one block with random branches")
@@ -642,7 +643,7 @@ def block_parts(t: Trial):
     if out.shape != x.shape or not torch.allclose(out, x + ffn, rtol=1e-9, atol=1e-10):  # a whole ResidualFFN(d, d)
         t.check(out, ffn, f"{block.label}.ffn(x)", f"ffn must be the FFN of Part 1, Linear({d}, {4 * d}), GELU, "
                 f"Linear({4 * d}, {d}) (ResidualFFN({d}, {d}).ffn), with the weights set in its two Linear layers",
-                rtol=1e-9, atol=1e-10, alternatives=_ffn_alternatives(weights, x))
+                rtol=1e-9, atol=1e-10, alternatives=lambda: _ffn_alternatives(weights, x))
     # what behaviour cannot show: a wrapped Transformer class, extra parameters (the structure report)
     wrapped = [m["path"] for m in block.structure.get("modules", [])
                if m.get("base") in ("TransformerEncoderLayer", "TransformerEncoder", "Transformer")]
