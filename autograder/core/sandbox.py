@@ -263,6 +263,8 @@ def zygote_main() -> None:
     """Entry point of a zygote started as a fresh interpreter: argv = [fd, module, ...]."""
     fd, *preload = sys.argv[1:]
     _preload(preload)
+    # its memory is its own; a forked zygote's is shared with the grader, which moving it would copy
+    boxing.collapse_to_huge_pages()
     _serve(socket.socket(fileno=int(fd)))
     sys.stderr.flush()
     os._exit(0)   # no interpreter teardown: after gc.freeze() it only reports "leaks" of frozen objects
@@ -282,7 +284,6 @@ def _serve(control: socket.socket) -> None:
     write each child's exit status and whether it was killed for memory to its pipe. When the
     grader hangs up (or dies), kill the children still running and remove their groups."""
     gc.freeze()   # torch's million objects: out of every child's garbage collections
-    boxing.collapse_to_huge_pages()
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the grader's to handle
     namespaces = boxing.pid_namespaces_work()
     status_fds: dict[int, tuple[int, boxing.Cgroup | None]] = {}
