@@ -195,6 +195,11 @@ def test_the_fork_server_hands_its_children_its_memory_on_huge_pages(zygote):
     assert huge >= (32 if _kernel_collapses() else 0), box.problems
 
 
+def test_moving_memory_onto_huge_pages_stops_at_its_budget():
+    """A fragmented machine may compact memory for each huge page: the fork server's start waits at most the budget."""
+    assert boxing.collapse_to_huge_pages(budget_s=0) == 0
+
+
 def _kernel_collapses() -> bool:
     """Whether this kernel moves anonymous memory onto huge pages when asked (MADV_COLLAPSE)."""
     with mmap.mmap(-1, 2 * boxing.HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS) as region:

@@ -138,7 +138,7 @@ def fork_in_pid_namespace() -> int:
             _check(_libc.setns(_own_pid_ns, CLONE_NEWPID), "setns back to the zygote's PID namespace")
 
 
-def collapse_to_huge_pages() -> int:
+def collapse_to_huge_pages(budget_s: float = 1.0) -> int:
     """Move this process's private anonymous memory onto 2 MiB pages where the kernel can (MADV_COLLAPSE,
     Linux 6.1 and later, whatever /sys/kernel/mm/transparent_hugepage says); returns the MiB moved.
 
@@ -146,17 +146,20 @@ def collapse_to_huge_pages() -> int:
     frees them: with torch loaded that is about 40,000 entries, a third of what a child's start and
     end cost. On a huge page it is one entry; a child that writes there splits only that one back.
     Each 2 MiB range is asked alone, since the kernel refuses a whole call for one range it cannot
-    move; where it moves none (an older kernel), forks cost what they did.
+    move; where it moves none (an older kernel), forks cost what they did. It stops after `budget_s`:
+    on a machine whose memory is fragmented each huge page may first need compacting.
     """
     with open("/proc/self/maps") as maps:
         regions = [line.split() for line in maps]
-    moved = 0
+    moved, end = 0, time.monotonic() + budget_s
     for fields in regions:
         access, name = fields[1], fields[5] if len(fields) > 5 else ""
         if not access.startswith("rw") or access[3] != "p" or name not in ("", "[heap]"):
             continue
         low, high = (int(end, 16) for end in fields[0].split("-"))
         for start in range(-(-low // HUGE_PAGE) * HUGE_PAGE, high // HUGE_PAGE * HUGE_PAGE, HUGE_PAGE):
+            if time.monotonic() > end:
+                return moved
             moved += 2 * (_libc.madvise(start, HUGE_PAGE, MADV_COLLAPSE) == 0)
     return moved
 
