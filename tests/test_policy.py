@@ -3,6 +3,7 @@ class and forgeries, with the rules course.toml gives each assignment."""
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -620,10 +621,10 @@ def test_the_graders_threads_parse_one_at_a_time(monkeypatch):
 def test_violations_come_in_the_same_order_in_every_process():
     """Several violations on one line and rule are ordered by their message, not by a set's order,
     which changes with each process's hash seed: a regrade's review reads the same."""
-    import subprocess
     source = "import torch, math\ntorch.allclose = torch.equal = math.isclose = torch.isclose = lambda a, b: True\n"
-    code = ("import sys; from autograder.core import policy; from tests.test_policy import RESIDUAL; "
-            "print([v.message for v in policy.check(sys.argv[1], RESIDUAL)])")
+    code = ("import sys; from autograder import course; from autograder.core import policy; "
+            "rules = policy.for_assignment(course.load().assignment('residual-connections').rules); "
+            "print([v.message for v in policy.check(sys.argv[1], rules)])")
     seen = {subprocess.run([sys.executable, "-c", code, source], cwd=ROOT, env={"PYTHONHASHSEED": str(seed)},
                            capture_output=True, text=True, check=True).stdout for seed in range(1, 7)}
     assert len(seen) == 1 and seen.pop().count("assigning to") == 4, seen

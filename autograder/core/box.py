@@ -156,7 +156,7 @@ def collapse_to_huge_pages(budget_s: float = 1.0) -> int:
         access, name = fields[1], fields[5] if len(fields) > 5 else ""
         if not access.startswith("rw") or access[3] != "p" or name not in ("", "[heap]"):
             continue
-        low, high = (int(end, 16) for end in fields[0].split("-"))
+        low, high = (int(address, 16) for address in fields[0].split("-"))
         for start in range(-(-low // HUGE_PAGE) * HUGE_PAGE, high // HUGE_PAGE * HUGE_PAGE, HUGE_PAGE):
             if time.monotonic() > end:
                 return moved
