@@ -98,6 +98,14 @@ class Grading:
     submission_budget_s: float   # one submission, loading and every test: then it is stopped
     max_cell_kb: int             # a larger cell in a submitted notebook is not run (score 0)
 
+    def graders(self) -> int:
+        """Submissions one grading process grades at once (grade's batches, Gradescope's roots): `workers`,
+        or when 0 one and a half per core. A submission's grader thread and its sandbox child take turns,
+        each waiting on the other, so one per core leaves the cores idle a fifth of the time on 2 cores
+        (busy 79%, and 87% with 3 at once: benchmarks/grade_speed.py)."""
+        cpus = os.cpu_count() or 1
+        return self.workers or cpus + (cpus + 1) // 2
+
 
 @dataclass(frozen=True)
 class Gradescope:
@@ -259,6 +267,9 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
     max_cell_kb = grading.get("max_cell_kb", int, "a whole number of KiB")
     if max_cell_kb < 1:
         raise grading.error("max_cell_kb", f"expected a whole number of KiB >= 1, got {max_cell_kb}")
+    workers = grading.get("workers", int, "a whole number (0 = by the cores)")
+    if workers < 0:
+        raise grading.error("workers", f"expected a whole number >= 0 (0 = by the cores), got {workers}")
     lms = top.sub("lms")
     lms.only("kind", "canvas_course_id", "gradescope")
     kind = lms.get("kind", str, "a string")
@@ -294,7 +305,7 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
         id=course.get("id", str, "a string"),
         grading=Grading(timeout_s=timeout_s,
                         memory_mb=grading.get("memory_mb", int, "a whole number of MiB"),
-                        workers=grading.get("workers", int, "a whole number (0 = one per core)"),
+                        workers=workers,
                         submission_budget_s=budget_s, max_cell_kb=max_cell_kb),
         lms=Lms(kind=kind, canvas_course_id=lms.get("canvas_course_id", int, "a whole number"),
                 gradescope=_gradescope(lms.sub("gradescope")) if "gradescope" in lms.table else Gradescope()),

@@ -35,6 +35,7 @@ def test_loads_the_repository_course():
      "expected a date-time"),
     (lambda s: s.replace("2027-02-15T23:59:00Z", "2027-02-15T23:59:00"), "deadline", "time zone"),
     (lambda s: s.replace("1 = 20", "1 = -20"), "auto.1", "whole number of points"),
+    (lambda s: s.replace("workers = 0", "workers = -2"), "grading.workers", "expected a whole number >= 0"),
     (lambda s: s.replace('kind = "canvas"', 'kind = "moodle"'), "lms.kind", "expected one of canvas, gradescope, got"),
     (lambda s: s.replace("late_per_day = 5", "late_per_day = -1", 1), "late_per_day", "points >= 0"),
     (lambda s: s.replace('visibility = "after_published"', 'visibility = "hidden"'), "lms.gradescope.visibility",
@@ -64,6 +65,13 @@ def test_bad_course_file_names_file_and_key(tmp_path, edit, key, problem):
         course.load(path)
     msg = str(err.value)
     assert str(path) in msg and key in msg and problem in msg, msg
+
+
+@pytest.mark.parametrize("workers, cpus, graders", [(0, 1, 2), (0, 2, 3), (0, 16, 24), (5, 2, 5), (1, 16, 1)])
+def test_graders_at_once_are_workers_or_one_and_a_half_per_core(tmp_path, monkeypatch, workers, cpus, graders):
+    monkeypatch.setattr(course.os, "cpu_count", lambda: cpus)
+    c = course.load(write(tmp_path, GOOD.replace("workers = 0", f"workers = {workers}")))
+    assert c.grading.graders() == graders
 
 
 def test_each_assignment_has_its_static_policy():

@@ -52,7 +52,7 @@ def grade_many(assignment: str, paths: list[str | Path], course: Course, store: 
     bar = Progress(len(todo)) if progress and todo else None
     if todo:
         with Grader(assignment, course, timeout_s=timeout_s) as grader, \
-                ThreadPoolExecutor(workers or grader.workers or os.cpu_count()) as pool:
+                ThreadPoolExecutor(workers or course.grading.graders()) as pool:
             futures = {pool.submit(grader.grade, path, seed): path for path in todo}
             try:
                 for future in as_completed(futures):

@@ -53,7 +53,7 @@ class Grader:
         self.assignment = course.assignment(assignment)
         self.limits = Limits(timeout_s or course.grading.timeout_s, memory_mb or course.grading.memory_mb,
                              user=user, budget_s=max(course.grading.submission_budget_s, timeout_s or 0))
-        self.workers, self.parts_at_once = course.grading.workers, max(1, parts_at_once)
+        self.parts_at_once = max(1, parts_at_once)
         child_modules = suites.child_modules(assignment)
         torch.set_num_threads(1)   # the grader's own tensors are tiny; threads would only fight the children
         machine_cuda = cuda_present() if cuda is None else bool(cuda)

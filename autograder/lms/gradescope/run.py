@@ -108,7 +108,7 @@ def grade_roots(course: Course, roots: list[Path], student: str, assignment: str
                                                  "not your fault: ask your instructor to look at the autograder"))
         raise
     # several roots (the tests' class) are graded side by side, as grade_many does; Gradescope's one alone
-    with grader, ThreadPoolExecutor(course.grading.workers or os.cpu_count()) as pool:
+    with grader, ThreadPoolExecutor(course.grading.graders()) as pool:
         for line in pool.map(lambda root: _grade_root(grader, root, a, course, questions), roots):
             if line:
                 print(line, flush=True)
