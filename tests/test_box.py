@@ -263,6 +263,19 @@ def test_a_requests_torch_seed_sets_what_the_submission_draws(zygote):
     assert not torch.equal(draws[1], draws[0])
 
 
+def test_an_invoke_with_no_grad_runs_the_object_without_autograd_and_only_that_one(zygote):
+    """Part 5's losses only read a model's outputs: no graph is recorded for them, and nothing else changes."""
+    cells = [("a", "import torch\nclass Probe(torch.nn.Module):\n    def forward(self, x):\n"
+                   "        return (x * 2, torch.tensor(float(torch.is_grad_enabled())))\n")]
+    with Sandbox(zygote, cells, None, Limits(10, 4096)) as box:
+        handle = box.request({"op": "new", "cls": "Probe", "args": [], "kwargs": {}}, Deadline.after(10))["handle"]
+        invoke = {"op": "invoke", "handle": handle, "args": [torch.ones(2)], "kwargs": {}}
+        modes = [box.request({**invoke, **extra}, Deadline.after(10))["result"]["items"] for extra in
+                 ({"no_grad": True}, {}, {"no_grad": False})]
+    assert [items[1]["value"].item() for items in modes] == [0.0, 1.0, 1.0]
+    assert all(torch.equal(items[0]["value"], torch.full((2,), 2.0)) for items in modes)
+
+
 def test_a_deadline_is_counted_in_the_childs_cpu_time_with_a_wall_clock_backstop(zygote):
     cells = [("a", "import time\ndef spin():\n    while True:\n        pass\ndef wait():\n    time.sleep(60)\n"
                    "def quick():\n    return 1\n")]

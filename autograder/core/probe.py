@@ -14,8 +14,9 @@ Requests (dicts) and what they return:
     {"op": "new", "cls": NAME, "args", "kwargs", "double": bool}
         -> {"handle", "structure"}
     {"op": "load", "handle": H, "weights": {"ffn.0.weight": TENSOR, ...}}  -> {}
-    {"op": "invoke", "handle": H, "at": PATH or "", "args", "kwargs"}  -> like "call"
-        (the object, or its submodule at PATH as "load" reaches it: "0.ffn", "attn")
+    {"op": "invoke", "handle": H, "at": PATH or "", "args", "kwargs", "no_grad": bool}  -> like "call"
+        (the object, or its submodule at PATH as "load" reaches it: "0.ffn", "attn"; no_grad: under
+        torch.no_grad, for outputs that are only read: autograd's bookkeeping doubles a small model's forward)
     {"op": "time", "fn": NAME, "args", "kwargs", "against": {LABEL: SPEC, ...},
      "reps": R, "inner": K, "budget_ms": B, "fresh": [i, ...], "rows": [r, ...], "seed": S}
         -> {"ms": {"fn": [...], LABEL: [...]}, "device": NAME,
@@ -223,12 +224,15 @@ def _observe(fn, request, specs, objects, module) -> dict:
         _requires_grad_(args[i], True)
     tracer = TRACERS.get(request.get("trace"))
     report = None
-    if tracer is None:
-        result = fn(*args, **kwargs)
-    else:
+    if tracer is not None:
         with tracer(module) as recorder:
             result = fn(*args, **kwargs)
         report = recorder.report()
+    elif request.get("no_grad"):
+        with _no_grad():
+            result = fn(*args, **kwargs)
+    else:
+        result = fn(*args, **kwargs)
     shared = [_type(a) is _Shared for a in request.get("args", [])]
     out = {"result": encode(result),
            "args_after": [encode(a) if _type(a) is _Tensor and not shared[i] else None for i, a in _enumerate(args)],

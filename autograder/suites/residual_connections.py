@@ -991,7 +991,7 @@ def train_updates(t: Trial):
     want = _sgd_losses(*tensors, X, y, steps, lr)
     t.check(got, want, what, "with batch >= len(X) every step sees the whole set, so the losses must follow "
             "full-batch SGD (lr, momentum=0.9); each entry is the loss before that step's update", rtol=1e-4, atol=1e-6,
-            alternatives=[
+            alternatives=lambda: [
                 ("optimizer step forgotten: the parameters never change, so neither does the loss (opt.step() after "
                  "loss.backward(), or p -= lr * v by hand)",
                  _sgd_losses(*tensors, X, y, steps, lr, step=False)),
@@ -1020,7 +1020,7 @@ def teacher_problem(gen: torch.Generator, n: int, d_in: int, k: int):
 
 def _loss(t: Trial, model, X, y, data: str = "X") -> float:
     """The mean cross-entropy of the model's logits on (X, y), computed here; finite, or the test fails."""
-    out = t.tensor(t.invoke(model, X).result, f"{model.label}({data})")
+    out = t.tensor(t.invoke(model, X, no_grad=True).result, f"{model.label}({data})")
     if out.shape != (len(X), int(y.max()) + 1):
         t.fail(f"{model.label}({data}) returned shape {tuple(out.shape)}, expected {(len(X), int(y.max()) + 1)}: one "
                "logit per class per example.")
