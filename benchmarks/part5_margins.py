@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/part5_margins.py [--seeds 300] [--steps 16] [--lr 0.1] [--tests "deep residual"]
 
-Runs what train_lowers_loss, deep_residual_trains and deep_plain_stalls (suites/residual_connections.py)
+Runs what train_lowers_loss, deep_residual_trains and deep_plain_stalls (suites/residual_connections/part5.py)
 run, with their problems, steps and bounds (SMALL, DEEP and the bounds there; --steps, --lr and the
 other options try others), on the reference solution's functions and on variants built from them: the
 mistakes of the part5-* samples and a few more. No sandbox: one process, one thread, as a grading child.
@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.suites import residual_connections as rc
+from autograder.suites.residual_connections import part5 as rc
 from nbtest import load
 
 ROOT = Path(__file__).resolve().parent.parent

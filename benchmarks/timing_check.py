@@ -7,7 +7,7 @@ Grades full-marks, one-program-for-all-rows and cached-outputs (submissions/fuse
 with the whole hidden suite: on CUDA as a grader there does (sandbox children on the GPU, in
 their box), or with --cpu through Grader(time_on_cpu=True), where the timing test runs the
 kernel in Triton's interpreter against eager PyTorch on the CPU's clock, at the suite's CPU
-size and threshold (suites/fused_add_norm.py: CPU). Prints each timing entry (size, device,
+size and threshold (suites/fused_add_norm/part2.py: CPU). Prints each timing entry (size, device,
 peak bandwidth and its source, times, GB/s, speed-up against the threshold) and the seconds
 each notebook took, writes the results to OUT/timing.jsonl, and exits 1 unless each sample
 lost exactly what it is declared to: the tests expected.json says it fails, and the timing

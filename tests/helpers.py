@@ -57,6 +57,12 @@ def solution_lines(a) -> set[str]:
     return {l for l in inside if l not in outside}
 
 
+def hidden_sources(assignment: str) -> list[str]:
+    """The text of the assignment's hidden tests: its suite module and each part module."""
+    modules = [suites.hidden_name(assignment), *suites.part_names(assignment)]
+    return [Path(importlib.util.find_spec(m).origin).read_text() for m in modules]
+
+
 SAMPLE_TIMEOUT_S = 3.0   # per hidden test when a sample class is graded; the course's 20 s would make the hanging sample slow
 
 
@@ -97,8 +103,8 @@ class SampleClass:
 
     def assert_no_source(self, results: dict[str, dict]) -> None:
         """No output shows a line of the hidden suite, its child-side specs, or the solution cells."""
-        modules = [suites.hidden_name(self.assignment), suites.specs_name(self.assignment)]
-        hidden = [Path(importlib.import_module(m).__file__).read_text() for m in modules]
+        hidden = [*hidden_sources(self.assignment),
+                  Path(importlib.util.find_spec(suites.specs_name(self.assignment)).origin).read_text()]
         solution = [src for _, src, student in Template(self.solution).cells if student]
         secret = {line.strip() for text in [*hidden, *solution] for line in text.splitlines()
                   if len(line.strip()) > 25 and not line.strip().startswith(("def ", "class ", '"""', "#"))}

@@ -2,7 +2,7 @@
 
 On the CPU's clock (Grader(time_on_cpu=True)) the timing test runs the kernel in Triton's
 interpreter against eager PyTorch on CPU tensors, at the suite's CPU size and threshold
-(suites/fused_add_norm.py: CPU): the probe's "time" op, the fresh inputs of each timed call,
+(suites/fused_add_norm/part2.py: CPU): the probe's "time" op, the fresh inputs of each timed call,
 the checks of their results, the medians, the copy-bandwidth fallback and the report all run.
 benchmarks/timing_check.py --cpu is what benchmarks/gpu_check.sh runs on CUDA without --cpu.
 """
@@ -17,14 +17,14 @@ import sys
 
 import pytest
 
-from autograder import course
+from autograder import course, suites
 from autograder.course import ROOT
 from autograder.grading.grader import Grader
-from autograder.suites import fused_add_norm
+from autograder.suites.fused_add_norm import part2
 
 ASSIGNMENT = "fused-add-norm"
 SAMPLES = ROOT / "submissions" / ASSIGNMENT
-TIMING = next(t.name for t in fused_add_norm.SUITE.tests if t.needs_cuda)
+TIMING = next(t.name for t in suites.load(ASSIGNMENT).tests if t.needs_cuda)
 NO_CUDA = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
 NUMBER = r"[0-9.]+(?:e[-+][0-9]+)?"
 RATE = rf"(?P<{{0}}_ms>{NUMBER}) ms, (?P<{{0}}_gbps>{NUMBER}) GB/s = (?P<{{0}}_share>{NUMBER})% of peak"
@@ -61,7 +61,7 @@ def test_the_reference_passes_the_cpu_threshold_and_reports_every_field(timing_c
     assert passed == "passed" and report in proc.stdout
     m = REPORT.fullmatch(report)
     assert m, report
-    cpu = fused_add_norm.CPU
+    cpu = part2.CPU
     assert (int(m["rows"]), int(m["width"]), m["dtype"], float(m["needs"])) == (cpu.rows, cpu.width, cpu.dtype,
                                                                                cpu.min_speedup)
     assert m["device"].endswith(" CPU") and m["source"] == "a measured copy on the device"
@@ -81,14 +81,14 @@ def test_a_cache_of_outputs_fails_on_its_stale_results_and_only_there(timing_che
     tests = results["cached-outputs"]
     entry = tests[TIMING]
     assert (entry["score"], entry["kind"]) == (0, "failed"), entry
-    assert "timed call 1 of" in entry["output"] and fused_add_norm.STALE in entry["output"]
+    assert "timed call 1 of" in entry["output"] and part2.STALE in entry["output"]
     assert "too slow" not in entry["output"]
     assert all(t["score"] == t["max_score"] for name, t in tests.items() if name != TIMING)
 
 
 def test_a_kernel_slower_than_the_threshold_fails_with_the_same_report(monkeypatch):
     """The threshold's other side: the reference against a CPU threshold it cannot reach."""
-    monkeypatch.setattr(fused_add_norm, "CPU", dataclasses.replace(fused_add_norm.CPU, min_speedup=1e6))
+    monkeypatch.setattr(part2, "CPU", dataclasses.replace(part2.CPU, min_speedup=1e6))
     with Grader(ASSIGNMENT, course.load(), cuda=False, time_on_cpu=True) as grader:
         grader.graded = [t for t in grader.graded if t.needs_cuda]
         entry = next(t for t in grader.grade(SAMPLES / "full-marks.ipynb", 3).to_store()["tests"] if t["name"] == TIMING)

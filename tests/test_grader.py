@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ from autograder.core.extract import NotebookError, Template
 from autograder.grading import grader as grader_module
 from autograder.grading.grader import Grader
 from autograder.results.result import MAX_OUTPUT
-from helpers import SAMPLE_TIMEOUT_S, SampleClass, make_samples
+from helpers import NAMES, SAMPLE_TIMEOUT_S, SampleClass, make_samples
 
 ASSIGNMENT = "residual-connections"
 CLASS = SampleClass(ASSIGNMENT)
@@ -81,6 +83,31 @@ def test_points_per_part_match_course_toml():
     assert len({t.name for t in suite.tests}) == len(suite.tests), "test names must be unique"
     with pytest.raises(CourseError, match="differ from course.toml"):
         suite.check_points({**auto, 1: auto[1] + 1})
+
+
+CHILD = """import importlib, json, sys
+from autograder import suites
+for m in suites.child_modules({name!r}):
+    importlib.import_module(m)
+loaded = sorted(sys.modules)
+importlib.import_module(suites.part_names({name!r})[-1])
+print(json.dumps([loaded, [t.name for t in suites.load({name!r}).tests]]))
+"""
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_child_imports_the_specs_and_no_hidden_module(name):
+    """What a sandbox child imports before student code (suites.child_modules), in a fresh interpreter, loads
+    no hidden module; every module of the suite package but the specs and the package is hidden; and the
+    tests run in the same order whichever part module was imported first."""
+    proc = subprocess.run([sys.executable, "-c", CHILD.format(name=name)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    loaded, tests = json.loads(proc.stdout)
+    assert suites.specs_name(name) in loaded and not [m for m in loaded if suites.is_hidden(m)]
+    package, parts = suites.package(name), suites.part_names(name)
+    assert parts and all(map(suites.is_hidden, [suites.hidden_name(name), *parts, f"{package}.misconceptions"]))
+    assert not suites.is_hidden(package) and not suites.is_hidden(suites.specs_name(name))
+    assert tests == [t.name for t in suites.load(name).tests]
 
 
 # ---------------------------------------------------------------- the sample class

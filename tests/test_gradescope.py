@@ -121,7 +121,7 @@ def test_zip_holds_the_scripts_package_and_this_assignment_only(zips, name):
     assert all(mode == 0o100644 for n, mode in modes.items() if n not in ("setup.sh", "run_autograder"))
     assert {n for n in modes if n.startswith("solutions/")} == {f"solutions/{name}/{a.notebook}",
                                                                  f"solutions/{name}/contract.toml"}
-    assert f"autograder/suites/{name.replace('-', '_')}.py" in modes
+    assert f"autograder/suites/{name.replace('-', '_')}/suite.py" in modes
     assert not [n for n in modes if other.replace("-", "_") in n or other in n], "the other assignment leaked in"
     assert not [n for n in modes if "__pycache__" in n or n.endswith(".pyc")]
     assert "assignments/nbtest.py" in modes and "autograder/__main__.py" in modes
@@ -227,7 +227,7 @@ def test_run_autograder_writes_results_when_python_cannot_start(zips, tmp_path):
 
 CHEATS = {   # name: what the submission tries at import; residual_add works only if it succeeded
     "writes-results": "Path(ROOT, 'results', 'results.json').write_text('{\"score\": 75}')",
-    "reads-suite": "Path(ROOT, 'source', 'autograder', 'suites', 'residual_connections.py').read_text()",
+    "reads-suite": "Path(ROOT, 'source', 'autograder', 'suites', 'residual_connections', 'suite.py').read_text()",
     "reads-source-notebook": "Path(ROOT, 'source', 'solutions', 'residual-connections', "
                              "'residual-connections.ipynb').read_text()",
     "runs-as-root": "assert os.getuid() == 0",

@@ -315,7 +315,7 @@ def test_hostile_batch_by_a_grader_that_is_not_root(tmp_path, course_file):
 
 def left_in(scratch) -> list:
     """What is left in the grader's temporary folder, less torch's compiler cache, which the fork
-    server's warm-up (an optimizer step, suites/residual_connections_specs.py) makes for itself."""
+    server's warm-up (an optimizer step, suites/residual_connections/specs.py) makes for itself."""
     return [p for p in scratch.iterdir() if not p.name.startswith("torchinductor_")]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import html
-import importlib
 import re
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import ASSIGNMENT, COURSE, ROOT, SampleClass, make_samples, solution_lines
+from helpers import ASSIGNMENT, COURSE, ROOT, SampleClass, hidden_sources, make_samples, solution_lines
 
 from autograder import suites
 from autograder.core.extract import Template
@@ -95,8 +94,7 @@ def test_misconception_counts_are_what_expected_json_implies(graded):
 def test_every_misconception_named_is_declared():
     table = suites.misconceptions(ASSIGNMENT)
     named = {t.misconception for t in suites.load(ASSIGNMENT).tests} - {None}
-    source = Path(importlib.import_module(suites.hidden_name(ASSIGNMENT)).__file__).read_text()
-    named |= set(re.findall(r'misconception="([\w-]+)"', source))
+    named |= {m for source in hidden_sources(ASSIGNMENT) for m in re.findall(r'misconception="([\w-]+)"', source)}
     named |= {m for s in CLASS.expected.values() for m in s["misconceptions"].values()}
     assert named <= set(table), named - set(table)
     assert all(m.explanation and m.taught.startswith("Part ") for m in table.values())
@@ -145,9 +143,8 @@ def test_page_is_offline_and_shows_no_hidden_or_solution_code(graded):
         assert remote not in page.lower(), remote
     assert re.findall(r"src='([^']*)'", page) and all(s.startswith("data:image/png;base64,")
                                                      for s in re.findall(r"src='([^']*)'", page))
-    hidden = Path(importlib.import_module(suites.hidden_name(ASSIGNMENT)).__file__).read_text()
-    secret = {line.strip() for line in hidden.splitlines() if len(line.strip()) > 25
-              and not line.strip().startswith(("def ", "class ", '"""', "#", "@test"))}
+    secret = {line.strip() for hidden in hidden_sources(ASSIGNMENT) for line in hidden.splitlines()
+              if len(line.strip()) > 25 and not line.strip().startswith(("def ", "class ", '"""', "#", "@test"))}
     secret |= solution_lines(COURSE.assignment(ASSIGNMENT))
     template = Template(CLASS.solution)
     honest = solution_code(CLASS.folder / "honest-b.ipynb", solution_ids(template))

@@ -1,5 +1,5 @@
 """A misconception a hidden test can name: its id, one line saying what is misunderstood, and
-where the notebook teaches it. Each suite declares its table (suites/ASSIGNMENT_misconceptions.py)."""
+where the notebook teaches it. Each suite declares its table (suites/ASSIGNMENT/misconceptions.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

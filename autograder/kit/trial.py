@@ -13,7 +13,7 @@ in its sandbox child and return raw observations; every comparison happens here,
 against values computed here. A test passes by returning and fails by raising
 Failed (t.fail), all or nothing; the message names the misconception it caught,
 and the failure carries that misconception's id, declared in the suite's table
-(suites/ASSIGNMENT_misconceptions.py): per test (Suite.test(..., misconception=ID)),
+(suites/ASSIGNMENT/misconceptions.py): per test (Suite.test(..., misconception=ID)),
 per failure (t.fail(..., misconception=ID), t.check(..., misconception=ID)) or per
 wrong answer it recognises (a third item in check's alternatives).
 
@@ -108,10 +108,13 @@ class Suite:
         return register
 
     def finish(self) -> "Suite":
-        """Mark the tests named in trusts_child and held_by, and add a 0-point rules test to each part
-        that has tests run without CUDA. Called once, after the module registered its tests."""
+        """Put the tests in the order of their parts (a suite's part modules may be imported in any
+        order; each part's tests keep the order they were registered in), mark the tests named in
+        trusts_child and held_by, and add a 0-point rules test to each part that has tests run without
+        CUDA. Called once, after the suite's modules registered their tests."""
         if self._finished:
             return self
+        self.tests.sort(key=lambda t: t.part)
         unknown = (self._trusts_child | set(self._held_by)) - {t.check.__name__ for t in self.tests}
         if unknown:
             raise CourseError(f"hidden suite of {self.assignment}: trusts_child / held_by name no test: "

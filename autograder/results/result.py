@@ -34,7 +34,7 @@ class TestResult:
     score: float
     max_score: int
     output: str        # "passed", or what went wrong and the misconception it shows
-    misconception: str | None = field(default=None, compare=False)   # the suite's id (suites/*_misconceptions.py)
+    misconception: str | None = field(default=None, compare=False)   # the suite's id (suites/*/misconceptions.py)
     kind: str = field(default="", compare=False)   # one of KINDS; "" in a store written before kinds were kept
     retried: bool = field(default=False, compare=False)   # its first run hit the wall-clock backstop (docs/results.md)
     held: float = field(default=0, compare=False)   # what its passed check earned, held for review (0: never held)

@@ -338,7 +338,7 @@ for _name in list(globals()):
     "exit-load": (Case("processes", reason="exited with code"), "import os\nos._exit(3)\n"),
     "read-solutions": (Case("files"), """
 import glob
-for pattern in ("/work/**/solutions/**/*.ipynb", "/work/**/suites/*.py"):
+for pattern in ("/work/**/solutions/**/*.ipynb", "/work/**/suites/**/*.py"):
     try:
         for path in glob.glob(pattern, recursive=True)[:3]:
             open(path).read(100); _hostile.append(f"read {path}")

@@ -57,9 +57,9 @@ def course_toml(text: str, assignment: str) -> str:
 def files(course: Course, assignment: str) -> dict[str, tuple[bytes, int]]:
     """{path in the zip: (contents, mode)}."""
     a = course.assignment(assignment)
-    # another assignment's suite and its companions (_specs, _misconceptions, ...)
-    others = tuple(suites.hidden_name(n) for n in course.assignments if n != assignment)
-    theirs = lambda module: any(module == o or module.startswith(o + "_") for o in others)
+    # another assignment's suite package, every module of it
+    others = tuple(suites.package(n) + "." for n in course.assignments if n != assignment)
+    theirs = lambda module: module.startswith(others)
     out = {name: ((TEMPLATES / name).read_bytes(), EXECUTABLE) for name in ("setup.sh", "run_autograder")}
     out["requirements.txt"] = ("\n".join(requirements()) + "\n").encode(), PLAIN
     out["course.toml"] = course_toml(COURSE_FILE.read_text(encoding="utf-8"), assignment).encode(), PLAIN

@@ -122,8 +122,8 @@ def warm_up() -> None:
     from torch.utils._python_dispatch import TorchDispatchMode
     from triton.runtime import autotuner, interpreter, jit
 
-    from ..core import probe
-    from ..core.extract import nbtest
+    from ...core import probe
+    from ...core.extract import nbtest
 
     nbtest.autotune_in_interpreter()   # as in the student's notebook: @triton.autotune runs here too
 

@@ -5,7 +5,7 @@ Not secret: the ids and these lines appear in the instructor's class report, nev
 """
 from __future__ import annotations
 
-from ..kit import Misconception
+from ...kit import Misconception
 
 P1, P2, P3, P4 = ("Part 1: shapes and shortcuts", "Part 2: the gradient highway, derived",
                   "Part 3: gradient survival across depth", "Part 4: the Transformer block, Pre-LN and Post-LN")
