@@ -140,7 +140,7 @@ def test_withheld_rules_of_other_samples_sit_where_holding_changes_no_score():
 # ============================================================ honest variants: no rule tripped
 
 # The honest variants are samples too (submissions/variants.py): graded to full marks in
-# test_grader.py and test_fused_grader.py, and checked against the policy here.
+# test_grader.py, and checked against the policy here.
 HONEST_RESIDUAL = {name: cells for name, (_, cells) in variants.HONEST_RESIDUAL.items()}
 HONEST_FUSED = {name: cells for name, (_, cells) in variants.HONEST_FUSED.items()}
 @pytest.mark.parametrize("name", HONEST_RESIDUAL)
@@ -158,7 +158,7 @@ def test_at_least_ten_honest_variants():
 
 
 # The honest idiom corpus (submissions/idioms.py), one entry at a time; packed into the idioms-*
-# samples it is graded to full marks (test_grader.py, test_fused_grader.py).
+# samples it is graded to full marks (test_grader.py).
 IDIOMS = [(RESIDUAL_NB, RESIDUAL, names, cell, src) for names, cell, src in idioms.RESIDUAL] + \
          [(FUSED_NB, FUSED, names, cell, src) for names, cell, src in idioms.FUSED]
 
