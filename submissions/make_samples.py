@@ -29,7 +29,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "submissions")]
 
 import variants  # noqa: E402  (after the path is set)
 from autograder import contract, course, suites  # noqa: E402
-from autograder.core.extract import Template, nbtest  # noqa: E402
+import nbtest  # noqa: E402
+from autograder.core.extract import Template  # noqa: E402
 from autograder.results.result import TestResult, not_run  # noqa: E402
 from honest_samples import HONEST, renamed  # noqa: E402
 

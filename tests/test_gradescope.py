@@ -124,7 +124,7 @@ def test_zip_holds_the_scripts_package_and_this_assignment_only(zips, name):
     assert f"autograder/suites/{name.replace('-', '_')}.py" in modes
     assert not [n for n in modes if other.replace("-", "_") in n or other in n], "the other assignment leaked in"
     assert not [n for n in modes if "__pycache__" in n or n.endswith(".pyc")]
-    assert "assignments/nbtest.py" in modes and "autograder/__main__.py" in modes
+    assert {"nbtest/__init__.py", "nbtest/policy.py", "autograder/__main__.py"} <= set(modes)
     assert list(trimmed["assignments"]) == [name]
     assert trimmed["assignments"][name] == tomllib.loads((ROOT / "course.toml").read_text())["assignments"][name]
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]

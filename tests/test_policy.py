@@ -1,4 +1,4 @@
-"""The static policy (core/policy.py) against the reference solutions, honest variants, the sample
+"""The static policy (nbtest/policy.py) against the reference solutions, honest variants, the sample
 class and forgeries, with the rules course.toml gives each assignment."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from autograder import course
-from autograder.core import policy
+from nbtest import policy
 from autograder.core.extract import Template
-from autograder.core.policy import FLAG, WITHHOLD
+from nbtest.policy import FLAG, WITHHOLD
 from autograder.course import ROOT, SOLUTIONS
 
 sys.path.insert(0, str(ROOT / "submissions"))
@@ -622,7 +622,7 @@ def test_violations_come_in_the_same_order_in_every_process():
     """Several violations on one line and rule are ordered by their message, not by a set's order,
     which changes with each process's hash seed: a regrade's review reads the same."""
     source = "import torch, math\ntorch.allclose = torch.equal = math.isclose = torch.isclose = lambda a, b: True\n"
-    code = ("import sys; from autograder import course; from autograder.core import policy; "
+    code = ("import sys; from autograder import course; from nbtest import policy; "
             "rules = policy.for_assignment(course.load().assignment('residual-connections').rules); "
             "print([v.message for v in policy.check(sys.argv[1], rules)])")
     seen = {subprocess.run([sys.executable, "-c", code, source], cwd=ROOT, env={"PYTHONHASHSEED": str(seed)},
