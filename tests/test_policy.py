@@ -386,7 +386,7 @@ FORGERIES_RESIDUAL = {
         '''), {("lookup-table", FLAG)}),
     "files: open the solutions": (dict(residual_stream_norms='''
         def residual_stream_norms(blocks, x):
-            return open("/work/main/solutions/x.ipynb").read()
+            return open("../solutions/x.ipynb").read()
         '''), {("dynamic-code", WITHHOLD)}),
     "process: subprocess through torch.os": (dict(residual_stream_norms='''
         def residual_stream_norms(blocks, x):
