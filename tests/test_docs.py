@@ -74,7 +74,7 @@ def named_paths(markdown: str) -> list[str]:
 
 def exists(path: str, doc: str) -> bool:
     """path is in the tree: from the root, from the doc's own folder (assignments/README.md names
-    `nbtest.py`), or as the tail of a tracked path (docs name autograder's modules by their package,
+    `pytest.ini`), or as the tail of a tracked path (docs name autograder's modules by their package,
     `core/box.py`, `templates/setup.sh`); or it is one of GENERATED or ELSEWHERE."""
     if path.startswith(GENERATED + ELSEWHERE) or path in ELSEWHERE:
         return True
@@ -115,7 +115,7 @@ def test_the_path_check_catches_a_missing_path():
     assert paths == ["benchmarks/gone.py", "autograder/core/gone.py", "core/box.py", "dist/student/", "docs/gone.md"]
     assert [p for p in paths if not exists(p, "docs/sample.md")] == [
         "benchmarks/gone.py", "autograder/core/gone.py", "docs/gone.md"]
-    assert exists("nbtest.py", "assignments/README.md") and not exists("nbtest.pyc", "assignments/README.md")
+    assert exists("pytest.ini", "assignments/README.md") and not exists("pytest.inix", "assignments/README.md")
     assert named_symbols("`core/sandbox.py: Zygote, _gone`, `core/extract.py: Template.fill`") == [
         ("core/sandbox.py", "Zygote"), ("core/sandbox.py", "_gone"), ("core/extract.py", "Template.fill")]
     assert defines("core/sandbox.py", "docs/x.md", "Zygote")
