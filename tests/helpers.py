@@ -11,10 +11,10 @@ the assignments, their solution lines, and each assignment's bundled sample clas
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import nbtest
@@ -34,12 +34,17 @@ NAMES = [a.name for a in ASSIGNMENTS]
 SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
 
 
-def make_samples():
-    """submissions/make_samples.py as a module (it is a script, not a package)."""
-    spec = importlib.util.spec_from_file_location("make_samples", ROOT / "submissions" / "make_samples.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def sample_kit():
+    """submissions/samplekit.py, which writes the sample classes (submissions/ is no package: it goes on
+    sys.path, where the modules that declare the classes are found too)."""
+    if str(ROOT / "submissions") not in sys.path:
+        sys.path.insert(0, str(ROOT / "submissions"))
+    return importlib.import_module("samplekit")
+
+
+def sample_generator(assignment: str):
+    """The module that declares an assignment's sample class (submissions/residual_connections.py, ...)."""
+    return sample_kit().generator(assignment)
 
 
 def public_test_count(a) -> int:
@@ -68,11 +73,10 @@ class SampleClass:
         self.solution = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
         self.release = ROOT / "assignments" / assignment / f"{assignment}.ipynb"
         self.seed = int(os.environ["SAMPLE_SEED"])   # drawn per run (conftest.py), named in every failure message
-        samples = make_samples()
-        self.twins = {f"{k}.ipynb": f"{v}.ipynb" for k, v in samples.TWINS[assignment].items()}
-        self.measured = {f"{k}.ipynb" for k in samples.MEASURED.get(assignment, ())}   # not the policy's to stop
-        styles = samples.variants.HONEST_RESIDUAL if assignment == ASSIGNMENT else samples.variants.HONEST_FUSED
-        self.honest = [f"{name}.ipynb" for name in styles]
+        generator = sample_generator(assignment)
+        self.twins = {f"{k}.ipynb": f"{v}.ipynb" for k, v in generator.TWINS.items()}
+        self.measured = {f"{k}.ipynb" for k in generator.MEASURED}   # not the policy's to stop
+        self.honest = [f"{name}.ipynb" for name in generator.HONEST]
 
     def grade_all(self, grader) -> dict[str, dict]:
         return {name: grader.grade(self.folder / name, self.seed).to_store() for name in self.expected}

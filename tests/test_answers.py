@@ -14,12 +14,12 @@ from autograder.lms.gradescope.results import to_gradescope
 from autograder.nbgrading.answers import MAX_CHARS, PLACEHOLDER, Questions, math_text
 from autograder.results.result import Result
 from autograder.results.result import TestResult as Entry   # not collected as a test class
-from helpers import COURSE, ROOT, make_samples
+from helpers import COURSE, ROOT, sample_generator
 
 ASSIGNMENT = "residual-connections"
 SAMPLES = ROOT / "submissions" / ASSIGNMENT
 QUESTIONS = Questions(COURSE.assignment(ASSIGNMENT).notebook_path(ROOT / "solutions"))
-WRITTEN = make_samples().WRITTEN      # sample -> {grade id: the answer make_samples.py wrote}
+WRITTEN = sample_generator(ASSIGNMENT).WRITTEN      # sample -> {grade id: the answer its notebook holds}
 SCHEMA = Draft202012Validator(json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text()))
 HOSTILE = ('A [link](javascript:alert(1)) and an image ![secret](/etc/passwd).\n\n'
            '<script>alert("x")</script> <img src="https://tracker.example/p.png" onerror="alert(2)">\n\n'

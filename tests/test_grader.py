@@ -20,7 +20,7 @@ from autograder.core.extract import NotebookError, Template
 from autograder.grading import grader as grader_module
 from autograder.grading.grader import Grader
 from autograder.results.result import MAX_OUTPUT
-from helpers import SAMPLE_TIMEOUT_S, SampleClass, make_samples
+from helpers import SAMPLE_TIMEOUT_S, SampleClass, sample_kit
 
 ASSIGNMENT = "residual-connections"
 CLASS = SampleClass(ASSIGNMENT)
@@ -91,8 +91,8 @@ def test_sample_gets_expected_scores(graded, name):
 
 
 def test_sample_class_is_up_to_date():
-    samples = make_samples()
-    assert samples.stale(samples.render()) == [], "run: python submissions/make_samples.py"
+    kit = sample_kit()
+    assert kit.stale(kit.render()) == [], "run: python submissions/make_samples.py"
     assert len(EXPECTED) >= 12
 
 

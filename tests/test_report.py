@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import ASSIGNMENT, COURSE, ROOT, SampleClass, make_samples, solution_lines
+from helpers import ASSIGNMENT, COURSE, ROOT, SampleClass, sample_generator, solution_lines
 
 from autograder import suites
 from autograder.core.extract import Template
@@ -110,7 +110,7 @@ def test_crashes_hangs_and_stubs_are_listed_apart(graded):
     assert apart["untouched-release"] == {"not_attempted"}
     assert apart["crash-at-import"] == {"error"}
     assert apart["full-marks"] == set()
-    assert apart["honest-b"] == {"not_attempted"}                 # Part 5 not started (make_samples.py)
+    assert apart["honest-b"] == {"not_attempted"}                 # Part 5 not started (submissions/residual_connections.py)
     assert "held" in apart["forged-mutation-report"]              # its checks passed: held for review
 
 
@@ -199,7 +199,7 @@ def test_each_student_has_a_view_with_their_written_answers(graded):
     page = (out / "report.html").read_text(encoding="utf-8")
     links = dict((name, view) for view, name in re.findall(r"<a href='(students/\d+\.html)'>([^<]+)</a>", page))
     assert sorted(links) == sorted(s.name for s in students if s.notebook is not None) == sorted(FAMILY)
-    written = make_samples().WRITTEN
+    written = sample_generator(ASSIGNMENT).WRITTEN
     for name, view in links.items():
         text = (out / view).read_text(encoding="utf-8")
         assert f"<h1>{ASSIGNMENT}: {html.escape(name)}</h1>" in text and "<script" not in text.lower()
