@@ -24,7 +24,7 @@ from autograder.lms.canvas.roster import read_roster
 from autograder.nbgrading.classrun import autograde_class
 from autograder.nbgrading.review import ClassQueue
 from autograder.nbgrading.run import nbgrader, nbgrader_config
-from helpers import ASSIGNMENTS, COURSE, solution_lines
+from helpers import ASSIGNMENTS, COURSE, cli, solution_lines
 
 pytestmark = pytest.mark.slow
 
@@ -114,8 +114,7 @@ def test_review_releases_and_confirms_held_points_through_gradebook_feedback_and
     monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(copy))
 
     def review(*args: str) -> str:
-        proc = subprocess.run([sys.executable, "-m", "autograder", "review", demo.ASSIGNMENT, *args], cwd=ROOT,
-                              capture_output=True, text=True, timeout=600)
+        proc = cli("review", demo.ASSIGNMENT, *args)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return proc.stdout
 
