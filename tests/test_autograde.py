@@ -18,7 +18,6 @@ from nbgrader.coursedir import CourseDirectory
 
 from autograder.course import ROOT
 from autograder.demo import loop as demo
-from autograder.grading.batch import grade_notebook
 from autograder.results.render import FEEDBACK_WIDTH
 from autograder.lms.canvas.roster import read_roster
 from autograder.nbgrading.classrun import autograde_class
@@ -74,12 +73,16 @@ def test_cheating_in_the_kernel_gains_nothing(area):
     assert float(body[cheat][5]) == EXPECTED["wrong-answers.ipynb"]["score"]
 
 
-def test_part_scores_in_grade_cells_match_the_grader(area):
+def test_part_scores_in_grade_cells_match_the_grader(area, monkeypatch):
+    """Each part's grade cell holds that part's score in the grader's result, read where the class run kept it
+    (its results store: graded once, at the seed derived from the code, as `grade` would derive it)."""
     instructor, _ = area
     scores = gradebook_scores(instructor)
     sample = demo.CLASS.index("pre-post-swapped")
     student = sorted(scores)[sample]
-    result = grade_notebook(demo.ASSIGNMENT, demo.SAMPLES / "pre-post-swapped.ipynb", COURSE)
+    monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(instructor))
+    result = ClassQueue(COURSE, demo.ASSIGNMENT, CourseDirectory(config=nbgrader_config())).results()[student]
+    assert result.seed_from == "code" and result.decision == ""
     for part, (score, _) in result.parts().items():
         assert scores[student][f"part{part}-tests"] == score
 
