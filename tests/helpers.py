@@ -7,19 +7,24 @@ the assignments, their solution lines, and each assignment's bundled sample clas
     CLASS.assert_expected(name, results[name])    # exactly its expected score per test
     CLASS.assert_no_source(results)               # no hidden-test or solution line in any output
     CLASS.twins, CLASS.honest                     # forgery -> honest twin; the honest style variants
+    proc = cli("grade", ASSIGNMENT, path)         # `python -m autograder grade ...` in this process
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 import nbtest
 
 from autograder import course, suites
+from autograder.cli import main
 from autograder.course import ROOT
 from autograder.core.extract import Template
 from autograder.results.result import MAX_OUTPUT
@@ -45,6 +50,22 @@ def sample_kit():
 def sample_generator(assignment: str):
     """The module that declares an assignment's sample class (submissions/residual_connections.py, ...)."""
     return sample_kit().generator(assignment)
+
+
+def cli(*args) -> subprocess.CompletedProcess:
+    """`python -m autograder ARGS` run in this process (cli.main): its exit status and what it printed, without
+    a fresh interpreter importing torch or nbgrader again. A process it starts (nbgrader, a fork server) prints
+    where it would anyway, and so does the progress bar (results.render.Progress keeps the stderr of its import).
+    Tests of the process itself (a real interpreter's exit status, signals, stdout kept apart from stderr, its
+    environment) start one instead."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as e:        # argparse refusing the arguments
+            code = e.code
+    return subprocess.CompletedProcess(["python", "-m", "autograder", *map(str, args)], code, out.getvalue(),
+                                       err.getvalue())
 
 
 def public_test_count(a) -> int:

@@ -2,8 +2,6 @@
 and as one PDF per submission (`python -m autograder answers`)."""
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ from autograder.lms.gradescope.results import to_gradescope
 from autograder.nbgrading.answers import MAX_CHARS, PLACEHOLDER, Questions, math_text
 from autograder.results.result import Result
 from autograder.results.result import TestResult as Entry   # not collected as a test class
-from helpers import COURSE, ROOT, sample_generator
+from helpers import COURSE, ROOT, cli, sample_generator
 
 ASSIGNMENT = "residual-connections"
 SAMPLES = ROOT / "submissions" / ASSIGNMENT
@@ -145,8 +143,7 @@ def pdfs(tmp_path_factory):
         (folder / f"{name}.ipynb").write_bytes((SAMPLES / f"{name}.ipynb").read_bytes())
     (folder / "deeper").mkdir()
     hostile_notebook(folder / "deeper")
-    done = subprocess.run([sys.executable, "-m", "autograder", "answers", ASSIGNMENT, str(folder), "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    done = cli("answers", ASSIGNMENT, folder, "--out", out)
     assert done.returncode == 0, done.stderr[-3000:]
     return out, done.stdout
 

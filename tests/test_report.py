@@ -10,14 +10,12 @@ import csv
 import html
 import importlib
 import re
-import subprocess
-import sys
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import ASSIGNMENT, COURSE, ROOT, SampleClass, sample_generator, solution_lines
+from helpers import ASSIGNMENT, COURSE, SampleClass, cli, sample_generator, solution_lines
 
 from autograder import suites
 from autograder.core.extract import Template
@@ -188,8 +186,7 @@ def test_a_class_of_200_students_gets_a_row_each(graded, tmp_path):
 
 def test_report_command_says_what_to_do_without_results(tmp_path):
     missing = tmp_path / "none.jsonl"
-    run = subprocess.run([sys.executable, "-m", "autograder", "report", ASSIGNMENT, "--results", str(missing)],
-                         cwd=ROOT, capture_output=True, text=True)
+    run = cli("report", ASSIGNMENT, "--results", missing)
     assert run.returncode == 2
     assert "no such results store" in run.stderr and "grade residual-connections" in run.stderr
 
