@@ -24,7 +24,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from autograder import course
-from autograder.course import ROOT, SOLUTIONS
+from autograder.course import SOLUTIONS
 from autograder.nbgrading.release import build_student
 from baseline import in_turns, ratio
 

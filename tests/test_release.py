@@ -1,7 +1,6 @@
 """The release: generated from solutions/, no solution code, stubs everywhere, no drift."""
 import json
 
-import nbtest
 import pytest
 import torch
 

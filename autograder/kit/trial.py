@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-from nbtest import names_shape as shape_in   # one reading of a shape in a message: the public tests'
+from nbtest import names_shape as shape_in  # noqa: F401 (kit's name for the public tests' own reading)
 
 from ..contract import Contract
 from ..core import probe
