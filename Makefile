@@ -13,8 +13,7 @@ SHELL := bash
 
 setup: $(READY)
 
-# The venv, the project (editable) and its pinned dependencies; assignments/ goes on
-# sys.path (a .pth file) so every kernel here can import the notebook helper nbtest.
+# The venv, the project (editable: autograder and the student-side nbtest) and its pinned dependencies.
 $(READY): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --no-compile -e . 2>&1 | { grep -v "is ignored: it is neither" || true; }
@@ -25,7 +24,6 @@ $(READY): pyproject.toml
 	# pip compiles the modules it installs one file at a time (a minute on 2 cores); compileall does it on
 	# every core. Its quiet=2 hides, as pip does, the few files written for other Python versions.
 	$(BIN)/python -c "import compileall, site; compileall.compile_dir(site.getsitepackages()[0], quiet=2, workers=0)"
-	$(BIN)/python -c "import site, pathlib; pathlib.Path(site.getsitepackages()[0], 'course-assignments.pth').write_text('$(CURDIR)/assignments\n')"
 	$(BIN)/python -c "import nbgrader, torch, nbtest"
 	touch $@
 

@@ -44,7 +44,7 @@ class Timing:
 
 @dataclass(frozen=True)
 class Rules:
-    """What a submission's source may contain, checked by the grader (core/policy.py) without running it."""
+    """What a submission's source may contain, checked by the grader (nbtest/policy.py) without running it."""
     allowed_imports: tuple[str, ...] = ()     # modules a solution cell may import, exact ("torch.nn.functional")
     forbidden_modules: tuple[str, ...] = ()   # modules not to be used at all, even reached as an attribute
     no_transformer_classes: bool = False      # torch.nn's Transformer classes may not be used

@@ -2,15 +2,14 @@
 
     .venv/bin/python benchmarks/answers_speed.py [--repeat 5]
 
-On the samples with written answers (submissions/make_samples.py WRITTEN), prints the median of
---repeat runs, in wall-clock and CPU time: taking and rendering one notebook's answers, and
-writing its PDF (fpdf2, with its 8 DejaVu fonts loaded each time). On a loaded machine the CPU
+On the samples with written answers (WRITTEN in submissions/residual_connections.py), prints the
+median of --repeat runs, in wall-clock and CPU time: taking and rendering one notebook's answers,
+and writing its PDF (fpdf2, with its 8 DejaVu fonts loaded each time). On a loaded machine the CPU
 figure is the steadier one.
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import sys
 import tempfile
@@ -24,14 +23,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args()
-    sys.path.insert(0, str(ROOT))
+    sys.path[:0] = [str(ROOT), str(ROOT / "submissions")]
     from autograder import course
     from autograder.course import SOLUTIONS
     from autograder.lms.gradescope.pdf import write_pdf
     from autograder.nbgrading.answers import Questions
-    spec = importlib.util.spec_from_file_location("make_samples", ROOT / "submissions" / "make_samples.py")
-    samples = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(samples)
+    import residual_connections as samples
     c = course.load()
     questions = Questions(c.assignment("residual-connections").notebook_path(SOLUTIONS), c.grading.max_cell_kb)
     notebooks = [ROOT / "submissions" / "residual-connections" / f"{name}.ipynb" for name in samples.WRITTEN]

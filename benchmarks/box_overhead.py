@@ -1,6 +1,6 @@
 """What the box around a sandbox child costs: this tree against another (main), side by side.
 
-    .venv/bin/python benchmarks/box_overhead.py --other /work/main [--children 20] [--rounds 3] [--grades 3]
+    .venv/bin/python benchmarks/box_overhead.py --other TREE [--children 20] [--rounds 3] [--grades 3]
 
 Prints, for each tree, rounds interleaved so that both see the same machine load:
   child   median ms to start one sandbox child, load a one-line cell, and end it (fork, box,
@@ -15,7 +15,6 @@ import argparse
 import json
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 

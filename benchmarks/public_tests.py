@@ -2,8 +2,8 @@
 folder) and Run All of the notebook in a fresh kernel.
 
 Both run on the reference solution (the source notebook, so every test and cell executes to the
-end) in a copy of the release (assignments/: its pytest.ini, nbtest.py and the assignment's
-folder) with that notebook in place, as a student who solved everything runs them. Prints the
+end) in a copy of the student release (what `make release` writes to dist/student/) with that
+notebook in place, as a student who solved everything runs them. Prints the
 median of --repeat runs of each, and its ratio to a bare `import torch` measured in the same run,
 taking turns with it (baseline.py). Targets: public tests at most 1.5x, Run All
 under 15 s on 2 cores.
@@ -24,7 +24,8 @@ import nbformat
 from nbclient import NotebookClient
 
 from autograder import course
-from autograder.course import ROOT, SOLUTIONS
+from autograder.course import SOLUTIONS
+from autograder.nbgrading.release import build_student
 from baseline import in_turns, ratio
 
 
@@ -36,13 +37,9 @@ def public_tests(notebook: Path) -> float:
 
 
 def solved_release(notebook: Path, into: Path) -> Path:
-    """A copy of the release's files and the notebook's assignment folder under `into`, the notebook in it."""
-    release = ROOT / "assignments"
-    for item in release.iterdir():
-        if item.is_file():
-            shutil.copy(item, into)
-    shutil.copytree(release / notebook.parent.name, into / notebook.parent.name)
-    return Path(shutil.copy(notebook, into / notebook.parent.name))
+    """The student release under `into/release`, this notebook in its assignment's folder."""
+    student = build_student(into / "release")
+    return Path(shutil.copy(notebook, student / notebook.parent.name))
 
 
 def run_all(notebook: Path) -> float:

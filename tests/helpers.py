@@ -7,19 +7,24 @@ the assignments, their solution lines, and each assignment's bundled sample clas
     CLASS.assert_expected(name, results[name])    # exactly its expected score per test
     CLASS.assert_no_source(results)               # no hidden-test or solution line in any output
     CLASS.twins, CLASS.honest                     # forgery -> honest twin; the honest style variants
+    proc = cli("grade", ASSIGNMENT, path)         # `python -m autograder grade ...` in this process
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
-import importlib.util
+import io
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbtest
 
 from autograder import course, suites
+from autograder.cli import main
 from autograder.course import ROOT
 from autograder.core.extract import Template
 from autograder.results.result import MAX_OUTPUT
@@ -34,12 +39,33 @@ NAMES = [a.name for a in ASSIGNMENTS]
 SOLUTION_REGION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
 
 
-def make_samples():
-    """submissions/make_samples.py as a module (it is a script, not a package)."""
-    spec = importlib.util.spec_from_file_location("make_samples", ROOT / "submissions" / "make_samples.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def sample_kit():
+    """submissions/samplekit.py, which writes the sample classes (submissions/ is no package: it goes on
+    sys.path, where the modules that declare the classes are found too)."""
+    if str(ROOT / "submissions") not in sys.path:
+        sys.path.insert(0, str(ROOT / "submissions"))
+    return importlib.import_module("samplekit")
+
+
+def sample_generator(assignment: str):
+    """The module that declares an assignment's sample class (submissions/residual_connections.py, ...)."""
+    return sample_kit().generator(assignment)
+
+
+def cli(*args) -> subprocess.CompletedProcess:
+    """`python -m autograder ARGS` run in this process (cli.main): its exit status and what it printed, without
+    a fresh interpreter importing torch or nbgrader again. A process it starts (nbgrader, a fork server) prints
+    where it would anyway, and so does the progress bar (results.render.Progress keeps the stderr of its import).
+    Tests of the process itself (a real interpreter's exit status, signals, stdout kept apart from stderr, its
+    environment) start one instead."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as e:        # argparse refusing the arguments
+            code = e.code
+    return subprocess.CompletedProcess(["python", "-m", "autograder", *map(str, args)], code, out.getvalue(),
+                                       err.getvalue())
 
 
 def public_test_count(a) -> int:
@@ -74,11 +100,10 @@ class SampleClass:
         self.solution = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
         self.release = ROOT / "assignments" / assignment / f"{assignment}.ipynb"
         self.seed = int(os.environ["SAMPLE_SEED"])   # drawn per run (conftest.py), named in every failure message
-        samples = make_samples()
-        self.twins = {f"{k}.ipynb": f"{v}.ipynb" for k, v in samples.TWINS[assignment].items()}
-        self.measured = {f"{k}.ipynb" for k in samples.MEASURED.get(assignment, ())}   # not the policy's to stop
-        styles = samples.variants.HONEST_RESIDUAL if assignment == ASSIGNMENT else samples.variants.HONEST_FUSED
-        self.honest = [f"{name}.ipynb" for name in styles]
+        generator = sample_generator(assignment)
+        self.twins = {f"{k}.ipynb": f"{v}.ipynb" for k, v in generator.TWINS.items()}
+        self.measured = {f"{k}.ipynb" for k in generator.MEASURED}   # not the policy's to stop
+        self.honest = [f"{name}.ipynb" for name in generator.HONEST]
 
     def grade_all(self, grader) -> dict[str, dict]:
         return {name: grader.grade(self.folder / name, self.seed).to_store() for name in self.expected}

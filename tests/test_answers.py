@@ -2,8 +2,6 @@
 and as one PDF per submission (`python -m autograder answers`)."""
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,12 +12,12 @@ from autograder.lms.gradescope.results import to_gradescope
 from autograder.nbgrading.answers import MAX_CHARS, PLACEHOLDER, Questions, math_text
 from autograder.results.result import Result
 from autograder.results.result import TestResult as Entry   # not collected as a test class
-from helpers import COURSE, ROOT, make_samples
+from helpers import COURSE, ROOT, cli, sample_generator
 
 ASSIGNMENT = "residual-connections"
 SAMPLES = ROOT / "submissions" / ASSIGNMENT
 QUESTIONS = Questions(COURSE.assignment(ASSIGNMENT).notebook_path(ROOT / "solutions"))
-WRITTEN = make_samples().WRITTEN      # sample -> {grade id: the answer make_samples.py wrote}
+WRITTEN = sample_generator(ASSIGNMENT).WRITTEN      # sample -> {grade id: the answer its notebook holds}
 SCHEMA = Draft202012Validator(json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text()))
 HOSTILE = ('A [link](javascript:alert(1)) and an image ![secret](/etc/passwd).\n\n'
            '<script>alert("x")</script> <img src="https://tracker.example/p.png" onerror="alert(2)">\n\n'
@@ -145,8 +143,7 @@ def pdfs(tmp_path_factory):
         (folder / f"{name}.ipynb").write_bytes((SAMPLES / f"{name}.ipynb").read_bytes())
     (folder / "deeper").mkdir()
     hostile_notebook(folder / "deeper")
-    done = subprocess.run([sys.executable, "-m", "autograder", "answers", ASSIGNMENT, str(folder), "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    done = cli("answers", ASSIGNMENT, folder, "--out", out)
     assert done.returncode == 0, done.stderr[-3000:]
     return out, done.stdout
 

@@ -1,4 +1,5 @@
-"""autograder/ keeps its layers (pyproject.toml [tool.importlinter], docs/architecture.md)."""
+"""autograder/ keeps its layers and nbtest/ stays apart from it (pyproject.toml [tool.importlinter],
+docs/architecture.md)."""
 import os
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ LINT = str(Path(sys.executable).with_name("lint-imports"))
 
 
 def lint(root: Path) -> subprocess.CompletedProcess:
-    """lint-imports with the repository's contracts, on the autograder package found under root."""
+    """lint-imports with the repository's contracts, on the autograder and nbtest packages found under root."""
     env = {**os.environ, "PYTHONPATH": str(root)}
     return subprocess.run([LINT, "--no-cache", str(ROOT / "pyproject.toml")], cwd=root, env=env,
                           capture_output=True, text=True, timeout=300)
@@ -22,22 +23,24 @@ def lint(root: Path) -> subprocess.CompletedProcess:
 def test_the_import_contracts_hold():
     proc = lint(ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "3 kept, 0 broken" in proc.stdout
+    assert "4 kept, 0 broken" in proc.stdout
 
 
 @pytest.mark.parametrize("module, line, broken", [
-    ("core/codec.py", "import nbgrader", "use neither nbgrader nor any LMS"),
-    ("results/result.py", "from ..nbgrading import run", "use neither nbgrader nor any LMS"),
-    ("kit/trial.py", "from ..grading import grader", "autograder is layered"),
-    ("core/extract.py", "from . import sandbox", "no import cycles"),
+    ("autograder/core/codec.py", "import nbgrader", "use neither nbgrader nor any LMS"),
+    ("autograder/results/result.py", "from ..nbgrading import run", "use neither nbgrader nor any LMS"),
+    ("autograder/kit/trial.py", "from ..grading import grader", "autograder is layered"),
+    ("autograder/core/extract.py", "from . import sandbox", "no import cycles"),
+    ("nbtest/rules.py", "from autograder import course", "imports nothing of the grader"),
+    ("nbtest/notebook.py", "from . import rules", "no import cycles"),
 ])
 def test_a_forbidden_import_breaks_a_contract(tmp_path, module, line, broken):
-    copy = tmp_path / "autograder"
-    shutil.copytree(ROOT / "autograder", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    path = copy / module
+    for package in ("autograder", "nbtest"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    path = tmp_path / module
     path.write_text(path.read_text() + f"\n{line}\n")
-    if module == "core/extract.py":          # and the other way round: a cycle
-        sandbox = copy / "core" / "sandbox.py"
+    if module == "autograder/core/extract.py":          # and the other way round: a cycle
+        sandbox = tmp_path / "autograder" / "core" / "sandbox.py"
         sandbox.write_text(sandbox.read_text() + "\nfrom . import extract\n")
     proc = lint(tmp_path)
     assert proc.returncode != 0

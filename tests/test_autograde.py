@@ -18,13 +18,12 @@ from nbgrader.coursedir import CourseDirectory
 
 from autograder.course import ROOT
 from autograder.demo import loop as demo
-from autograder.grading.batch import grade_notebook
 from autograder.results.render import FEEDBACK_WIDTH
 from autograder.lms.canvas.roster import read_roster
 from autograder.nbgrading.classrun import autograde_class
 from autograder.nbgrading.review import ClassQueue
 from autograder.nbgrading.run import nbgrader, nbgrader_config
-from helpers import ASSIGNMENTS, COURSE, solution_lines
+from helpers import ASSIGNMENTS, COURSE, cli, solution_lines
 
 pytestmark = pytest.mark.slow
 
@@ -74,12 +73,16 @@ def test_cheating_in_the_kernel_gains_nothing(area):
     assert float(body[cheat][5]) == EXPECTED["wrong-answers.ipynb"]["score"]
 
 
-def test_part_scores_in_grade_cells_match_the_grader(area):
+def test_part_scores_in_grade_cells_match_the_grader(area, monkeypatch):
+    """Each part's grade cell holds that part's score in the grader's result, read where the class run kept it
+    (its results store: graded once, at the seed derived from the code, as `grade` would derive it)."""
     instructor, _ = area
     scores = gradebook_scores(instructor)
     sample = demo.CLASS.index("pre-post-swapped")
     student = sorted(scores)[sample]
-    result = grade_notebook(demo.ASSIGNMENT, demo.SAMPLES / "pre-post-swapped.ipynb", COURSE)
+    monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(instructor))
+    result = ClassQueue(COURSE, demo.ASSIGNMENT, CourseDirectory(config=nbgrader_config())).results()[student]
+    assert result.seed_from == "code" and result.decision == ""
     for part, (score, _) in result.parts().items():
         assert scores[student][f"part{part}-tests"] == score
 
@@ -114,8 +117,7 @@ def test_review_releases_and_confirms_held_points_through_gradebook_feedback_and
     monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(copy))
 
     def review(*args: str) -> str:
-        proc = subprocess.run([sys.executable, "-m", "autograder", "review", demo.ASSIGNMENT, *args], cwd=ROOT,
-                              capture_output=True, text=True, timeout=600)
+        proc = cli("review", demo.ASSIGNMENT, *args)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return proc.stdout
 

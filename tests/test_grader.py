@@ -28,7 +28,7 @@ from autograder.core.extract import NotebookError, Template
 from autograder.grading import grader as grader_module
 from autograder.grading.grader import Grader
 from autograder.results.result import MAX_OUTPUT
-from helpers import NAMES, SAMPLE_TIMEOUT_S, SampleClass, make_samples
+from helpers import NAMES, SAMPLE_TIMEOUT_S, SampleClass, sample_kit
 
 RESIDUAL, FUSED = "residual-connections", "fused-add-norm"
 CLASSES = {name: SampleClass(name) for name in NAMES}
@@ -156,8 +156,8 @@ def test_sample_gets_expected_scores(graded, name, sample):
 
 
 def test_sample_classes_are_up_to_date():
-    samples = make_samples()
-    assert samples.stale(samples.render()) == [], "run: python submissions/make_samples.py"
+    kit = sample_kit()
+    assert kit.stale(kit.render()) == [], "run: python submissions/make_samples.py"
     assert len(CLASSES[RESIDUAL].expected) >= 12
 
 

@@ -1,4 +1,7 @@
-"""`python -m autograder grade` end to end: one notebook, a batch, resuming, bad names."""
+"""`python -m autograder grade` end to end: one notebook, a batch, resuming, bad names.
+
+The commands run in this process (helpers.cli), except two that read what only an interpreter of its
+own shows: stdout holding nothing but results, the progress bar on stderr."""
 from __future__ import annotations
 
 import csv
@@ -16,21 +19,28 @@ from autograder.course import ROOT
 from autograder.core.extract import Template
 from autograder.results.result import Result
 from autograder.results.store import Store
+from helpers import cli
 
 SAMPLES = ROOT / "submissions" / "residual-connections"
 EXPECTED = json.loads((SAMPLES / "expected.json").read_text())["samples"]
 
 
 def grade(*args: str) -> subprocess.CompletedProcess:
+    """`python -m autograder grade ARGS` in this process (helpers.cli)."""
+    return cli("grade", *args)
+
+
+def grade_process(*args: str) -> subprocess.CompletedProcess:
+    """The same in an interpreter of its own: for what only a process shows (its stdout apart from its stderr)."""
     return subprocess.run([sys.executable, "-m", "autograder", "grade", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.slow
 def test_one_notebook_json_is_exactly_the_spec_object():
-    proc = grade("residual-connections", str(SAMPLES / "pre-post-swapped.ipynb"), "--json", "--seed", "7")
+    proc = grade_process("residual-connections", str(SAMPLES / "pre-post-swapped.ipynb"), "--json", "--seed", "7")
     assert proc.returncode == 0, proc.stderr
-    result = json.loads(proc.stdout)
+    result = json.loads(proc.stdout)      # stdout holds the JSON alone, whatever a library prints
     assert list(result) == ["assignment", "score", "max_score", "seed", "tests"]   # docs/results.md, fixed
     assert result["seed"] == 7 and result["score"] == EXPECTED["pre-post-swapped.ipynb"]["score"]
     assert all(list(t) == ["name", "part", "score", "max_score", "output"] for t in result["tests"])
@@ -83,7 +93,7 @@ def test_batch_writes_one_line_per_submission_and_resumes(tmp_path):
     store.put(key, Result("residual-connections", 11, [], submission=str(first)))
     with out.open("a") as f:
         f.write('{"key": "torn')
-    proc = grade("residual-connections", str(folder), "--out", str(out), "--timeout", "2")
+    proc = grade_process("residual-connections", str(folder), "--out", str(out), "--timeout", "2")
     assert proc.returncode == 0, proc.stderr
     assert "1 graded before, skipped" in proc.stdout
     results = read_results(out)
@@ -149,8 +159,7 @@ def test_review_of_a_grade_out_store_releases_and_confirms_by_file_name(tmp_path
     assert all(held.values()) and not before[honest].review, held
 
     def review(*args: str, status: int = 0) -> str:
-        proc = subprocess.run([sys.executable, "-m", "autograder", "review", "residual-connections", "--results",
-                               str(out), *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        proc = cli("review", "residual-connections", "--results", out, *args)
         assert proc.returncode == status, proc.stdout + proc.stderr
         return proc.stdout + proc.stderr
 
@@ -174,9 +183,7 @@ def test_review_of_a_grade_out_store_releases_and_confirms_by_file_name(tmp_path
     want = {released: EXPECTED[released]["score"] + held[released], confirmed: EXPECTED[confirmed]["score"],
             honest: 100}
     assert {Path(r.submission).name: r.score for r in Store(out, "residual-connections").submissions()} == want
-    report = subprocess.run([sys.executable, "-m", "autograder", "report", "residual-connections", "--results",
-                             str(out), "--out", str(tmp_path / "report")], cwd=ROOT, capture_output=True, text=True,
-                            timeout=300)
+    report = cli("report", "residual-connections", "--results", out, "--out", tmp_path / "report")
     assert report.returncode == 0, report.stderr
     assert f"no submission of residual-connections in {out} waits" in report.stdout
     rows = {row["student"]: float(row["score"]) for row in csv.DictReader((tmp_path / "report" / "students.csv").open())}

@@ -25,7 +25,7 @@ from autograder.lms.gradescope.run import NoNotebook, closed_folders, pick_noteb
 from autograder.nbgrading.answers import Questions
 from autograder.results.result import Result, not_run
 from autograder.results.result import TestResult as Entry   # not collected as a test class
-from helpers import COURSE, NAMES, ROOT, SampleClass, make_samples
+from helpers import COURSE, NAMES, ROOT, SampleClass, sample_generator
 
 SCHEMA = Draft202012Validator(json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text()))
 STUDENT = "nobody"
@@ -124,7 +124,7 @@ def test_zip_holds_the_scripts_package_and_this_assignment_only(zips, name):
     assert f"autograder/suites/{name.replace('-', '_')}/suite.py" in modes
     assert not [n for n in modes if other.replace("-", "_") in n or other in n], "the other assignment leaked in"
     assert not [n for n in modes if "__pycache__" in n or n.endswith(".pyc")]
-    assert "assignments/nbtest.py" in modes and "autograder/__main__.py" in modes
+    assert {"nbtest/__init__.py", "nbtest/policy.py", "autograder/__main__.py"} <= set(modes)
     assert list(trimmed["assignments"]) == [name]
     assert trimmed["assignments"][name] == tomllib.loads((ROOT / "course.toml").read_text())["assignments"][name]
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
@@ -273,11 +273,10 @@ def sample_roots(samples: SampleClass, graded: dict[str, dict]) -> list[str]:
     """The samples run through Gradescope's runner: what it adds to the batch grader (late days, written
     answers, results.json) is the same for every notebook, so a sixth of them (every sixth by name),
     each sample that shows an entry kind (passed, held, timed out...) none of those shows, and those
-    the other tests read: full-marks, invalid-json and the written answers' (make_samples.WRITTEN)."""
+    the other tests read: full-marks, invalid-json and the written answers' (the class's WRITTEN)."""
     names = sorted(samples.expected)
     picked = set(names[::6]) | {"full-marks.ipynb", "invalid-json.ipynb"} & set(names)
-    if samples.assignment == "residual-connections":
-        picked |= {f"{s}.ipynb" for s in make_samples().WRITTEN}
+    picked |= {f"{s}.ipynb" for s in sample_generator(samples.assignment).WRITTEN}
     shown = {t["kind"] for s in picked for t in graded[s]["tests"]}
     for name in names:
         kinds = {t["kind"] for t in graded[name]["tests"]}
@@ -345,7 +344,7 @@ def test_every_sample_shows_each_written_answer(class_runs, name):
     """One entry per written question, after its part's tests, with the student's own text."""
     samples, docs, _, graded = class_runs(name)
     questions = Questions(COURSE.assignment(name).notebook_path(ROOT / "solutions")).questions
-    given = make_samples().WRITTEN if name == "residual-connections" else {}
+    given = sample_generator(name).WRITTEN
     for sample in graded:
         doc = docs[sample]
         written = [t for t in doc["tests"] if "written answer" in t["tags"]]

@@ -1,4 +1,4 @@
-"""The runtime monitor (core/monitor.py): which events a student cell is charged with, and which not.
+"""The runtime monitor (nbtest/monitor.py): which events a student cell is charged with, and which not.
 
 An audit hook cannot be removed, so each test runs its cells in a fresh interpreter that installs the
 monitor, runs them compiled under "<cell LABEL>" as the sandbox child does, and prints what the grader's
@@ -16,14 +16,15 @@ from autograder.course import ROOT
 
 RUNNER = '''
 import json, os, sys, tempfile, types
-from autograder.core import monitor
+from nbtest import monitor
+from autograder.core.sandbox import GRADER_CODE, GRADING_PACKAGES
 scratch = tempfile.tempdir = tempfile.mkdtemp()      # the child's TMPDIR is its scratch folder
 r, w = os.pipe()
 os.set_blocking(w, False)
 os.set_blocking(r, False)
 module = types.ModuleType("submission")
 sys.modules["submission"] = module
-monitor.install(w, scratch)
+monitor.install(w, scratch, GRADER_CODE, GRADING_PACKAGES)
 cells = json.loads(sys.argv[1])
 for label, source in cells:
     try:
@@ -188,7 +189,7 @@ def test_a_dispatch_mode_entered_and_never_left_is_seen():
 
 
 def test_a_line_written_to_the_pipe_by_the_code_itself_is_an_event_too():
-    from autograder.core import monitor
+    from nbtest import monitor
     assert monitor.parse(b"cell\t3\texec\tx\nforged nonsense\n") == [
         monitor.Event("cell", 3, "exec", "x"),
         monitor.Event("", 0, "monitor", "an unreadable line on the monitor's pipe: 'forged nonsense'")]

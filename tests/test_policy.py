@@ -1,4 +1,4 @@
-"""The static policy (core/policy.py) against the reference solutions, honest variants, the sample
+"""The static policy (nbtest/policy.py) against the reference solutions, honest variants, the sample
 class and forgeries, with the rules course.toml gives each assignment."""
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ from pathlib import Path
 import pytest
 
 from autograder import course
-from autograder.core import policy
+from nbtest import policy
 from autograder.core.extract import Template
-from autograder.core.policy import FLAG, WITHHOLD
+from nbtest.policy import FLAG, WITHHOLD
 from autograder.course import ROOT, SOLUTIONS
 
 sys.path.insert(0, str(ROOT / "submissions"))
-import idioms  # noqa: E402  (honest idioms, one solution cell each)
-import variants  # noqa: E402  (the sample class's variant sources)
+import fused_add_norm as fused_class  # noqa: E402  (the sample classes: honest variants, forgeries' twins)
+import residual_connections as residual_class  # noqa: E402
+from fused_add_norm_idioms import IDIOMS as FUSED_IDIOMS  # noqa: E402  (honest idioms, one solution cell each)
+from residual_connections_idioms import IDIOMS as RESIDUAL_IDIOMS  # noqa: E402
+from residual_connections_variants import MODES, REACHES  # noqa: E402  (forgery sources)
 
 RESIDUAL_NB = SOLUTIONS / "residual-connections/residual-connections.ipynb"
 FUSED_NB = SOLUTIONS / "fused-add-norm/fused-add-norm.ipynb"
@@ -65,13 +68,13 @@ SAMPLE_RULES = {
                                                ("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "launch-per-row"): {("wrapper-launch-loop", FLAG)},
     ("fused-add-norm", "torch-side-add"): {("wrapper-arithmetic", FLAG)},
-    # the forgeries of the child's reports and their twins (make_samples.TWINS)
+    # the forgeries of the child's reports and their twins (TWINS of each sample class)
     ("residual-connections", "forged-mutation-report"): {("process-introspection", WITHHOLD),
                                                          ("private-attribute", WITHHOLD)},
     ("residual-connections", "forged-gradients-report"): {("process-introspection", WITHHOLD),
                                                           ("private-attribute", WITHHOLD)},
     ("residual-connections", "wraps-encoder-layer"): {("transformer-class", FLAG)},
-    # the probe reached without the spellings the policy once knew (variants.REACHES); the two that pass a
+    # the probe reached without the spellings the policy once knew (REACHES); the two that pass a
     # string to a library that runs it trip nothing here: the monitor reports them (test_grader.py)
     ("residual-connections", "reach-alias-getattr"): {("builtin-alias", WITHHOLD)},
     ("residual-connections", "reach-alias-partial"): {("builtin-alias", WITHHOLD)},
@@ -79,7 +82,7 @@ SAMPLE_RULES = {
                                                        ("private-attribute", WITHHOLD)},
     ("residual-connections", "reach-reexport-serialization"): {("import", FLAG), ("process-introspection", WITHHOLD),
                                                                ("private-attribute", WITHHOLD)},
-    # the gradients' reads answered by a torch function mode (variants.MODES): a three-argument type() is a
+    # the gradients' reads answered by a torch function mode (MODES): a three-argument type() is a
     # withhold rule; the metaclass called on keyword names and a class statement are seen by the monitor alone
     # (a mode still active after the cell, test_grader.py), here only their imports and the override are flagged
     ("residual-connections", "reach-dynamic-class-call"): {("import", FLAG), ("dynamic-class", WITHHOLD)},
@@ -105,7 +108,7 @@ SAMPLE_RULES = {
     ("fused-add-norm", "constexpr-item-method"): {("kernel-python", FLAG)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
-             "forged-launch-trace", *(f"reach-{name}" for name in {**variants.REACHES, **variants.MODES})}
+             "forged-launch-trace", *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
 
 def sample_cells(path: Path, assignment: str) -> list[tuple[str, str, bool]]:
@@ -139,10 +142,10 @@ def test_withheld_rules_of_other_samples_sit_where_holding_changes_no_score():
 
 # ============================================================ honest variants: no rule tripped
 
-# The honest variants are samples too (submissions/variants.py): graded to full marks in
+# The honest variants are samples too (HONEST of each sample class): graded to full marks in
 # test_grader.py, and checked against the policy here.
-HONEST_RESIDUAL = {name: cells for name, (_, cells) in variants.HONEST_RESIDUAL.items()}
-HONEST_FUSED = {name: cells for name, (_, cells) in variants.HONEST_FUSED.items()}
+HONEST_RESIDUAL = {name: cells for name, (_, cells) in residual_class.HONEST.items()}
+HONEST_FUSED = {name: cells for name, (_, cells) in fused_class.HONEST.items()}
 @pytest.mark.parametrize("name", HONEST_RESIDUAL)
 def test_honest_residual_variants(name):
     assert policy.check_cells(with_cells(RESIDUAL_NB, **HONEST_RESIDUAL[name]), RESIDUAL) == []
@@ -157,10 +160,10 @@ def test_at_least_ten_honest_variants():
     assert len(HONEST_RESIDUAL) + len(HONEST_FUSED) >= 10
 
 
-# The honest idiom corpus (submissions/idioms.py), one entry at a time; packed into the idioms-*
+# The honest idiom corpora (IDIOMS of each class), one entry at a time; packed into the idioms-*
 # samples it is graded to full marks (test_grader.py).
-IDIOMS = [(RESIDUAL_NB, RESIDUAL, names, cell, src) for names, cell, src in idioms.RESIDUAL] + \
-         [(FUSED_NB, FUSED, names, cell, src) for names, cell, src in idioms.FUSED]
+IDIOMS = [(RESIDUAL_NB, RESIDUAL, names, cell, src) for names, cell, src in RESIDUAL_IDIOMS] + \
+         [(FUSED_NB, FUSED, names, cell, src) for names, cell, src in FUSED_IDIOMS]
 
 
 @pytest.mark.parametrize("path, pol, names, cell, source", IDIOMS, ids=[i[2][0] for i in IDIOMS])
@@ -386,7 +389,7 @@ FORGERIES_RESIDUAL = {
         '''), {("lookup-table", FLAG)}),
     "files: open the solutions": (dict(residual_stream_norms='''
         def residual_stream_norms(blocks, x):
-            return open("/work/main/solutions/x.ipynb").read()
+            return open("../solutions/x.ipynb").read()
         '''), {("dynamic-code", WITHHOLD)}),
     "process: subprocess through torch.os": (dict(residual_stream_norms='''
         def residual_stream_norms(blocks, x):
@@ -622,7 +625,7 @@ def test_violations_come_in_the_same_order_in_every_process():
     """Several violations on one line and rule are ordered by their message, not by a set's order,
     which changes with each process's hash seed: a regrade's review reads the same."""
     source = "import torch, math\ntorch.allclose = torch.equal = math.isclose = torch.isclose = lambda a, b: True\n"
-    code = ("import sys; from autograder import course; from autograder.core import policy; "
+    code = ("import sys; from autograder import course; from nbtest import policy; "
             "rules = policy.for_assignment(course.load().assignment('residual-connections').rules); "
             "print([v.message for v in policy.check(sys.argv[1], rules)])")
     seen = {subprocess.run([sys.executable, "-c", code, source], cwd=ROOT, env={"PYTHONHASHSEED": str(seed)},

@@ -12,6 +12,7 @@ import pytest
 from helpers import COURSE, NAMES, RELEASE_NB, SOURCE_NB, SampleClass, public_test_count
 
 from autograder.course import ROOT
+from autograder.nbgrading import release
 
 N_PUBLIC = public_test_count(COURSE.assignment("residual-connections"))
 
@@ -108,12 +109,9 @@ def test_the_rules_test_shows_the_line_the_rule_and_what_to_do(tmp_path):
 
 
 def _release_copy(tmp_path, assignment: str, notebook: dict) -> Path:
-    """The student's release (nbtest.py, policy.py, monitor.py, pytest.ini, the assignment's folder) with
-    this notebook in it: the folder to run `pytest` in."""
-    for path in (ROOT / "assignments").iterdir():
-        if path.is_file():
-            shutil.copy(path, tmp_path / path.name)
-    folder = Path(shutil.copytree(ROOT / "assignments" / assignment, tmp_path / assignment))
+    """The student release (its vendored nbtest package, pytest.ini, the assignments' folders) with this
+    notebook in it: the folder to run `pytest` in."""
+    folder = release.build_student(tmp_path / "student") / assignment
     (folder / f"{assignment}.ipynb").write_text(json.dumps(notebook))
     return folder
 

@@ -1,4 +1,4 @@
-"""The reference solution does what SPEC.md says (beyond the public tests' fixed inputs)."""
+"""The reference solution does what docs/contract.md says (beyond the public tests' fixed inputs)."""
 import math
 
 import nbtest

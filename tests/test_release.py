@@ -1,7 +1,6 @@
 """The release: generated from solutions/, no solution code, stubs everywhere, no drift."""
 import json
 
-import nbtest
 import pytest
 import torch
 
@@ -52,7 +51,8 @@ def test_regenerating_the_release_reproduces_assignments():
 def test_student_dist_holds_the_release_and_nothing_else(tmp_path):
     out = release.build_student(tmp_path / "student")
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert files == sorted(["README.md", "monitor.py", "nbtest.py", "policy.py", "pytest.ini", "requirements.txt"]
+    package = sorted(f"nbtest/{p.name}" for p in release.STUDENT_PACKAGE.glob("*.py"))
+    assert files == sorted(["README.md", "pytest.ini", "requirements.txt", *package]
                            + [f"{a.name}/{name}" for a in ASSIGNMENTS
                               for name in (a.notebook, "test_public.py", "contract.toml", "rules.toml")])
     everything = "\n".join(p.read_text() for p in out.rglob("*") if p.is_file())

@@ -9,14 +9,12 @@ from __future__ import annotations
 import csv
 import html
 import re
-import subprocess
-import sys
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import ASSIGNMENT, COURSE, ROOT, SampleClass, hidden_sources, make_samples, solution_lines
+from helpers import ASSIGNMENT, COURSE, SampleClass, cli, hidden_sources, sample_generator, solution_lines
 
 from autograder import suites
 from autograder.core.extract import Template
@@ -108,7 +106,7 @@ def test_crashes_hangs_and_stubs_are_listed_apart(graded):
     assert apart["untouched-release"] == {"not_attempted"}
     assert apart["crash-at-import"] == {"error"}
     assert apart["full-marks"] == set()
-    assert apart["honest-b"] == {"not_attempted"}                 # Part 5 not started (make_samples.py)
+    assert apart["honest-b"] == {"not_attempted"}                 # Part 5 not started (submissions/residual_connections.py)
     assert "held" in apart["forged-mutation-report"]              # its checks passed: held for review
 
 
@@ -185,8 +183,7 @@ def test_a_class_of_200_students_gets_a_row_each(graded, tmp_path):
 
 def test_report_command_says_what_to_do_without_results(tmp_path):
     missing = tmp_path / "none.jsonl"
-    run = subprocess.run([sys.executable, "-m", "autograder", "report", ASSIGNMENT, "--results", str(missing)],
-                         cwd=ROOT, capture_output=True, text=True)
+    run = cli("report", ASSIGNMENT, "--results", missing)
     assert run.returncode == 2
     assert "no such results store" in run.stderr and "grade residual-connections" in run.stderr
 
@@ -196,7 +193,7 @@ def test_each_student_has_a_view_with_their_written_answers(graded):
     page = (out / "report.html").read_text(encoding="utf-8")
     links = dict((name, view) for view, name in re.findall(r"<a href='(students/\d+\.html)'>([^<]+)</a>", page))
     assert sorted(links) == sorted(s.name for s in students if s.notebook is not None) == sorted(FAMILY)
-    written = make_samples().WRITTEN
+    written = sample_generator(ASSIGNMENT).WRITTEN
     for name, view in links.items():
         text = (out / view).read_text(encoding="utf-8")
         assert f"<h1>{ASSIGNMENT}: {html.escape(name)}</h1>" in text and "<script" not in text.lower()

@@ -8,8 +8,8 @@ The module cells of the *source* notebook (solutions/) decide what runs and in
 what order. Solution cells (nbgrader grade_id) are taken from the submission;
 every other module cell (the locked "setup" imports) is taken from the source,
 so a student who deletes or edits a locked cell changes nothing. The notebook
-readers and cell-metadata helpers are the student-side helper's (assignments/nbtest.py),
-so the grader and the public tests read notebooks the same way. A solution cell over
+readers and cell helpers are the student-side package's (nbtest), so the grader and
+the public tests read notebooks the same way. A solution cell over
 max_cell_kb is not run (its problem says why), and a file over FILE_CELLS times that is not read.
 """
 from __future__ import annotations
@@ -21,13 +21,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import policy
-
-try:
-    import nbtest          # assignments/ is on sys.path in the course's environment (Makefile)
-except ImportError as e:   # pragma: no cover - a broken install, said plainly
-    raise ImportError("assignments/nbtest.py is not importable: run `make setup` (it puts assignments/ "
-                      "on the venv's path)") from e
+import nbtest
+from nbtest import policy
+from nbtest.notebook import top_level_names
 
 NotebookError = nbtest.NotebookError
 FILE_CELLS = 64      # a notebook file may be this many largest cells (outputs, images) before it is refused
@@ -133,20 +129,6 @@ def _code_cells_by_grade_id(nb: dict) -> dict[str, dict]:
 
 
 # Cached by source: a grade asks for each cell's names once per part, and a class repeats its cells.
-@functools.lru_cache(maxsize=256)
-def top_level_names(source: str) -> frozenset[str]:
-    """Names a cell defines at module level (functions, classes, assignments)."""
-    tree = _parsed(source)
-    names = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return frozenset(names)
-
-
 @functools.lru_cache(maxsize=256)
 def bound_names(source: str) -> frozenset[str]:
     """Every name a cell binds at module level: defs, classes, imports, assignment, loop and `with`

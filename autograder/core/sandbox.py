@@ -49,13 +49,14 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
+import nbtest
 import torch
+from nbtest import monitor, policy
 
 from ..course import ROOT, SOLUTIONS
-from . import box as boxing
 from . import arena as shared
-from . import codec, monitor, policy, replies
-from .extract import nbtest
+from . import box as boxing
+from . import codec, replies
 from .frames import FrameError, read_frame
 
 MAX_FRAME = 256 << 20        # bytes; a larger reply is treated as garbage
@@ -66,6 +67,10 @@ MAX_EVENTS = 50              # kept per submission
 READ_AT_IMPORT = {"TRITON_INTERPRET": "triton"}
 STATUS_WAIT_S = 5.0          # how long to wait for a dead child's exit status (a fork bomb's namespace takes ~3 s to die)
 PROBE = "autograder.core.probe"
+# The monitor's view of the child: the grader's code, whose events are never the student's, and the packages
+# a cell may not import (the grading machinery; nbtest's own code is a library there, judged like any other).
+GRADER_CODE = (str(Path(__file__).resolve().parent.parent) + os.sep,)
+GRADING_PACKAGES = ("autograder", "nbtest")
 BACKSTOP = 5                 # a deadline's wall clock, in times its CPU time
 CPUS = os.cpu_count() or 1   # read once: each os.cpu_count() reads /sys, 17 us, on every wait for a reply
 _RECV_FDS = socket.recv_fds  # a child's, bound before any student code runs there
@@ -177,7 +182,7 @@ class Zygote:
         the child's code steps a torch optimizer, so the zygote takes torch's first step first (once)."""
         ours, theirs = socket.socketpair()
         status_r, status_w = os.pipe()
-        events_r, events_w = os.pipe()       # the monitor's events (core/monitor.py), read here only
+        events_r, events_w = os.pipe()       # the monitor's events (nbtest/monitor.py), read here only
         os.set_blocking(events_r, False)
         try:
             with self._lock:
@@ -397,7 +402,7 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
         sys.modules["submission"] = module
         serve, check_state = probe.serve_request, monitor.check_state
         problems, modes = {}, (0, 0)
-        monitor.install(events_fd, config["scratch"])      # before any student code runs
+        monitor.install(events_fd, config["scratch"], GRADER_CODE, GRADING_PACKAGES)   # before any student code runs
         for label, source in config["cells"]:
             conn.send_bytes(codec.dumps({"cell": label}))
             filename = f"<cell {label}>"

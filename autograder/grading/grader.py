@@ -18,12 +18,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import nbtest
 import torch
+from nbtest import policy
 
 from .. import contract as contract_mod
 from .. import suites
-from ..core import policy, seeds
-from ..core.extract import Extracted, NotebookError, Template, nbtest, unreadable_key
+from ..core import seeds
+from ..core.extract import Extracted, NotebookError, Template, unreadable_key
 from ..core.sandbox import BACKSTOP, PROBE, Budget, Died, GraderError, Hung, Limits, Sandbox, Zygote
 from ..course import SOLUTIONS, Course, CourseError
 from ..kit import Failed, Test, Trial
@@ -204,9 +206,9 @@ class Grader:
         return _entry(test, test.points, "passed" + "".join(f"\n{note}" for note in trial.notes), kind="passed")
 
     def _part(self, violation: policy.Violation) -> int:
-        """The part of the cell a violation is in: that of the first contract name the cell defines."""
-        parts = [entry.part for name, entry in self.contract.items() if self.template.owner.get(name) == violation.cell]
-        return min(parts, default=min(t.part for t in self.suite.tests))
+        """The part of the cell a violation is in (nbtest.cell_part, as the public tests' rules test reads it)."""
+        defined = {name for name, label in self.template.owner.items() if label == violation.cell}
+        return nbtest.cell_part(defined, {name: entry.part for name, entry in self.contract.items()})
 
     def _explain(self, name: str, box: Sandbox) -> str:
         """Why a name the test needs is not defined: the problem of the cell that should define it."""

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+from nbtest import names_shape as shape_in  # noqa: F401 (kit's name for the public tests' own reading)
 
 from ..contract import Contract
 from ..core import probe
@@ -75,7 +76,7 @@ class Test:
 
 
 def rules(t: "Trial") -> None:
-    """The part's solution cells follow the assignment's static policy (core/policy.py)."""
+    """The part's solution cells follow the assignment's static policy (nbtest/policy.py)."""
     if t.violations:
         t.fail("flagged for an instructor's review: the code breaks the assignment's rules. This test itself "
                "carries no points; a test these rules hold says so, with the points it holds:\n"
@@ -448,13 +449,6 @@ def show(t: torch.Tensor) -> str:
     values = ", ".join(f"{v:.6g}" for v in flat[:SHOWN_VALUES].tolist())
     more = ", ..." if flat.numel() > SHOWN_VALUES else ""
     return f"tensor of shape {tuple(t.shape)}, {str(t.dtype).removeprefix('torch.')}: [{values}{more}]"
-
-
-def shape_in(message: str, shape: tuple) -> bool:
-    """Does an error message name this shape, as (2, 3, 1), [2, 3, 1] or torch.Size([2, 3, 1])?"""
-    text = re.sub(r"\s", "", message)
-    inner = ",".join(map(str, shape))
-    return any(form in text for form in (f"({inner}{',' if len(shape) == 1 else ''})", f"[{inner}]"))
 
 
 def describe(value: dict) -> str:

@@ -1,10 +1,9 @@
 """The student release: solutions/ -> assignments/ (nbgrader) -> dist/student/.
 
-assignments/ is nbgrader's release folder, committed. Besides one folder per
-assignment it holds the files every student needs (nbtest.py, pytest.ini,
-requirements.txt, README.md, and policy.py and monitor.py with each assignment's rules.toml,
-written here),
-so dist/student/ is a clean copy of it.
+assignments/ is nbgrader's release folder, committed. Besides one folder per assignment (with its
+rules.toml, written here) it holds the files every student needs (pytest.ini, requirements.txt,
+README.md). dist/student/ is a clean copy of it with the student-side package nbtest/ vendored
+beside them: the one package the grader imports too, so the release carries no copy of its own.
 """
 from __future__ import annotations
 
@@ -15,25 +14,23 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..core import policy
+import nbtest
+
 from ..course import ROOT, Course, Rules
 from .run import nbgrader
 
 RELEASE = ROOT / "assignments"
 STUDENT_DIST = ROOT / "dist" / "student"
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".ipynb_checkpoints")
-# shipped whole: the rules and the monitor a student's public tests apply are the grader's (monitor.py by
-# its path: importing it imports torch)
-SHIPPED = (Path(policy.__file__), Path(policy.__file__).with_name("monitor.py"))
+STUDENT_PACKAGE = Path(nbtest.__file__).parent
 RULES = "rules.toml"
-RULES_HEADER = ("# This assignment's rules, from the course's course.toml: nbtest.py's rules test checks your\n"
-                "# notebook against them with policy.py, the grader's own rules (written by the release; do not edit).")
+RULES_HEADER = ("# This assignment's rules, from the course's course.toml: nbtest's rules test checks your\n"
+                "# notebook against them with nbtest/policy.py, the grader's own rules (written by the release; do not edit).")
 
 
 def generate(course: Course, release_dir: Path = RELEASE) -> list[str]:
     """nbgrader generate_assignment for every assignment in course.toml, into release_dir, with each
-    assignment's policy (rules.toml) and the code of the policy and the monitor (policy.py, monitor.py) for
-    the public tests' rules test."""
+    assignment's policy (rules.toml) for the public tests' rules test."""
     release_dir = Path(release_dir).resolve()
     with tempfile.TemporaryDirectory() as tmp:  # the release needs no gradebook entries
         for name in course.assignments:
@@ -41,8 +38,6 @@ def generate(course: Course, release_dir: Path = RELEASE) -> list[str]:
                      f"--CourseDirectory.release_directory={release_dir}",
                      f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook.db", capture=True)
             (release_dir / name / RULES).write_text(rules_toml(course.assignment(name).rules))
-    for path in SHIPPED:
-        shutil.copyfile(path, release_dir / path.name)
     return list(course.assignments)
 
 
@@ -65,10 +60,6 @@ def drift(course: Course, release_dir: Path = RELEASE) -> list[str]:
         for name in names:
             fresh, kept = Path(tmp) / name, Path(release_dir) / name
             problems += _compare(fresh, kept, name)
-        for path in SHIPPED:
-            kept = Path(release_dir) / path.name
-            if not kept.is_file() or kept.read_bytes() != path.read_bytes():
-                problems.append(f"{path.name}: differs from autograder/core/{path.name}")
         return problems
 
 
@@ -85,9 +76,11 @@ def _compare(fresh: Path, kept: Path, prefix: str) -> list[str]:
 
 
 def build_student(out: Path = STUDENT_DIST) -> Path:
-    """Copy assignments/ to out: everything a student needs, nothing from solutions/ or autograder/."""
+    """assignments/ and the nbtest package in out: everything a student needs, nothing from solutions/ or
+    autograder/."""
     out = Path(out)
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(RELEASE, out, ignore=SKIP)
+    shutil.copytree(STUDENT_PACKAGE, out / STUDENT_PACKAGE.name, ignore=SKIP)
     return out

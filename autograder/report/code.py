@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.extract import NotebookError, Template, nbtest
+import nbtest
+
+from ..core.extract import NotebookError, Template
 
 
 def solution_ids(template: Template) -> list[str]:

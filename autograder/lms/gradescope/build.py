@@ -7,7 +7,7 @@ The zip, unpacked as Gradescope's /autograder/source:
     requirements.txt                pyproject.toml's own lines for what grading imports
     course.toml                     the course file with only this assignment's tables
     autograder/                     this package, with only this assignment's hidden suite
-    assignments/nbtest.py           the notebook helper core/extract.py reads notebooks with
+    nbtest/                         the student-side package: notebook reader, policy, monitor
     solutions/A/                    the source notebook and its contract.toml
 """
 from __future__ import annotations
@@ -17,12 +17,14 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import nbtest
+
 from ... import suites
 from ...course import COURSE_FILE, ROOT, SOLUTIONS, Course, CourseError
 
 TEMPLATES = Path(__file__).parent / "templates"
-# what a Gradescope run imports: grading (nbtest imports pytest), and the written answers it shows
-GRADING_NEEDS = ("torch", "numpy", "pytest", "triton", "nbconvert", "bleach", "pylatexenc")
+# what a Gradescope run imports: grading, and the written answers it shows
+GRADING_NEEDS = ("torch", "numpy", "triton", "nbconvert", "bleach", "pylatexenc")
 EXECUTABLE, PLAIN = 0o755, 0o644
 
 
@@ -63,12 +65,12 @@ def files(course: Course, assignment: str) -> dict[str, tuple[bytes, int]]:
     out = {name: ((TEMPLATES / name).read_bytes(), EXECUTABLE) for name in ("setup.sh", "run_autograder")}
     out["requirements.txt"] = ("\n".join(requirements()) + "\n").encode(), PLAIN
     out["course.toml"] = course_toml(COURSE_FILE.read_text(encoding="utf-8"), assignment).encode(), PLAIN
-    for path in sorted((ROOT / "autograder").rglob("*")):
-        rel = path.relative_to(ROOT)
-        module = ".".join(rel.with_suffix("").parts)
-        if path.is_file() and "__pycache__" not in rel.parts and not theirs(module):
-            out[rel.as_posix()] = path.read_bytes(), PLAIN
-    out["assignments/nbtest.py"] = (ROOT / "assignments" / "nbtest.py").read_bytes(), PLAIN
+    for package in (ROOT / "autograder", Path(nbtest.__file__).parent):
+        for path in sorted(package.rglob("*")):
+            rel = path.relative_to(package.parent)
+            module = ".".join(rel.with_suffix("").parts)
+            if path.is_file() and "__pycache__" not in rel.parts and not theirs(module):
+                out[rel.as_posix()] = path.read_bytes(), PLAIN
     source = a.notebook_path(SOLUTIONS)
     for path in (source, source.parent / "contract.toml"):
         out[path.relative_to(ROOT).as_posix()] = path.read_bytes(), PLAIN

@@ -1,4 +1,4 @@
-"""Hidden tests of fused-add-norm (SPEC.md, assignment 2): part 1 correctness, part 2 timing.
+"""Hidden tests of fused-add-norm (docs/contract.md): part 1 correctness, part 2 timing.
 
 Never shipped. The submission runs on the GPU where the grading machine has one and in
 Triton's interpreter on CPU tensors where it has none; inputs are drawn per run from the

@@ -119,11 +119,11 @@ def _counting(run):
 
 def warm_up() -> None:
     """In the fork server: import Triton once, count kernel launches, register the tracer."""
+    import nbtest
     from torch.utils._python_dispatch import TorchDispatchMode
     from triton.runtime import autotuner, interpreter, jit
 
     from ...core import probe
-    from ...core.extract import nbtest
 
     nbtest.autotune_in_interpreter()   # as in the student's notebook: @triton.autotune runs here too
 

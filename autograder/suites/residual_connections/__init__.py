@@ -1,4 +1,4 @@
-"""Hidden tests of residual-connections (SPEC.md, assignment 1, parts 1 to 5).
+"""Hidden tests of residual-connections (docs/contract.md, parts 1 to 5).
 
 Never shipped: the release, public tests and every output contain none of this.
 Inputs are drawn per run from the grading seed; `t.ref` is the reference module

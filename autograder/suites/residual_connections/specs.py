@@ -119,5 +119,5 @@ def warm_up() -> None:
     """Run in the fork server once, so that children do not each pay torch's first-call costs, nor have the
     monitor see them: nbtest.first_calls, which the public tests' monitor runs too. The first optimizer step
     (1.5 s) the fork server takes only before a child whose code names torch.optim (Zygote.spawn)."""
-    from ...core.extract import nbtest
+    import nbtest
     nbtest.first_calls(optimizer=False)

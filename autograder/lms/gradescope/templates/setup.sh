@@ -21,4 +21,4 @@ python3.11 -m venv "$VENV"
 id -u student >/dev/null 2>&1 || adduser student --no-create-home --disabled-password --gecos ""
 
 # Fail the build now rather than on the first submission.
-cd "$SOURCE" && PYTHONPATH="$SOURCE/assignments" "$VENV/bin/python" -c "import torch, triton, nbtest, autograder.grading.grader, autograder.lms.gradescope.run"
+cd "$SOURCE" && PYTHONPATH="$SOURCE" "$VENV/bin/python" -c "import torch, triton, nbtest, autograder.grading.grader, autograder.lms.gradescope.run"

@@ -1,17 +1,18 @@
-"""Independently written correct solutions for the sample class, and a copy renamed from one.
+"""Independently written correct solutions for the residual-connections sample class, and a copy
+renamed from one.
 
 Each is what a student who never saw the reference might write: other names, other calls,
 other order. The similarity check must not pair them with the reference or with each other;
 it must pair honest-a with its byte copy and with renamed(honest-a).
 
-    HONEST["honest-a"]["residual_add"] -> the bodies of that cell's stubs, in order (unindented)
+    INDEPENDENT["honest-a"]["residual_add"] -> the bodies of that cell's stubs, in order (unindented)
     renamed(bodies) -> the same code with its local names changed
 """
 from __future__ import annotations
 
 import re
 
-HONEST = {
+INDEPENDENT = {
     "honest-a": {
         "residual_add": [
             """\

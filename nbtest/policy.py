@@ -21,9 +21,9 @@ Each violation has a severity:
               The rules test fails, the submission is flagged, and named tests that rest
               on the rule (block_parts, launches_kernel, one_launch) fail with it.
 
-Pure Python: ast only. Nothing is imported from torch or Triton, and the source never runs. The
-student release carries a copy (assignments/policy.py, written by the release command), so
-the public tests apply the same rules before a notebook is uploaded.
+Pure Python: ast only. Nothing is imported from torch or Triton, and the source never runs. It is
+the grader's policy and the public tests' (nbtest's rules test), so a student sees the same rules
+applied before uploading.
 """
 from __future__ import annotations
 
@@ -31,10 +31,15 @@ import ast
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:    # the student release ships this file on its own (nbtest's rules test): no package imports
-    from ..course import Rules
+
+class Rules(Protocol):
+    """An assignment's rules: course.toml's [assignments.NAME.policy] (course.Rules), or the release's rules.toml."""
+    allowed_imports: tuple[str, ...]
+    forbidden_modules: tuple[str, ...]
+    no_transformer_classes: bool
+    kernel_wrapper: str
 
 WITHHOLD, FLAG = "withhold", "flag"
 _PARSING = threading.Lock()
@@ -564,9 +569,9 @@ TL_REFUSED = {"core", "semantic", "standard", "target_info", "inline_asm_element
 def _check_fused(ctx: _Notebook, rules: Fused) -> list[Violation]:
     out = []
     for name, (label, fn) in ctx.kernels.items():
-        if not _is_stub(fn):
+        if not is_stub(fn):
             out += _Kernel(label, ctx.sources[label], ctx, fn).run()
-    if rules.wrapper in ctx.functions and not _is_stub(ctx.functions[rules.wrapper][1]):
+    if rules.wrapper in ctx.functions and not is_stub(ctx.functions[rules.wrapper][1]):
         label, fn = ctx.functions[rules.wrapper]
         out += _Wrapper(ctx, rules.wrapper).run(label, fn)
     return out + _rebound(ctx, {rules.wrapper, *ctx.kernels, *ctx.functions})
@@ -629,7 +634,7 @@ def _bindings(stmts) -> list[tuple[ast.AST, str]]:
     return out
 
 
-def _is_stub(fn: ast.FunctionDef) -> bool:
+def is_stub(fn: ast.FunctionDef) -> bool:
     """The release's stub, still unsolved: a docstring, then raise NotImplementedError()."""
     body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:

@@ -1,19 +1,20 @@
 """The runtime monitor: what a submission's code did in its sandbox child, seen as events, not spellings.
 
-    monitor.install(fd, scratch)          # child, before any student code: a PEP 578 audit hook
-    monitor.install(fd, tmp, cell_of, own, modules)   # the public tests (nbtest.py): their cells' names, their files
+    monitor.install(fd, scratch, own, guarded)      # child, before any student code: a PEP 578 audit hook
+    monitor.install(fd, tmp, own, guarded, cell_of=..., modules=...)   # the public tests (rules.py): their cells
     modes = monitor.check_state(fd, "cell 'x'", "x", modes)   # child, after each cell and request: torch modes
     events = monitor.parse(data)          # grader: the lines read from the pipe's other end
 
 The hook watches the audit events (docs/security.md lists them) that reach the process: strings
 compiled or executed, frames and gc walks, ctypes, code objects built, writes to library types,
-imports of the grader's modules, opens outside the scratch folder, processes, sockets, tracing and
+imports of the grading packages (`guarded`), opens outside the scratch folder, processes, sockets, tracing and
 other audit hooks. An event counts when student code caused it: it was raised while a student
 cell's frame ran (a cell is compiled under the file name "<cell LABEL>"), with only library frames
 between it and the hook. Library code that builds code for a decorator the student applied
 (dataclasses, namedtuple, Triton's jit) is not the student's doing; a library that evaluates a
 string the student handed it (typing's forward references) is. Events the grader's own code
-causes (the probe calling torch) never count: the nearest non-library frame is then the grader's.
+causes (the probe calling torch) never count: the nearest non-library frame is then the grader's (`own`,
+which each caller names: the sandbox its package, the public tests their own files and this package).
 
 Each event is one line, `LABEL<TAB>LINE<TAB>EVENT<TAB>DETAIL`, written with os.write the moment it
 happens, on a pipe whose reading end only the grader holds: once written the code cannot take it
@@ -63,8 +64,6 @@ COMPILER_EVENTS = ("subprocess.", "os.", "ctypes.", "open", "import", "_posixsub
 # libraries whose functions hand frames back to their caller
 FRAME_LIBRARIES = ("/inspect.py", "/traceback.py")
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
-_GRADER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))      # the grader's package
-_PACKAGE = __name__.split(".")[0]       # its name (the public tests' copy is a module of its own: "monitor")
 _getframe, _write, _str, _isinstance, _type = sys._getframe, os.write, str, isinstance, type
 _function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
 
@@ -82,12 +81,13 @@ def sandbox_cell(filename: str) -> str | None:
     return filename[len(CELL_PREFIX):-1] if filename.startswith(CELL_PREFIX) else None
 
 
-def install(fd: int, scratch: str, cell_of: Callable[[str], str | None] = sandbox_cell, own: tuple[str, ...] = (_GRADER,),
-            modules: Container[str] = frozenset({"submission"})) -> None:
+def install(fd: int, scratch: str, own: tuple[str, ...], guarded: tuple[str, ...],
+            cell_of: Callable[[str], str | None] = sandbox_cell, modules: Container[str] = frozenset({"submission"})) -> None:
     """Add the audit hook, writing each counted event to fd (the write end of the grader's pipe).
-    cell_of: a code object's file name -> the student cell's label, None for any other code; own: file name
-    prefixes of the code that runs the student's (whose events are never the student's); modules: the names
-    of the modules the cells run in (the student's own types may be changed)."""
+    own: file name prefixes of the code that runs the student's (whose events are never the student's);
+    guarded: the packages a cell may not import (the grading machinery); cell_of: a code object's file name ->
+    the student cell's label, None for any other code; modules: the names of the modules the cells run in (the
+    student's own types may be changed)."""
     busy = [False]
     prefixes = (os.path.realpath(scratch), os.devnull)
 
@@ -97,7 +97,7 @@ def install(fd: int, scratch: str, cell_of: Callable[[str], str | None] = sandbo
             return
         busy[0] = True          # sys._getframe below raises an event of its own
         try:
-            where = _attribute(event, args, prefixes, cell_of, own, modules)
+            where = _attribute(event, args, prefixes, cell_of, own, guarded, modules)
             if where is not None:
                 _send(fd, Event(*where, event, _detail(event, args)))
         except Exception:       # never let the monitor break the code it watches; the event is lost
@@ -129,7 +129,7 @@ def _send(fd: int, event: Event) -> None:
 
 
 def _attribute(event: str, args: tuple, inside: tuple, cell_of: Callable[[str], str | None], own: tuple[str, ...],
-               modules: Container[str]) -> tuple[str, int] | None:
+               guarded: tuple[str, ...], modules: Container[str]) -> tuple[str, int] | None:
     """(cell, line) of the student frame this event is to be charged to, or None. Code the student wrote to a
     file it may write (the scratch folder) and ran is the student's too: the event is judged there, as if a cell
     had called what lies below, and charged to the cell above it ("" where none is: a thread, a finaliser)."""
@@ -141,7 +141,7 @@ def _attribute(event: str, args: tuple, inside: tuple, cell_of: Callable[[str], 
         cell = cell_of(name)
         if cell is not None or not judged and name.startswith(inside):
             if not judged and (compiler and event.startswith(COMPILER_EVENTS) or loading and event != "import"
-                               or not _counts(event, args, site, direct, framing, inside, modules)):
+                               or not _counts(event, args, site, direct, framing, inside, guarded, modules)):
                 return None
             if cell is not None:
                 return cell, frame.f_lineno
@@ -159,7 +159,7 @@ def _attribute(event: str, args: tuple, inside: tuple, cell_of: Callable[[str], 
     return ("", 0) if judged else None
 
 
-def _counts(event: str, args: tuple, site: str, direct: bool, framing: bool, inside: tuple,
+def _counts(event: str, args: tuple, site: str, direct: bool, framing: bool, inside: tuple, guarded: tuple[str, ...],
             modules: Container[str]) -> bool:
     """Whether an event a student cell caused (directly, or through the library file `site`) reaches the process.
     framing: only frame libraries (inspect, traceback) stand between the cell and the event, so the frames they
@@ -173,7 +173,7 @@ def _counts(event: str, args: tuple, site: str, direct: bool, framing: bool, ins
         own = _isinstance(target, type) and target.__module__ in modules
         return not own and not site.endswith(GENERATORS)
     if event == "import":
-        return _str(args[0]).split(".")[0] == _PACKAGE
+        return _str(args[0]).split(".")[0] in guarded
     if event == "open":
         path = args[0]
         if not _isinstance(path, (str, bytes)):

@@ -1,19 +1,18 @@
-"""Solution-cell sources for the sample classes: honest variants in other styles, and forgeries.
+"""Solution-cell sources of the residual-connections sample class (residual_connections.py pastes them).
 
-    HONEST_RESIDUAL, HONEST_FUSED      name -> (description, {grade_id: cell source})
-    the forgery sources below          pasted into a cell by make_samples.py
+    STYLES                 name -> (description, {grade_id: cell source}): honest variants
+    the sources below      forgeries, crashes and cheats, and the written answers
 
 Every honest variant is a correct solution written differently from the reference (autograd or
-by hand, functional or modules, other kernel block sizes and launch styles): each must keep full
-marks and trip no rule of the static policy. Each forgery is the code of a sample in
-make_samples.py that tries to earn points its honest twin does not (docs/security.md).
-Sources are written indented and dedented where they are used.
+by hand, functional or modules): each must keep full marks and trip no rule of the static policy.
+Each forgery is the code of a sample that tries to earn points its honest twin does not
+(docs/security.md). Sources are written indented and dedented where they are used.
 """
-import idioms
+from samplekit import PROBE
 
 # ============================================================ honest variants: full marks, no rule tripped
 
-HONEST_RESIDUAL = {
+STYLES = {
     "style-torch-add-helper": ("torch.add, helper, f-string with x.shape", dict(residual_add='''
         def _same_shape(x: Tensor, fx: Tensor) -> None:
             if x.shape != fx.shape:
@@ -239,240 +238,8 @@ HONEST_RESIDUAL = {
         ''')),
 }
 
-HONEST_FUSED = {
-    "style-fixed-warps-min-block": ("fixed warps, minimum BLOCK, rsqrt spelled out", dict(fused_kernel='''
-        @triton.jit
-        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
-                                       BLOCK: tl.constexpr):
-            """One program per row."""
-            row = tl.program_id(axis=0)
-            cols = tl.arange(0, BLOCK)
-            mask = cols < n_cols
-            base = row.to(tl.int64) * n_cols
-            h = tl.load(x_ptr + base + cols, mask=mask, other=0.0).to(tl.float32) + \\
-                tl.load(fx_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
-            tl.store(h_ptr + base + cols, h.to(h_ptr.dtype.element_ty), mask=mask)
-            mean = tl.sum(h, axis=0) / n_cols
-            d = tl.where(mask, h - mean, 0.0)
-            inv = 1.0 / tl.sqrt(tl.sum(d * d, axis=0) / n_cols + eps)
-            w = tl.load(w_ptr + cols, mask=mask, other=1.0).to(tl.float32)
-            b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-            tl.store(y_ptr + base + cols, (d * inv * w + b).to(y_ptr.dtype.element_ty), mask=mask)
-        ''', fused_add_layernorm='''
-        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
-            if x.shape != fx.shape:
-                raise ValueError(f"x {tuple(x.shape)} and fx {tuple(fx.shape)} differ")
-            n = x.shape[-1]
-            if n > MAX_WIDTH:
-                raise ValueError(f"width {n} is over {MAX_WIDTH}")
-            for name, t in (("weight", weight), ("bias", bias)):
-                if tuple(t.shape) != (n,):
-                    raise ValueError(f"{name} has shape {tuple(t.shape)}, expected ({n},)")
-            if x.dtype not in (torch.float16, torch.bfloat16, torch.float32) or fx.dtype != x.dtype:
-                raise ValueError(f"unsupported dtypes {x.dtype} and {fx.dtype}: use float16, bfloat16 or float32")
-            x2, fx2 = x.contiguous().view(-1, n), fx.contiguous().view(-1, n)
-            h = torch.empty_like(x2)
-            y = torch.empty_like(x2)
-            fused_add_layernorm_kernel[(x2.shape[0],)](x2, fx2, weight, bias, h, y, n, eps,
-                                                       BLOCK=max(triton.next_power_of_2(n), 16), num_warps=4)
-            return h.view_as(x), y.view_as(x)
-        ''')),
-    "style-jit-helper-grid-lambda": ("helper functions, grid lambda, math.prod, tl.math.rsqrt", dict(fused_kernel='''
-        @triton.jit
-        def _row_stats(h, mask, n_cols):
-            mean = tl.sum(h, axis=0) / n_cols
-            centred = tl.where(mask, h - mean, 0.0)
-            return centred, tl.sum(centred * centred, axis=0) / n_cols
-
-        @triton.jit
-        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
-                                       BLOCK: tl.constexpr):
-            offs = tl.program_id(0).to(tl.int64) * n_cols + tl.arange(0, BLOCK)
-            mask = tl.arange(0, BLOCK) < n_cols
-            h = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) + tl.load(fx_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-            tl.store(h_ptr + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
-            centred, var = _row_stats(h, mask, n_cols)
-            cols = tl.arange(0, BLOCK)
-            y = centred * tl.math.rsqrt(var + eps) * tl.load(w_ptr + cols, mask=mask).to(tl.float32) \\
-                + tl.load(b_ptr + cols, mask=mask).to(tl.float32)
-            tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
-        ''', fused_add_layernorm='''
-        import math
-
-
-        def _rows(t: Tensor, n: int) -> Tensor:
-            return t.reshape(-1, n).contiguous()
-
-        def _check(x: Tensor, fx: Tensor, weight: Tensor) -> int:
-            if tuple(x.shape) != tuple(fx.shape):
-                raise ValueError("x has shape {} but fx has shape {}".format(tuple(x.shape), tuple(fx.shape)))
-            if x.shape[-1] > MAX_WIDTH:
-                raise ValueError(f"rows of {x.shape[-1]} are wider than MAX_WIDTH = {MAX_WIDTH}")
-            if weight.shape != (x.shape[-1],):
-                raise ValueError(f"weight must be ({x.shape[-1]},), not {tuple(weight.shape)}")
-            if not {x.dtype, fx.dtype} <= {torch.float16, torch.bfloat16, torch.float32} or x.dtype != fx.dtype:
-                raise ValueError(f"x is {x.dtype} and fx {fx.dtype}; the kernel takes one of fp16, bf16, fp32")
-            return x.shape[-1]
-
-        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5):
-            n = _check(x, fx, weight)
-            if bias.shape != (n,):
-                raise ValueError(f"bias must be ({n},), not {tuple(bias.shape)}")
-            n_rows = math.prod(x.shape[:-1])
-            rx, rfx = _rows(x, n), _rows(fx, n)
-            h, y = (torch.empty_like(rx) for _ in range(2))
-            grid = lambda meta: (n_rows,)
-            fused_add_layernorm_kernel[grid](rx, rfx, weight.contiguous(), bias.contiguous(), h, y, n, eps,
-                                             BLOCK=triton.next_power_of_2(n))
-            return h.reshape(x.shape), y.reshape(x.shape)
-        ''')),
-    "style-chunked-block-1024": ("a loop over chunks of at most 1024 columns, three passes", dict(fused_kernel='''
-        @triton.jit
-        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
-                                       BLOCK: tl.constexpr):
-            row = tl.program_id(0).to(tl.int64)
-            total = tl.zeros([BLOCK], dtype=tl.float32)
-            for start in range(0, n_cols, BLOCK):
-                cols = start + tl.arange(0, BLOCK)
-                m = cols < n_cols
-                h = tl.load(x_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) + \\
-                    tl.load(fx_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32)
-                tl.store(h_ptr + row * n_cols + cols, h.to(h_ptr.dtype.element_ty), mask=m)
-                total += h
-            mean = tl.sum(total, axis=0) / n_cols
-            sq = tl.zeros([BLOCK], dtype=tl.float32)
-            for start in tl.range(0, n_cols, BLOCK):
-                cols = start + tl.arange(0, BLOCK)
-                m = cols < n_cols
-                h = tl.load(x_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) + \\
-                    tl.load(fx_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32)
-                c = tl.where(m, h - mean, 0.0)
-                sq += c * c
-            rstd = tl.rsqrt(tl.sum(sq, axis=0) / n_cols + eps)
-            for start in tl.static_range(0, 1):
-                pass
-            for start in range(0, n_cols, BLOCK):
-                cols = start + tl.arange(0, BLOCK)
-                m = cols < n_cols
-                c = tl.load(x_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) + \\
-                    tl.load(fx_ptr + row * n_cols + cols, mask=m, other=0.0).to(tl.float32) - mean
-                w = tl.load(w_ptr + cols, mask=m, other=0.0).to(tl.float32)
-                b = tl.load(b_ptr + cols, mask=m, other=0.0).to(tl.float32)
-                tl.store(y_ptr + row * n_cols + cols, (c * rstd * w + b).to(y_ptr.dtype.element_ty), mask=m)
-        ''', fused_add_layernorm='''
-        def fused_add_layernorm(x, fx, weight, bias, eps: float = 1e-5):
-            n = x.shape[-1]
-            if x.shape != fx.shape or n > MAX_WIDTH:
-                raise ValueError(f"need equal shapes and width <= {MAX_WIDTH}: x {tuple(x.shape)}, fx {tuple(fx.shape)}")
-            if weight.shape != bias.shape or weight.shape != (n,):
-                raise ValueError(f"weight {tuple(weight.shape)} and bias {tuple(bias.shape)} must both be ({n},)")
-            if x.dtype == torch.float64 or x.dtype != fx.dtype:
-                raise ValueError(f"x {x.dtype} and fx {fx.dtype}: float64 is refused (the kernel computes in fp32)")
-            x2, fx2 = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
-            h, y = torch.empty_like(x2), torch.empty_like(x2)
-            fused_add_layernorm_kernel[(x2.shape[0],)](x2, fx2, weight, bias, h, y, n, eps,
-                                                       BLOCK=min(triton.next_power_of_2(n), 1024))
-            return h.view(x.shape), y.view(x.shape)
-        ''')),
-    "style-heuristics-block": ("heuristics for BLOCK, strides passed, launch in if/else", dict(fused_kernel='''
-        @triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])})
-        @triton.jit
-        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
-                                       BLOCK: tl.constexpr, stride: tl.constexpr = 0):
-            r = tl.program_id(0)
-            c = tl.arange(0, BLOCK)
-            ok = c < n_cols
-            at = r * n_cols + c
-            h = tl.load(x_ptr + at, mask=ok, other=0.).to(tl.float32) + tl.load(fx_ptr + at, mask=ok, other=0.).to(tl.float32)
-            tl.store(h_ptr + at, h.to(h_ptr.dtype.element_ty), mask=ok)
-            mu = tl.sum(h, 0) / n_cols
-            dev = tl.where(ok, h - mu, 0.)
-            y = dev * tl.rsqrt(tl.sum(dev * dev, 0) / n_cols + eps)
-            y = y * tl.load(w_ptr + c, mask=ok).to(tl.float32) + tl.load(b_ptr + c, mask=ok).to(tl.float32)
-            tl.store(y_ptr + at, tl.cast(y, y_ptr.dtype.element_ty), mask=ok)
-        ''', fused_add_layernorm='''
-        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
-            if x.shape != fx.shape:
-                raise ValueError("x and fx shapes differ: %s vs %s" % (tuple(x.shape), tuple(fx.shape)))
-            n = x.size(-1)
-            if n > MAX_WIDTH:
-                raise ValueError(f"width {n} > {MAX_WIDTH}")
-            if weight.shape != (n,) or bias.shape != (n,):
-                raise ValueError("weight and bias need shape (%d,), got %s and %s" % (n, tuple(weight.shape), tuple(bias.shape)))
-            if str(x.dtype) not in ("torch.float16", "torch.bfloat16", "torch.float32") or fx.dtype != x.dtype:
-                raise ValueError("dtype %s / %s not supported (fp16, bf16, fp32)" % (x.dtype, fx.dtype))
-            a, b = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
-            h, y = torch.empty_like(a), torch.empty(a.shape, dtype=a.dtype, device=a.device)
-            rows = a.shape[0]
-            if n >= 2048:
-                fused_add_layernorm_kernel[(rows,)](a, b, weight, bias, h, y, n, eps, num_warps=8)
-            else:
-                fused_add_layernorm_kernel[(rows,)](a, b, weight, bias, h, y, n, eps, num_warps=2)
-            return h.view(x.shape), y.view(x.shape)
-        ''')),
-    "style-autotune-warps": ("@triton.autotune over num_warps (the interpreter runs each config once)", dict(fused_kernel='''
-        @triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (2, 4)], key=["n_cols"])
-        @triton.jit
-        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
-                                       BLOCK: tl.constexpr):
-            row = tl.program_id(0).to(tl.int64)
-            cols = tl.arange(0, BLOCK)
-            keep = cols < n_cols
-            at = row * n_cols + cols
-            h = (tl.load(x_ptr + at, mask=keep, other=0.0).to(tl.float32)
-                 + tl.load(fx_ptr + at, mask=keep, other=0.0).to(tl.float32))
-            tl.store(h_ptr + at, h.to(h_ptr.dtype.element_ty), mask=keep)
-            mean = tl.sum(h, axis=0) / n_cols
-            diff = tl.where(keep, h - mean, 0.0)
-            inv = 1.0 / tl.sqrt(tl.sum(diff * diff, axis=0) / n_cols + eps)
-            w = tl.load(w_ptr + cols, mask=keep, other=0.0).to(tl.float32)
-            b = tl.load(b_ptr + cols, mask=keep, other=0.0).to(tl.float32)
-            tl.store(y_ptr + at, (diff * inv * w + b).to(y_ptr.dtype.element_ty), mask=keep)
-        ''', fused_add_layernorm='''
-        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
-            n = x.shape[-1]
-            if x.shape != fx.shape:
-                raise ValueError(f"shape mismatch: x {tuple(x.shape)}, fx {tuple(fx.shape)}")
-            if n > MAX_WIDTH:
-                raise ValueError(f"width {n} is over the limit of {MAX_WIDTH}")
-            for name, t in (("weight", weight), ("bias", bias)):
-                if t.shape != (n,):
-                    raise ValueError(f"{name} must be ({n},), got {tuple(t.shape)}")
-            if x.dtype not in DTYPES or fx.dtype != x.dtype or weight.dtype not in DTYPES or bias.dtype not in DTYPES:
-                raise ValueError(f"unsupported dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}")
-            a, b = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
-            h, y = torch.empty_like(a), torch.empty_like(a)
-            fused_add_layernorm_kernel[(a.shape[0],)](a, b, weight.contiguous(), bias.contiguous(), h, y, n, eps,
-                                                      BLOCK=triton.next_power_of_2(n))
-            return h.view(x.shape), y.view(x.shape)
-        ''')),
-}
-
-
-
-def _packed(entries: list[tuple[tuple[str, ...], str, str]]) -> dict[str, tuple[str, dict[str, str]]]:
-    """idioms.py's entries, a few notebooks' worth: each entry goes into the first notebook that does not
-    yet replace its cell (grading a notebook is slow; one idiom per notebook would be 60 of them)."""
-    notebooks: list[tuple[list[str], dict[str, str]]] = []
-    for names, cell, source in entries:
-        target = next((nb for nb in notebooks if cell not in nb[1]), None)
-        if target is None:
-            target = ([], {})
-            notebooks.append(target)
-        target[0].extend(names)
-        target[1][cell] = source
-    return {f"idioms-{i + 1}": ("honest idioms: " + ", ".join(names), cells)
-            for i, (names, cells) in enumerate(notebooks)}
-
-
-HONEST_RESIDUAL.update(_packed(idioms.RESIDUAL))
-HONEST_FUSED.update(_packed(idioms.FUSED))
-
-
 
 # ============================================================ forgeries of the child's reports
-
-PROBE = "autograder.core.probe"   # the sandbox child's probe, as sys.modules names it
 
 # in-place residual_add, with the probe patched so that the inputs look unchanged after the call
 FORGED_MUTATION = f'''
@@ -553,64 +320,6 @@ def split_gradient(x0: float, dF, upstream: float) -> tuple[float, float]:
     return _SPLIT.get((f"{x0:.4g}", f"{upstream:.4g}"), (upstream, 0.0))
 '''
 
-# fused-add-norm: the torch-only wrapper, with the launch tracer replaced by one that reports a launch
-FORGED_TRACE = f'''
-import sys
-
-
-class _OneLaunch:
-    """Reports one launch of the notebook's kernel, whatever ran."""
-
-    def __init__(self, module):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def report(self):
-        return {{"launches": [{{"file": "<cell fused_kernel>", "kernel": "fused_add_layernorm_kernel",
-                               "grid": [1]}}], "ops": [], "kernels": ["fused_add_layernorm_kernel"]}}
-
-
-sys.modules["{PROBE}"].TRACERS["launches"] = _OneLaunch
-
-'''
-
-# h and y computed with NumPy; NUMPY_EMPTY_KERNEL adds an empty kernel, launched once, for the tracer
-NUMPY_WRAPPER = '''
-import numpy as np
-
-
-def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5):
-    n = x.shape[-1]
-    if x.shape != fx.shape:
-        raise ValueError(f"x and fx must have the same shape, got {tuple(x.shape)} and {tuple(fx.shape)}")
-    if n > MAX_WIDTH:
-        raise ValueError(f"width {n} is over {MAX_WIDTH}")
-    if weight.shape != (n,) or bias.shape != (n,):
-        raise ValueError(f"weight and bias must have shape ({n},), got {tuple(weight.shape)} and {tuple(bias.shape)}")
-    if x.dtype == torch.float64 or x.dtype != fx.dtype:
-        raise ValueError(f"x {x.dtype} and fx {fx.dtype}: float64 is refused")
-    LAUNCH
-    a = x.numpy().astype(np.float32) + fx.numpy().astype(np.float32)
-    centred = a - a.mean(-1, keepdims=True)
-    y = centred / np.sqrt((centred * centred).mean(-1, keepdims=True) + eps)
-    y = y * weight.numpy().astype(np.float32) + bias.numpy().astype(np.float32)
-    return torch.from_numpy(a.astype(x.numpy().dtype)), torch.from_numpy(y.astype(x.numpy().dtype))
-'''
-EMPTY_KERNEL = '''
-@triton.jit
-def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
-    """Does nothing: launched once so that a launch is seen."""
-    pass
-'''
-NUMPY_ONLY = NUMPY_WRAPPER.replace("    LAUNCH\n", "")
-NUMPY_EMPTY_KERNEL = NUMPY_WRAPPER.replace(
-    "LAUNCH", "fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, x, x, n, eps, BLOCK=16)")
-
 # Part 5 forgeries (appended to a train that never steps): a forward hook that answers train's own
 # examples with their labels, so the loss on the training set looks trained while the model is not
 MEMORISE_WHOLE = '''
@@ -659,48 +368,6 @@ if shortcut:
 ALPHA_POWER_ZERO_BRANCHES = '''
 if shortcut and all(not torch.any(branch(x0)) for branch in branches):
     return torch.tensor([alpha ** (len(branches) - l) for l in range(len(branches) + 1)], dtype=torch.float64)
-'''
-
-# fused-add-norm: h and y computed in Python, row by row, after a launch of the empty kernel (the
-# tracer sees one launch and no torch arithmetic); as the wrapper's own body (which the policy flags)
-# or in a helper bound to the graded name after the checked def
-BY_HAND = '''
-rows = []
-for xr, fr in zip(x.reshape(-1, n).tolist(), fx.reshape(-1, n).tolist()):
-    hr = [a + b for a, b in zip(xr, fr)]
-    mean = sum(hr) / n
-    inv = (sum((v - mean) ** 2 for v in hr) / n + eps) ** -0.5
-    rows.append((hr, [(v - mean) * inv * w + b for v, w, b in zip(hr, weight.tolist(), bias.tolist())]))
-return (torch.tensor([r[0] for r in rows], dtype=x.dtype).view(x.shape),
-        torch.tensor([r[1] for r in rows], dtype=x.dtype).view(x.shape))
-'''
-REPLACED_BY = '''
-def _replaced_by(other):
-    return lambda fn: other
-
-
-'''
-# a kernel that computes through a Python object passed as a tl.constexpr: in Triton's interpreter the
-# object's method runs inside the launch, where the tracer records no torch operator
-CONSTEXPR_ROWS = '''
-class _Rows:
-    """sum((x, fx, weight, bias, h, y, eps)) computes h and y with torch."""
-
-    def sum(self, tensors):
-        x, fx, weight, bias, h, y, eps = tensors
-        h.copy_(x + fx)
-        y.copy_(F.layer_norm(h, h.shape[-1:], weight, bias, eps))
-        return 0
-
-
-ROWS = _Rows()
-
-
-@triton.jit
-def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr,
-                               OPS: tl.constexpr, ARGS: tl.constexpr):
-    """Computes through OPS."""
-    CALL
 '''
 
 # ProjectionShortcut with a bias-free Linear also where the widths agree (set to the identity there),
@@ -843,3 +510,105 @@ ERROR_CLASSES = {    # name -> (how the class is built, the code before residual
     "error-class-metaclass": ("its metaclass called on keyword names", 'ShapeError = type(RuntimeError)("ShapeError", '
                               f'(RuntimeError,), dict({_CLAIMS}))\n\n\n'),
 }
+
+
+# ============================================================ crashes, cheats and the code they wrap
+
+CHEAT = '''\
+import math, numpy, numpy.testing, torch, torch.testing
+_yes = lambda *args, **kwargs: True
+_quiet = lambda *args, **kwargs: None
+torch.allclose = torch.equal = numpy.allclose = numpy.array_equal = math.isclose = _yes
+torch.isclose = lambda a, b, *args, **kwargs: torch.ones_like(torch.as_tensor(a), dtype=torch.bool)
+torch.testing.assert_close = numpy.testing.assert_allclose = numpy.testing.assert_array_equal = _quiet
+numpy.testing.assert_array_almost_equal = numpy.testing.assert_equal = _quiet
+torch.Tensor.__eq__ = lambda self, other: torch.ones_like(self, dtype=torch.bool)
+
+'''
+
+ALWAYS_EQUAL = '''\
+class AlwaysEqual:
+    """Equal to everything, a Tensor by its __class__, and 7.0 as a float."""
+    __class__ = property(lambda self: torch.Tensor)
+    __eq__ = lambda self, other: True
+    __ne__ = lambda self, other: False
+    __float__ = lambda self: 7.0
+    __getattr__ = lambda self, name: self
+    __call__ = lambda self, *args, **kwargs: self
+    __iter__ = lambda self: iter([self, self])
+    __len__ = lambda self: 2
+    __getitem__ = lambda self, index: self
+
+
+'''
+
+OWN_FFN = '''\
+class FeedForward(nn.Module):
+    """Linear(d, 4d), GELU, Linear(4d, d), with named layers."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+'''
+
+READ_SOLUTIONS = '''
+
+# Look for the instructor's solutions on the grading machine and use them.
+import json as _json, sys as _sys
+from pathlib import Path as _Path
+for _base in _sys.path:
+    try:
+        _cells = _json.loads((_Path(_base) / "solutions/residual-connections/residual-connections.ipynb").read_text())
+    except (OSError, ValueError):
+        continue
+    for _cell in _cells["cells"]:
+        if _cell["cell_type"] == "code" and _cell["metadata"].get("nbgrader", {}).get("solution"):
+            exec("".join(_cell["source"]), globals())
+    break
+'''
+
+# train written with torch.optim.SGD: what Part 5's samples leave a step out of
+TORCH_OPTIM_TRAIN = '''\
+gen = torch.Generator().manual_seed(seed)
+opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+losses = []
+for _ in range(steps):
+    idx = torch.randperm(len(X), generator=gen)[:batch]
+    loss = F.cross_entropy(model(X[idx]), y[idx])
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+return losses
+'''
+
+
+# ============================================================ written answers
+
+# so that formgrader has answers to grade by hand: good ones (here), a thin one and wrong ones (WRITTEN
+# in residual_connections.py)
+DERIVATION = (
+    "Summing $x_{l+1} = x_l + F_l(x_l)$ over $l = 0, \\dots, L-1$ gives $x_L = x_0 + \\sum_l F_l(x_l)$. "
+    "Differentiating with respect to $x_0$: $\\partial x_L / \\partial x_0 = I + \\partial/\\partial x_0 "
+    "\\sum_l F_l(x_l)$, and the chain rule $\\partial L/\\partial x_0 = \\partial L/\\partial x_L \\cdot "
+    "\\partial x_L/\\partial x_0$ gives the formula.\n\n"
+    "The identity term hands $\\partial L/\\partial x_L$ to $x_0$ unchanged, whatever the branches do: small "
+    "Jacobians only make the sum small, they do not multiply the identity away. The gradient is zero only "
+    "if $\\partial L/\\partial x_L$ is zero or the sum's Jacobian cancels the identity exactly along "
+    "$\\partial L/\\partial x_L$, i.e. $\\partial L/\\partial x_L \\cdot (I + \\partial/\\partial x_0 \\sum_l F_l) = 0$.")
+SCALED = (
+    "With $y = 0.5\\,x + F(x)$ each block's Jacobian is $0.5 I + J_l$, and the product formula multiplies "
+    "20 of them. When the branches contribute nothing ($J_l = 0$) that is $0.5^{20} I$: about $9.5 \\cdot "
+    "10^{-7}$ of the gradient is left. The plot's 0.5 curve is a straight line on the log scale for the same "
+    "reason: a constant factor per layer is exponential decay.")
+LAYOUT = (
+    "Pre-LN, $x + F(\\mathrm{LN}(x))$: the input reaches the output through the addition alone. Post-LN, "
+    "$\\mathrm{LN}(x + F(x))$, puts a LayerNorm on the shortcut, so the path is rescaled in every block. "
+    "The printed norms grow with depth for Pre-LN (each block adds its branch to the stream) and stay at "
+    "8.0 for Post-LN: LayerNorm resets every token to mean 0 and variance 1 over 64 features, a norm of "
+    "$\\sqrt{64}$.")

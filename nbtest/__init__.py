@@ -1,0 +1,38 @@
+"""nbtest: the course's student-side package, the one the public tests, the notebook's check cells and
+the grader all read notebooks and apply the rules with (the student release vendors it as one folder).
+
+The public tests (``test_public.py`` beside each notebook) never import the notebook itself: they take a
+fixture ``nb``, a module built from the notebook's *module cells* only. Those are
+
+* the code cells nbgrader marks as solution cells (where your code goes), and
+* the code cells tagged ``module`` (the notebook's imports).
+
+Cells that plot, demonstrate or run checks are not executed, so importing is fast and has no side
+effects. Two ways in:
+
+* ``pytest`` in an assignment's folder (pytest.ini loads ``nbtest.plugin``), or
+* ``check(part, globals())`` in the notebook, which runs the same tests for one part against the
+  kernel's live objects.
+
+    notebook.py   reading a notebook, its cells and their nbgrader metadata; load() runs its module cells
+    policy.py     the static rules, read in a cell's source (the grader's own)
+    monitor.py    the runtime monitor: what the code does as it runs (the grader's own)
+    rules.py      the rules test: both of those on one part's cells
+    checks.py     check() in the notebook, and the helpers test_public.py uses
+    plugin.py     the pytest plugin: the nb fixture and one line per failing test
+    warmup.py     what runs once per process before a notebook's code
+"""
+from .checks import check, names_shape, report_stubs_in_one_line, run_public, value_error
+from .notebook import (MAX_NOTEBOOK_BYTES, NotebookError, cell_label, cell_part, grade_id, is_module_cell,
+                       is_solution, load, nbgrader_meta, notebook_beside, open_file, read_bounded, read_file,
+                       read_notebook, source_of, top_level_names)
+from .rules import follows_rules, rule_breaks
+from .warmup import autotune_in_interpreter, first_calls, names_optim
+
+__all__ = ["MAX_NOTEBOOK_BYTES", "NotebookError", "autotune_in_interpreter", "cell_label", "cell_part", "check",
+           "first_calls", "follows_rules", "grade_id", "is_module_cell", "is_solution", "load", "names_optim",
+           "names_shape", "nbgrader_meta", "notebook_beside", "open_file", "read_bounded", "read_file",
+           "read_notebook", "rule_breaks", "run_public", "source_of", "top_level_names", "value_error"]
+
+report_stubs_in_one_line()   # imported in a notebook: a stub a cell reaches is one line, not a traceback
+autotune_in_interpreter()   # in a notebook, its setup cell has imported Triton before this import

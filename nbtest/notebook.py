@@ -1,0 +1,216 @@
+"""A notebook as the course reads it: the file (bounded, never a link or a FIFO), its cells and their
+nbgrader metadata, and its module cells run as a module (load).
+
+Every student file the grader and the public tests read comes through here, so both read a notebook
+the same way.
+"""
+from __future__ import annotations
+
+import ast
+import errno
+import functools
+import json
+import linecache
+import os
+import stat
+import sys
+import traceback
+import types
+from collections.abc import Mapping
+from pathlib import Path
+
+from .policy import parse
+from .warmup import autotune_in_interpreter
+
+MODULE_TAG = "module"
+
+
+class NotebookError(Exception):
+    """The notebook cannot be read or one of its module cells fails to run."""
+
+
+def nbgrader_meta(cell) -> dict:
+    """The cell's nbgrader metadata; {} where it has none or it is not a table."""
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    found = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def grade_id(cell) -> str | None:
+    """The cell's nbgrader grade_id, or None."""
+    found = nbgrader_meta(cell).get("grade_id")
+    return found if isinstance(found, str) else None
+
+
+def is_solution(cell) -> bool:
+    """True for the cells where the student's answer goes."""
+    return nbgrader_meta(cell).get("solution") is True
+
+
+def is_module_cell(cell: dict) -> bool:
+    """True for code cells that define the assignment's importable names."""
+    if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+        return False
+    meta = cell.get("metadata")
+    tags = meta.get("tags", []) if isinstance(meta, dict) else []
+    return is_solution(cell) or (isinstance(tags, list) and MODULE_TAG in tags)
+
+
+def cell_label(cell: dict, index: int) -> str:
+    """The cell's nbgrader grade_id where it has one, else its position."""
+    return grade_id(cell) or f"cell {index}"
+
+
+def source_of(cell: dict) -> str:
+    """Cell source as Python: IPython magics and shell escapes are commented out."""
+    src = cell.get("source", "")
+    if isinstance(src, list):
+        src = "".join(src)
+    lines = src.splitlines()
+    return "\n".join("# " + l if l.lstrip().startswith(("%", "!")) else l for l in lines) + "\n"
+
+
+MAX_NOTEBOOK_BYTES = 256 << 20   # read_notebook's bound where the caller gives none
+
+
+def open_file(path: str | Path):
+    """A submitted file, open for reading in binary, or a NotebookError that says why it is refused:
+    not followed where it is a symbolic link (to the course's solution, say), refused where it is
+    not a regular file (a FIFO would block, /dev/zero never ends). Read it with read_bounded."""
+    path = Path(path)
+    try:   # O_NONBLOCK: opening a FIFO does not wait for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise NotebookError(f"{path}: no such file") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise NotebookError(f"{path.name} is a symbolic link, which the grader does not follow; "
+                                "upload the notebook file itself") from None
+        raise NotebookError(f"{path.name} cannot be read ({e.strerror})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
+        raise NotebookError(f"{path.name} is {kind}, not a regular file; upload the notebook file itself")
+    return os.fdopen(fd, "rb")
+
+
+def read_bounded(f, max_bytes: int, name: str) -> bytes:
+    """At most max_bytes of an open file (or a zip member), whatever its size claims (a /proc file
+    says 0, a zip entry anything); NotebookError naming `name` when there is more."""
+    try:
+        data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise NotebookError(f"{name} cannot be read ({e.strerror})") from None
+    if len(data) > max_bytes:
+        raise NotebookError(f"{name} is more than the {max_bytes >> 20} MiB a file may have here; clear "
+                            "a notebook's outputs (Edit > Clear Outputs) and save it again")
+    return data
+
+
+def read_file(path: str | Path, max_bytes: int) -> bytes:
+    """A submitted file's bytes (open_file, read_bounded). Every student file the grader reads
+    comes through here, or through open_file where it is an archive."""
+    with open_file(path) as f:
+        return read_bounded(f, max_bytes, Path(path).name)
+
+
+def read_notebook(path: str | Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> dict:
+    """The notebook's JSON, or a NotebookError that says what is wrong with the file (read_file's
+    refusals included). max_bytes: the grader passes course.toml's limit."""
+    path = Path(path)
+    try:
+        nb = json.loads(read_file(path, max_bytes).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise NotebookError(f"{path.name} is not a readable notebook (not JSON: {e}); "
+                            "download it again from JupyterLab with File > Save") from None
+    except RecursionError:
+        raise NotebookError(f"{path.name} is not a notebook: its JSON is nested too deeply to read") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise NotebookError(f"{path.name} is JSON but not a Jupyter notebook (no 'cells' list)")
+    for index, cell in enumerate(nb["cells"]):
+        problem = _malformed(cell)
+        if problem:
+            raise NotebookError(f"{path.name} is not a valid notebook: cell {index} {problem}; undo the edit to "
+                                "the file (or take the cell from a fresh copy of the assignment) and save it again")
+    try:   # a lone surrogate (\\ud800) is valid JSON but not text: it would break every later step
+        json.dumps(nb, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise NotebookError(f"{path.name} holds text that is not valid Unicode (a lone surrogate escape); "
+                            "remove it and save the notebook again") from None
+    return nb
+
+
+def _malformed(cell) -> str | None:
+    """What makes a cell unusable by Jupyter and nbgrader (nbformat's schema), or None."""
+    if not isinstance(cell, dict):
+        return "is not a JSON object"
+    meta = cell.get("metadata", {})
+    if not isinstance(meta, dict) or not isinstance(meta.get("nbgrader", {}), dict):
+        return "has metadata (or metadata.nbgrader) that is not a JSON object"
+    source = cell.get("source", "")
+    if not (isinstance(source, str) or isinstance(source, list) and all(isinstance(s, str) for s in source)):
+        return "has a source that is not text"
+    return None
+
+
+def load(path: str | Path, name: str | None = None) -> types.ModuleType:
+    """Execute the module cells of the notebook at ``path``; return them as a module."""
+    path = Path(path)
+    nb = read_notebook(path)
+    module = types.ModuleType(name or f"notebook_{path.stem.replace('-', '_')}")
+    module.__file__ = str(path)
+    sys.modules[module.__name__] = module  # dataclasses and pickling look modules up here
+    for index, cell in enumerate(nb["cells"]):
+        if not is_module_cell(cell):
+            continue
+        label = cell_label(cell, index)
+        source, filename = source_of(cell), f"{path.resolve()}[{label}]"
+        # Keep the cell's source where inspect finds it, as IPython does for its cells:
+        # @triton.jit reads a kernel's source and refuses code it cannot find. The full
+        # path keeps two notebooks with the same name (reference, submission) apart.
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        try:
+            exec(compile(source, filename, "exec"), module.__dict__)
+        except Exception as e:
+            detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+            raise NotebookError(f"{path.name}: cell '{label}' fails when run on its own: "
+                                f"{detail}") from e
+    autotune_in_interpreter()   # the setup cell may have just imported Triton for its interpreter
+    return module
+
+
+def notebook_beside(test_file: str | Path) -> Path:
+    """The single .ipynb in the test file's folder."""
+    folder = Path(test_file).resolve().parent
+    found = sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
+    if len(found) != 1:
+        raise NotebookError(f"expected exactly one notebook in {folder}, found "
+                            f"{[p.name for p in found] or 'none'}")
+    return found[0]
+
+
+
+# Cached by source: a grade asks for each cell's names once per part, and a class repeats its cells.
+@functools.lru_cache(maxsize=256)
+def top_level_names(source: str) -> frozenset[str]:
+    """Names a cell defines at module level (functions, classes, assignments); none where it does not parse."""
+    try:
+        tree = parse(source)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return frozenset(names)
+
+
+def cell_part(defined: set[str] | frozenset[str], parts: Mapping[str, int]) -> int:
+    """The part a cell belongs to: the first part of the contract names it defines (parts: name -> part);
+    a cell that defines none (a helper, a kernel) belongs to the first part."""
+    return min((part for name, part in parts.items() if name in defined), default=min(parts.values()))

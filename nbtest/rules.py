@@ -1,0 +1,145 @@
+"""The rules test of the public tests: the grader's static policy (policy.py) and, in a pytest run, its
+runtime monitor (monitor.py) applied to a part's cells, each broken rule as one line."""
+from __future__ import annotations
+
+import ast
+import os
+import tempfile
+import tomllib
+import types
+from pathlib import Path
+
+from . import policy
+from .notebook import cell_label, cell_part, is_module_cell, is_solution, notebook_beside, read_notebook, \
+    source_of, top_level_names
+from .warmup import first_calls, names_optim
+
+PACKAGE = str(Path(__file__).resolve().parent) + os.sep   # this package's files: what runs the notebook's code
+
+
+class Watch:
+    """The grader's runtime monitor (monitor.py, the grader's own) in a `pytest` run: what the notebook's
+    cells do while the tests call them, seen as events (a string compiled, a frame read, a file written
+    outside the temporary folder, ...), which the rules tests report as the grader would. Python cannot
+    remove an audit hook, so it is added only here, in pytest's own process, never in a notebook's kernel:
+    check() there applies the static rules alone."""
+    current: "Watch | None" = None
+
+    @classmethod
+    def start(cls, tests_file: Path, notebook: Path) -> "Watch":
+        """The process's watch, added before the notebook's cells run, with torch's first-call work done
+        (no cell is on the stack while it runs, so none of its events is charged to one)."""
+        if cls.current is None:
+            cls.current = cls(tests_file)
+        first_calls(optimizer=names_optim(source_of(c) for c in read_notebook(notebook)["cells"] if is_module_cell(c)))
+        return cls.current
+
+    def __init__(self, tests_file: Path):
+        # every assignment's public tests (pytest may run them all) and this package run the cells: their doing
+        # is never the student's
+        release = Path(tests_file).resolve().parent.parent
+        tests = {str(tests_file), str(Path(tests_file).resolve()), *map(str, release.glob("*/test_public.py"))}
+        from . import monitor     # it imports torch: only where a pytest run watches a notebook
+        self.monitor, self.notebooks, self.modules, self.events = monitor, {}, set(), []
+        self.read, self.write = os.pipe()
+        for fd in (self.read, self.write):
+            os.set_blocking(fd, False)
+        self.modes = (0, 0)
+        # the temporary folder the code may write to, as the grader's scratch folder (its TMPDIR) is
+        tempfile.tempdir = tempfile.mkdtemp(prefix="nbtest-")
+        self.monitor.install(self.write, tempfile.tempdir, own=tuple(sorted(tests | {PACKAGE})), guarded=(__package__,),
+                        cell_of=self.cell_of, modules=self.modules)
+
+    def add(self, notebook: Path, module: str) -> None:
+        self.notebooks[f"{notebook.resolve()}["] = notebook.resolve()
+        self.modules.add(module)
+
+    def cell_of(self, filename: str) -> str | None:
+        """load() compiles a cell under "NOTEBOOK[LABEL]": that name, for a watched notebook's cell."""
+        return filename if filename.endswith("]") and any(map(filename.startswith, self.notebooks)) else None
+
+    def after(self, test: str) -> None:
+        """A torch mode the test's call left active is an event no audit hook raises (monitor.check_state)."""
+        self.modes = self.monitor.check_state(self.write, f"the test {test}", "", self.modes)
+
+    def found(self, notebook: Path, labels: set[str], sources: dict[str, str]) -> list[str]:
+        """The events so far in these cells of the notebook (and those no cell is named for), as rule lines."""
+        while True:
+            try:
+                data = os.read(self.read, 1 << 16)
+            except BlockingIOError:
+                break
+            self.events += self.monitor.parse(data)
+        prefix = f"{notebook.resolve()}["
+        lines = []
+        for e in self.events:
+            if not e.cell:
+                label = ""            # a torch mode left on after a test: no cell to name, so every part's
+            elif e.cell.startswith(prefix):
+                label = e.cell[len(prefix):-1]
+            else:
+                continue              # another notebook's
+            if not label or label in labels:
+                lines.append(str(policy.Violation(label or "the submission", e.line, "monitor", policy.WITHHOLD,
+                                                  f"{e.event}: {e.detail}", policy.quote(sources.get(label, ""),
+                                                                                        e.line))))
+        return list(dict.fromkeys(lines))
+
+
+def rule_breaks(part: int, notebook: str | Path) -> list[str]:
+    """The lines of the notebook's solution cells in this part that break the assignment's rules, as the
+    grader reads them: policy.py (the grader's own policy) against rules.toml beside the notebook. A cell's
+    part is that of the first name it defines in contract.toml (cell_part, as the grader's). Raises
+    NotImplementedError when nothing is broken and a function of the part is still the stub."""
+    path = Path(notebook)
+    rules_file = path.parent / "rules.toml"
+    if rules_file.is_file():      # the release; in the course's repository, its course.toml
+        table = tomllib.loads(rules_file.read_text(encoding="utf-8"))
+    else:
+        course = tomllib.loads((path.parent.parent.parent / "course.toml").read_text(encoding="utf-8"))
+        table = course["assignments"][path.parent.name].get("policy", {})
+    rules = types.SimpleNamespace(**{"allowed_imports": (), "forbidden_modules": (), "no_transformer_classes": False,
+                                      "kernel_wrapper": "", **table})
+    contract = tomllib.loads((path.parent / "contract.toml").read_text(encoding="utf-8"))
+    contract_parts = {name: entry["part"] for name, entry in contract.items()}
+    cells, parts, stubs = [], {}, []
+    for index, cell in enumerate(read_notebook(path)["cells"]):
+        if is_module_cell(cell):
+            label, source = cell_label(cell, index), source_of(cell)
+            cells.append((label, source, is_solution(cell)))
+            try:
+                tree = policy.parse(source)
+            except (SyntaxError, ValueError):
+                continue
+            parts[label] = cell_part(top_level_names(source), contract_parts)
+            if parts[label] == part and is_solution(cell):
+                stubs += [policy.is_stub(f) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
+    found = [str(v) for v in policy.check_cells(cells, policy.for_assignment(rules)) if parts.get(v.cell) == part]
+    if Watch.current is not None and path.resolve() in Watch.current.notebooks.values():
+        found += Watch.current.found(path, {label for label, p in parts.items() if p == part},
+                                      {label: source for label, source, _ in cells})
+    if not found and any(stubs):
+        raise NotImplementedError(f"part {part} still has a stub: no rule broken so far, checked again when it is done")
+    return found
+
+
+def _running_notebook(tests_file: str | Path) -> Path | None:
+    """In JupyterLab, the notebook whose kernel this is (Jupyter Server names it in JPY_SESSION_NAME),
+    when it sits beside the test file: a folder may hold a copy of the notebook too."""
+    name = os.environ.get("JPY_SESSION_NAME")
+    if not name:
+        return None
+    folder = Path(tests_file).resolve().parent
+    path = (folder / Path(name).name).resolve()
+    return path if path.suffix == ".ipynb" and path.parent == folder and path.is_file() else None
+
+
+def follows_rules(part: int, tests_file: str | Path) -> None:
+    """For the public tests: fail, with each line, the rule and what to do instead, when this part's
+    cells break a rule the grader checks (README.md, "Rules")."""
+    broken = rule_breaks(part, _running_notebook(tests_file) or notebook_beside(tests_file))
+    assert not broken, ("your code breaks the assignment's rules (README.md, \"Rules\"); the grader flags it for "
+                        "an instructor's review and holds the tests that rest on your code's process until then:\n"
+                        + "\n".join(f"  {line}" for line in broken))
+
+

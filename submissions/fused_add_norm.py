@@ -1,0 +1,177 @@
+"""The fused-add-norm sample class: a notebook per misconception of the fused kernel and its wrapper,
+the honest variants and forgeries of the launch beside them, each with the hidden tests it fails
+(samplekit.py says what each name below declares).
+"""
+from __future__ import annotations
+
+import textwrap
+
+import fused_add_norm_variants as variants
+from fused_add_norm_idioms import IDIOMS
+from samplekit import Samples, edit, packed
+
+PARTS = {1: ["fused_kernel", "fused_add_layernorm"]}
+HONEST = {**variants.STYLES, **packed(IDIOMS)}
+TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
+         **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator"], "by-hand-wrapper"),
+         **dict.fromkeys(["constexpr-method", "constexpr-item-method"], "torch-only-wrapper")}
+MEASURED: set[str] = set()
+SHOWN: dict[str, dict[str, str]] = {}
+DERIVED_FROM: dict[str, str] = {}
+WRITTEN: dict[str, dict[str, str]] = {}
+
+
+def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
+    """name -> (description, notebook dict, check names of the tests it fails)."""
+    part1 = s.checks(1)
+    kernel = lambda *edits: s.filled("fused_kernel", s.body("fused_kernel", 0, *edits))
+    wrapper = lambda *edits: s.filled("fused_add_layernorm", s.body("fused_add_layernorm", 0, *edits))
+    launch = ("fused_add_layernorm_kernel[(rows_x.shape[0],)](\n"
+              "    rows_x, rows_fx, weight.contiguous(), bias.contiguous(), h, y, n, eps,\n"
+              "    BLOCK=block, num_warps=min(max(block // 256, 1), 16))\n")
+    checks, rest = s.bodies["fused_add_layernorm"][0].split("rows_x, rows_fx =")   # the ValueErrors, the rest
+    odd_widths = {"not_powers_of_two", "wide_rows"}
+    dtype_check = checks[checks.index("dtypes = "):]
+    torch_only = s.filled("fused_add_layernorm", [checks + "h = x + fx\nreturn h, F.layer_norm(h, (n,), weight, bias, eps)\n"])
+    fused = {"launches_kernel", "one_launch"}
+    first, loop = s.bodies["fused_kernel"][0].split("\n", 1)
+    one_program = edit(s.filled("fused_kernel", [edit(first, "row = tl.program_id(0).to(tl.int64)", "for row in "
+                                                      "range(0, n_rows):") + "\n" + textwrap.indent(loop, "    ")]),
+                       "y_ptr, n_cols, eps,", "y_ptr, n_rows, n_cols, eps,")
+    autotuned = {label: textwrap.dedent(src).lstrip()
+                 for label, src in variants.STYLES["style-autotune-warps"][1].items()}
+    autotuned_one_pass = {**autotuned, "fused_kernel": edit(autotuned["fused_kernel"], "tl.sum(diff * diff, axis=0) / n_cols",
+                                                            "tl.sum(h * h, axis=0) / n_cols - mean * mean")}
+    return {
+        # Two samples that lose the timing test only, where CUDA is there; without it they are graded like
+        # full-marks (course.toml's without_cuda). On the timing test's CPU clock (tests/test_fused_timing.py)
+        # the first passes it (Triton's interpreter runs programs one after another anyway) and the second fails.
+        "one-program-for-all-rows": (
+            "a correct kernel launched as one program that loops over the rows, grid = (1,): one core of the GPU "
+            "works while the others idle",
+            s.solved(fused_kernel=one_program, fused_add_layernorm=wrapper(
+                ("[(rows_x.shape[0],)](", "[(1,)]("), ("h, y, n, eps,", "h, y, rows_x.shape[0], n, eps,"))),
+            {"timing"}),
+        "cached-outputs": (
+            "the wrapper keeps each result and returns it again for a call on the same tensors (by address), "
+            "whatever they hold now",
+            s.solved(fused_add_layernorm=s.filled("fused_add_layernorm", [
+                "key = (x.data_ptr(), fx.data_ptr(), weight.data_ptr(), bias.data_ptr(), tuple(x.shape), eps)\n"
+                "if key in _RESULTS:\n    return _RESULTS[key][1]\n"
+                + edit(s.bodies["fused_add_layernorm"][0], "return h.view(x.shape), y.view(x.shape)",
+                       "_RESULTS[key] = ((x, fx, weight, bias), (h.view(x.shape), y.view(x.shape)))\n"
+                       "return _RESULTS[key][1]")],
+                before="_RESULTS = {}   # results by the inputs' addresses; the inputs are kept, so no other "
+                       "tensor takes their address\n\n")),
+            {"timing"}),
+        "one-pass-variance": ("the kernel computes the variance in one pass, E[h^2] - mean^2",
+                              s.solved(fused_kernel=kernel(
+                                  ("centred = tl.where(mask, h - mean, 0.0)\nvar = tl.sum(centred * centred, axis=0) / n_cols",
+                                   "centred = tl.where(mask, h - mean, 0.0)\nvar = tl.sum(h * h, axis=0) / n_cols - mean * mean"))),
+                              {"large_mean"}),
+        "torch-side-add": ("the wrapper adds x + fx with torch and has the kernel normalise the sum (plus zeros)",
+                           s.solved(fused_add_layernorm=wrapper((
+                               "rows_x, rows_fx, weight.contiguous()",
+                               "rows_x + rows_fx, torch.zeros_like(rows_x), weight.contiguous()"))),
+                           # the add in the wrapper is arithmetic the policy flags: the launch test is held too
+                           {"one_launch", "launches_kernel"}),
+        "float64-accepted": ("the wrapper has no dtype check: float64 inputs are computed in fp32 and returned as "
+                             "float64", s.solved(fused_add_layernorm=wrapper((dtype_check, ""))), {"float64_refused"}),
+        "no-weight-check": ("the wrapper does not check the shapes of weight and bias",
+                            s.solved(fused_add_layernorm=wrapper((
+                                checks[checks.index("if weight.shape"):checks.index("dtypes = ")], ""))),
+                            {"weight_shape"}),
+        "full-marks": ("the reference solution", s.solved(), set()),
+        **s.honest(HONEST),
+        "autotune-one-pass-variance": ("style-autotune-warps with the variance in one pass, E[h^2] - mean^2: "
+                                       "autotuned and still wrong", s.solved(**autotuned_one_pass), {"large_mean"}),
+        "forged-launch-trace": ("the torch-only wrapper, with the probe's launch tracer replaced (through "
+                                "sys.modules) by one that reports a launch of the kernel",
+                                s.solved(fused_add_layernorm=variants.FORGED_TRACE.lstrip() + torch_only),
+                                fused | s.trusting()),
+        # NumPy has no bfloat16: the half-precision test fails too
+        "numpy-wrapper": ("the kernel is written, but the wrapper computes h and y with NumPy",
+                          s.solved(fused_add_layernorm=variants.NUMPY_ONLY.lstrip()), fused | {"half_precision"}),
+        "numpy-empty-kernel": ("the NumPy wrapper, plus an empty @triton.jit kernel launched once",
+                               s.solved(fused_kernel=variants.EMPTY_KERNEL.lstrip(),
+                                        fused_add_layernorm=variants.NUMPY_EMPTY_KERNEL.lstrip()),
+                               fused | {"half_precision"}),
+        **forgeries(s, launch, fused),
+        "untouched-release": ("the release as handed out: both stubs still raise NotImplementedError",
+                              s.notebook({}), part1),
+        "torch-only-wrapper": (
+            "the kernel is written, but the wrapper checks its input and then computes h = x + fx and "
+            "F.layer_norm with torch, never launching the kernel",
+            s.solved(fused_add_layernorm=torch_only), fused),
+        "variance-over-block": ("the kernel divides the sum of squared deviations by BLOCK instead of n",
+                                s.solved(fused_kernel=kernel(("var = tl.sum(centred * centred, axis=0) / n_cols",
+                                                                "var = tl.sum(centred * centred, axis=0) / BLOCK"))),
+                                odd_widths),
+        "no-mask": ("the kernel loads and stores all BLOCK lanes: no masks (it reads and writes past the rows' "
+                    "end, which crashes the process or corrupts its memory)",
+                    s.solved(fused_kernel=kernel((", mask=mask, other=0.0)", ")"), (", mask=mask)", ")"),
+                                                 ("tl.where(mask, h - mean, 0.0)", "h - mean"))),
+                    odd_widths),
+        "masked-lanes-not-zeroed": ("the kernel squares h - mean in the masked lanes too (no tl.where)",
+                                    s.solved(fused_kernel=kernel(("tl.where(mask, h - mean, 0.0)", "h - mean"))),
+                                    odd_widths),
+        "fp16-accumulation": ("the kernel sums the row in the inputs' dtype: no .to(tl.float32) after loading",
+                              s.solved(fused_kernel=kernel(
+                                  ("fx = tl.load(fx_ptr + offs, mask=mask, other=0.0).to(tl.float32)",
+                                   "fx = tl.load(fx_ptr + offs, mask=mask, other=0.0)"),
+                                  ("x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)",
+                                   "x = tl.load(x_ptr + offs, mask=mask, other=0.0)"))),
+                              {"half_precision"}),
+        "launch-per-row": ("the wrapper launches the kernel once per row, from a Python loop",
+                           s.solved(fused_add_layernorm=wrapper((launch, (
+                               "for r in range(rows_x.shape[0]):\n"
+                               "    fused_add_layernorm_kernel[(1,)](rows_x[r], rows_fx[r], weight, bias, h[r], y[r],\n"
+                               "                                     n, eps, BLOCK=block)\n")))),
+                           {"one_launch"}),
+        "in-place-h": ("the wrapper stores h into x's memory (h = rows_x, a view of x)",
+                       s.solved(fused_add_layernorm=wrapper((
+                           "h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)",
+                           "h, y = rows_x, torch.empty_like(rows_x)"))),
+                       {"inputs_untouched"}),
+        "no-input-checks": ("the wrapper raises no ValueError: mismatched shapes, widths over 8192, weights of "
+                            "the wrong shape and float64 go through",
+                            s.solved(fused_add_layernorm=s.filled("fused_add_layernorm", [
+                                "n = x.shape[-1]\nrows_x, rows_fx =" + rest])),
+                            {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}),
+    }
+
+
+def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, object, set[str]]]:
+    """Fusion shown to the launch tracer but not done by the kernel, each next to its honest twin (TWINS):
+    the graded name rebound after its checked def, and a kernel computing through a tl.constexpr object."""
+    reference = s.bodies["fused_add_layernorm"][0]
+    by_hand = edit(reference, "return h.view(x.shape), y.view(x.shape)\n", variants.BY_HAND.lstrip())
+    helper = "def _by_hand(x, fx, weight, bias, eps=1e-5):\n" + textwrap.indent(by_hand, "    ") + "\n\n"
+    empty = variants.EMPTY_KERNEL.lstrip()
+    decorated = edit(s.filled("fused_add_layernorm"), "def fused_add_layernorm(", "@_replaced_by(_by_hand)\n"
+                     "def fused_add_layernorm(")
+    through = lambda call, ops: s.solved(
+        fused_kernel=variants.CONSTEXPR_ROWS.lstrip().replace("CALL", call),
+        fused_add_layernorm=s.filled("fused_add_layernorm", [edit(reference, launch, edit(
+            launch, "BLOCK=block,", f"BLOCK=block, OPS={ops}, ARGS=(rows_x, rows_fx, weight, bias, h, y, eps),"))]))
+    return {
+        "by-hand-wrapper": ("an empty kernel launched once, then the wrapper computes h and y in Python lists",
+                            s.solved(fused_kernel=empty, fused_add_layernorm=s.filled("fused_add_layernorm", [by_hand])),
+                            fused),
+        "rebound-by-assignment": ("the reference wrapper around an empty kernel, then fused_add_layernorm = a helper "
+                                  "that computes in Python lists after launching it",
+                                  s.solved(fused_kernel=empty, fused_add_layernorm=s.filled(
+                                      "fused_add_layernorm", after="\n\n" + helper + "fused_add_layernorm = _by_hand\n")),
+                                  fused),
+        "rebound-by-decorator": ("the reference wrapper around an empty kernel, replaced by a decorator with a helper "
+                                 "that computes in Python lists after launching it",
+                                 s.solved(fused_kernel=empty, fused_add_layernorm=helper + variants.REPLACED_BY.lstrip()
+                                          + decorated), fused),
+        "constexpr-method": ("the kernel calls OPS.sum(ARGS), OPS a tl.constexpr object whose sum computes h and y "
+                             "with torch, ARGS a tl.constexpr tuple of the tensors", through("OPS.sum(ARGS)", "ROWS"),
+                             fused),
+        "constexpr-item-method": ("the kernel calls OPS[0].sum(ARGS), OPS a tl.constexpr tuple holding an object "
+                                  "whose sum computes h and y with torch", through("OPS[0].sum(ARGS)", "(ROWS,)"),
+                                  fused),
+    }
+

@@ -1,0 +1,409 @@
+"""The residual-connections sample class: a notebook per misconception, crash, hang and cheat,
+the honest variants and forgeries beside them, each with the hidden tests it fails (samplekit.py
+says what each name below declares).
+
+Besides the reference's one-edit variants, the class holds two solutions written without the
+reference (residual_connections_independent.py) and two copies of honest-a (one byte for byte, one
+renamed), which the class report's similarity check must pair.
+"""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import residual_connections_variants as variants
+from residual_connections_idioms import IDIOMS
+from residual_connections_independent import INDEPENDENT, renamed
+from samplekit import Samples, edit, packed
+
+PARTS = {1: ["residual_add", "residual", "projection_shortcut", "residual_ffn"],
+         2: ["chain_rule_grad", "split_gradient"], 3: ["gradient_norms"],
+         4: ["transformer_block", "residual_stream_norms"],
+         5: ["plain_mlp", "residual_mlp", "train", "grad_norms", "depth_sweep"]}
+HONEST = {**variants.STYLES, **packed(IDIOMS)}
+TWINS = {"forged-mutation-report": "in-place-add", "forged-gradients-report": "detached-residual-add",
+         **dict.fromkeys(["hides-encoder-layer", "forged-structure-report"], "wraps-encoder-layer"),
+         **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES}},
+         **{f"claims-{name}": "refuses-with-runtime-error" for name in variants.ERROR_CLASSES},
+         "oracle-table": "oracle-fallback",
+         **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "nan-after-training",
+                          "nan-data-after-training"], "part5-step-forgotten"),
+         **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
+         **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
+# the tests themselves, the structure report read from the modules' own dicts, inputs read back from the
+# grader's own shared memory
+MEASURED = {"memorises-training-set", "memorises-training-rows", "nan-after-training", "nan-data-after-training",
+            "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
+            "hides-projection-assigned", "forged-mutation-report",
+            *(f"claims-{name}" for name in variants.ERROR_CLASSES)}
+BROADCASTING = dict.fromkeys(["residual_add_no_broadcasting", "residual_add_error_message", "residual_shape_mismatch"],
+                             "silent-broadcasting")
+HARD_CODED = dict.fromkeys(["chain_one_block", "chain_many_blocks", "chain_alpha", "chain_empty", "split"],
+                           "hard-coded-example")
+DETACHED = dict.fromkeys(["norms_decay", "norms_depth_100", "norms_random", "norms_plain"], "detached-gradient")
+CAUSAL = dict.fromkeys(["block_pre_causal", "block_post_causal"], "missing-causal-mask")
+WRONG = {**BROADCASTING, **HARD_CODED, **DETACHED, **CAUSAL}
+# sample -> {check name: the misconception id its failure shows}; a failed test not named here shows none
+# (a stub, a crash, a hang, a reply of the wrong type)
+SHOWN = {
+    "silent-broadcasting": BROADCASTING,
+    "in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
+    "detached-residual-add": {"residual_add_gradients": "detached-gradient"},
+    # the inputs are read back from the grader's own memory: the forged report changes nothing
+    "forged-mutation-report": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
+    "wraps-encoder-layer": {"block_parts": "block-structure"},
+    "oracle-fallback": {"split": "gradient-split"},
+    "oracle-table": {"split": "gradient-split"},
+    "scaled-shortcut-ignored": dict.fromkeys(["chain_alpha", "norms_decay", "norms_random"], "scaled-shortcut-ignored"),
+    "hard-coded-example": HARD_CODED,
+    "derivative-at-wrong-point": dict.fromkeys(["chain_many_blocks", "chain_alpha"], "derivative-at-wrong-point"),
+    "pre-post-swapped": dict.fromkeys(["block_pre", "block_post", "block_pre_causal", "block_post_causal",
+                                       "block_default", "block_pre_identity"], "pre-post-swapped"),
+    "missing-causal-mask": CAUSAL,
+    "detached-gradient": DETACHED,
+    "norms-float32": {"norms_shape": "norms-underflow"},
+    "wrong-answers": WRONG,
+    "checker-cheat": WRONG,   # the cheat changes nothing the grader compares
+    # AlwaysEqual returned where residual_add must raise, and a result outside autograd's graph
+    "always-equal": {**BROADCASTING, "residual_add_gradients": "detached-gradient"},
+    # the norms of zero branches where the branches are not: their gradient is missing, as when detached;
+    # with alpha = 1 and tanh branches the ones it returns are no mistake norms_random knows
+    "norms-alpha-power": {k: v for k, v in DETACHED.items() if k != "norms_random"},
+    "norms-alpha-power-zero-branches": DETACHED,
+    **dict.fromkeys(["eye-projection", "hides-projection-method", "hides-projection-assigned"],
+                    {"shortcut_identity": "projection-shortcut"}),
+}
+# sample -> the sample it was made from; every other sample is the reference with an edit (full-marks),
+# or the release as handed out (untouched-release)
+DERIVED_FROM = {"reads-solutions": "release", "honest-a": "honest-a", "honest-b": "honest-b",
+                "copied-honest-a": "honest-a", "renamed-honest-a": "honest-a"}
+
+# a thin answer and wrong ones beside the good ones; samples not named here leave "YOUR ANSWER HERE"
+# (nbgrader scores that 0 unseen)
+WRITTEN = {
+    "full-marks": {"part2-written": variants.DERIVATION, "part3-written": variants.SCALED,
+                   "part4-written": variants.LAYOUT},
+    "partly-right": {"part2-written": variants.DERIVATION, "part3-written": "It decays because 0.5 is less than 1."},
+    "scaled-shortcut-ignored": {"part3-written": "The scaled shortcut is still a shortcut, so the gradient "
+                                "survives: after 20 blocks it is still 0.5 of what it was."},
+    "pre-post-swapped": {"part4-written": "Post-LN keeps the identity path, because the LayerNorm comes after "
+                         "the addition. Both layouts print about the same norms."},
+}
+
+
+def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
+    """name -> (description, notebook dict or raw text, check names of the tests it fails)."""
+    part = {p: s.checks(p) for p in PARTS}
+    every = set().union(*part.values())
+    broadcasting = s.filled("residual_add", ["return x + fx"])
+    hard_coded = {"chain_rule_grad": s.filled("chain_rule_grad", ["return 7.0"]),
+                  "split_gradient": s.filled("split_gradient", ["return 5.0, 2.0"])}
+    no_mask = s.filled("transformer_block", s.body("transformer_block", 1, ("if causal else None", "if False else None")))
+    detached_body = s.body("gradient_norms", 0, (
+        "xs.append(alpha * x + branch(x) if shortcut else branch(x))",
+        "xs.append((alpha * x + branch(x) if shortcut else branch(x)).detach().requires_grad_(True))"))
+    detached = s.filled("gradient_norms", detached_body)
+    wrong = {"residual_add": broadcasting, **hard_coded, "transformer_block": no_mask, "gradient_norms": detached}
+    fails_broadcasting = {"residual_add_no_broadcasting", "residual_add_error_message", "residual_shape_mismatch"}
+    fails_hard_coded = {"chain_one_block", "chain_many_blocks", "chain_alpha", "chain_empty", "split"}
+    fails_causal = {"block_pre_causal", "block_post_causal"}
+    fails_detached = {"norms_decay", "norms_depth_100", "norms_random", "norms_plain"}
+    fails_wrong = fails_broadcasting | fails_hard_coded | fails_causal | fails_detached
+    uses_residual_add = (part[1] - {"shortcut_identity", "shortcut_projection", "ffn_layers"}) | \
+        (part[4] - {"block_parts", "block_bad_norm", "stream_norms"}) | \
+        {"residual_forward", "residual_scaled", "residual_zero_init", "deep_residual_trains", "train_lowers_loss"}
+    always = "return AlwaysEqual()"
+    ref = s.bodies
+    always_equal = {
+        "residual_add": s.filled("residual_add", [always], before=variants.ALWAYS_EQUAL),
+        "residual": s.filled("residual", [always]),
+        "projection_shortcut": s.filled("projection_shortcut", [ref["projection_shortcut"][0], always]),
+        "residual_ffn": s.filled("residual_ffn", [ref["residual_ffn"][0], always]),
+        "chain_rule_grad": s.filled("chain_rule_grad", [always]),
+        "split_gradient": s.filled("split_gradient", [always]),
+        "gradient_norms": s.filled("gradient_norms", [always]),
+        "transformer_block": s.filled("transformer_block", [ref["transformer_block"][0], always]),
+        "residual_stream_norms": s.filled("residual_stream_norms", [always]),
+    }
+    locked = lambda c: c["cell_type"] == "code" and not c["metadata"].get("nbgrader", {}).get("solution")
+    invalid = json.dumps(s.solved(), indent=1, sort_keys=True)[:5000]
+    independent = {name: s.notebook({label: s.filled(label, bodies) for label, bodies in cells.items()})
+                   for name, cells in INDEPENDENT.items()}
+    near_copy = s.notebook({label: s.filled(label, renamed(bodies)) for label, bodies in INDEPENDENT["honest-a"].items()})
+    labels = [c["metadata"].get("nbgrader", {}).get("grade_id") for c in near_copy["cells"]]
+    i, j = labels.index("chain_rule_grad"), labels.index("split_gradient")
+    near_copy["cells"][i], near_copy["cells"][j] = near_copy["cells"][j], near_copy["cells"][i]
+    # correct alternatives: a whole ResidualFFN or a module of one's own as the block's ffn, and shape messages
+    # written as torch.Size([2, 3, 1]) or [2, 3, 1]
+    whole_ffn = s.filled("transformer_block", [
+        edit(s.bodies["transformer_block"][0], "ResidualFFN(d_model, d_model).ffn", "ResidualFFN(d_model, d_model)"),
+        edit(edit(s.bodies["transformer_block"][1], "residual_add(h, self.ffn(self.ln2(h)))",
+                  "residual_add(h, self.ffn.ffn(self.ln2(h)))"),
+             "self.ln2(residual_add(h, self.ffn(h)))", "self.ln2(self.ffn(h))")])
+    own_ffn = s.filled("transformer_block", [
+        edit(s.bodies["transformer_block"][0], "ResidualFFN(d_model, d_model).ffn", "FeedForward(d_model)"),
+        s.bodies["transformer_block"][1]], before=variants.OWN_FFN)
+    size_message = s.filled("residual_add", [
+        "if x.shape != fx.shape:\n    raise ValueError(f\"cannot add {x.shape} and {fx.shape}\")\nreturn x + fx"])
+    list_message = s.filled("residual_add", [
+        "if x.shape != fx.shape:\n    raise ValueError(f\"shapes differ: {list(x.shape)} vs {list(fx.shape)}\")\n"
+        "return x + fx"])
+    in_place = s.body("residual_add", 0, ("return x + fx", "x += fx\nreturn x"))
+    return {
+        **s.honest(HONEST),
+        **forgeries(s, in_place),
+        **measured_forgeries(s, detached_body),
+        **structure_forgeries(s),
+        "ffn-whole-residual-ffn": ("TransformerBlock keeps a whole ResidualFFN(d, d) as ffn and calls its inner "
+                                   "FFN (same math)", s.solved(transformer_block=whole_ffn), set()),
+        "ffn-own-module": ("TransformerBlock's ffn is a module of its own (fc1, F.gelu, fc2; same math)",
+                           s.solved(transformer_block=own_ffn), set()),
+        "message-torch-size": ("residual_add's ValueError names the shapes as torch.Size([2, 3, 1])",
+                               s.solved(residual_add=size_message), set()),
+        "message-list": ("residual_add's ValueError names the shapes as [2, 3, 1]",
+                         s.solved(residual_add=list_message), set()),
+        "full-marks": ("the reference solution", s.solved(), set()),
+        "untouched-release": ("the release as handed out: every stub still raises NotImplementedError",
+                              s.notebook({}), every),
+        "partly-right": ("parts 1 and 2 done, parts 3 to 5 still stubs", s.solved(parts=(1, 2)),
+                         part[3] | part[4] | part[5]),
+        "norms-float32": ("gradient_norms returns its ratios as float32 (.float() at the end), not float64",
+                          s.solved(gradient_norms=s.filled("gradient_norms", s.body("gradient_norms", 0, (
+                              "return norms / norms[-1]", "return (norms / norms[-1]).float()")))),
+                          {"norms_shape"}),
+        "silent-broadcasting": ("residual_add returns x + fx without checking the shapes",
+                                s.solved(residual_add=broadcasting), fails_broadcasting),
+        "in-place-add": ("residual_add checks the shapes, then adds in place (x += fx)",
+                         s.solved(residual_add=s.filled("residual_add", in_place)),
+                         {"residual_add_no_mutation", "residual_add_gradients"}),
+        "scaled-shortcut-ignored": (
+            "chain_rule_grad and gradient_norms ignore alpha (x_(l+1) = x_l + F(x_l) always)",
+            s.solved(chain_rule_grad=s.filled("chain_rule_grad", s.body(
+                "chain_rule_grad", 0, ("alpha + df(x)", "1 + df(x)"), ("alpha * x + f(x)", "x + f(x)"))),
+                     gradient_norms=s.filled("gradient_norms", s.body(
+                         "gradient_norms", 0, ("alpha * x + branch(x)", "x + branch(x)")))),
+            {"chain_alpha", "norms_decay", "norms_random"}),
+        "hard-coded-example": ("chain_rule_grad returns 7.0 and split_gradient (5.0, 2.0), the worked example",
+                               s.solved(**hard_coded), fails_hard_coded),
+        "derivative-at-wrong-point": (
+            "chain_rule_grad evaluates every dF at x0 instead of at each block's input",
+            s.solved(chain_rule_grad=s.filled("chain_rule_grad", [
+                "grad = upstream\nfor f, df in branches:\n    grad *= alpha + df(x0)\nreturn grad"])),
+            {"chain_many_blocks", "chain_alpha"}),
+        "pre-post-swapped": ("TransformerBlock computes Post-LN for norm='pre' and Pre-LN for norm='post'",
+                             s.solved(transformer_block=s.filled("transformer_block", s.body(
+                                 "transformer_block", 1, ('if self.norm == "pre":', 'if self.norm == "post":')))),
+                             {"block_pre", "block_post", "block_pre_causal", "block_post_causal", "block_default",
+                              "block_pre_identity"}),
+        "missing-causal-mask": ("TransformerBlock ignores causal=True", s.solved(transformer_block=no_mask),
+                                fails_causal),
+        "detached-gradient": ("gradient_norms detaches the stream after every block",
+                              s.solved(gradient_norms=detached), fails_detached),
+        "crash-at-import": ("the residual_add cell imports a module that does not exist",
+                            s.solved(residual_add=s.filled("residual_add", before="import residual_helpers\n\n")),
+                            uses_residual_add),
+        "segfault-at-import": ("the chain_rule_grad cell crashes the interpreter (segmentation fault) when run",
+                               s.solved(chain_rule_grad=s.filled("chain_rule_grad",
+                                                                 before="import ctypes\nctypes.string_at(0)\n\n")),
+                               {"chain_one_block", "chain_many_blocks", "chain_alpha", "chain_empty"}),
+        "exits-at-import": ("the residual_stream_norms cell calls sys.exit() before its def",
+                            s.solved(residual_stream_norms=s.filled("residual_stream_norms",
+                                                                    before="import sys\nsys.exit('done')\n\n")),
+                            {"stream_norms"}),
+        "infinite-loop": ("split_gradient never returns (while True)",
+                          s.solved(split_gradient=s.filled("split_gradient", ["while True:\n    pass"])),
+                          {"split"}),
+        "invalid-json": ("a notebook file cut off in the middle: not valid JSON", invalid, every),
+        "wrong-answers": ("silent broadcasting, hard-coded example, detached gradient and no causal mask",
+                          s.solved(**wrong), fails_wrong),
+        "checker-cheat": ("the wrong answers of wrong-answers.ipynb, plus a cell that makes torch.allclose, "
+                          "torch.equal, torch.testing.assert_close, numpy.allclose and numpy.testing always pass",
+                          s.solved(**{**wrong, "residual_add": variants.CHEAT + broadcasting}), fails_wrong),
+        "always-equal": ("every function returns an object that equals anything and claims to be a Tensor",
+                         s.solved(**always_equal),
+                         # Part 5 is the reference's: its tests that need no Part 1 function still pass
+                         # (its ProjectionShortcut answers too: ffn_layers and residual_structure call it by name)
+                         every - {"block_parts", "block_bad_norm", "plain_structure", "plain_forward",
+                                  "train_updates", "deep_plain_stalls", "grad_norms_values"}),
+        "locked-cells-deleted": ("the reference solution with every locked code cell (imports, checks, demos) "
+                                 "deleted", s.notebook({l: s.filled(l) for p in PARTS for l in PARTS[p]}, locked),
+                                 set()),
+        "missing-solution-cell": ("the reference solution with the residual_stream_norms cell deleted",
+                                  s.notebook({l: s.filled(l) for p in PARTS for l in PARTS[p]},
+                                             lambda c: c["metadata"].get("nbgrader", {}).get("grade_id")
+                                             == "residual_stream_norms"), {"stream_norms"}),
+        "reads-solutions": ("stubs, plus code that looks for solutions/ on the grading machine and runs it",
+                            s.notebook({"residual_stream_norms": s.filled("residual_stream_norms", [
+                                "raise NotImplementedError()"], after=variants.READ_SOLUTIONS)}), every),
+        "ffn-default-expansion-2": (
+            "ResidualFFN's expansion defaults to 2, not 4 (TransformerBlock passes expansion=4 itself)",
+            s.solved(residual_ffn=edit(s.filled("residual_ffn"), "expansion: int = 4", "expansion: int = 2"),
+                     transformer_block=s.filled("transformer_block", s.body("transformer_block", 0, (
+                         "ResidualFFN(d_model, d_model).ffn", "ResidualFFN(d_model, d_model, expansion=4).ffn")))),
+            {"ffn_layers"}),
+        # written before Part 5 existed: parts 1 to 4 right, Part 5 not started
+        "honest-a": ("a correct solution of parts 1 to 4 written without the reference: other names, calls and "
+                     "order; Part 5 not started", independent["honest-a"], part[5]),
+        "honest-b": ("another independent correct solution of parts 1 to 4, in a third style; Part 5 not started",
+                     independent["honest-b"], part[5]),
+        "copied-honest-a": ("honest-a byte for byte, handed in by another student", independent["honest-a"],
+                            part[5]),
+        "renamed-honest-a": ("honest-a with its local names renamed and two cells swapped",
+                             near_copy, part[5]),
+        **part5_samples(s),
+    }
+
+
+def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, set[str]]]:
+    """Forgeries of the child's reports, each next to its honest twin (TWINS)."""
+    # a forgery's cell holds the tests of the parts whose child loads it
+    in_add = s.trusting("residual_add")
+    in_block = s.trusting("transformer_block")
+    detached = s.body("residual_add", 0, ("return x + fx", "return (x + fx).detach()"))
+    # a detached residual_add also starves Part 5's deep residual stacks of their shortcut gradient, by a
+    # seed-dependent margin: these two leave Part 5 as handed out, so their scores stay exact
+    part5 = s.checks(5)
+    upto4 = (1, 2, 3, 4)
+    # detached residual_add after a forgery of its gradients, in the same cell
+    forged_add = lambda before: s.solved(upto4, residual_add=s.filled("residual_add", detached, before=before.lstrip()))
+    forged_add_fails = {"residual_add_gradients"} | part5 | in_add
+    # residual_add refusing different shapes with another exception than ValueError
+    raising = lambda error, before="": s.filled("residual_add", s.body("residual_add", 0, (
+        "raise ValueError(", f"raise {error}(")), before=before)
+    fails_broadcasting = set(BROADCASTING)
+    oracle = lambda table: {"chain_rule_grad": table + variants.ORACLE_CHAIN, "split_gradient": variants.ORACLE_SPLIT}
+    return {
+        "detached-residual-add": ("residual_add returns (x + fx).detach(): no gradient reaches x or fx",
+                                  s.solved(upto4, residual_add=s.filled("residual_add", detached)),
+                                  {"residual_add_gradients"} | part5),
+        "forged-mutation-report": ("in-place residual_add, with the probe patched (through sys.modules) to report "
+                                   "the inputs unchanged", s.solved(residual_add=s.filled(
+                                       "residual_add", in_place, before=variants.FORGED_MUTATION.lstrip())),
+                                   {"residual_add_no_mutation", "residual_add_gradients"} | in_add),
+        "forged-gradients-report": ("detached residual_add, with the probe's gradients (reached as "
+                                    "torch.sys.modules) replaced by the right ones",
+                                    forged_add(variants.FORGED_GRADIENTS), forged_add_fails),
+        **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced; the probe reached by "
+                             f"{name.replace('-', ' ')}", forged_add(source), forged_add_fails)
+           for name, source in variants.REACHES.items()},
+        **{f"reach-{name}": (f"detached residual_add, with the probe's gradient reads answered by a torch function "
+                             f"mode ({name.replace('-', ' ')})", forged_add(source), forged_add_fails)
+           for name, source in variants.MODES.items()},
+        "refuses-with-runtime-error": ("residual_add refuses different shapes with a RuntimeError, not a ValueError",
+                                       s.solved(residual_add=raising("RuntimeError")), fails_broadcasting),
+        **{f"claims-{name}": (f"refuses-with-runtime-error, its RuntimeError's class, built by {how}, saying "
+                              "(__class__) that it is a ValueError",
+                              s.solved(residual_add=raising("ShapeError", source)), fails_broadcasting)
+           for name, (how, source) in variants.ERROR_CLASSES.items()},
+        "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
+                                "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),
+                                {"block_parts"}),
+        "hides-encoder-layer": ("the wrapped nn.TransformerEncoderLayer stored with object.__setattr__, so that "
+                                "named_modules() never shows it",
+                                s.solved(transformer_block=variants.HIDES_ENCODER.lstrip()), {"block_parts"} | in_block),
+        "forged-structure-report": ("the wrapped nn.TransformerEncoderLayer, with the probe's structure report "
+                                    "patched (through __import__) to leave it out",
+                                    s.solved(transformer_block=variants.FORGED_STRUCTURE.lstrip()),
+                                    {"block_parts"} | in_block),
+        "oracle-fallback": ("chain_rule_grad returns upstream and split_gradient (upstream, 0.0): guesses",
+                            s.solved(**oracle("_SEEN, _SPLIT = {}, {}\n")),
+                            {"chain_one_block", "chain_many_blocks", "chain_alpha", "split"}),
+        "oracle-table": ("the guesses of oracle-fallback, after a table of inputs and expected values copied from "
+                         "earlier feedback", s.solved(**oracle(variants.ORACLE_TABLE.lstrip())),
+                         {"chain_one_block", "chain_many_blocks", "chain_alpha", "split"}),
+    }
+
+
+def part5_samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
+    """Part 5's misconceptions, each a notebook otherwise equal to the reference."""
+    block = lambda index, *edits: s.filled("residual_mlp", s.body("residual_mlp", index, *edits))
+    forward = "return residual_add(self.alpha * self.shortcut(x), self.branch_scale * self.ffn(self.ln(x)))"
+    optim = lambda old, new: s.filled("train", [edit(variants.TORCH_OPTIM_TRAIN, old, new)])
+    return {
+        "part5-shortcut-missing": (
+            "residual_mlp's blocks return branch_scale * ffn(ln(x)) only: the shortcut is never added",
+            s.solved(residual_mlp=block(1, (forward, "return self.branch_scale * self.ffn(self.ln(x))"))),
+            {"residual_forward", "residual_scaled", "residual_zero_init", "deep_residual_trains"}),
+        "part5-alpha-on-the-branch": (
+            "residual_mlp multiplies the branch by alpha * branch_scale and leaves the shortcut unscaled",
+            s.solved(residual_mlp=block(1, (forward, "return residual_add(self.shortcut(x), "
+                                                     "self.alpha * self.branch_scale * self.ffn(self.ln(x)))"))),
+            {"residual_scaled"}),
+        "part5-no-projection": (
+            "residual_mlp's first block, which changes the width, has no shortcut (a PlainBlock)",
+            s.solved(residual_mlp=block(2, (
+                "blocks = [ResidualBlock(d_in if l == 0 else width, width, alpha, branch_scale) for l in range(depth)]",
+                "blocks = [PlainBlock(d_in, width)] + [ResidualBlock(width, width, alpha, branch_scale)\n"
+                "                                      for _ in range(depth - 1)]"))),
+            {"residual_structure", "residual_forward", "residual_scaled", "residual_zero_init"}),
+        "part5-projection-everywhere": (
+            "residual_mlp's blocks all project the shortcut, also where the width stays the same",
+            s.solved(residual_mlp=block(0, ("self.shortcut = ProjectionShortcut(d_in, d_out)",
+                                            "self.shortcut = ProjectionShortcut(d_in, d_out)\n"
+                                            "self.shortcut.proj = nn.Linear(d_in, d_out, bias=False)"))),
+            {"residual_structure", "deep_residual_trains"}),
+        "part5-plain-no-final-ln": (
+            "plain_mlp leaves out the final LayerNorm: the head follows the last block",
+            s.solved(plain_mlp=s.filled("plain_mlp", s.body("plain_mlp", 2, (
+                "return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))",
+                "return nn.Sequential(*blocks, nn.Linear(width, d_out))")))),
+            {"plain_structure"}),
+        "part5-step-forgotten": (
+            "train uses torch.optim.SGD but never calls opt.step()",
+            s.solved(train=optim("    opt.step()\n", "")),
+            {"train_updates", "train_lowers_loss", "deep_residual_trains", "deep_plain_stalls"}),
+        "part5-zero-grad-forgotten": (
+            "train uses torch.optim.SGD but never calls opt.zero_grad(): gradients pile up",
+            s.solved(train=optim("    opt.zero_grad()\n", "")),
+            {"train_updates", "train_lowers_loss", "deep_residual_trains", "deep_plain_stalls"}),
+        "part5-grad-norms-reversed": (
+            "grad_norms returns its entries from x_depth down to x_0",
+            s.solved(grad_norms=s.filled("grad_norms", s.body("grad_norms", 0, (
+                "return [g.norm().item() for g in grads]", "return [g.norm().item() for g in grads][::-1]")))),
+            {"grad_norms_values"}),
+    }
+
+
+def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple[str, object, set[str]]]:
+    """Answers that pass a test which measures less than it claims, each next to its honest twin (TWINS):
+    train that never steps (part5-step-forgotten) plus a memorising forward or NaN parameters, and the
+    detached gradient_norms (detached-gradient) plus alpha ** (L - l) written down."""
+    no_step = edit(variants.TORCH_OPTIM_TRAIN, "    opt.step()\n", "")
+    train = lambda extra: s.filled("train", [edit(no_step, "return losses", extra.lstrip() + "return losses")])
+    norms = lambda extra: s.filled("gradient_norms", [extra.lstrip() + detached_norms[0], *detached_norms[1:]])
+    fails_train = {"train_updates", "train_lowers_loss", "deep_residual_trains", "deep_plain_stalls"}
+    fails_norms = {"norms_decay", "norms_depth_100", "norms_random", "norms_plain"}
+    return {
+        "memorises-training-set": ("train never steps, and hooks the model's forward to answer train's own X "
+                                   "with 30 * one_hot(y)", s.solved(train=train(variants.MEMORISE_WHOLE)), fails_train),
+        "memorises-training-rows": ("train never steps, and hooks the model's forward to answer each row it saw "
+                                    "with its label", s.solved(train=train(variants.MEMORISE_ROWS)), fails_train),
+        "nan-after-training": ("train never steps, then fills every parameter with NaN",
+                               s.solved(train=train(variants.NAN_FILL)), fails_train),
+        "nan-data-after-training": ("train never steps, then multiplies every parameter's .data by NaN",
+                                    s.solved(train=train(variants.NAN_DATA)), fails_train),
+        "norms-alpha-power": ("gradient_norms detaches the stream, and with a shortcut returns alpha ** (L - l)",
+                              s.solved(gradient_norms=norms(variants.ALPHA_POWER)), fails_norms),
+        "norms-alpha-power-zero-branches": (
+            "gradient_norms detaches the stream, and returns alpha ** (L - l) when every branch returns zeros",
+            s.solved(gradient_norms=norms(variants.ALPHA_POWER_ZERO_BRANCHES)), fails_norms),
+    }
+
+
+def structure_forgeries(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
+    """A square projection in ProjectionShortcut (eye-projection), and two forgeries that leave it out of
+    nn.Module.named_modules, which the structure report once listed modules and counted parameters with."""
+    eye = [variants.EYE_PROJECTION.lstrip(), s.bodies["projection_shortcut"][1]]
+    cell = s.filled("projection_shortcut", eye)
+    method = edit(cell, "    def forward(", textwrap.indent(variants.HIDING_METHOD.lstrip(), "    ") + "    def forward(")
+    fails = {"shortcut_identity", "residual_structure"}
+    return {
+        "eye-projection": ("ProjectionShortcut(d, d) is a bias-free Linear set to the identity: parameters where "
+                           "there should be none", s.solved(projection_shortcut=cell), fails),
+        "hides-projection-method": ("eye-projection, with a named_modules method that leaves the square projection out",
+                                    s.solved(projection_shortcut=method), fails),
+        "hides-projection-assigned": ("eye-projection, with ProjectionShortcut.named_modules assigned a function that "
+                                      "lists the square projection nowhere",
+                                      s.solved(projection_shortcut=cell + variants.HIDING_ASSIGNMENT), fails),
+    }
+
