@@ -35,7 +35,7 @@ def texts() -> list[tuple[str, str]]:
 
 EXTENSIONS = (".py", ".md", ".toml", ".ipynb", ".json", ".jsonl", ".csv", ".sh", ".txt")
 # Words that stand for a name the reader fills in (solutions/NAME/NAME.ipynb, dist/report/ASSIGNMENT/).
-PLACEHOLDERS = {"NAME", "NAME_WITH_UNDERSCORES", "ASSIGNMENT", "A", "N", "NNN", "STUDENT", "ID", "PID", "OUT",
+PLACEHOLDERS = {"NAME", "MODULE", "ASSIGNMENT", "A", "N", "NNN", "STUDENT", "ID", "PID", "OUT",
                 "FOLDER", "DIR", "ROOT", "TREE", "USER"}
 # Written by the project's commands, never committed: make setup (.venv/), make release, demo, gradescope,
 # report and answers (dist/), a semester's nbgrader folders (instructor/).

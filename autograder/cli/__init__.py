@@ -1,5 +1,6 @@
 """python -m autograder COMMAND: the instructor's command line.
 
+    new          scaffold a new assignment, graded end to end as it stands
     release      regenerate assignments/ from solutions/ and write dist/student/
     grade        grade notebooks against the hidden suites, out of kernel
     autograde    grade a collected class in parallel and record it with nbgrader
@@ -25,7 +26,7 @@ from .. import course as course_mod
 from ..course import CourseError
 
 COMMANDS = {   # command: the module of this package that defines it (add_parser, run)
-    "release": "release", "grade": "grade", "autograde": "autograde", "review": "review",
+    "new": "new", "release": "release", "grade": "grade", "autograde": "autograde", "review": "review",
     "roster": "canvas", "canvas-zip": "canvas", "demo": "demo", "report": "report",
     "gradescope": "gradescope", "gradescope-run": "gradescope", "answers": "answers",
 }
