@@ -145,7 +145,7 @@ def test_public_tests_catch_the_mistake(sample, tmp_path):
     (tmp_path / f"{NAME}.ipynb").write_bytes((ROOT / "submissions" / NAME / f"{sample}.ipynb").read_bytes())
     for name in ("test_public.py", "contract.toml", "rules.toml"):     # the student's folder, as released
         (tmp_path / name).write_bytes((ROOT / "assignments" / NAME / name).read_bytes())
-    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p nbtest -q\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p nbtest.plugin -q\n")
     results = public_results(tmp_path, tmp_path)
     failed = {name for name, (outcome, _) in results.items() if outcome == "failure"}
     assert failed == PUBLIC_CATCHES[sample], results
