@@ -30,8 +30,9 @@ $(READY): pyproject.toml
 demo: $(READY)
 	$(BIN)/python -m autograder demo
 
-# One pytest-xdist worker per core, each module's tests in one worker, handed out in tests/conftest.py's
-# order (xdist's own puts the modules with the most tests first, whatever they take).
+# pytest-xdist, one and a half workers per core (tests/conftest.py says why), each module's tests in one
+# worker, handed out in tests/conftest.py's order (xdist's own puts the modules with the most tests first,
+# whatever they take).
 PYTEST := $(BIN)/python -m pytest -n auto --dist loadscope --no-loadscope-reorder
 
 test: $(READY)
