@@ -21,6 +21,7 @@ COURSE_FILE = Path(os.environ.get("COURSE_FILE") or ROOT / "course.toml")   # an
 SOLUTIONS = ROOT / "solutions"
 LMS_KINDS = ("canvas", "gradescope")
 VISIBILITIES = ("visible", "after_published")   # when Gradescope shows students the hidden tests' entries
+MISSING_SCORES = ("blank", "zero")               # a non-submitter in the Canvas CSV: left blank, or 0
 LATE_POLICIES = ("late_per_day", "none")         # Gradescope: late_per_day off per started day after its due date
 WITHOUT_CUDA = ("redistribute", "skip")
 DTYPES = ("float16", "bfloat16", "float32")
@@ -118,6 +119,7 @@ class Lms:
     kind: str
     canvas_course_id: int
     gradescope: Gradescope = Gradescope()
+    missing: str = "blank"     # a non-submitter's Canvas grade: "blank" (Canvas keeps "excused") or "zero"
 
     def visibility(self, assignment: Assignment) -> str:
         """Gradescope visibility of an assignment's hidden-test entries."""
@@ -271,7 +273,7 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
     if workers < 0:
         raise grading.error("workers", f"expected a whole number >= 0 (0 = by the cores), got {workers}")
     lms = top.sub("lms")
-    lms.only("kind", "canvas_course_id", "gradescope")
+    lms.only("kind", "canvas_course_id", "gradescope", "missing")
     kind = lms.get("kind", str, "a string")
     if kind not in LMS_KINDS:
         raise lms.error("kind", f"expected one of {', '.join(LMS_KINDS)}, got {kind!r}")
@@ -308,7 +310,8 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
                         workers=workers,
                         submission_budget_s=budget_s, max_cell_kb=max_cell_kb),
         lms=Lms(kind=kind, canvas_course_id=lms.get("canvas_course_id", int, "a whole number"),
-                gradescope=_gradescope(lms.sub("gradescope")) if "gradescope" in lms.table else Gradescope()),
+                gradescope=_gradescope(lms.sub("gradescope")) if "gradescope" in lms.table else Gradescope(),
+                missing=_choice(lms, "missing", MISSING_SCORES) if "missing" in lms.table else Lms.missing),
         assignments=assignments,
         report=_report(top.sub("report")) if "report" in top.table else Report(),
     )

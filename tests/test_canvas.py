@@ -13,6 +13,7 @@ from nbgrader.api import Gradebook
 
 from autograder.demo import fake_canvas
 from autograder.lms.canvas import collect, export
+from autograder.lms.canvas.plugins import FINAL
 from autograder.lms.canvas import roster as rosters
 from autograder.course import ROOT
 from helpers import COURSE
@@ -248,9 +249,9 @@ def test_build_bulk_download_names_files_as_canvas(tmp_path):
 
 # --- through nbgrader -------------------------------------------------------------------
 
-def nbgrader(root: Path, db_url: str, *args: str) -> subprocess.CompletedProcess:
+def nbgrader(root: Path, db_url: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run nbgrader from the repository (so nbgrader_config.py applies) with root/instructor as its working area."""
-    env = {**os.environ, "COURSE_INSTRUCTOR_DIR": str(root / "instructor")}
+    env = {**os.environ, "COURSE_INSTRUCTOR_DIR": str(root / "instructor"), **(env or {})}
     return subprocess.run([sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.db_url={db_url}"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
@@ -292,10 +293,14 @@ def test_zip_collect_and_export_through_nbgrader(tmp_path, db_url):
         gb.add_assignment(ASSIGNMENT)
     out = tmp_path / "canvas.csv"
     proc = nbgrader(tmp_path, db_url, "export", f"--to={out}")
+    assert proc.returncode == 1 and not out.exists()
+    assert (f"{ASSIGNMENT}: collected but not autograded: Abara, Chidi (51001), Müller, Tobias (51002), "
+            f"Dubois, Amélie (51003); run `python -m autograder autograde {ASSIGNMENT}`") in proc.stderr
+    proc = nbgrader(tmp_path, db_url, "export", f"--to={out}", FINAL)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines[0] == "Student,ID,SIS User ID,SIS Login ID,Section,Residual Connections (73101)"
-    assert [line.rsplit(",", 1)[1] for line in lines[2:]] == ["0"] * 5
+    assert [line.rsplit(",", 1)[1] for line in lines[2:]] == [""] * 5
     assert "collected but not autograded" in proc.stdout + proc.stderr
 
 
@@ -327,16 +332,20 @@ def test_export_grades_exact_csv(tmp_path, db_url):
         "Points Possible,,,,,100\n"
         '"Abara, Chidi",51001,S1,cabara,Section A,80.5\n'
         '"Müller, Tobias",51002,S2,tmuller,Section B,70\n'
-        '"Dubois, Amélie",51003,S3,adubois,Section A,0\n'
+        '"Dubois, Amélie",51003,S3,adubois,Section A,\n'
         '"Eze, Ngozi",51004,S4,neze,Section B,0\n'
         '"Fischer, Jonas",51005,S5,jfischer,Section A,15.25\n')
     assert notes == [f"{ASSIGNMENT}: graded in nbgrader but not in the Canvas roster, so not exported: 59999",
-                     f"{ASSIGNMENT}: MISSING, exported as 0: Dubois, Amélie (51003)",
+                     f"{ASSIGNMENT}: MISSING, exported blank: Dubois, Amélie (51003)",
                      f"{ASSIGNMENT}: LATE in Canvas: Müller, Tobias (51002)",
                      f"{ASSIGNMENT}: late penalty taken off (course.toml late_per_day): Müller, Tobias (51002) -5"]
     with Gradebook(db_url) as gb:
         dest, _ = export.export_grades(gb, tmp_path / "one.csv", students=["51005"])
     assert dest.read_text(encoding="utf-8").splitlines()[2:] == ['"Fischer, Jonas",51005,S5,jfischer,Section A,15.25']
+    with Gradebook(db_url) as gb:   # course.toml [lms] missing = "zero"
+        dest, notes = export.export_grades(gb, tmp_path / "zero.csv", students=["51003"], missing="zero")
+    assert dest.read_text(encoding="utf-8").splitlines()[2:] == ['"Dubois, Amélie",51003,S3,adubois,Section A,0']
+    assert f"{ASSIGNMENT}: MISSING, exported as 0: Dubois, Amélie (51003)" in notes
 
 
 def test_collection_record_is_json_beside_the_gradebook(tmp_path, db_url):
@@ -344,3 +353,80 @@ def test_collection_record_is_json_beside_the_gradebook(tmp_path, db_url):
     path = collect.save_collection(db_url, ASSIGNMENT, collect.Collection({}, []), ["x: not collected"])
     assert json.loads(path.read_text())["problems"] == ["x: not collected"]
     assert path.parent == tmp_path / "instructor" / "canvas"
+
+
+# --- the export refuses while grading is pending ---------------------------------------------
+
+def graded_class(tmp_path: Path, db_url: str) -> None:
+    """Abara (51001) fully graded, Müller (51002) with a written answer not graded; the other three missing."""
+    rosters.import_roster(write_roster(tmp_path / "export.csv"), db_url, (ASSIGNMENT,))
+    with Gradebook(db_url) as gb:
+        gb.add_assignment(ASSIGNMENT)
+        gb.add_notebook(ASSIGNMENT, ASSIGNMENT)
+        gb.add_grade_cell("auto", ASSIGNMENT, ASSIGNMENT, max_score=75, cell_type="code")
+        gb.add_grade_cell("written", ASSIGNMENT, ASSIGNMENT, max_score=25, cell_type="markdown")
+        for student, manual in [("51001", 20.0), ("51002", None)]:
+            gb.add_submission(ASSIGNMENT, student)
+            auto = gb.find_grade("auto", ASSIGNMENT, ASSIGNMENT, student)
+            auto.auto_score, auto.needs_manual_grade = 50.0, False
+            written = gb.find_grade("written", ASSIGNMENT, ASSIGNMENT, student)
+            written.manual_score, written.needs_manual_grade = manual, manual is None
+        gb.db.commit()
+
+
+def hold_tests(tmp_path: Path, db_url: str, student: str) -> None:
+    """student's submitted notebook (the release) flagged in the class's results store, waiting for a decision."""
+    from autograder.core.extract import Template
+    from autograder.course import SOLUTIONS
+    from autograder.nbgrading.autograde import store_path
+    from autograder.results.result import Result, held_entry
+    from autograder.results.store import Store
+    notebook = tmp_path / "instructor" / "submitted" / student / ASSIGNMENT / NOTEBOOK
+    notebook.parent.mkdir(parents=True)
+    shutil.copy(ROOT / "assignments" / ASSIGNMENT / NOTEBOOK, notebook)
+    key = Template(COURSE.assignment(ASSIGNMENT).notebook_path(SOLUTIONS)).key(notebook)
+    store = Store(store_path(db_url, ASSIGNMENT), ASSIGNMENT)
+    store.put(key, Result(ASSIGNMENT, 1, [held_entry("residual_add leaves its inputs unchanged", 1, 6, "held")],
+                          code_key=key, review=("import sys",)))
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+def test_export_refuses_while_grading_is_pending_unless_final(tmp_path, db_url):
+    graded_class(tmp_path, db_url)
+    hold_tests(tmp_path, db_url, "51001")
+    previous = tmp_path / "instructor" / "canvas" / "grades.csv"
+    previous.write_text("the previous export\n", encoding="utf-8")
+    proc = nbgrader(tmp_path, db_url, "export")
+    assert proc.returncode == 1
+    said = proc.stdout + proc.stderr
+    assert (f"{ASSIGNMENT}: manual grades pending for 1 students (1 cells): Müller, Tobias (51002); "
+            "grade them in formgrader") in said
+    assert (f"{ASSIGNMENT}: 1 flagged submissions wait for a review decision (6 points held): Abara, Chidi (51001); "
+            f"decide with `python -m autograder review {ASSIGNMENT}`") in said
+    assert f"nbgrader export {FINAL}" in said
+    assert previous.read_text(encoding="utf-8") == "the previous export\n"
+
+    proc = nbgrader(tmp_path, db_url, "export", FINAL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = previous.read_text(encoding="utf-8").splitlines()[2:]
+    assert [row.rsplit(",", 1)[1] for row in rows] == ["70", "50", "", "", ""]
+    assert "exported as final" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_export_missing_zero_and_a_bad_value_from_course_toml(tmp_path, db_url):
+    graded_class(tmp_path, db_url)
+    good = (ROOT / "course.toml").read_text(encoding="utf-8")
+    course_file = tmp_path / "course.toml"
+    course_file.write_text(good.replace('missing = "blank"', 'missing = "zero"'), encoding="utf-8")
+    proc = nbgrader(tmp_path, db_url, "export", FINAL, env={"COURSE_FILE": str(course_file)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = (tmp_path / "instructor" / "canvas" / "grades.csv").read_text(encoding="utf-8").splitlines()[2:]
+    assert [row.rsplit(",", 1)[1] for row in rows] == ["70", "50", "0", "0", "0"]
+    course_file.write_text(good.replace('missing = "blank"', 'missing = "excused"'), encoding="utf-8")
+    proc = nbgrader(tmp_path, db_url, "export", FINAL, env={"COURSE_FILE": str(course_file)})
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if "lms.missing" in line]
+    assert len(errors) == 1 and "expected one of blank, zero, got 'excused'" in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -40,6 +40,8 @@ def test_loads_the_repository_course():
     (lambda s: s.replace("late_per_day = 5", "late_per_day = -1", 1), "late_per_day", "points >= 0"),
     (lambda s: s.replace('visibility = "after_published"', 'visibility = "hidden"'), "lms.gradescope.visibility",
      "expected one of visible, after_published, got 'hidden'"),
+    (lambda s: s.replace('missing = "blank"', 'missing = "excused"'), "lms.missing",
+     "expected one of blank, zero, got 'excused'"),
     (lambda s: s.replace('late = "late_per_day"', 'late = "zero"'), "lms.gradescope.late",
      "expected one of late_per_day, none"),
     (lambda s: s.replace(RC, RC + 'gradescope = { visibility = "soon" }\n'),

@@ -28,6 +28,7 @@ import pytest
 from autograder import suites
 from autograder.core.sandbox import BACKSTOP
 from autograder.course import COURSE_FILE, ROOT
+from autograder.lms.canvas.plugins import FINAL
 from hostile import corpus
 from hostile.corpus import Case
 
@@ -378,9 +379,9 @@ def totals(instructor) -> dict[str, float]:
 
 
 def exported(instructor, env) -> dict[str, str]:
-    """{Canvas ID: grade} from `nbgrader export` (the Canvas CSV)."""
+    """{Canvas ID: grade} from `nbgrader export` as final (the Canvas CSV; written answers are not graded)."""
     import csv
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", "export", "--log-level=WARN"], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "export", FINAL, "--log-level=WARN"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.reader((instructor / "canvas" / "grades.csv").open(encoding="utf-8")))

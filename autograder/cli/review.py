@@ -12,7 +12,8 @@ from ..results.result import count
 NOTE = ("--release gives a held test the points its check earned; --confirm keeps them at 0. Either is recorded "
         "in the class's results store, for the code the student submitted (a new submission waits for a new "
         "decision), then nbgrader autograde and feedback are run again for that student from the kept results "
-        "(nothing is regraded) and the Canvas CSV is exported again.")
+        "(nothing is regraded) and the Canvas CSV is exported again, unless grading is still pending "
+        "(nbgrader export says what).")
 
 FILE_NOTE = ("With --results FILE (a store written by `grade --out FILE`) the queue is that store's: submissions are "
              "named by their file, the decision is a line of FILE, and `grade` and `report --results FILE` read "
@@ -77,7 +78,7 @@ def run(args) -> int:
         print(f"gradebook and feedback updated for {', '.join(s for s, _ in decided)}")
         proc = nbgrader("export", "--log-level=WARN", capture=True, check=False)
         print("Canvas CSV exported again (nbgrader export)" if proc.returncode == 0 else
-              f"nbgrader export failed; run it yourself once the roster is imported:\n{proc.stdout}{proc.stderr}")
+              f"Canvas CSV not exported again (nbgrader export):\n{proc.stdout}{proc.stderr}".rstrip())
     except NbgraderError as e:
         print(f"error: the decision is recorded, but {e}; run `nbgrader autograde {args.assignment} --force`",
               file=sys.stderr)

@@ -13,17 +13,21 @@ from .collect import load_collection
 from .roster import FIELDS, ROSTER_COLUMNS, Roster, RosterStudent, canvas_dir, load_roster
 
 
+MISSING = {"blank": "blank", "zero": "as 0"}   # course.toml [lms] missing: how the notes say it
+
+
 def score_text(value: float) -> str:
     """A score as Canvas shows it: at most two decimals, no trailing zeros."""
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def export_grades(gb: Gradebook, dest: str | Path | None = None,
-                  assignments=(), students=()) -> tuple[Path, list[str]]:
+                  assignments=(), students=(), missing: str = "blank") -> tuple[Path, list[str]]:
     """Write the CSV Canvas's gradebook import takes; return it and notes for the instructor.
 
-    One row per roster student (a missing submission scores 0 and is named in the notes, since
-    Canvas would take any extra column for a new assignment); one column per assignment, headed
+    One row per roster student (a missing submission is left blank, so that Canvas keeps an
+    "excused", or 0 when missing is "zero" (course.toml [lms] missing), and is named in the notes,
+    since Canvas would take any extra column for a new assignment); one column per assignment, headed
     "Title (canvas id)" when the imported export had that assignment, else its name (Canvas then
     matches an assignment of that exact title or creates one); a "Points Possible" row.
     Score = nbgrader's total (auto + manual) less any late penalty nbgrader computed.
@@ -41,7 +45,8 @@ def export_grades(gb: Gradebook, dest: str | Path | None = None,
         submissions = gb.assignment_submissions(a.name)
         scores[a.name] = {s.student.id: max(0.0, s.score - (s.late_submission_penalty or 0.0)) for s in submissions}
         penalties = {s.student.id: s.late_submission_penalty for s in submissions if s.late_submission_penalty}
-        notes += _assignment_notes(a.name, roster, rows, scores[a.name], penalties, load_collection(url, a.name))
+        notes += _assignment_notes(a.name, roster, rows, scores[a.name], penalties, load_collection(url, a.name),
+                                   MISSING[missing])
     dest.parent.mkdir(parents=True, exist_ok=True)
     with dest.open("w", newline="", encoding="utf-8") as f:
         out = csv.writer(f, lineterminator="\n")
@@ -50,12 +55,13 @@ def export_grades(gb: Gradebook, dest: str | Path | None = None,
                       *(score_text(a.max_score or 0.0) for a in chosen)])
         for s in rows:
             out.writerow([*(getattr(s, field) for field in FIELDS.values()),
-                          *(score_text(scores[a.name].get(s.id, 0.0)) for a in chosen)])
+                          *(score_text(scores[a.name][s.id]) if s.id in scores[a.name] else
+                            "0" * (missing == "zero") for a in chosen)])
     return dest, notes
 
 
 def _assignment_notes(assignment: str, roster: Roster, rows: list[RosterStudent], scores: dict,
-                      penalties: dict[str, float], record: dict) -> list[str]:
+                      penalties: dict[str, float], record: dict, exported: str) -> list[str]:
     def names(students):
         return ", ".join(f"{s.name} ({s.id})" for s in students)
     collected = record["students"]
@@ -67,9 +73,9 @@ def _assignment_notes(assignment: str, roster: Roster, rows: list[RosterStudent]
     unusable = [s for s in missing if any(f"_{s.id}_" in p for p in record.get("problems", []))]
     if unusable:
         notes.append(f"{assignment}: uploaded nothing usable (the collection's problems say why), "
-                     f"exported as 0: {names(unusable)}")
+                     f"exported {exported}: {names(unusable)}")
     if missing := [s for s in missing if s not in unusable]:
-        notes.append(f"{assignment}: MISSING, exported as 0: {names(missing)}")
+        notes.append(f"{assignment}: MISSING, exported {exported}: {names(missing)}")
     if not_graded := [s for s in missing if s.id in collected]:
         notes.append(f"{assignment}: collected but not autograded (run `nbgrader autograde {assignment}`): "
                      f"{names(not_graded)}")

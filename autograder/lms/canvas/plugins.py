@@ -11,12 +11,16 @@ import os
 from pathlib import Path
 
 from nbgrader.plugins import ExportPlugin, ExtractorPlugin, FileNameCollectorPlugin
+from traitlets import Bool
 
 from ... import course as course_mod
 from ...course import CourseError
 from .collect import extract_archives, plan_collection, save_collection
 from .export import export_grades
+from .pending import find_pending
 from .roster import CanvasError, load_roster
+
+FINAL = "--CanvasExportPlugin.final=True"   # nbgrader export's option that exports with grading pending
 
 
 @functools.lru_cache(maxsize=1)
@@ -77,13 +81,34 @@ class CanvasCollectorPlugin(FileNameCollectorPlugin):
 
 
 class CanvasExportPlugin(ExportPlugin):
-    """Write the CSV Canvas's gradebook import takes (default: canvas/grades.csv beside the gradebook)."""
+    """Write the CSV Canvas's gradebook import takes (default: canvas/grades.csv beside the gradebook).
+
+    It refuses, writing nothing (the previous CSV stays), while an exported assignment has manual
+    grades pending, flagged submissions waiting for a review decision or collected submissions not
+    autograded; `final` exports anyway.
+    """
+
+    final = Bool(False, help="Export even while grading is pending (manual grades, review decisions, "
+                             "submissions not autograded)").tag(config=True)
 
     def export(self, gradebook) -> None:
         try:
-            dest, notes = export_grades(gradebook, self.to or None, self.assignment, self.student)
-        except CanvasError as e:
+            if not self.final and (pending := self._pending(gradebook)):
+                self.parent.fail("Canvas CSV not exported (the previous one, if any, stays): grading is pending\n  "
+                                 + "\n  ".join(pending) + f"\nfinish it, or export anyway: nbgrader export {FINAL}")
+            dest, notes = export_grades(gradebook, self.to or None, self.assignment, self.student,
+                                        missing=_course().lms.missing)
+        except (CanvasError, CourseError) as e:
             self.parent.fail(str(e))
         for note in notes:
             self.log.warning(note)
+        if self.final:
+            self.log.warning("exported as final (%s): pending grading exported as it stands", FINAL)
         self.log.info("Canvas gradebook CSV: %s (Canvas: Grades > Import)", dest)
+
+    def _pending(self, gradebook) -> list[str]:
+        """What is pending in the assignments exported, a line each kind (pending.Pending.lines)."""
+        names = {s.id: s.name for s in load_roster(self.parent.coursedir.db_url).students}
+        chosen = [a.name for a in gradebook.assignments if not self.assignment or a.name in self.assignment]
+        return [line for name in chosen if name in _course().assignments
+                for line in find_pending(gradebook, _course(), name, self.parent.coursedir).lines(names)]
