@@ -68,6 +68,21 @@ def test_canvas_csv_has_the_expected_score_for_every_roster_student(area):
     assert no_submission and all(body[cid][5] == "" for cid in no_submission)   # blank: Canvas keeps "excused"
 
 
+def test_status_of_the_demo_class_says_what_blocks_its_export(area, monkeypatch):
+    instructor, _ = area
+    monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(instructor))
+    proc = cli("status", demo.ASSIGNMENT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1] == f"roster: {len(read_roster(demo.ROSTER).students)} students"
+    assert lines[3].startswith("late: 1: ") and lines[3].endswith("1 day 2 h late")   # 26 hours late
+    assert lines[5].startswith("manual grades pending: ") and not lines[5].startswith("manual grades pending: 0")
+    assert lines[6].startswith("held tests waiting for review: ") and "python -m autograder review" in lines[6]
+    # the sample roster's column says 100, the written answers make it 135: status names the difference
+    assert lines[7].startswith("points possible: 135, but Canvas's column 'Residual Connections (73101)' says 100")
+    assert lines[9].startswith("export: blocked")
+
+
 def test_cheating_in_the_kernel_gains_nothing(area):
     """checker-cheat patches every comparison helper on top of wrong-answers: the same score."""
     assert EXPECTED["checker-cheat.ipynb"]["score"] == EXPECTED["wrong-answers.ipynb"]["score"]

@@ -1,4 +1,5 @@
 """Canvas in and out: roster import, bulk-download names and collection, gradebook CSV export."""
+import datetime as dt
 import json
 import os
 import shutil
@@ -16,7 +17,8 @@ from autograder.lms.canvas import collect, export
 from autograder.lms.canvas.plugins import FINAL
 from autograder.lms.canvas import roster as rosters
 from autograder.course import ROOT
-from helpers import COURSE
+from autograder.core import seeds
+from helpers import COURSE, cli
 from autograder.nbgrading.run import tools_path
 
 ASSIGNMENT = "residual-connections"
@@ -155,7 +157,7 @@ def test_import_roster_into_gradebook(tmp_path, db_url):
                         "51004": ("Ngozi", "Eze"), "51005": ("Jonas", "Fischer")}
     stored = rosters.load_roster(db_url)
     assert stored.students == roster.students and stored.column(ASSIGNMENT) == "Residual Connections (73101)"
-    assert stored.column("fused-add-norm") == "fused-add-norm"
+    assert stored.column("fused-add-norm") == "fused-add-norm" and stored.points == {ASSIGNMENT: 100.0}
     assert (tmp_path / "instructor" / "canvas" / "roster.json").is_file()
 
 
@@ -430,3 +432,43 @@ def test_export_missing_zero_and_a_bad_value_from_course_toml(tmp_path, db_url):
     errors = [line for line in proc.stderr.splitlines() if "lms.missing" in line]
     assert len(errors) == 1 and "expected one of blank, zero, got 'excused'" in errors[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+def test_status_of_a_small_class(tmp_path, db_url, monkeypatch):
+    graded_class(tmp_path, db_url)
+    hold_tests(tmp_path, db_url, "51001")
+    late = collect.parse_filename("mullertobias_LATE_51002_700001_residual-connections.ipynb")
+    on_time = collect.parse_filename("eze_51004_700002_residual-connections.ipynb")
+    collect.save_collection(db_url, ASSIGNMENT, collect.Collection({"51002": late, "51004": on_time}, []), [])
+    with Gradebook(db_url) as gb:   # 51002 uploaded 26 hours after the deadline
+        gb.find_assignment(ASSIGNMENT).duedate = DEADLINE.replace(tzinfo=None)
+        gb.find_submission(ASSIGNMENT, "51002").timestamp = DEADLINE.replace(tzinfo=None) + dt.timedelta(hours=26)
+        gb.db.commit()
+    monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(tmp_path / "instructor"))
+    proc = cli("status", ASSIGNMENT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    fingerprint = seeds.secret_id(seeds.read_secret())
+    assert lines[:10] == [
+        f"{ASSIGNMENT} in {tmp_path / 'instructor'}",
+        "roster: 5 students",
+        "submitted: 3; missing: 2: Dubois, Amélie (51003), Fischer, Jonas (51005)",
+        "late: 1: Müller, Tobias (51002) 1 day 2 h late",
+        "autograded: 2 of 3; not yet: Eze, Ngozi (51004)",
+        "manual grades pending: 1 students, 1 cells: Müller, Tobias (51002)",
+        f"held tests waiting for review: 1 submissions, 6 points: Abara, Chidi (51001) "
+        f"(python -m autograder review {ASSIGNMENT})",
+        "points possible: 100, as Canvas's column 'Residual Connections (73101)' says",
+        f"course secret: fingerprint {fingerprint} (from {seeds.ENV})",
+        "export: blocked, `nbgrader export` refuses until these are done (or it is told it is final):"]
+    assert len(lines) == 13 and "Eze, Ngozi (51004); run `python -m autograder autograde" in lines[-1]
+
+
+def test_status_names_points_possible_that_differ_from_canvas():
+    from autograder.cli.status import possible_line
+    assert possible_line(135.0, 100.0, "Residual Connections (73101)") == (
+        "points possible: 135, but Canvas's column 'Residual Connections (73101)' says 100: "
+        "change one before importing the CSV")
+    assert possible_line(100.0, None, "residual-connections").endswith("the Canvas export gave none for "
+                                                                       "'residual-connections'")

@@ -5,9 +5,9 @@
 
 Students are keyed by their Canvas user ID (the export's "ID" column, the number in
 every bulk-download file name). What nbgrader's gradebook has no field for (SIS User
-ID, SIS Login ID, Section, Canvas's assignment columns) and what a collection found
-(late files, files not collected) live as JSON in a `canvas/` folder beside the
-SQLite gradebook.
+ID, SIS Login ID, Section, Canvas's assignment columns and their Points Possible) and
+what a collection found (late files, files not collected) live as JSON in a `canvas/`
+folder beside the SQLite gradebook.
 """
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ class Roster:
     students: list[RosterStudent]
     columns: dict[str, str]            # course assignment -> Canvas's header for it, "Title (id)"
     problems: list[str] = dataclasses.field(default_factory=list)  # rows not imported, one message each
+    points: dict[str, float] = dataclasses.field(default_factory=dict)  # course assignment -> its Points Possible
 
     @property
     def ids(self) -> set[str]:
@@ -103,8 +104,11 @@ def read_roster(path: str | Path, assignments: tuple[str, ...] = ()) -> Roster:
         raise CanvasError(f"{path}: missing column{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}; "
                           f"a Canvas gradebook export starts with {', '.join(ROSTER_COLUMNS)}")
     at = {c: header.index(c) for c in ROSTER_COLUMNS}
-    students, problems, seen = [], [], {}
+    columns = _assignment_columns(header, assignments)
+    students, problems, seen, points = [], [], {}, {}
     for number, row in enumerate(rows, start=2):
+        if row and "Points Possible" in row[0]:
+            points = _points_possible(header, row, columns)
         problem = _row_problem(row, at, seen)
         if problem == "skip":
             continue
@@ -114,7 +118,19 @@ def read_roster(path: str | Path, assignments: tuple[str, ...] = ()) -> Roster:
         student = RosterStudent(**{field: row[at[c]].strip() for c, field in FIELDS.items()})
         seen[student.id] = number
         students.append(student)
-    return Roster(students, _assignment_columns(header, assignments), problems)
+    return Roster(students, columns, problems, points)
+
+
+def _points_possible(header: list[str], row: list[str], columns: dict[str, str]) -> dict[str, float]:
+    """{course assignment: points} from Canvas's "Points Possible" row, for the columns that give a number."""
+    cells = dict(zip(header, (cell.strip() for cell in row)))
+    points = {}
+    for assignment, column in columns.items():
+        try:
+            points[assignment] = float(cells.get(column, ""))
+        except ValueError:
+            continue
+    return points
 
 
 def _row_problem(row: list[str], at: dict[str, int], seen: dict[str, int]) -> str | None:
@@ -177,7 +193,7 @@ def import_roster(path: str | Path, db_url: str, assignments: tuple[str, ...], c
         for s in roster.students:
             gb.update_or_create_student(s.id, first_name=s.first_name, last_name=s.last_name)
     write_json(folder / "roster.json",
-                {"source": str(path), "columns": roster.columns,
+                {"source": str(path), "columns": roster.columns, "points_possible": roster.points,
                  "students": [dataclasses.asdict(s) for s in roster.students]})
     return roster
 
@@ -189,4 +205,6 @@ def load_roster(db_url) -> Roster:
         raise CanvasError(f"no Canvas roster at {path}: run `python -m autograder roster EXPORT.csv` "
                           "with the course's Canvas gradebook export first")
     data = json.loads(path.read_text(encoding="utf-8"))
-    return Roster([RosterStudent(**s) for s in data["students"]], data["columns"])
+    # a roster imported before Points Possible was kept has none: status then says the export gave none
+    return Roster([RosterStudent(**s) for s in data["students"]], data["columns"],
+                  points=data.get("points_possible", {}))
