@@ -169,6 +169,7 @@ def test_review_releases_and_confirms_held_points_through_gradebook_feedback_and
         assert f"0 of their {held[student]:g} points now" in listed
     assert listed.splitlines()[-1].startswith(f"review: {waiting} submissions of {demo.ASSIGNMENT} wait")
 
+    report = demo.class_report(COURSE, copy)                       # the class report, refreshed by a decision
     done = review("--release", released, "--confirm", confirmed, "--note", "looked at the notebook")
     assert f"{released}: released after an instructor's review: the {held[released]:g} points" in done
     assert "Canvas CSV exported again" in done
@@ -182,6 +183,11 @@ def test_review_releases_and_confirms_held_points_through_gradebook_feedback_and
                           (confirmed, "confirmed after an instructor's review")):
         page, = (copy / "feedback" / student / demo.ASSIGNMENT).glob("*.html")
         assert line in visible_text(page.read_text(encoding="utf-8"))
+    assert f"class report written again: {report}" in done
+    scores = {r["student"]: r for r in csv.DictReader((report.parent / "students.csv").open(encoding="utf-8"))}
+    reported = {s: next(row for name, row in scores.items() if name.endswith(f"({s})")) for s in want}
+    assert {s: float(row["score"]) for s, row in reported.items()} == want
+    assert "confirmed" in reported[confirmed]["listed_apart"] and "held" not in reported[released]["listed_apart"]
     kept = [json.loads(line) for line in (copy / "grading" / f"{demo.ASSIGNMENT}.jsonl").read_text().splitlines()]
     assert {(d["student"], d["decision"]) for d in kept if "decision" in d} == {(released, "release"),
                                                                                 (confirmed, "confirm")}
