@@ -41,7 +41,7 @@ c.Autograde.autograde_preprocessors = [
 # (autograder/nbgrading/sanitize.py: nbgrader's feedback template renders them itself, so
 # HTMLExporter.sanitize_html alone misses them), and nbconvert's sanitizer cleans HTML outputs
 # and drops JavaScript ones: no student's script reaches a browser.
-c.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades",
+c.GenerateFeedback.preprocessors = ["autograder.nbgrading.feedback.GradesWithPending",
                                     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
                                     "autograder.nbgrading.sanitize.SanitizeMarkdown",
                                     "nbconvert.preprocessors.sanitize.SanitizeHTML"]
@@ -51,6 +51,12 @@ from autograder.nbgrading.sanitize import ATTRIBUTES, TAGS  # noqa: E402 (the sa
 c.SanitizeHTML.tags = TAGS
 c.SanitizeHTML.attributes = ATTRIBUTES
 c.HTMLExporter.sanitize_html = True
+# A written answer not graded yet says so, and the total counts its points apart rather than as lost
+# (autograder/nbgrading/feedback.py: GradesWithPending above marks them; its template extends nbgrader's).
+from autograder.nbgrading import feedback  # noqa: E402
+c.HTMLExporter.template_name = feedback.TEMPLATE
+c.HTMLExporter.template_file = feedback.TEMPLATE_FILE
+c.HTMLExporter.extra_template_basedirs = feedback.TEMPLATE_DIRS
 
 # Late uploads lose course.toml's late_per_day points per started day after the deadline, which
 # `python -m autograder autograde` records as the assignment's due date (Canvas upload times

@@ -126,6 +126,39 @@ def test_feedback_shows_results_but_no_hidden_tests_or_solutions(area):
         assert [l for l in answers if l in text and l not in submitted] == [], page
 
 
+def test_feedback_says_a_written_answer_is_not_graded_yet_until_a_grader_scores_it(area, tmp_path, monkeypatch):
+    """On a copy of the demo class: before hand grading, feedback names a written answer "not graded yet" with
+    its points and the total counts them apart ("N of M so far"); once a grade is given through nbgrader's
+    Gradebook, the page shows that score and the plain total."""
+    instructor, _ = area
+    copy = tmp_path / "instructor"
+    shutil.copytree(instructor, copy)
+    monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(copy))
+    with Gradebook(db_url(copy)) as gb:
+        ungraded = {s.student.id: {g.name: g.max_score for g in s.notebooks[0].grades
+                                   if g.auto_score is None and g.manual_score is None}
+                    for s in gb.assignment_submissions(demo.ASSIGNMENT)}
+    student, cells = next((s, cells) for s, cells in sorted(ungraded.items()) if cells)
+    points = sum(cells.values())
+
+    def page() -> str:
+        nbgrader("generate_feedback", demo.ASSIGNMENT, "--student", student, "--force", "--log-level=WARN")
+        found, = (copy / "feedback" / student / demo.ASSIGNMENT).glob("*.html")
+        return " ".join(visible_text(found.read_text(encoding="utf-8")).split())
+
+    pending = page()
+    assert all(f"Written response: not graded yet ({p:g} points)" in pending for p in cells.values())
+    assert f"{points:g} points of written answers not graded yet" in pending and " so far;" in pending
+    assert pending.count("Written response: not graded yet") == len(cells)   # an unanswered one is 0, as scored
+    with Gradebook(db_url(copy)) as gb:
+        for cell, p in cells.items():
+            gb.find_grade(cell, demo.ASSIGNMENT, demo.ASSIGNMENT, student).manual_score = p - 1
+        gb.db.commit()
+    graded = page()
+    assert all(f"Written response (Score: {p - 1:.1f} / {p:.1f})" in graded for p in cells.values())
+    assert "not graded yet" not in graded and "(Score: " in graded
+
+
 def test_review_releases_and_confirms_held_points_through_gradebook_feedback_and_canvas(area, tmp_path, monkeypatch):
     """On a copy of the graded demo class: `review` lists the forged samples with their quoted lines and held
     points; --release gives the points back in the gradebook, the feedback and the Canvas CSV, --confirm keeps
@@ -155,6 +188,7 @@ def test_review_releases_and_confirms_held_points_through_gradebook_feedback_and
         assert f"0 of their {held[student]:g} points now" in listed
     assert listed.splitlines()[-1].startswith(f"review: {waiting} submissions of {demo.ASSIGNMENT} wait")
 
+    report = demo.class_report(COURSE, copy)                       # the class report, refreshed by a decision
     done = review("--release", released, "--confirm", confirmed, "--note", "looked at the notebook")
     assert f"{released}: released after an instructor's review: the {held[released]:g} points" in done
     # the demo's written answers are not graded yet: the CSV is not exported again until told it is final
@@ -170,6 +204,11 @@ def test_review_releases_and_confirms_held_points_through_gradebook_feedback_and
                           (confirmed, "confirmed after an instructor's review")):
         page, = (copy / "feedback" / student / demo.ASSIGNMENT).glob("*.html")
         assert line in visible_text(page.read_text(encoding="utf-8"))
+    assert f"class report written again: {report}" in done
+    scores = {r["student"]: r for r in csv.DictReader((report.parent / "students.csv").open(encoding="utf-8"))}
+    reported = {s: next(row for name, row in scores.items() if name.endswith(f"({s})")) for s in want}
+    assert {s: float(row["score"]) for s, row in reported.items()} == want
+    assert "confirmed" in reported[confirmed]["listed_apart"] and "held" not in reported[released]["listed_apart"]
     kept = [json.loads(line) for line in (copy / "grading" / f"{demo.ASSIGNMENT}.jsonl").read_text().splitlines()]
     assert {(d["student"], d["decision"]) for d in kept if "decision" in d} == {(released, "release"),
                                                                                 (confirmed, "confirm")}

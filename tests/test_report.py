@@ -137,8 +137,9 @@ def test_copies_are_listed_and_no_honest_pair_is(graded):
 def test_page_is_offline_and_shows_no_hidden_or_solution_code(graded):
     out, students = graded
     page = (out / "report.html").read_text(encoding="utf-8")
-    for remote in ("http://", "https://", "//cdn", "<script", "<link", "@import", "url(", "src='http", 'src="http'):
+    for remote in ("http://", "https://", "//cdn", "<script src", "<link", "@import", "url(", "src='http", 'src="http'):
         assert remote not in page.lower(), remote
+    assert page.count("<script>") == 1 and "fetch(" not in page and "XMLHttpRequest" not in page   # the sorter alone
     assert re.findall(r"src='([^']*)'", page) and all(s.startswith("data:image/png;base64,")
                                                      for s in re.findall(r"src='([^']*)'", page))
     secret = {line.strip() for hidden in hidden_sources(ASSIGNMENT) for line in hidden.splitlines()
@@ -207,3 +208,57 @@ def test_each_student_has_a_view_with_their_written_answers(graded):
     assert "∂L/∂x_0" in (out / links["full-marks"]).read_text(encoding="utf-8")         # math as text
     assert re.search(r"<td><a href='students/\d+\.html'>partly-right</a></td><td class=n>[\d.]+ / \d+</td>"
                      r"<td class=n>2 of 4</td>", page)
+
+
+def test_similar_submissions_are_grouped_into_clusters(graded):
+    """The copies of honest-a are one cluster of three, listed once with its strongest pair (the byte copy)."""
+    out, _ = graded
+    page = (out / "report.html").read_text(encoding="utf-8")
+    clusters = page[page.index("<h3>Clusters</h3>"):page.index("<h3>Every pair listed</h3>")]
+    assert "copied-honest-a; honest-a; renamed-honest-a" in clusters
+    row = next(r for r in clusters.split("<tr>") if "copied-honest-a; honest-a" in r)
+    assert "copied-honest-a ~ honest-a" in html.unescape(row)
+
+
+def test_tables_sort_in_the_page(graded):
+    out, _ = graded
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert page.count("<table class=sortable>") >= 4 and "table.sortable" in page[page.index("<script>"):]
+
+
+def test_roster_names_students_and_lists_who_did_not_submit(graded, tmp_path):
+    """With a Canvas roster, each student is "Last, First (ID)", and a roster student with nothing collected
+    is listed as not submitted, in the page and in students.csv."""
+    from autograder.lms.canvas.roster import Roster, RosterStudent
+    from autograder.report.classlist import with_roster
+    _, students = graded
+    roster = Roster([RosterStudent("Okafor, Ada", "full-marks", "", "", ""),
+                     RosterStudent("Zhou, Wei", "51999", "", "", "")], {})
+    named = with_roster(students, roster)
+    write_report(COURSE, ASSIGNMENT, named, tmp_path / "out")
+    listed = {r["student"]: r for r in rows(tmp_path / "out" / "students.csv")}
+    assert listed["Okafor, Ada (full-marks)"]["score"] == "100"
+    assert listed["Zhou, Wei (51999)"]["listed_apart"] == "did not submit"
+    assert len(listed) == len(students) + 1
+    page = html.unescape((tmp_path / "out" / "report.html").read_text(encoding="utf-8"))
+    assert "1 on the roster did not submit" in page and "Zhou, Wei (51999)" in page[page.index("Did not submit"):]
+
+
+def test_review_decisions_show_as_decided(graded, tmp_path):
+    """A confirmed held test is listed as confirmed, not as waiting; a released one is passed, not listed apart."""
+    from autograder.report.summary import summarise
+    _, students = graded
+    held = [s for s in students if s.result.held_points]
+    assert len(held) >= 2
+    confirmed, released = held[0], held[1]
+    decided = [replace(s, result=s.result.decided("confirm")) if s is confirmed else
+               replace(s, result=s.result.decided("release")) if s is released else s for s in students]
+    apart = summarise(decided).apart
+    assert "confirmed" in apart[confirmed.name] and "held" not in apart[confirmed.name]
+    assert "held" not in apart.get(released.name, {}) and "confirmed" not in apart.get(released.name, {})
+
+
+def test_the_class_report_is_written_in_the_instructor_folder(monkeypatch, tmp_path):
+    from autograder.report.classlist import class_report_dir
+    monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(tmp_path / "class"))
+    assert class_report_dir(ASSIGNMENT) == tmp_path / "class" / "report" / ASSIGNMENT

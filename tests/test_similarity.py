@@ -162,3 +162,13 @@ def test_regions_show_each_students_own_lines_and_mark_the_matched_ones(edit):
     for side in marked:
         assert "out = torch.add(x, fx)" in marked[side]
         assert not set(marked[side]) & set(NO_OPS)        # an inserted no-op matches nothing
+
+
+def test_pairs_that_share_a_student_are_one_cluster():
+    """Connected components of the listed pairs: a-b and b-c make one cluster of three, d-e another."""
+    Pair = similarity.Pair
+    pairs = [Pair("b", "c", 0.6, 0.5, 55, ""), Pair("d", "e", 0.8, 0.7, 60, ""), Pair("a", "b", 0.9, 0.9, 80, "")]
+    found = similarity.clusters(pairs)
+    assert [c.members for c in found] == [["a", "b", "c"], ["d", "e"]]
+    assert [(c.strongest.a, c.strongest.b, c.pairs) for c in found] == [("a", "b", 2), ("d", "e", 1)]
+    assert similarity.clusters([]) == []

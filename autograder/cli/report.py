@@ -1,13 +1,14 @@
-"""python -m autograder report ASSIGNMENT: the class report, from kept results, in dist/report/ASSIGNMENT/."""
+"""python -m autograder report ASSIGNMENT: the class report, from kept results, in the instructor folder's
+report/ASSIGNMENT/ (COURSE_INSTRUCTOR_DIR moves it, as it moves the gradebook)."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 from ..core.extract import Template
-from ..course import ROOT, SOLUTIONS
+from ..course import SOLUTIONS
 from ..report.build import write_report
-from ..report.classlist import from_class, from_folder, from_store
+from ..report.classlist import class_report_dir, from_class, from_folder, from_store
 from ..results.render import review_summary
 from ..results.store import Store, StoreError
 
@@ -20,14 +21,16 @@ def add_parser(commands) -> None:
     p.add_argument("--results", type=Path, help="a results store written by `grade --out FILE`")
     p.add_argument("--notebooks", type=Path, help="the folder of graded notebooks, one NAME.ipynb per student "
                                                   "(default: the files the store names)")
-    p.add_argument("--out", type=Path, help="where to write (default: dist/report/ASSIGNMENT/)")
+    p.add_argument("--out", type=Path, help="where to write (default: the instructor folder's report/ASSIGNMENT/; "
+                                           "with --results, report/ASSIGNMENT/ beside FILE)")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     a = args.course.assignment(args.assignment)
     template = Template(a.notebook_path(SOLUTIONS))
-    out = args.out or ROOT / "dist" / "report" / args.assignment
+    out = args.out or (args.results.parent / "report" / args.assignment if args.results else
+                       class_report_dir(args.assignment))
     try:
         if args.results is not None:
             if not args.results.is_file():

@@ -12,8 +12,9 @@ from ..results.result import count
 NOTE = ("--release gives a held test the points its check earned; --confirm keeps them at 0. Either is recorded "
         "in the class's results store, for the code the student submitted (a new submission waits for a new "
         "decision), then nbgrader autograde and feedback are run again for that student from the kept results "
-        "(nothing is regraded) and the Canvas CSV is exported again, unless grading is still pending "
-        "(nbgrader export says what).")
+        "(nothing is regraded), the Canvas CSV is exported again unless grading is still pending (nbgrader "
+        "export says what), and the class report is written again where one is (the instructor folder's "
+        "report/ASSIGNMENT/).")
 
 FILE_NOTE = ("With --results FILE (a store written by `grade --out FILE`) the queue is that store's: submissions are "
              "named by their file, the decision is a line of FILE, and `grade` and `report --results FILE` read "
@@ -79,12 +80,24 @@ def run(args) -> int:
         proc = nbgrader("export", "--log-level=WARN", capture=True, check=False)
         print("Canvas CSV exported again (nbgrader export)" if proc.returncode == 0 else
               f"Canvas CSV not exported again (nbgrader export):\n{proc.stdout}{proc.stderr}".rstrip())
+        refresh_report(args.course, args.assignment)
     except NbgraderError as e:
         print(f"error: the decision is recorded, but {e}; run `nbgrader autograde {args.assignment} --force`",
               file=sys.stderr)
         return 1
     print(queue.summary())
     return 0
+
+
+def refresh_report(course, assignment: str) -> None:
+    """The class report written again with the decisions, where one was written (report/ASSIGNMENT/ in the
+    instructor folder; one written elsewhere with --out is the instructor's to write again)."""
+    from ..report.build import write_report
+    from ..report.classlist import class_report_dir, from_class
+    out = class_report_dir(assignment)
+    if (out / "report.html").is_file():
+        write_report(course, assignment, from_class(course, assignment), out)
+        print(f"class report written again: {out / 'report.html'}")
 
 
 def listing(queue, names: dict[str, str]) -> str:

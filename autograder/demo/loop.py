@@ -3,8 +3,8 @@
 A Canvas roster and a Canvas bulk download (built from submissions/) go through the
 same steps an instructor runs: import the roster, nbgrader zip_collect, autograde
 out of kernel (in parallel), nbgrader generate_feedback, nbgrader export to Canvas's
-gradebook CSV. Everything is written to dist/demo-class/, never to instructor/; the class
-report (what to reteach, similar submissions) to dist/report/residual-connections/.
+gradebook CSV. Everything is written to dist/demo-class/, never to instructor/, the class
+report (what to reteach, similar submissions) too: dist/demo-class/report/residual-connections/.
 """
 from __future__ import annotations
 
@@ -26,14 +26,13 @@ from ..nbgrading.classrun import register
 from ..nbgrading.review import ClassQueue
 from ..nbgrading.run import NbgraderError, nbgrader, nbgrader_config
 from ..report.build import write_report
-from ..report.classlist import from_class
+from ..report.classlist import class_report_dir, from_class
 from .fake_canvas import build_bulk_download, pair_uploads
 
 ASSIGNMENT = "residual-connections"
 SAMPLES = ROOT / "submissions" / ASSIGNMENT
 ROSTER = ROOT / "submissions" / "roster.csv"
 AREA = ROOT / "dist" / "demo-class"
-REPORT = ROOT / "dist" / "report" / ASSIGNMENT
 # The class, in roster order; the roster's last student submits nothing.
 # copied-honest-a and renamed-honest-a are copies of honest-a, for the report's similarity check;
 # the two forged-* samples hold tests for an instructor's review (python -m autograder review).
@@ -71,9 +70,10 @@ def review_line(course: Course, area: Path = AREA) -> str:
             f"\n  COURSE_INSTRUCTOR_DIR={os.path.relpath(area, ROOT)}{secret} python -m autograder review {ASSIGNMENT}")
 
 
-def class_report(course: Course, area: Path = AREA, out: Path = REPORT) -> Path:
-    """The class report of the class graded in `area`; returns report.html's path."""
+def class_report(course: Course, area: Path = AREA) -> Path:
+    """The class report of the class graded in `area`, in its report/ASSIGNMENT/; returns report.html's path."""
     with _instructor_dir(area):
+        out = class_report_dir(ASSIGNMENT)
         write_report(course, ASSIGNMENT, from_class(course, ASSIGNMENT), out)
     return out / "report.html"
 

@@ -1,6 +1,6 @@
 """The class report: what a graded class misunderstood, and which submissions look alike.
 
-    python -m autograder report ASSIGNMENT     # -> dist/report/ASSIGNMENT/report.html, CSVs, PNGs
+    python -m autograder report ASSIGNMENT     # -> instructor/report/ASSIGNMENT/report.html, CSVs, PNGs
 
 classlist.py reads the kept results (a results store) and the notebooks they came from;
 summary.py counts per test, per misconception and per part; similarity.py compares the

@@ -1,6 +1,7 @@
-"""Write a class's report: dist/report/ASSIGNMENT/ with report.html, CSVs, PNG charts, pairs/ and students/.
+"""Write a class's report: report.html, CSVs, PNG charts, pairs/ and students/ (instructor/report/ASSIGNMENT/
+for a class, classlist.class_report_dir).
 
-    out = write_report(course, "residual-connections", students, Path("dist/report/residual-connections"))
+    out = write_report(course, "residual-connections", students, class_report_dir("residual-connections"))
 """
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def write_report(course: Course, assignment: str, students: list[Student], out: 
                 f"nothing. {len(codes)} notebooks compared.")
     page.write_csvs(s, listed, out)
     (out / "report.html").write_text(page.report_html(assignment, s, suites.misconceptions(assignment), pngs,
-                                                      listed, views, settings, mine, results_file),
+                                                      listed, views, settings, mine, results_file,
+                                                      similarity.clusters(listed)),
                                      encoding="utf-8")
     end = time.perf_counter()
     return {"summary": summarised - start, "similarity": compared - summarised, "total": end - start}

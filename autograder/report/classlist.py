@@ -3,7 +3,9 @@
     students = from_folder(store, template, Path("submissions/residual-connections"))   # NAME.ipynb
     students = from_nbgrader(store, template, Path("submitted"), "residual-connections", deadline)
     students = from_store(store)                         # the store's own submission paths
-    students = from_class(course, "residual-connections")  # what `python -m autograder autograde` graded
+    students = from_class(course, "residual-connections")  # what `python -m autograder autograde` graded,
+                                                         # named from the Canvas roster, non-submitters too
+    out = class_report_dir("residual-connections")       # instructor/report/ASSIGNMENT/, beside the gradebook
 
 A result is found by the key of the code the grader ran (core/extract.py), so a class graded
 by nbgrader (whose store names no files) and one graded by `grade --out` are read alike.
@@ -11,13 +13,17 @@ by nbgrader (whose store names no files) and one graded by `grade --out` are rea
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.extract import Template
 from ..course import SOLUTIONS, Course
 from ..results.result import Result
 from ..results.store import Store, StoreError
+
+if TYPE_CHECKING:
+    from ..lms.canvas.roster import Roster
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,7 @@ class Student:
     notebook: Path | None      # None where the store names a file that is gone
     result: Result | None      # None: the notebook was never graded into this store
     late: bool | None = None   # None: the upload time is not known
+    submitted: bool = True     # False: on the roster, nothing submitted
 
 
 def from_folder(store: Store, template: Template, folder: Path) -> list[Student]:
@@ -55,7 +62,9 @@ def from_store(store: Store) -> list[Student]:
 
 def from_class(course: Course, assignment: str) -> list[Student]:
     """The class nbgrader collected (its submitted/ folder) and `python -m autograder autograde` graded
-    (the results store beside the gradebook), as nbgrader_config.py places them."""
+    (the results store beside the gradebook, its review decisions applied), as nbgrader_config.py places
+    them; named from the Canvas roster with the roster's non-submitters added, where one was imported."""
+    from ..lms.canvas.roster import CanvasError, load_roster
     from ..nbgrading.autograde import store_path
     from ..nbgrading.run import nbgrader_config
     config = nbgrader_config().CourseDirectory
@@ -64,8 +73,30 @@ def from_class(course: Course, assignment: str) -> list[Student]:
         raise StoreError(f"{path}: no results yet; run `python -m autograder autograde {assignment}` first, "
                          "or give --results FILE")
     a = course.assignment(assignment)
-    return from_nbgrader(Store(path, assignment), Template(a.notebook_path(SOLUTIONS)),
-                         Path(config.submitted_directory), assignment, a.deadline)
+    students = from_nbgrader(Store(path, assignment), Template(a.notebook_path(SOLUTIONS)),
+                             Path(config.submitted_directory), assignment, a.deadline)
+    try:
+        return with_roster(students, load_roster(config.db_url))
+    except CanvasError:      # no roster imported: students stay named by their nbgrader id
+        return students
+
+
+def with_roster(students: list[Student], roster: Roster) -> list[Student]:
+    """Each student named "Last, First (ID)" where the roster knows the ID, and each roster student with
+    no submission added (submitted=False); sorted by name, so by last name."""
+    names = {s.id: f"{s.name} ({s.id})" for s in roster.students}
+    seen = {s.name for s in students}
+    named = [replace(s, name=names.get(s.name, s.name)) for s in students]
+    missing = [Student(names[s.id], None, None, submitted=False) for s in roster.students if s.id not in seen]
+    return sorted(named + missing, key=lambda s: s.name.casefold())
+
+
+def class_report_dir(assignment: str) -> Path:
+    """The class report's folder: report/ASSIGNMENT/ in the instructor folder (beside the gradebook that
+    nbgrader_config.py places, so COURSE_INSTRUCTOR_DIR moves it too)."""
+    from ..nbgrading.gradebook import beside_gradebook
+    from ..nbgrading.run import nbgrader_config
+    return beside_gradebook(nbgrader_config().CourseDirectory.db_url) / "report" / assignment
 
 
 def _late(folder: Path, deadline: dt.datetime) -> bool | None:

@@ -1,4 +1,5 @@
-"""The report's files: report.html (one page, no script, nothing fetched), CSVs and PNG charts.
+"""The report's files: report.html (one page, nothing fetched; its one inline script sorts its tables),
+CSVs and PNG charts.
 
 The page holds names, numbers, test names and the suite's misconception lines; the students'
 code appears only in the side-by-side views of similar pairs, each its own file under pairs/,
@@ -20,7 +21,7 @@ from ..kit import Misconception  # noqa: E402
 from ..nbgrading.answers import Answer, render  # noqa: E402
 from ..results.render import review_summary  # noqa: E402
 from .classlist import Student  # noqa: E402
-from .similarity import Pair  # noqa: E402
+from .similarity import Cluster, Pair  # noqa: E402
 from .summary import APART, Summary  # noqa: E402
 
 CSS = """body{font:14px/1.45 system-ui,sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#222}
@@ -29,7 +30,34 @@ text-align:left;vertical-align:top}th{background:#f4f4f4}td.n{text-align:right}.
 .note{background:#fff8e0;border-left:4px solid #e0b000;padding:.6em 1em}
 pre{font-size:12px;background:#f8f8f8;padding:.5em;overflow:auto;white-space:pre-wrap}mark{background:#ffd0d0}
 .sbs{display:grid;grid-template-columns:1fr 1fr;gap:1em}
-.answer{border-left:4px solid #4a7ab5;padding:.1em 1em;margin-bottom:2em}blockquote{margin:.5em 0}"""
+.answer{border-left:4px solid #4a7ab5;padding:.1em 1em;margin-bottom:2em}blockquote{margin:.5em 0}
+table.sortable th{cursor:pointer}table.sortable th:after{content:" \\2195";color:#aaa}"""
+
+# Click a column's header to sort its table by that column (numbers by value, "12 / 100" by its first
+# number), again to reverse. Inline, so the page works offline and fetches nothing.
+SORT = """<script>
+document.querySelectorAll('table.sortable').forEach(function (table) {
+  var head = table.rows[0];
+  Array.prototype.forEach.call(head.cells, function (th, col) {
+    th.addEventListener('click', function () {
+      var up = th.dataset.order !== 'up';
+      Array.prototype.forEach.call(head.cells, function (c) { delete c.dataset.order; });
+      th.dataset.order = up ? 'up' : 'down';
+      var key = function (row) {
+        var text = row.cells[col] ? row.cells[col].textContent.trim() : '';
+        var n = parseFloat(text);
+        return isNaN(n) ? text.toLowerCase() : n;
+      };
+      var rows = Array.prototype.slice.call(table.rows, 1).sort(function (a, b) {
+        var x = key(a), y = key(b);
+        var order = typeof x === typeof y ? (x < y ? -1 : x > y ? 1 : 0) : (typeof x === 'number' ? -1 : 1);
+        return up ? order : -order;
+      });
+      rows.forEach(function (row) { row.parentNode.appendChild(row); });
+    });
+  });
+});
+</script>"""
 
 
 def charts(s: Summary, out: Path) -> dict[str, bytes]:
@@ -82,7 +110,8 @@ def write_csvs(s: Summary, pairs: list[Pair], out: Path) -> None:
                     "listed_apart"])
         for st in s.students:
             if st.result is None:
-                w.writerow([st.name, "", "", *[""] * len(parts), _late(st.late), "", "not graded"])
+                w.writerow([st.name, "", "", *[""] * len(parts), _late(st.late), "",
+                            "not graded" if st.submitted else "did not submit"])
                 continue
             per = st.result.parts()
             mis = sorted({m for m, row in s.misconceptions.items() if m and st.name in row.students})
@@ -117,23 +146,27 @@ def pair_view(assignment: str, pair: Pair, regions: list[tuple[str, str]]) -> st
 
 def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pngs: dict[str, bytes],
                 pairs: list[Pair], views: dict[tuple[str, str], str], settings: str,
-                students: dict[str, tuple[str, int, int]] | None = None, results_file: Path | None = None) -> str:
+                students: dict[str, tuple[str, int, int]] | None = None, results_file: Path | None = None,
+                groups: list[Cluster] = ()) -> str:
     """students: name -> (its view under students/, written answers given, written questions);
-    results_file: the `grade --out` store, for the review queue's command."""
+    results_file: the `grade --out` store, for the review queue's command; groups: the pairs' clusters."""
     e = html.escape
     img = lambda name, alt: f"<img alt='{alt}' src='data:image/png;base64,{base64.b64encode(pngs[name]).decode()}'>"
     graded = [st for st in s.students if st.result is not None]
+    absent = [st.name for st in s.students if not st.submitted]
     mean = sum(s.totals) / len(s.totals) if s.totals else 0
     h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(assignment)}: class report</title>"
          f"<style>{CSS}</style></head><body><h1>{e(assignment)}: class report</h1>",
-         f"<p>{len(s.students)} submissions, {len(graded)} graded; mean {mean:.1f} of {s.max_score} automatic "
-         "points. The same numbers are in tests.csv and students.csv.</p>",
+         f"<p>{len(s.students) - len(absent)} submissions, {len(graded)} graded"
+         f"{f'; {len(absent)} on the roster did not submit' if absent else ''}; mean {mean:.1f} of {s.max_score} "
+         "automatic points. The same numbers are in tests.csv and students.csv. Click a column's header to sort "
+         "its table.</p>",
          "<h2>Scores</h2>", img("total.png", "histogram of total scores"), img("parts.png", "histograms per part")]
     if students:
         h.append(student_list(s, students))
 
     h.append("<h2>What to reteach</h2><p>Each misconception the hidden tests' failures named, ordered by the points it "
-             "cost the class.</p><table><tr><th>misconception</th><th>students</th><th>points lost</th>"
+             "cost the class.</p><table class=sortable><tr><th>misconception</th><th>students</th><th>points lost</th>"
              "<th>taught in</th><th>who</th></tr>")
     for mid, row in s.by_points_lost():
         m = table.get(mid) if mid else None
@@ -144,7 +177,7 @@ def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pn
     h.append("</table>")
 
     h.append("<h2>Hidden tests</h2>" + img("tests.png", "pass rate per test") +
-             "<table><tr><th>part</th><th>test</th><th>passed</th><th>pass rate</th><th>failed by</th></tr>")
+             "<table class=sortable><tr><th>part</th><th>test</th><th>passed</th><th>pass rate</th><th>failed by</th></tr>")
     for name, r in s.tests.items():
         h.append(f"<tr><td class=n>{r.part}</td><td>{e(name)}</td><td class=n>{r.passed}/{r.graded}</td>"
                  f"<td class=n>{r.pass_rate:.0%}</td><td class=who>{e(', '.join(r.failed_by))}</td></tr>")
@@ -152,14 +185,16 @@ def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pn
 
     h.append("<h2>Crashes, hangs, stubs and unreadable notebooks</h2><p>Listed apart: these tests lost their points "
              "without showing a misconception; the notebook needs a look.</p>"
-             "<table><tr><th>student</th><th>what happened</th><th>tests</th></tr>")
+             "<table class=sortable><tr><th>student</th><th>what happened</th><th>tests</th></tr>")
     for name, kinds in sorted(s.apart.items()):
         for k, names in sorted(kinds.items()):
             h.append(f"<tr><td>{e(name)}</td><td>{e(APART.get(k, k))}</td><td class=n>{len(names)}</td></tr>")
     for st in s.students:
-        if st.result is None:
+        if st.result is None and st.submitted:
             h.append(f"<tr><td>{e(st.name)}</td><td>not in the results store (grade it first)</td><td></td></tr>")
     h.append("</table>")
+    if absent:
+        h.append(f"<h2>Did not submit</h2><p>On the Canvas roster, with nothing collected: {e('; '.join(absent))}</p>")
 
     late = [st.name for st in s.students if st.late]
     known = any(st.late is not None for st in s.students)
@@ -174,32 +209,52 @@ def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pn
     if not pairs:
         h.append("<p>No pair reached the threshold.</p>")
     else:
-        h.append("<table><tr><th>pair</th><th>overlap (each side)</th><th>shared fingerprints</th><th>note</th></tr>")
+        h.append(cluster_table(groups, views))
+        h.append("<h3>Every pair listed</h3><table class=sortable><tr><th>pair</th><th>overlap (each side)</th><th>shared fingerprints</th><th>note</th></tr>")
         for p in pairs:
-            view = views.get((p.a, p.b))
-            label = f"{e(p.a)} ~ {e(p.b)}"
-            link = f"<a href='{e(view)}'>{label}</a>" if view else label
-            h.append(f"<tr><td>{link}</td>"
+            h.append(f"<tr><td>{pair_link(p, views)}</td>"
                      f"<td class=n>{p.share_a:.0%} / {p.share_b:.0%}</td><td class=n>{p.shared}</td>"
                      f"<td>{e(p.identical)}</td></tr>")
         h.append("</table>")
         if len(views) < len(pairs):
             h.append(f"<p>Side-by-side views for the {len(views)} most similar pairs; every pair is in pairs.csv.</p>")
     h.append(f"<h2>Review queue</h2><p>{e(review_summary([st.result for st in graded], assignment, results_file))}</p>")
-    h.append("</body></html>")
+    h.append(SORT + "</body></html>")
     return "\n".join(h)
+
+
+def pair_link(p: Pair, views: dict[tuple[str, str], str]) -> str:
+    """"a ~ b", linked to the pair's side-by-side view where one was written."""
+    label = f"{html.escape(p.a)} ~ {html.escape(p.b)}"
+    view = views.get((p.a, p.b))
+    return f"<a href='{html.escape(view)}'>{label}</a>" if view else label
+
+
+def cluster_table(groups: list[Cluster], views: dict[tuple[str, str], str]) -> str:
+    """The students the listed pairs join, each group once with its strongest pair (linked to its view)."""
+    e = html.escape
+    rows = ["<h3>Clusters</h3><p>Students joined by the pairs below (a copy of a copy is in its original's "
+            "cluster), largest first.</p><table class=sortable><tr><th>students</th><th>members</th>"
+            "<th>pairs listed</th><th>strongest pair</th><th>overlap (each side)</th></tr>"]
+    for c in groups:
+        p = c.strongest
+        rows.append(f"<tr><td class=n>{len(c.members)}</td><td class=who>{e('; '.join(c.members))}</td>"
+                    f"<td class=n>{c.pairs}</td><td>{pair_link(p, views)}</td>"
+                    f"<td class=n>{p.share_a:.0%} / {p.share_b:.0%}</td></tr>")
+    return "".join(rows) + "</table>"
 
 
 def student_list(s: Summary, students: dict[str, tuple[str, int, int]]) -> str:
     """The table of students, each linked to their view (automatic score, written answers given)."""
     e = html.escape
     rows = ["<h2>Students</h2><p>Each student's page shows their automatic points per part and their written "
-            "answers, rendered, for grading by hand.</p><table><tr><th>student</th><th>automatic points</th>"
+            "answers, rendered, for grading by hand.</p><table class=sortable><tr><th>student</th><th>automatic points</th>"
             "<th>written answers given</th></tr>"]
     for st in s.students:
         view, given, asked = students.get(st.name, (None, 0, 0))
         name = f"<a href='{e(view)}'>{e(st.name)}</a>" if view else e(st.name)
-        score = f"{st.result.score:g} / {st.result.max_score}" if st.result else "not graded"
+        score = (f"{st.result.score:g} / {st.result.max_score}" if st.result else
+                 "not graded" if st.submitted else "did not submit")
         rows.append(f"<tr><td>{name}</td><td class=n>{score}</td><td class=n>{given} of {asked}</td></tr>")
     return "".join(rows) + "</table>"
 

@@ -3,6 +3,7 @@
     codes = {"alice": code, ...}                         # what each student wrote (solution_code)
     prints = fingerprints(codes, release_code(release))
     listed = compare(prints, 0.45, 50)                   # course.toml [report]: the pairs to look at
+    groups = clusters(listed)                            # students joined by listed pairs, largest first
     regions(prints, pair) -> [(html_a, html_b), ...]     # matched units side by side, shared lines in <mark>
 
 A notebook's fingerprints are the k-grams of K tokens of its normalised units (normalise.py),
@@ -100,6 +101,35 @@ def compare(prints: dict[str, Print], threshold: float, min_shared: int) -> list
                 "identical after normalising" if a.shape == b.shape else "")
         out.append(Pair(names[i], names[j], float(n / size[i]), float(n / size[j]), int(n), same))
     return sorted(out, key=lambda p: (-p.score, p.a, p.b))
+
+
+@dataclass(frozen=True)
+class Cluster:
+    members: list[str]   # sorted
+    strongest: Pair      # its most similar pair
+    pairs: int           # listed pairs inside it
+
+
+def clusters(pairs: list[Pair]) -> list[Cluster]:
+    """The connected components of the listed pairs (three copies of one notebook are one cluster, not three
+    pairs), largest first, then by their strongest pair."""
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = x = parent[parent[x]]
+        return x
+
+    for p in pairs:
+        parent[root(p.a)] = root(p.b)
+    inside: dict[str, list[Pair]] = {}
+    for p in pairs:
+        inside.setdefault(root(p.a), []).append(p)
+    members: dict[str, list[str]] = {}
+    for name in parent:
+        members.setdefault(root(name), []).append(name)
+    out = [Cluster(sorted(members[r]), max(ps, key=lambda p: p.score), len(ps)) for r, ps in inside.items()]
+    return sorted(out, key=lambda c: (-len(c.members), -c.strongest.score, c.members))
 
 
 def regions(prints: dict[str, Print], pair: Pair) -> list[tuple[str, str]]:

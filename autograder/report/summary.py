@@ -14,7 +14,8 @@ from .classlist import Student
 APART = {"error": "raised an exception", "not_attempted": "left as a stub", "timed_out": "timed out",
          "crashed": "crashed the grading process", "unreadable": "not a readable notebook",
          "unusable": "replied with something unusable",
-         "held": "held for an instructor's review (the checks passed; 0 until released)"}
+         "held": "held for an instructor's review (the checks passed; 0 until released)",
+         "confirmed": "held, and confirmed at 0 after an instructor's review"}
 
 
 @dataclass
@@ -54,8 +55,11 @@ class Summary:
                                                                    kv[0] or "~"))
 
 
-def kind(t: TestResult) -> str:
-    """The test's kind; a store written before kinds were kept gives passed, not_run or failed."""
+def kind(t: TestResult, decision: str | None = None) -> str:
+    """The test's kind ("confirmed": held, and the result's decision kept it at 0; a released one is passed);
+    a store written before kinds were kept gives passed, not_run or failed."""
+    if t.kind == "held" and decision == "confirm":
+        return "confirmed"
     if t.kind:
         return t.kind
     return "passed" if t.passed else "not_run" if not t.ran else "failed"
@@ -74,7 +78,7 @@ def summarise(students: list[Student]) -> Summary:
             part_max[part] = max(part_max.get(part, 0), top)
         for t in s.result.tests:
             row = tests.setdefault(t.name, TestRow(t.part, t.max_score))
-            k = kind(t)
+            k = kind(t, s.result.decision)
             if k == "not_run":
                 continue
             row.graded += 1

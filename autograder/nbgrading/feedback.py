@@ -1,0 +1,36 @@
+"""Feedback honest about what is pending, named in nbgrader_config.py: nbgrader's GetGrades, plus a mark on
+each grade cell nobody has scored yet (a written answer before hand grading), which the course's feedback
+template (templates/course_feedback/) shows as "not graded yet (N points)" and counts apart from the total.
+
+    cell.metadata.nbgrader["pending"]      True when neither the autograder nor a grader gave it a score
+    resources["nbgrader"]["pending_points"] the points of those cells: the total says "N of M so far"
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbgrader
+from nbgrader.preprocessors import GetGrades
+
+TEMPLATE = "course_feedback"        # a folder of templates/, after nbgrader's "feedback" (its conf.json)
+TEMPLATE_FILE = "pending.html.j2"   # not index.html.j2, so that it extends nbgrader's own
+# where nbconvert finds it, and nbgrader's own feedback template it extends
+TEMPLATE_DIRS = [str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"),
+                 str(Path(__file__).with_name("templates"))]
+
+
+class GradesWithPending(GetGrades):
+    """GetGrades, marking the grade cells not scored yet and summing their points."""
+
+    def preprocess(self, nb, resources):
+        resources["nbgrader"]["pending_points"] = 0.0
+        return super().preprocess(nb, resources)
+
+    def _get_score(self, cell, resources) -> None:
+        super()._get_score(cell, resources)
+        grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,
+                                          self.assignment_id, self.student_id)
+        pending = grade.auto_score is None and grade.manual_score is None
+        cell.metadata.nbgrader["pending"] = pending
+        if pending:
+            resources["nbgrader"]["pending_points"] += grade.max_score
