@@ -12,10 +12,10 @@ from autograder.demo import loop as demo
 A, B = "aa" * 32, "bb" * 32
 
 
-def command(*args: str, **env: str) -> subprocess.CompletedProcess:
-    """`python -m autograder ARGS` with the course secret's variables replaced by `env`."""
+def command(*args: str, module: str = "autograder", **env: str) -> subprocess.CompletedProcess:
+    """`python -m MODULE ARGS` with the course secret's variables replaced by `env`."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RESIDUAL_COURSE_SECRET")}
-    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=ROOT, env={**clean, **env},
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env={**clean, **env},
                           capture_output=True, text=True, timeout=600)
 
 
@@ -54,10 +54,15 @@ def test_a_class_graded_with_another_secret_is_one_line_of_advice(tmp_path):
     assert first.returncode == 0, first.stderr
     from autograder.core.seeds import secret_id
     store = instructor / "grading" / f"{demo.ASSIGNMENT}.jsonl"
-    for args in (("autograde", demo.ASSIGNMENT, "--workers", "1"), ("review", demo.ASSIGNMENT, "--confirm", "s0")):
-        other = command(*args, RESIDUAL_COURSE_SECRET=B, **where)
+    nbgrader = {"module": "nbgrader", **where}
+    for args, env in ((("autograde", demo.ASSIGNMENT, "--workers", "1"), where),
+                      (("review", demo.ASSIGNMENT, "--confirm", "s0"), where),
+                      (("autograde", demo.ASSIGNMENT, "--force", "--log-level=ERROR"), nbgrader)):
+        other = command(*args, RESIDUAL_COURSE_SECRET=B, **env)
         assert other.returncode != 0 and other.stdout == ""
         line, = other.stderr.splitlines()
         for said in (secret_id(bytes.fromhex(A)), secret_id(bytes.fromhex(B)), f"move {store} away",
                      "RESIDUAL_COURSE_SECRET_FILE"):
             assert said in line, line
+    # plain nbgrader stopped at the first student, leaving no folder that a run without --force would skip
+    assert not (instructor / "autograded" / "s0" / demo.ASSIGNMENT).exists()
