@@ -72,4 +72,7 @@ c.AssignLatePenalties.plugin_class = "autograder.nbgrading.plugins.CourseLatePen
 c.ZipCollectApp.downloaded_directory = os.path.relpath(INSTRUCTOR / "downloaded", ROOT)
 c.ZipCollectApp.extractor_plugin = "autograder.lms.canvas.plugins.CanvasExtractorPlugin"
 c.ZipCollectApp.collector_plugin = "autograder.lms.canvas.plugins.CanvasCollectorPlugin"
+# nbgrader's own lines (a "Directory not found. Creating" per student, each file parsed and copied)
+# bury the few that matter: the plugins print one line per file not taken and a summary themselves.
+c.ZipCollectApp.log_level = "ERROR"
 c.ExportApp.plugin_class = "autograder.lms.canvas.plugins.CanvasExportPlugin"

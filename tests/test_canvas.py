@@ -259,6 +259,38 @@ def nbgrader(root: Path, db_url: str, *args: str, env: dict | None = None) -> su
 
 
 @pytest.mark.slow
+def test_zip_collect_prints_each_file_not_taken_and_a_summary_only(tmp_path, db_url):
+    roster = rosters.import_roster(write_roster(tmp_path / "export.csv"), db_url, (ASSIGNMENT,))
+    notebooks = [write_notebook(tmp_path / "nbs" / f"{i}.ipynb", f"student {i}") for i in range(3)]
+    idless = json.loads(notebooks[2].read_text())       # nbformat would warn about it: not a problem
+    del idless["cells"][0]["id"]
+    notebooks[2].write_text(json.dumps(idless))
+    archive = tmp_path / "instructor" / "downloaded" / ASSIGNMENT / "archive" / "submissions.zip"
+    uploads = fake_canvas.pair_uploads(roster, notebooks, late={"51002"}, resubmitted={"51002"},
+                                       earlier=notebooks[0])
+    fake_canvas.build_bulk_download(archive, uploads, NOTEBOOK, DEADLINE)
+    with zipfile.ZipFile(archive, "a") as zf:
+        zf.writestr("abarachidi_51001_700101_notes.pdf", "%PDF-1.4")
+        zf.writestr("duboisamélie_51003_700102_answers\x1b[2J.py", "x = 1")     # a name that would clear the screen
+        zf.writestr("intruder_59999_700103_residual-connections.ipynb", nbformat.writes(nbformat.v4.new_notebook()))
+    proc = nbgrader(tmp_path, db_url, "zip_collect", ASSIGNMENT)
+    record = tmp_path / "instructor" / "canvas" / f"collected-{ASSIGNMENT}.json"
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.splitlines() == [
+        "abarachidi_51001_700101_notes.pdf: not a notebook (.ipynb); not collected",
+        "duboisamélie_51003_700102_answers\\x1b[2J.py: not a notebook (.ipynb); not collected",
+        "intruder_59999_700103_residual-connections.ipynb: Canvas ID 59999 (intruder) is not in the roster; "
+        "not collected (import a fresh Canvas gradebook export, then collect again)",
+        "müllertobias_LATE_51002_700002_residual-connections.ipynb: superseded by "
+        "müllertobias_LATE_51002_700003_residual-connections-1.ipynb, the newer upload of Canvas ID 51002; "
+        "not collected",
+        f"{ASSIGNMENT}: 3 notebooks collected for 3 of the roster's 5 students, 4 files not taken, 1 late (51002); "
+        f"recorded in {record}",
+    ]
+    assert "\x1b[2J.py" in json.loads(record.read_text())["problems"][1]    # the record keeps the name as is
+
+
+@pytest.mark.slow
 def test_zip_collect_and_export_through_nbgrader(tmp_path, db_url):
     release = tmp_path / "assignments" / ASSIGNMENT
     release.mkdir(parents=True)

@@ -1,6 +1,8 @@
 """python -m autograder autograde ASSIGNMENT: nbgrader autograde of a whole class, on every core."""
 from __future__ import annotations
 
+import sys
+
 from ..nbgrading.run import nbgrader_config
 
 
@@ -17,12 +19,17 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     from nbgrader.coursedir import CourseDirectory
 
+    from ..core.seeds import SecretError
     from ..nbgrading.classrun import autograde_class
     from ..nbgrading.review import ClassQueue
     from ..results.store import StoreError
     args.course.assignment(args.assignment)
     coursedir = CourseDirectory(config=nbgrader_config())
-    code = autograde_class(args.course, args.assignment, coursedir, args.workers, args.time_limit)
+    try:
+        code = autograde_class(args.course, args.assignment, coursedir, args.workers, args.time_limit)
+    except (StoreError, SecretError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     try:
         print(ClassQueue(args.course, args.assignment, coursedir).summary())
     except StoreError:      # nothing was graded (every notebook unreadable, or stopped at once): nothing to review

@@ -125,7 +125,7 @@ def _loop(course: Course, area: Path, workers: int | None) -> Path:
           f"{len(roster.students) - len(uploads)} did not")
 
     step("collect (nbgrader zip_collect)")
-    _nbgrader("zip_collect", ASSIGNMENT, "--force")
+    _nbgrader("zip_collect", ASSIGNMENT, "--force", log_level="ERROR")   # the plugins print what matters
 
     step("autograde out of kernel, in parallel (python -m autograder autograde)")
     command = [sys.executable, "-m", "autograder", "autograde", ASSIGNMENT]
@@ -144,9 +144,9 @@ def _loop(course: Course, area: Path, workers: int | None) -> Path:
     return canvas_dir(db_url) / "grades.csv"
 
 
-def _nbgrader(*args: str) -> None:
+def _nbgrader(*args: str, log_level: str = "WARN") -> None:
     try:
-        nbgrader(*args, "--log-level=WARN")
+        nbgrader(*args, f"--log-level={log_level}")
     except NbgraderError as e:
         raise SystemExit(str(e)) from None
 

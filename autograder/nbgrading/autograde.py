@@ -42,6 +42,11 @@ def store_path(db_url, assignment: str) -> Path:
     return beside_gradebook(db_url) / "grading" / f"{assignment}.jsonl"
 
 
+def class_store(db_url, assignment: str) -> Store:
+    """The class's results store, opened with this machine's course secret: StoreError when another graded it."""
+    return Store(store_path(db_url, assignment), assignment, secret_id=seeds.secret_id(seeds.read_secret()))
+
+
 def part_cells(source: Path) -> dict[str, dict]:
     """{grade_id: cell} of a source notebook's part grade cells."""
     nb = nbformat.read(str(source), as_version=4)
@@ -59,7 +64,7 @@ class NotebookGrading:
         source = course.assignment(assignment).notebook_path(SOLUTIONS)
         self.template = Template(source)
         self.part_cells = part_cells(source)
-        self.store = Store(store_path(db_url, assignment), assignment, secret_id=seeds.secret_id(seeds.read_secret()))
+        self.store = class_store(db_url, assignment)
         self._grader = grader
         sync_gradebook(course, assignment, db_url, self.part_cells)
 

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from ..course import SOLUTIONS, Course, CourseError
-from .autograde import part_cells, sync_gradebook
+from .autograde import class_store, part_cells, sync_gradebook
 from .gradebook import open_gradebook
 from .run import nbgrader
 
@@ -82,6 +82,8 @@ def autograde_class(course: Course, assignment: str, coursedir, workers: int | N
             if not found:
                 raise CourseError(f"no submissions of {assignment} under {coursedir.submitted_directory}/: "
                                   "collect them first (nbgrader zip_collect or nbgrader collect)")
+            # the workers would each fail on a store graded with another secret: say so once, here
+            class_store(coursedir.db_url, assignment)
             print(f"autograding {len(found)} submissions of {assignment} out of kernel, "
                   f"{min(count, len(found))} at a time", file=sys.stderr)
             register(course, assignment, coursedir.db_url)

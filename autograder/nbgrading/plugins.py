@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import atexit
 import functools
+import shutil
 
 from nbgrader.plugins import LateSubmissionPlugin
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .. import course as course_mod
+from ..core.seeds import SecretError
+from ..results.store import StoreError
 from .autograde import NotebookGrading, write_grades
 
 
@@ -40,7 +43,15 @@ class HiddenSuiteGrades(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        grading = grading_for(info["assignment"], info["db_url"])
+        try:
+            grading = grading_for(info["assignment"], info["db_url"])
+        except (StoreError, SecretError) as e:
+            # nbgrader would print a traceback for every student and keep this one's new folder, which a
+            # run without --force then skips: remove it and stop the run with the one line that says what to do
+            converter = self.parent.parent                # the exporter's: nbgrader's Autograde
+            shutil.rmtree(converter._format_dest(info["assignment"], info["student"]), ignore_errors=True)
+            self.log.error("%s", e)
+            raise SystemExit(1) from None
         result = grading.result_for(nb)
         write_grades(nb, result, grading.part_cells)
         self.log.info("%s: %s / %s automatic points from the hidden suite",

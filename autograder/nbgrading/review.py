@@ -13,12 +13,11 @@ gradebook and the feedback follow.
 """
 from __future__ import annotations
 
-from ..core import seeds
 from ..core.extract import Template
 from ..course import SOLUTIONS, Course
 from ..results.review import Queue, ReviewError
 from ..results.store import Store, StoreError
-from .autograde import store_path
+from .autograde import class_store, store_path
 from .classrun import submitted
 from .run import nbgrader
 
@@ -43,7 +42,7 @@ class ClassQueue(Queue):
         # nbgrader's autograde, which applies the decision, opens the store only with the secret it was graded
         # with: refuse here, before anything is recorded, as it would (StoreError says what to set)
         self.known(student)
-        Store(self.store.path, self.assignment, secret_id=seeds.secret_id(seeds.read_secret()))
+        class_store(self.coursedir.db_url, self.assignment)
         return super().decide(student, verdict, note)
 
     def apply(self, students: list[str]) -> None:

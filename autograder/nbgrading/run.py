@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -53,7 +54,9 @@ def unreadable(path: str | Path) -> str | None:
     reader speaks first (nbtest.read_notebook), so a file gets the same reason here as from `grade`."""
     try:
         nbtest.read_notebook(path)
-        nbformat.read(str(path), as_version=4)
+        with warnings.catch_warnings():   # nbformat's validation warnings (a cell without an id) are not reasons
+            warnings.simplefilter("ignore")
+            nbformat.read(str(path), as_version=4)
     except nbtest.NotebookError as e:
         return str(e)
     except Exception as e:  # any failure to read it is a reason not to grade it (RecursionError included)

@@ -34,6 +34,7 @@ import json
 import os
 from pathlib import Path
 
+from ..core import seeds
 from .result import VERDICTS, Result
 
 FORMAT = 2   # 1: one seed drawn per store, read as a store made with that --seed
@@ -41,6 +42,14 @@ FORMAT = 2   # 1: one seed drawn per store, read as a store made with that --see
 
 class StoreError(ValueError):
     """The file is not a results store of this assignment."""
+
+
+def _mismatch(path: Path, kept: str, current: str) -> str:
+    """One line for a store graded with the secret of fingerprint `kept` opened with `current`: what to do."""
+    return (f"{path} was graded with the course secret of fingerprint {kept}, but this machine's secret "
+            f"({seeds.source()}) has fingerprint {current}: use the secret that graded it (copy that secret file "
+            f"to {seeds.default_path()}, or set {seeds.ENV_FILE} to its path), or move {path} away to regrade "
+            "everything with this secret (`python -m autograder secret` shows each machine's fingerprint)")
 
 
 class Store:
@@ -62,8 +71,7 @@ class Store:
         self.seed = None if header.get("seed") is None else int(header["seed"])
         kept = header.get("secret_id", "")
         if self.seed is None and kept and secret_id and kept != secret_id:
-            raise StoreError(f"{self.path}: graded with the course secret {kept}, not this one ({secret_id}); set "
-                             "RESIDUAL_COURSE_SECRET_FILE to that secret, or choose another --out")
+            raise StoreError(_mismatch(self.path, kept, secret_id))
 
     def get(self, key: str) -> Result | None:
         """The result kept for this code, with the instructor's decision on it applied."""

@@ -2,6 +2,9 @@
 
     nbgrader zip_collect ASSIGNMENT   CanvasExtractorPlugin, CanvasCollectorPlugin
     nbgrader export                   CanvasExportPlugin
+
+zip_collect prints, on stdout, one line per file not taken (why) and a summary line, with file
+names made terminal-safe (collect.shown); nbgrader_config.py quiets nbgrader's own log.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from traitlets import Bool
 
 from ... import course as course_mod
 from ...course import CourseError
-from .collect import extract_archives, plan_collection, save_collection
+from .collect import extract_archives, plan_collection, save_collection, shown
 from .export import export_grades
 from .pending import find_pending
 from .roster import CanvasError, load_roster
@@ -36,15 +39,15 @@ class CanvasExtractorPlugin(ExtractorPlugin):
 
     def extract(self, archive_path: str, extracted_path: str) -> None:
         self.problems = tuple(extract_archives(Path(archive_path), Path(extracted_path)))
-        for problem in self.problems:
-            self.log.warning(problem)
+        for problem in self.problems:    # here: when nothing was extracted, the collector never runs
+            print(shown(problem))
 
 
 class CanvasCollectorPlugin(FileNameCollectorPlugin):
     """Collect each roster student's newest readable notebook under the course.toml notebook name.
 
     On its first call it looks at every extracted file at once (the newest upload can only be
-    chosen that way), logs why each other file is left out, and writes
+    chosen that way), prints why each other file is left out and a summary line, and writes
     canvas/collected-ASSIGNMENT.json (late flags, problems) beside the gradebook. Each file
     collected carries its upload time (collect.upload_time), from which nbgrader counts lateness.
     """
@@ -68,13 +71,14 @@ class CanvasCollectorPlugin(FileNameCollectorPlugin):
         files = [os.path.join(root, name) for root, _, names in os.walk(extracted) for name in names]
         collection = plan_collection(files, {s.id: s.name for s in roster.students})
         for problem in collection.problems:
-            self.log.warning(problem)
+            print(shown(problem))
         extractor = list(getattr(app.extractor_plugin_inst, "problems", ()))
         record = save_collection(app.coursedir.db_url, assignment, collection, extractor + collection.problems)
         late = sorted(cid for cid, f in collection.chosen.items() if f.late)
-        self.log.info("Canvas: %d students collected, %d files not collected, late: %s; recorded in %s",
-                      len(collection.chosen), len(extractor) + len(collection.problems),
-                      ", ".join(late) or "none", record)
+        which = f" ({', '.join(late)})" if late else ""
+        print(f"{assignment}: {len(collection.chosen)} notebooks collected for {len(collection.chosen)} of the "
+              f"roster's {len(roster.students)} students, {len(extractor) + len(collection.problems)} files not "
+              f"taken, {len(late)} late{which}; recorded in {record}")
         return {f.path: {"student_id": cid, "file_id": a.notebook,
                          "timestamp": f.upload_time(a.deadline).astimezone(dt.timezone.utc).isoformat()}
                 for cid, f in collection.chosen.items()}
