@@ -53,10 +53,12 @@ c.SanitizeHTML.attributes = ATTRIBUTES
 c.HTMLExporter.sanitize_html = True
 # A written answer not graded yet says so, and the total counts its points apart rather than as lost
 # (autograder/nbgrading/feedback.py: GradesWithPending above marks them; its template extends nbgrader's).
+# Only generate_feedback's exporter: formgrader renders submissions with HTMLExporter's settings.
 from autograder.nbgrading import feedback  # noqa: E402
-c.HTMLExporter.template_name = feedback.TEMPLATE
-c.HTMLExporter.template_file = feedback.TEMPLATE_FILE
-c.HTMLExporter.extra_template_basedirs = feedback.TEMPLATE_DIRS
+c.GenerateFeedback.exporter_class = feedback.FeedbackExporter
+c.FeedbackExporter.template_name = feedback.TEMPLATE
+c.FeedbackExporter.template_file = feedback.TEMPLATE_FILE
+c.FeedbackExporter.extra_template_basedirs = feedback.TEMPLATE_DIRS
 
 # Late uploads lose course.toml's late_per_day points per started day after the deadline, which
 # `python -m autograder autograde` records as the assignment's due date (Canvas upload times

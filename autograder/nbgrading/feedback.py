@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbgrader
+from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import GetGrades
 
 TEMPLATE = "course_feedback"        # a folder of templates/, after nbgrader's "feedback" (its conf.json)
@@ -34,3 +35,9 @@ class GradesWithPending(GetGrades):
         cell.metadata.nbgrader["pending"] = pending
         if pending:
             resources["nbgrader"]["pending_points"] += grade.max_score
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbconvert's HTML exporter as generate_feedback's alone (nbgrader_config.py: GenerateFeedback.exporter_class),
+    so that the course's feedback template (FeedbackExporter's settings there) leaves formgrader's views, which
+    render with HTMLExporter's, as nbgrader made them."""
