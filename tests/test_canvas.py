@@ -492,7 +492,7 @@ def test_status_of_a_small_class(tmp_path, db_url, monkeypatch):
         f"held tests waiting for review: 1 submissions, 6 points: Abara, Chidi (51001) "
         f"(python -m autograder review {ASSIGNMENT})",
         "points possible: 100, as Canvas's column 'Residual Connections (73101)' says",
-        f"course secret: fingerprint {fingerprint} (from {seeds.ENV})",
+        f"course secret: fingerprint {fingerprint} (from the environment variable {seeds.ENV})",
         "export: blocked, `nbgrader export` refuses until these are done (or it is told it is final):"]
     assert len(lines) == 13 and "Eze, Ngozi (51004); run `python -m autograder autograde" in lines[-1]
 

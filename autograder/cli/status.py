@@ -5,7 +5,6 @@ roster, the collection record, nbgrader's gradebook and the class's results stor
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -98,15 +97,14 @@ def secret_line(store: Path, assignment: str) -> str:
     results were graded with it. No secret is made here: `autograde` makes one on first use."""
     from ..core import seeds
     from ..results.store import Store, StoreError
-    path = Path(os.environ.get(seeds.ENV_FILE) or seeds.default_path()).expanduser()
-    where = seeds.ENV if os.environ.get(seeds.ENV) else str(path)
-    if not os.environ.get(seeds.ENV) and not path.exists():
+    path = seeds.secret_path()
+    if path is not None and not path.exists():
         return f"course secret: none yet at {path} (autograde makes one; docs/security.md)"
     try:
         fingerprint = seeds.secret_id(seeds.read_secret())
     except seeds.SecretError as e:
         return f"course secret: {e}"
-    line = f"course secret: fingerprint {fingerprint} (from {where})"
+    line = f"course secret: fingerprint {fingerprint} (from {seeds.source()})"
     try:
         if store.is_file():
             Store(store, assignment, secret_id=fingerprint)
