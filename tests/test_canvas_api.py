@@ -240,3 +240,13 @@ def test_pull_autograde_push_against_the_local_canvas(tmp_path, canvas):
     before = len(changes(canvas))
     assert cli("canvas", "push", ASSIGNMENT, "--final", "--yes").returncode == 0
     assert len(changes(canvas)) == before
+
+
+def test_the_demo_ends_with_the_push_dry_run(demo_class):
+    from autograder.demo import loop
+    area, _ = demo_class
+    table = loop.push_dry_run(COURSE, area).splitlines()
+    assert table[0] == "Student                    Canvas ID  Canvas grade -> new    comment"
+    assert table[1] == "Abara, Chidi               51001      - -> 100               feedback page + written answers PDF"
+    assert table[-2].endswith("excused                excused in Canvas: untouched")
+    assert table[-1] == "dry run: 14 grades and 14 comments to change, of 16 students; `--yes` makes them"
