@@ -13,7 +13,7 @@ import math
 import os
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,6 +127,14 @@ class Lms:
 
 
 @dataclass(frozen=True)
+class CanvasApi:
+    """[canvas]: Canvas's REST API (lms/canvas/api.py), the course's id being [lms] canvas_course_id."""
+    base_url: str = ""                                  # "https://canvas.example.edu"; "" until set
+    token_file: str = "~/.config/residual-course/canvas-token"   # when CANVAS_TOKEN is not set; owner-only
+    assignments: dict[str, int] = field(default_factory=dict)    # course assignment -> its Canvas id
+
+
+@dataclass(frozen=True)
 class Report:
     """The class report's similarity check (docs/report.md): a pair is listed when the larger share of
     its fingerprints found in the other reaches `similarity_threshold` over at least `min_shared`."""
@@ -142,6 +150,7 @@ class Course:
     lms: Lms
     assignments: dict[str, Assignment]
     report: Report = Report()
+    canvas: CanvasApi = CanvasApi()
 
     def assignment(self, name: str) -> Assignment:
         try:
@@ -255,7 +264,7 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
     except tomllib.TOMLDecodeError as e:
         raise CourseError(f"{path}: not valid TOML: {e}") from None
     top = _Reader(path, data, "")
-    top.only("course", "grading", "lms", "assignments", "report")
+    top.only("course", "grading", "lms", "assignments", "report", "canvas")
 
     course = top.sub("course")
     course.only("name", "id")
@@ -314,6 +323,7 @@ def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> C
                 missing=_choice(lms, "missing", MISSING_SCORES) if "missing" in lms.table else Lms.missing),
         assignments=assignments,
         report=_report(top.sub("report")) if "report" in top.table else Report(),
+        canvas=_canvas(top.sub("canvas"), assignments) if "canvas" in top.table else CanvasApi(),
     )
 
 
@@ -326,3 +336,20 @@ def _report(r: _Reader) -> Report:
     if shared < 1:
         raise r.error("min_shared", f"expected a whole number >= 1, got {shared}")
     return Report(threshold, shared)
+
+
+def _canvas(c: _Reader, assignments: dict[str, Assignment]) -> CanvasApi:
+    c.only("base_url", "token_file", "assignments")
+    base_url = c.get("base_url", str, "a URL such as \"https://canvas.example.edu\"").rstrip("/")
+    if base_url and not re.fullmatch(r"https?://[^/\s]+(/[^\s]*)?", base_url):
+        raise c.error("base_url", f"expected an http(s) URL such as \"https://canvas.example.edu\", got {base_url!r}")
+    ids = c.sub("assignments") if "assignments" in c.table else _Reader(c.path, {}, f"{c.prefix}.assignments")
+    for name, value in ids.table.items():
+        if name not in assignments:
+            raise ids.error(name, f"not an assignment of this course (expected one of: {', '.join(assignments)})")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ids.error(name, f"expected the whole number in the assignment's Canvas URL, got {value!r}")
+    return CanvasApi(base_url=base_url,
+                     token_file=c.get("token_file", str, "a file path") if "token_file" in c.table
+                     else CanvasApi.token_file,
+                     assignments=dict(ids.table))

@@ -6,6 +6,7 @@
     autograde    grade a collected class in parallel and record it with nbgrader
     review       flagged submissions and the points they hold; release or confirm them
     status       where the class stands: submitted, late, pending; what blocks an export
+    canvas       Canvas's API: pull the roster and submissions, push grades and feedback
     roster       import a Canvas gradebook export as the class roster
     canvas-zip   build a Canvas-style bulk-download zip (demo, tests)
     demo         the whole grading loop on the bundled sample class
@@ -29,7 +30,7 @@ from ..course import CourseError
 
 COMMANDS = {   # command: the module of this package that defines it (add_parser, run)
     "new": "new", "release": "release", "grade": "grade", "autograde": "autograde", "review": "review",
-    "status": "status", "roster": "canvas", "canvas-zip": "canvas", "demo": "demo", "report": "report",
+    "status": "status", "canvas": "canvas", "roster": "canvas", "canvas-zip": "canvas", "demo": "demo", "report": "report",
     "gradescope": "gradescope", "gradescope-run": "gradescope", "answers": "answers",
     "secret": "secret",
 }

@@ -1,5 +1,7 @@
-"""python -m autograder roster | canvas-zip: the Canvas roster in, and a Canvas-style download for trying things.
+"""python -m autograder canvas | roster | canvas-zip: Canvas's API both ways; the roster and a download by hand.
 
+    python -m autograder canvas pull ASSIGNMENT                  # roster + submissions, collected
+    python -m autograder canvas push ASSIGNMENT [--final] [--yes]  # grades + feedback (a dry run without --yes)
     python -m autograder roster EXPORT.csv [--db URL]
     python -m autograder canvas-zip ASSIGNMENT NOTEBOOKS/ --roster EXPORT.csv [--late ID] [--resubmitted ID]
 """
@@ -15,6 +17,21 @@ from ..nbgrading.run import nbgrader_config
 
 
 def add_parser(commands) -> None:
+    p = commands.add_parser("canvas", help="Canvas's API: pull the roster and submissions, push grades and feedback",
+                            description="Canvas through its REST API (course.toml [canvas]; the token in "
+                                        "CANVAS_TOKEN or [canvas] token_file).")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    pull = actions.add_parser("pull", help="the roster and each student's latest submission, filed by zip_collect")
+    pull.add_argument("assignment")
+    pull.set_defaults(run=_reporting(run_pull))
+    push = actions.add_parser("push", help="final grades and feedback comments; prints what would change "
+                                           "unless --yes")
+    push.add_argument("assignment")
+    push.add_argument("--yes", action="store_true", help="make the changes (without it: a dry run)")
+    push.add_argument("--final", action="store_true",
+                      help="push even while grading is pending, as it stands (as nbgrader export's final)")
+    push.set_defaults(run=_reporting(run_push))
+
     p = commands.add_parser("roster", help="import a Canvas gradebook export (CSV) as the class roster",
                             description="Import a Canvas gradebook export into the nbgrader gradebook.")
     p.add_argument("csv", type=Path, help="the CSV from Canvas: Grades > Export > Export Entire Gradebook")
@@ -36,13 +53,20 @@ def add_parser(commands) -> None:
 
 
 def _reporting(run):
-    """run(args), with a CanvasError printed as one line and exit status 2."""
+    """run(args), with a CanvasError printed as one line and exit status 2; Canvas's API refusing or not
+    answering (api.CanvasApiError), or a push blocked by pending grading, and exit status 1."""
+    from ..lms.canvas.api import CanvasApiError
+    from ..lms.canvas.push import PushError
+
     def wrapped(args) -> int:
         try:
             return run(args)
         except CanvasError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+        except (CanvasApiError, PushError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
     return wrapped
 
 
@@ -74,4 +98,32 @@ def run_canvas_zip(args) -> int:
         print(f"  {s.id}  {s.name:<28} <- nothing (no submission)")
     for nb in notebooks[len(uploads):]:
         print(f"  (no roster student left for {nb.name}: not in the zip)")
+    return 0
+
+
+def run_pull(args) -> int:
+    from nbgrader.coursedir import CourseDirectory
+
+    from ..lms.canvas.pull import pull, summary
+    coursedir = CourseDirectory(config=nbgrader_config())
+    pulled = pull(args.course, args.assignment, coursedir)
+    print("\n".join(summary(pulled)))
+    return 0
+
+
+def run_push(args) -> int:
+    from nbgrader.coursedir import CourseDirectory
+
+    from ..lms.canvas.push import apply, plan_push
+    coursedir = CourseDirectory(config=nbgrader_config())
+    plan = plan_push(args.course, args.assignment, coursedir, final=args.final)
+    print(plan.table())
+    for note in plan.notes:
+        print(f"note: {note}")
+    if not args.yes:
+        print(f"dry run: {plan.counts()}; `python -m autograder canvas push {args.assignment}"
+              f"{' --final' * args.final} --yes` makes them")
+        return 0
+    done = apply(plan, args.course, coursedir)
+    print(f"pushed: {done} students changed in Canvas; a rerun changes nothing more")
     return 0

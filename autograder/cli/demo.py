@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ..demo import loop
-from ..demo.loop import (AREA, ASSIGNMENT, CLASS, LATE, ROOT, ROSTER, class_report, grade_table, review_line,
-                         run_loop, step)
+from ..demo.loop import (AREA, ASSIGNMENT, CLASS, LATE, ROOT, ROSTER, class_report, grade_table, push_dry_run,
+                         review_line, run_loop, step)
 from ..lms.canvas.roster import read_roster
 
 
@@ -28,4 +28,7 @@ def run(args) -> int:
     print(f"what to reteach, and pairs of similar submissions to look at: {report.relative_to(ROOT)}")
     step("review queue (python -m autograder review)")
     print(review_line(args.course))
+    step(f"grades and feedback to Canvas through its API: a local Canvas holding the class "
+         f"(python -m autograder canvas push {ASSIGNMENT} --final, a dry run)")
+    print(push_dry_run(args.course))
     return 0

@@ -3,12 +3,14 @@
 A Canvas roster and a Canvas bulk download (built from submissions/) go through the
 same steps an instructor runs: import the roster, nbgrader zip_collect, autograde
 out of kernel (in parallel), nbgrader generate_feedback, nbgrader export to Canvas's
-gradebook CSV. Everything is written to dist/demo-class/, never to instructor/, the class
+gradebook CSV; then `canvas push`'s dry run against a local Canvas (canvas_server.py)
+that holds the same class. Everything is written to dist/demo-class/, never to instructor/, the class
 report (what to reteach, similar submissions) too: dist/demo-class/report/residual-connections/.
 """
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import os
 import secrets
@@ -27,6 +29,7 @@ from ..nbgrading.review import ClassQueue
 from ..nbgrading.run import NbgraderError, nbgrader, nbgrader_config
 from ..report.build import write_report
 from ..report.classlist import class_report_dir, from_class
+from .canvas_server import LocalCanvas
 from .fake_canvas import build_bulk_download, pair_uploads
 
 ASSIGNMENT = "residual-connections"
@@ -142,6 +145,36 @@ def _loop(course: Course, area: Path, workers: int | None) -> Path:
           "refuses;\nthe demo exports as final: written answers count 0, held tests their points so far")
     _nbgrader("export", FINAL)
     return canvas_dir(db_url) / "grades.csv"
+
+
+def push_dry_run(course: Course, area: Path = AREA) -> str:
+    """`python -m autograder canvas push ASSIGNMENT --final`'s table for the class graded in `area`, against a
+    local Canvas holding the roster and its uploads, the student who uploaded nothing excused there."""
+    from nbgrader.coursedir import CourseDirectory
+
+    from ..lms.canvas.api import TOKEN_ENV
+    from ..lms.canvas.push import plan_push
+    from ..lms.canvas.roster import read_roster
+    a = course.assignment(ASSIGNMENT)
+    token = secrets.token_urlsafe(16)
+    with LocalCanvas(token) as canvas, _instructor_dir(area):
+        aid = canvas.add_assignment("Residual Connections", a.max_auto + a.max_manual, a.deadline, assignment_id=73101)
+        roster = read_roster(ROSTER)
+        for s in roster.students:
+            canvas.add_student(s.name, s.section, s.sis_user_id, s.sis_login_id, user_id=int(s.id))
+        for s, name in zip(roster.students, CLASS):
+            canvas.submit(aid, int(s.id), a.notebook, (SAMPLES / f"{name}.ipynb").read_bytes(), a.deadline)
+        canvas.excuse(aid, int(roster.students[-1].id))
+        local = dataclasses.replace(course, canvas=dataclasses.replace(course.canvas, base_url=canvas.base_url,
+                                                                       assignments={ASSIGNMENT: aid}),
+                                    lms=dataclasses.replace(course.lms, canvas_course_id=canvas.course_id))
+        before = os.environ.get(TOKEN_ENV)
+        os.environ[TOKEN_ENV] = token
+        try:
+            plan = plan_push(local, ASSIGNMENT, CourseDirectory(config=nbgrader_config()), final=True)
+        finally:
+            os.environ.pop(TOKEN_ENV) if before is None else os.environ.update({TOKEN_ENV: before})
+    return f"{plan.table()}\ndry run: {plan.counts()}; `--yes` makes them"
 
 
 def _nbgrader(*args: str, log_level: str = "WARN") -> None:

@@ -43,7 +43,7 @@ def export_grades(gb: Gradebook, dest: str | Path | None = None,
     scores = {}
     for a in chosen:
         submissions = gb.assignment_submissions(a.name)
-        scores[a.name] = {s.student.id: max(0.0, s.score - (s.late_submission_penalty or 0.0)) for s in submissions}
+        scores[a.name] = final_scores(gb, a.name)
         penalties = {s.student.id: s.late_submission_penalty for s in submissions if s.late_submission_penalty}
         notes += _assignment_notes(a.name, roster, rows, scores[a.name], penalties, load_collection(url, a.name),
                                    MISSING[missing])
@@ -58,6 +58,12 @@ def export_grades(gb: Gradebook, dest: str | Path | None = None,
                           *(score_text(scores[a.name][s.id]) if s.id in scores[a.name] else
                             "0" * (missing == "zero") for a in chosen)])
     return dest, notes
+
+
+def final_scores(gb: Gradebook, assignment: str) -> dict[str, float]:
+    """{student: the grade Canvas gets}: nbgrader's total (auto + manual) less any late penalty."""
+    return {s.student.id: max(0.0, s.score - (s.late_submission_penalty or 0.0))
+            for s in gb.assignment_submissions(assignment)}
 
 
 def _assignment_notes(assignment: str, roster: Roster, rows: list[RosterStudent], scores: dict,

@@ -187,13 +187,18 @@ def import_roster(path: str | Path, db_url: str, assignments: tuple[str, ...], c
     roster = read_roster(path, assignments)
     if not roster.students:
         raise CanvasError(f"{path}: no students found")
+    return save_roster(roster, db_url, str(path), course_id)
+
+
+def save_roster(roster: Roster, db_url: str, source: str, course_id: str = "") -> Roster:
+    """Put the roster's students into the nbgrader gradebook and its SIS data in canvas/roster.json."""
     folder = canvas_dir(db_url)
     folder.mkdir(parents=True, exist_ok=True)  # also the gradebook's folder
     with open_gradebook(db_url, course_id) as gb:
         for s in roster.students:
             gb.update_or_create_student(s.id, first_name=s.first_name, last_name=s.last_name)
     write_json(folder / "roster.json",
-                {"source": str(path), "columns": roster.columns, "points_possible": roster.points,
+                {"source": source, "columns": roster.columns, "points_possible": roster.points,
                  "students": [dataclasses.asdict(s) for s in roster.students]})
     return roster
 
