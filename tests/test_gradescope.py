@@ -151,6 +151,7 @@ def test_setup_sh_parses_and_installs_the_projects_pins(zips, tmp_path):
 def test_course_toml_cut_refuses_what_it_cannot_cut():
     text = (ROOT / "course.toml").read_text()
     assert "fused-add-norm" not in course_toml(text, "residual-connections")
+    assert "canvas" not in tomllib.loads(course_toml(text, "residual-connections"))   # its ids name both
     dotted = text + '\n[assignments]\nextra.notebook = "x.ipynb"\n'
     with pytest.raises(course_mod.CourseError, match="could not cut it down"):
         course_toml(dotted, "residual-connections")
