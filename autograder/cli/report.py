@@ -45,7 +45,7 @@ def _run(args, unpacked: Path) -> int:
     try:
         if args.gradescope_export is not None:
             export = read_export(args.gradescope_export, args.assignment)
-            print("\n".join(f"left out: {p}" for p in export.problems) or "left out: none")
+            print(export.left_out())
             students = from_gradescope(export, unpacked)
         elif args.results is not None:
             if not args.results.is_file():

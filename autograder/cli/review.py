@@ -107,7 +107,7 @@ def gradescope_queue(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(listing(queue, {}))
-    print("\n".join(f"left out: {p}" for p in queue.export.problems) or "left out: none")
+    print(queue.export.left_out())
     print(queue.summary())
     print(f"{MANUAL[0].upper()}{MANUAL[1:]}.")
     return 0

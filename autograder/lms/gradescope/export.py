@@ -6,6 +6,7 @@ and `status` (docs/gradescope.md, "Reading an export back").
     export.submissions      # [Submission(id, submitters, result, notebook, late_days)], sorted by name
     export.problems         # ["submission_7: no results/results.json (...)", ...]: left out, the rest read
     ExportQueue(export)     # its review list (results/review.py); a decision is a manual regrade on Gradescope
+    export.left_out()       # "left out: submission_7: ...", a line each, for the commands to print first
     status_lines(export)    # what `status --gradescope-export` prints
 
 The zip, as Gradescope writes it for a programming assignment:
@@ -74,6 +75,10 @@ class Export:
     assignment: str
     submissions: list[Submission]
     problems: list[str]
+
+    def left_out(self) -> str:
+        """What the commands print first: a line per submission left out, and why."""
+        return "\n".join(f"left out: {p}" for p in self.problems) or "left out: none"
 
 
 def read_export(path: Path, assignment: str) -> Export:
@@ -224,7 +229,7 @@ def status_lines(export: Export) -> list[str]:
     return [
         f"{export.assignment} in {export.path} (Gradescope's Export Submissions)",
         f"read: {count(len(subs), 'submission')}, {count(sum(len(s.submitters) or 1 for s in subs), 'student')}",
-        f"left out: {len(export.problems)}" + "".join(f"\n  {p}" for p in export.problems),
+        export.left_out(),
         f"late: {len(late)}: " + (", ".join(f"{s.name} {count(s.late_days, 'day')}" for s in late) or "none"),
         f"flagged for review: {count(len(flagged), 'submission')}, {count(held, 'point')} held: "
         + (", ".join(s.name for s in flagged) or "none")
