@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import nbtest
@@ -138,3 +139,23 @@ class SampleClass:
                 leaked = [line for line in secret if line in t["output"]]
                 assert not leaked, f"{name} / {t['name']} shows source: {leaked}"
                 assert len(t["output"]) <= MAX_OUTPUT
+
+
+def write_export(path: Path, submissions: dict[str, tuple[list[tuple[str, str]], dict | None, dict[str, bytes]]]) -> Path:
+    """A Gradescope "Export Submissions" zip: {folder: ([(name, sid)], results.json or None, {file: bytes})},
+    laid out as Gradescope's (assignment_1_export/, submission_metadata.yml with Ruby's symbol keys)."""
+    top = "assignment_1_export/"
+    lines = []
+    for folder, (people, _, _) in submissions.items():
+        lines += [f"{folder}:", "  :submitters:"]
+        for name, sid in people:
+            lines += [f"  - :name: {name}", f"    :sid: '{sid}'", f"    :email: {sid}@example.edu"]
+        lines += ["  :created_at: 2027-02-10 10:00:00.000000000 +00:00", "  :score: 10.0", "  :status: processed"]
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(f"{top}submission_metadata.yml", "\n".join(lines) + "\n")
+        for folder, (_, doc, files) in submissions.items():
+            for name, data in files.items():
+                zf.writestr(f"{top}{folder}/{name}", data)
+            if doc is not None:
+                zf.writestr(f"{top}{folder}/results/results.json", json.dumps(doc))
+    return path

@@ -5,6 +5,7 @@ run_autograder (all of an assignment's samples in one run: it takes several root
 each test's score with `python -m autograder grade` at the same seed. The grading machine runs
 as root, as Gradescope does; student code runs as nobody (uid 65534).
 """
+import csv
 import json
 import os
 import re
@@ -25,7 +26,7 @@ from autograder.lms.gradescope.run import NoNotebook, closed_folders, pick_noteb
 from autograder.nbgrading.answers import Questions
 from autograder.results.result import Result, not_run
 from autograder.results.result import TestResult as Entry   # not collected as a test class
-from helpers import COURSE, NAMES, ROOT, SampleClass, sample_generator
+from helpers import COURSE, NAMES, ROOT, SampleClass, cli, sample_generator, write_export
 
 SCHEMA = Draft202012Validator(json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text()))
 STUDENT = "nobody"
@@ -151,6 +152,7 @@ def test_setup_sh_parses_and_installs_the_projects_pins(zips, tmp_path):
 def test_course_toml_cut_refuses_what_it_cannot_cut():
     text = (ROOT / "course.toml").read_text()
     assert "fused-add-norm" not in course_toml(text, "residual-connections")
+    assert "canvas" not in tomllib.loads(course_toml(text, "residual-connections"))   # its ids name both
     dotted = text + '\n[assignments]\nextra.notebook = "x.ipynb"\n'
     with pytest.raises(course_mod.CourseError, match="could not cut it down"):
         course_toml(dotted, "residual-connections")
@@ -429,3 +431,40 @@ def test_a_grader_that_cannot_start_leaves_a_results_json_saying_so(tmp_path, mo
     assert_valid(doc)
     assert doc["score"] == 0 and "could not start" in doc["output"] and "no-such-student" in doc["output"]
     assert (root / "source").stat().st_mode & 0o777 == (root / "results").stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.slow
+def test_an_export_of_the_runs_reads_back_as_the_local_grading(class_runs, sample_results, tmp_path):
+    """The simulated runs, zipped as Gradescope's Export Submissions: the report has the local grading's
+    per-test pass rates, misconceptions and review list for the same notebooks, and review lists the same
+    flagged submissions; the run that graded nothing is left out, named."""
+    name = "residual-connections"
+    samples, docs, roots, graded = class_runs(name)
+    runs = {s: f"submission_{i}" for i, s in enumerate([*graded, "no-notebook"], 1)}
+    export = write_export(tmp_path / "export.zip", {
+        folder: ([(s.removesuffix(".ipynb"), folder.split("_")[1])], docs[s],
+                 {p.name: p.read_bytes() for p in (roots[s] / "submission").iterdir()})
+        for s, folder in runs.items()})
+    local = tmp_path / "local"
+    local.mkdir()
+    for s in graded:
+        (local / s).write_bytes((samples.folder / s).read_bytes())
+    done = cli("report", name, "--gradescope-export", export, "--out", tmp_path / "gs")
+    assert done.returncode == 0, done.stderr
+    assert f"left out: {runs['no-notebook']}: not graded: no notebook" in done.stdout
+    assert cli("report", name, "--results", sample_results(name)[0], "--notebooks", local,
+               "--out", tmp_path / "here").returncode == 0
+
+    def read(folder: str, table: str, key: str) -> dict:
+        rows = csv.DictReader((tmp_path / folder / table).open(encoding="utf-8"))
+        return {re.sub(r" \(\d+\)$", "", row.pop(key)): {k: v for k, v in row.items() if k != "failed_by"}
+                for row in rows}
+    assert read("gs", "tests.csv", "test") == read("here", "tests.csv", "test")
+    late = "no" if "late" in docs["full-marks.ipynb"]["extra_data"] else ""    # on time, where recorded
+    assert read("gs", "students.csv", "student") == {
+        s: row | {"late": late} for s, row in read("here", "students.csv", "student").items()}
+
+    listed = cli("review", name, "--gradescope-export", export)
+    assert listed.returncode == 0, listed.stderr
+    flagged = {s.removesuffix(".ipynb") for s, r in graded.items() if Result.from_json(r).waiting}
+    assert flagged and flagged == set(re.findall(r"^(\S+) \(\d+\)  ", listed.stdout, re.M))

@@ -18,7 +18,8 @@ NOTE = ("--release gives a held test the points its check earned; --confirm keep
 
 FILE_NOTE = ("With --results FILE (a store written by `grade --out FILE`) the queue is that store's: submissions are "
              "named by their file, the decision is a line of FILE, and `grade` and `report --results FILE` read "
-             "it; no gradebook is touched.")
+             "it; no gradebook is touched. With --gradescope-export ZIP (Gradescope's Export Submissions) the "
+             "queue is listed, and decided by a manual regrade on Gradescope (docs/gradescope.md).")
 
 DONE = {"release": "released", "confirm": "confirmed"}
 
@@ -27,8 +28,11 @@ def add_parser(commands) -> None:
     p = commands.add_parser("review", help="flagged submissions, the points they hold; release or confirm them",
                             description=__doc__.split(": ", 1)[1], epilog=f"{NOTE} {FILE_NOTE}")
     p.add_argument("assignment", help="an assignment named in course.toml")
-    p.add_argument("--results", type=Path, metavar="FILE",
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--results", type=Path, metavar="FILE",
                    help="the queue of a results store written by `grade --out FILE` (default: the class's)")
+    source.add_argument("--gradescope-export", type=Path, metavar="ZIP",
+                   help="list the queue of a Gradescope course from its Export Submissions zip")
     p.add_argument("--release", action="append", default=[], metavar="STUDENT",
                    help="give STUDENT's held tests their points (the nbgrader student id: Canvas ID; with --results, "
                         "the file's name as listed); repeatable")
@@ -46,6 +50,8 @@ def run(args) -> int:
     from ..results.review import ReviewError, file_queue
     from ..results.store import Store, StoreError
     args.course.assignment(args.assignment)
+    if args.gradescope_export is not None:
+        return gradescope_queue(args)
     both = set(args.release) & set(args.confirm)
     if both:
         print(f"error: {', '.join(sorted(both))}: both --release and --confirm; choose one", file=sys.stderr)
@@ -89,6 +95,24 @@ def run(args) -> int:
     return 0
 
 
+def gradescope_queue(args) -> int:
+    """The review list of a Gradescope export; decisions are made on Gradescope, so none is taken here."""
+    from ..lms.gradescope.export import MANUAL, ExportError, ExportQueue, read_export
+    if args.release or args.confirm:
+        print(f"error: {MANUAL}; --gradescope-export lists them", file=sys.stderr)
+        return 2
+    try:
+        queue = ExportQueue(read_export(args.gradescope_export, args.assignment))
+    except ExportError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(listing(queue, {}))
+    print(queue.export.left_out())
+    print(queue.summary())
+    print(f"{MANUAL[0].upper()}{MANUAL[1:]}.")
+    return 0
+
+
 def refresh_report(course, assignment: str) -> None:
     """The class report written again with the decisions, where one was written (report/ASSIGNMENT/ in the
     instructor folder; one written elsewhere with --out is the instructor's to write again)."""
@@ -104,9 +128,9 @@ def listing(queue, names: dict[str, str]) -> str:
     """Each flagged submission (named by names where it can): its decision or WAITING, the policy's quoted lines,
     each held test's points."""
     flagged = queue.flagged()
-    lines = [f"{count(len(flagged), 'flagged submission')} of {queue.assignment} (results: {queue.store.path})"]
+    lines = [f"{count(len(flagged), 'flagged submission')} of {queue.assignment} (results: {queue.source})"]
     for student, result in flagged.items():
-        line = queue.store.decision(queue.keys[student])
+        line = queue.decision(student)
         state = "WAITING for a decision" if result.waiting else \
             f"{DONE[line['decision']]} {line['at']}" + (f" ({line['note']})" if line["note"] else "")
         who = f"{student} ({names[student]})" if student in names else student

@@ -1,7 +1,8 @@
 """python -m autograder status ASSIGNMENT: where the class stands, a line per fact, and what blocks an export.
 
 The instructor folder is nbgrader_config.py's (COURSE_INSTRUCTOR_DIR); the facts come from the Canvas
-roster, the collection record, nbgrader's gradebook and the class's results store. Nothing is written.
+roster, the collection record, nbgrader's gradebook and the class's results store; for a Gradescope course,
+from its Export Submissions zip (--gradescope-export ZIP). Nothing is written.
 """
 from __future__ import annotations
 
@@ -15,10 +16,14 @@ def add_parser(commands) -> None:
     p = commands.add_parser("status", help="where the class stands: submitted, late, pending; what blocks an export",
                             description=__doc__.split(": ", 1)[1])
     p.add_argument("assignment", help="an assignment named in course.toml")
+    p.add_argument("--gradescope-export", type=Path, metavar="ZIP",
+                   help="a Gradescope course: where it stands by its assignment's Export Submissions zip")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
+    if args.gradescope_export is not None:
+        return gradescope_status(args)
     from nbgrader.api import MissingEntry
     from nbgrader.coursedir import CourseDirectory
 
@@ -68,6 +73,17 @@ def run(args) -> int:
     lines.append("export: blocked, `nbgrader export` refuses until these are done (or it is told it is final):\n  "
                  + "\n  ".join(blocking) if blocking else "export: nothing pending; `nbgrader export` writes the Canvas CSV")
     print("\n".join(lines))
+    return 0
+
+
+def gradescope_status(args) -> int:
+    from ..lms.gradescope.export import ExportError, read_export, status_lines
+    args.course.assignment(args.assignment)
+    try:
+        print("\n".join(status_lines(read_export(args.gradescope_export, args.assignment))))
+    except ExportError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -22,9 +22,11 @@ VIEWS = 30   # side-by-side files written, most similar pairs first (pairs.csv l
 
 
 def write_report(course: Course, assignment: str, students: list[Student], out: Path,
-                 release: Path | None = None, results_file: Path | None = None) -> dict[str, float]:
+                 release: Path | None = None, results_file: Path | None = None,
+                 results_option: str = "--results") -> dict[str, float]:
     """Write the report into `out` (emptied first); returns seconds spent: {"summary", "similarity", "total"}.
-    results_file: the `grade --out` store the students' results came from, named in the review queue's line."""
+    results_file: the `grade --out` store (results_option "--results") or the Gradescope export
+    ("--gradescope-export") the students' results came from, named in the review queue's line."""
     start = time.perf_counter()
     a = course.assignment(assignment)
     template = Template(a.notebook_path(SOLUTIONS))
@@ -67,7 +69,7 @@ def write_report(course: Course, assignment: str, students: list[Student], out: 
     page.write_csvs(s, listed, out)
     (out / "report.html").write_text(page.report_html(assignment, s, suites.misconceptions(assignment), pngs,
                                                       listed, views, settings, mine, results_file,
-                                                      similarity.clusters(listed)),
+                                                      similarity.clusters(listed), results_option),
                                      encoding="utf-8")
     end = time.perf_counter()
     return {"summary": summarised - start, "similarity": compared - summarised, "total": end - start}

@@ -5,6 +5,7 @@
     students = from_store(store)                         # the store's own submission paths
     students = from_class(course, "residual-connections")  # what `python -m autograder autograde` graded,
                                                          # named from the Canvas roster, non-submitters too
+    students = from_gradescope(read_export(ZIP, A), tmp)   # a Gradescope export, its notebooks written to tmp
     out = class_report_dir("residual-connections")       # instructor/report/ASSIGNMENT/, beside the gradebook
 
 A result is found by the key of the code the grader ran (core/extract.py), so a class graded
@@ -24,6 +25,7 @@ from ..results.store import Store, StoreError
 
 if TYPE_CHECKING:
     from ..lms.canvas.roster import Roster
+    from ..lms.gradescope.export import Export
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,18 @@ def from_class(course: Course, assignment: str) -> list[Student]:
         return with_roster(students, load_roster(config.db_url))
     except CanvasError:      # no roster imported: students stay named by their nbgrader id
         return students
+
+
+def from_gradescope(export: Export, folder: Path) -> list[Student]:
+    """A Gradescope export's submissions (lms/gradescope/export.py), named by their submitters, late by
+    results.json's late record; each notebook is written to folder/SUBMISSION_ID.ipynb for the report to read."""
+    out = []
+    for s in export.submissions:
+        path = folder / f"{s.id}.ipynb" if s.notebook is not None else None
+        if path is not None:
+            path.write_bytes(s.notebook)
+        out.append(Student(s.name, path, s.result, None if s.late_days is None else s.late_days > 0))
+    return out
 
 
 def with_roster(students: list[Student], roster: Roster) -> list[Student]:

@@ -147,9 +147,10 @@ def pair_view(assignment: str, pair: Pair, regions: list[tuple[str, str]]) -> st
 def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pngs: dict[str, bytes],
                 pairs: list[Pair], views: dict[tuple[str, str], str], settings: str,
                 students: dict[str, tuple[str, int, int]] | None = None, results_file: Path | None = None,
-                groups: list[Cluster] = ()) -> str:
+                groups: list[Cluster] = (), results_option: str = "--results") -> str:
     """students: name -> (its view under students/, written answers given, written questions);
-    results_file: the `grade --out` store, for the review queue's command; groups: the pairs' clusters."""
+    results_file: the `grade --out` store (or, with results_option "--gradescope-export", the export), for
+    the review queue's command; groups: the pairs' clusters."""
     e = html.escape
     img = lambda name, alt: f"<img alt='{alt}' src='data:image/png;base64,{base64.b64encode(pngs[name]).decode()}'>"
     graded = [st for st in s.students if st.result is not None]
@@ -218,7 +219,7 @@ def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pn
         h.append("</table>")
         if len(views) < len(pairs):
             h.append(f"<p>Side-by-side views for the {len(views)} most similar pairs; every pair is in pairs.csv.</p>")
-    h.append(f"<h2>Review queue</h2><p>{e(review_summary([st.result for st in graded], assignment, results_file))}</p>")
+    h.append(f"<h2>Review queue</h2><p>{e(review_summary([st.result for st in graded], assignment, results_file, results_option))}</p>")
     h.append(SORT + "</body></html>")
     return "\n".join(h)
 

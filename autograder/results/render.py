@@ -51,15 +51,16 @@ def held_line(result: Result) -> str | None:
             f"{ever:g} if an instructor releases them")
 
 
-def review_summary(results: list[Result], assignment: str, results_file: Path | None = None) -> str:
+def review_summary(results: list[Result], assignment: str, results_file: Path | None = None,
+                   option: str = "--results") -> str:
     """The line a class's commands end with: how many submissions wait for a decision, and the command
-    (with --results for a `grade --out` store)."""
+    (with `option results_file`: --results for a `grade --out` store, --gradescope-export for an export)."""
     waiting = [r for r in results if r.waiting]
     store = f" in {results_file}" if results_file else ""
     if not waiting:
         return f"review: no submission of {assignment}{store} waits for an instructor's decision"
     held = points(sum(r.held_points for r in waiting))
-    command = f"python -m autograder review {assignment}" + (f" --results {results_file}" if results_file else "")
+    command = f"python -m autograder review {assignment}" + (f" {option} {results_file}" if results_file else "")
     return (f"review: {count(len(waiting), 'submission')} of {assignment}{store} wait{'s' * (len(waiting) == 1)} "
             f"for an instructor's decision ({count(held, 'point')} held, 0 until released): {command}")
 

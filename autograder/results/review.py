@@ -30,6 +30,15 @@ class Queue:
         the summary prints (None for the class's own store, which `review ASSIGNMENT` finds itself)."""
         self.store, self.assignment, self.keys, self.results_file = store, store.assignment, keys, results_file
 
+    @property
+    def source(self) -> Path:
+        """The file the queue's results come from."""
+        return self.store.path
+
+    def decision(self, who: str) -> dict | None:
+        """The newest decision line on who's submitted code, or None."""
+        return self.store.decision(self.keys[who])
+
     def results(self) -> dict[str, Result]:
         """{who: the result kept for their submitted code, decision applied}, for those graded."""
         return {s: r for s, key in self.keys.items() if (r := self.store.get(key)) is not None}

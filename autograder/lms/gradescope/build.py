@@ -39,20 +39,22 @@ def requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
 
 
 def course_toml(text: str, assignment: str) -> str:
-    """course.toml without the other assignments' tables (the zip holds only this one's notebook)."""
+    """course.toml without the other assignments' tables (the zip holds only this one's notebook) and without
+    [canvas], whose assignment ids name them too (and which a Gradescope run does not use)."""
     keep, out = True, []
     for line in text.splitlines(keepends=True):
         header = re.match(r"\s*\[\s*assignments\.([A-Za-z0-9_-]+)", line)
         if header:
             keep = header.group(1) == assignment
         elif re.match(r"\s*\[", line):
-            keep = True
+            keep = not re.match(r"\s*\[\s*canvas\s*[].]", line)
         if keep:
             out.append(line)
     trimmed = "".join(out)
-    if list(tomllib.loads(trimmed)["assignments"]) != [assignment]:   # e.g. an inline or dotted-key table
-        raise CourseError(f"{COURSE_FILE}: could not cut it down to [assignments.{assignment}]; write each "
-                          "assignment as its own [assignments.NAME] table")
+    cut = tomllib.loads(trimmed)
+    if list(cut["assignments"]) != [assignment] or "canvas" in cut:   # e.g. an inline or dotted-key table
+        raise CourseError(f"{COURSE_FILE}: could not cut it down to [assignments.{assignment}] without [canvas]; "
+                          "write each assignment as its own [assignments.NAME] table, and [canvas] as a table")
     return trimmed
 
 

@@ -7,7 +7,9 @@ Per-test scores are the Result's own: Gradescope gets exactly what `python -m au
 grade` prints. Only the top-level score may differ from their sum, by the late penalty.
 Each written answer (nbgrading/answers.py) is one more entry of 0 points, after its part's
 tests, for the graders of the manually graded questions to read (docs/gradescope.md). A test
-held for review is tagged HELD_TAG; the top-level output says how many points are held.
+held for review is tagged HELD_TAG; the top-level output says how many points are held. extra_data
+also carries what the class report and `review` read back from an "Export Submissions" zip
+(export.py): each test's kind and misconception id, and the static policy's findings.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from .late import Late
 ANSWERS_SEEN = "after_published"   # graders read them at once; the student, with the grades
 # A held test's tag: its check passed but its points wait for an instructor's manual regrade (docs/gradescope.md)
 HELD_TAG = "held for review"
+WRITTEN_TAG = "written answer"   # a written answer's entry: not a hidden test
 
 
 def to_gradescope(result: Result, *, visibility: str, late: Late | None = None, answers: list[Answer] = (),
@@ -40,7 +43,8 @@ def to_gradescope(result: Result, *, visibility: str, late: Late | None = None, 
             "output_format": "text",   # messages hold tensors, x_l and '*': markdown would mangle them
             "tags": [f"part {t.part}"] + ([] if t.ran else ["not run"]) + ([HELD_TAG] if t.kind == "held" else []),
             "visibility": visibility,
-            "extra_data": {"part": t.part, "ran": t.ran, **({"held": t.held} if t.kind == "held" else {})},
+            "extra_data": {"part": t.part, "ran": t.ran, "kind": t.kind, "misconception": t.misconception,
+                           **({"held": t.held} if t.kind == "held" else {})},
         })
     for a in answers:
         part = a.question.part
@@ -65,6 +69,7 @@ def to_gradescope(result: Result, *, visibility: str, late: Late | None = None, 
         "stdout_visibility": "hidden",           # the grader's log is for instructors
         "extra_data": {"assignment": result.assignment, "seed": result.seed, "auto_score": result.score,
                        "max_score": result.max_score, "held_for_review": result.held_points,
+                       "review": list(result.review),     # the policy's findings, for `review` (export.py)
                        **({"late": late.to_json()} if late else {})},
         "tests": tests,
     }
@@ -95,7 +100,7 @@ def written(a: Answer, number: str) -> dict:
         "max_score": 0,
         "output": a.html(),
         "output_format": "html",
-        "tags": [f"part {q.part}", "written answer", f"{q.points:g} manual points"],
+        "tags": [f"part {q.part}", WRITTEN_TAG, f"{q.points:g} manual points"],
         "visibility": ANSWERS_SEEN,
         "extra_data": {"part": q.part, "grade_id": q.grade_id, "manual_points": q.points,
                        "answered": a.text is not None},
