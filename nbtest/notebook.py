@@ -19,6 +19,7 @@ import types
 from collections.abc import Mapping
 from pathlib import Path
 
+from .cellsource import python_source
 from .policy import parse
 from .warmup import autotune_in_interpreter
 
@@ -62,12 +63,10 @@ def cell_label(cell: dict, index: int) -> str:
 
 
 def source_of(cell: dict) -> str:
-    """Cell source as Python: IPython magics and shell escapes are commented out."""
+    """Cell source as the Python IPython runs: magics, shell escapes and help requests at the start
+    of a logical line are commented out (cellsource.python_source), line numbers kept."""
     src = cell.get("source", "")
-    if isinstance(src, list):
-        src = "".join(src)
-    lines = src.splitlines()
-    return "\n".join("# " + l if l.lstrip().startswith(("%", "!")) else l for l in lines) + "\n"
+    return python_source("".join(src) if isinstance(src, list) else src)
 
 
 MAX_NOTEBOOK_BYTES = 256 << 20   # read_notebook's bound where the caller gives none
