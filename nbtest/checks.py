@@ -40,7 +40,7 @@ def run_public(part: int, namespace: dict, tests_file: str | Path = "test_public
     path = Path(tests_file).resolve()
     tests = types.ModuleType("public_tests")
     tests.__file__ = str(path)
-    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), tests.__dict__)
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True), tests.__dict__)
     live = types.SimpleNamespace(**namespace)
     results = {}
     for name in sorted(n for n in vars(tests) if n.startswith(f"test_part{part}_")):

@@ -171,7 +171,7 @@ def load(path: str | Path, name: str | None = None) -> types.ModuleType:
         # path keeps two notebooks with the same name (reference, submission) apart.
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         try:
-            exec(compile(source, filename, "exec"), module.__dict__)
+            exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
         except Exception as e:
             detail = "".join(traceback.format_exception_only(type(e), e)).strip()
             raise NotebookError(f"{path.name}: cell '{label}' fails when run on its own: "
