@@ -457,6 +457,20 @@ FORGERIES_FUSED = {
             fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, h, n, eps, BLOCK=16)
             return h, h
         '''), {("wrapper-arithmetic", FLAG)}),
+    "a result class whose construction computes: not a plain NamedTuple": (dict(fused_add_layernorm='''
+        from typing import NamedTuple
+
+        class AddNorm(NamedTuple):
+            h: Tensor
+            y: Tensor
+            scale = torch.ones(1)
+
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = x.shape[-1]
+            h, y = torch.empty_like(x), torch.empty_like(x)
+            fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, y, n, eps, BLOCK=16)
+            return AddNorm(h, y)
+        '''), {("wrapper-arithmetic", FLAG)}),
     "two kernels: separate add and norm launches": (dict(fused_add_layernorm='''
         def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
             n = x.shape[-1]

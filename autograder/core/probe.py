@@ -50,6 +50,7 @@ from .arena import view as _view
 _isinstance, _issubclass, _type = builtins.isinstance, builtins.issubclass, builtins.type
 _len, _str = builtins.len, builtins.str
 _float, _int, _bool, _list, _tuple, _dict = float, int, bool, list, tuple, dict
+_tuple_slice, _slice = tuple.__getitem__, slice
 _getattr, _enumerate, _sum, _next, _any = getattr, enumerate, sum, next, any
 _range, _min, _max = range, min, max
 _Tensor, _Module = torch.Tensor, nn.Module
@@ -233,6 +234,7 @@ def _observe(fn, request, specs, objects, module) -> dict:
             result = fn(*args, **kwargs)
     else:
         result = fn(*args, **kwargs)
+    result = _plain_tuple(result)
     shared = [_type(a) is _Shared for a in request.get("args", [])]
     out = {"result": encode(result),
            "args_after": [encode(a) if _type(a) is _Tensor and not shared[i] else None for i, a in _enumerate(args)],
@@ -242,6 +244,14 @@ def _observe(fn, request, specs, objects, module) -> dict:
     if request.get("trace"):
         out["trace"] = report
     return out
+
+
+def _plain_tuple(value):
+    """A tuple subclass's items as a plain tuple (a namedtuple or typing.NamedTuple result is the tuple the
+    docstring asks for), read by tuple's own slicing: the class may redefine __iter__ or __getitem__."""
+    if _type(value) is not _tuple and _issubclass(_type(value), _tuple):   # type(): __class__ can lie
+        return _tuple_slice(value, _slice(None))
+    return value
 
 
 def _shares_storage(result, tensors) -> bool:
