@@ -13,11 +13,12 @@ from .rules import Watch
 
 @pytest.fixture(scope="module")
 def nb(request) -> types.ModuleType:
-    """The module cells of the notebook beside the test file, watched by the grader's monitor."""
+    """The module cells of the notebook beside the test file, watched by the grader's monitor; a cell that
+    fails costs the tests that use its names (load's partial), as in the grade."""
     try:
         path = notebook_beside(request.path)
         Watch.start(request.path, path).add(path, f"notebook_{path.stem.replace('-', '_')}")
-        return load(path)
+        return load(path, partial=True)
     except NotebookError as e:
         pytest.fail(str(e), pytrace=False)
 
