@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from .checks import STILL_STUB, failure_line
+from .checks import STILL_STUB, failure_line, is_stub_error
 from .notebook import NotebookError, load, notebook_beside
 from .rules import Watch
 
@@ -37,7 +37,7 @@ def pytest_runtest_makereport(item, call):
         Watch.current.after(item.name)
     if call.excinfo is None or item.path.name != PUBLIC_TESTS:
         return report
-    if call.excinfo.errisinstance(NotImplementedError):
+    if is_stub_error(call.excinfo.value):
         report.longrepr = STUB_HINT
         report.user_properties.append(("public_line", STILL_STUB))
     else:

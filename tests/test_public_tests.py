@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nbtest
 import pytest
+from torch import nn
 
 from helpers import COURSE, NAMES, RELEASE_NB, SOURCE_NB, SampleClass, public_test_count
 
@@ -67,6 +68,19 @@ def _with_broken_split_gradient() -> dict:
     cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "split_gradient")
     cell["source"] = "def split_gradient(x0, dF, upstream):\n    return (upstream,\n"
     return nb
+
+
+def test_check_names_a_module_without_forward_as_an_error_not_a_stub(reference, capsys):
+    """An ffn built as an nn.ModuleList and called: torch's own NotImplementedError, which is no stub."""
+    class ListFFN(reference.ResidualFFN):
+        def __init__(self, d_in, d_out, expansion=4):
+            super().__init__(d_in, d_out, expansion)
+            self.ffn = nn.ModuleList(list(self.ffn))
+
+    nbtest.check(1, dict(vars(reference), ResidualFFN=ListFFN), SOURCE_NB.parent / "test_public.py")
+    out = capsys.readouterr().out
+    assert 'FAILED    test_part1_residual_ffn' in out and 'Module [ModuleList] is missing the required "forward"' in out
+    assert "not done" not in out, out
 
 
 def test_loader_reports_a_broken_cell(tmp_path):

@@ -311,3 +311,15 @@ def test_a_tuple_subclass_result_is_the_tuple_the_docstring_asks_for():
         reply = probe.serve_request(module, {}, {}, {"op": "call", "fn": fn, "args": [1.5]})
         assert reply["result"]["kind"] == "tuple"
         assert [item["value"] for item in reply["result"]["items"]] == [1.5, 3.0]
+
+
+def test_torch_s_missing_forward_is_no_stub():
+    """An nn.ModuleList called as a layer raises NotImplementedError from torch's Module.forward: the
+    reply names it as the code's error, not as a stub still to write."""
+    module = types.ModuleType("submission")
+    exec("import torch\nfrom torch import nn\ndef stub(x):\n    raise NotImplementedError()\n"
+         "def ffn(x):\n    return nn.ModuleList([nn.Linear(2, 2)])(x)\n", module.__dict__)
+    stub, ffn = (probe.serve_request(module, {}, {}, {"op": "call", "fn": fn, "args": [torch.zeros(2)]})["error"]
+                 for fn in ("stub", "ffn"))
+    assert "NotImplementedError" in stub["is"] and "NotImplementedError" not in ffn["is"]
+    assert ffn["type"] == "NotImplementedError" and 'missing the required "forward" function' in ffn["message"]

@@ -80,6 +80,8 @@ _perf_counter, _machine = time.perf_counter, platform.machine
 _Generator, _normal, _index_select, _as_tensor = torch.Generator, torch.Tensor.normal_, torch.index_select, torch.tensor
 _device_of, _int64 = torch._C.TensorBase.device.__get__, torch.int64
 _Real = numbers.Real
+_traceback_of = BaseException.__traceback__.__get__
+_FORWARD_MISSING = nn.modules.module._forward_unimplemented.__code__   # an nn.Module with no forward, called
 _signature, _isclass, _callable = inspect.signature, inspect.isclass, callable
 _NOTED_ERRORS = (ValueError, TypeError, RuntimeError, NotImplementedError, NameError, AttributeError,
                  MemoryError, RecursionError)
@@ -162,13 +164,24 @@ def _seed(seed: int, device: str | None) -> None:
 
 def describe_error(e: BaseException) -> dict:
     """{"type", "message", "is"}: "is" from the exception's own type, which `except` matches, not from what
-    its __class__ claims (isinstance believes a property there: a RuntimeError that says it is a ValueError)."""
+    its __class__ claims (isinstance believes a property there: a RuntimeError that says it is a ValueError).
+    torch's nn.Module.forward of a module that defines none (an nn.ModuleList called) raises a
+    NotImplementedError that is no stub of the release: "is" leaves NotImplementedError out for it."""
     try:
         message = _str(e)
     except BaseException:
         message = "<the exception's message could not be read>"
-    return {"type": _text(_getattr(_type(e), "__name__", "?")), "message": _text(message),
-            "is": [c.__name__ for c in _NOTED_ERRORS if _issubclass(_type(e), c)]}
+    noted = [c.__name__ for c in _NOTED_ERRORS if _issubclass(_type(e), c)]
+    if "NotImplementedError" in noted and _innermost_code(_traceback_of(e)) is _FORWARD_MISSING:
+        noted.remove("NotImplementedError")
+    return {"type": _text(_getattr(_type(e), "__name__", "?")), "message": _text(message), "is": noted}
+
+
+def _innermost_code(tb):
+    """The code object of a traceback's last frame (where the exception was raised), or None."""
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return None if tb is None else tb.tb_frame.f_code
 
 
 def _lookup(module, name: str):
