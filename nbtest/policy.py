@@ -61,6 +61,11 @@ PROCESS_MODULES = frozenset({
     "codeop", "runpy", "multiprocessing", "resource", "linecache", "traceback", "tracemalloc", "atexit",
     "faulthandler", "mmap", "tempfile", "posix", "pty", "fcntl", "select", "asyncio", "concurrent",
     "dis", "ast", "copyreg", "shelve", "sqlite3", "urllib", "http", "requests"})
+# Modules any cell may import, whatever the assignment's list: compiler directives Jupyter honours per
+# cell, and warnings, which neither the grader's child nor any score reads (copy, time, random and
+# logging stay outside: copy hands out copyreg's dispatch table, the child times and seeds with time
+# and random, logging opens files)
+HONEST_MODULES = frozenset({"__future__", "warnings"})
 # Names that run code, read files or expose a namespace.
 FORBIDDEN_NAMES = frozenset({
     "__import__", "exec", "eval", "compile", "open", "globals", "locals", "vars", "breakpoint",
@@ -365,7 +370,7 @@ class _General(ast.NodeVisitor):
 
     def _module(self, node, name: str):
         root = name.split(".")[0]
-        if name == "__future__":     # compiler directives (annotations): Jupyter honours them per cell
+        if name in HONEST_MODULES:
             return
         if root in PROCESS_MODULES or name in PROCESS_MODULES:
             self.flag(node, "process-introspection", WITHHOLD,
