@@ -15,9 +15,11 @@ effects. Two ways in:
   kernel's live objects.
 
     notebook.py   reading a notebook, its cells and their nbgrader metadata; load() runs its module cells
+    cellsource.py a cell's text as the Python IPython runs (magics at the start of a logical line only)
     policy.py     the static rules, read in a cell's source (the grader's own)
     monitor.py    the runtime monitor: what the code does as it runs (the grader's own)
     rules.py      the rules test: both of those on one part's cells
+    rules_text.py the notebooks' import rule, written from policy.py's own lists
     checks.py     check() in the notebook, and the helpers test_public.py uses
     plugin.py     the pytest plugin: the nb fixture and one line per failing test
     warmup.py     what runs once per process before a notebook's code

@@ -31,6 +31,17 @@ def names_shape(message: str, shape: tuple) -> bool:
 
 
 STILL_STUB = "still the stub (NotImplementedError)"
+
+
+def is_stub_error(e: BaseException) -> bool:
+    """A NotImplementedError from a stub still to write, not the one torch's nn.Module.forward raises for
+    a module that defines no forward (an nn.ModuleList called as a layer): that one is the code's error."""
+    if not isinstance(e, NotImplementedError):
+        return False
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is None or tb.tb_frame.f_code.co_name != "_forward_unimplemented"
 SKIPPED = "skipped: "
 
 
@@ -40,14 +51,14 @@ def run_public(part: int, namespace: dict, tests_file: str | Path = "test_public
     path = Path(tests_file).resolve()
     tests = types.ModuleType("public_tests")
     tests.__file__ = str(path)
-    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), tests.__dict__)
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True), tests.__dict__)
     live = types.SimpleNamespace(**namespace)
     results = {}
     for name in sorted(n for n in vars(tests) if n.startswith(f"test_part{part}_")):
         try:
             getattr(tests, name)(live)
-        except NotImplementedError:
-            results[name] = STILL_STUB
+        except NotImplementedError as e:
+            results[name] = STILL_STUB if is_stub_error(e) else str(e)
         except pytest.skip.Exception as e:
             results[name] = SKIPPED + str(e)
         except (Exception, pytest.fail.Exception) as e:
@@ -91,7 +102,11 @@ def _kind(problem: str | None) -> str:
 
 def _part_not_done(shell, etype, value, tb, tb_offset=None) -> None:
     """IPython's handler for a NotImplementedError that reaches a cell (a demo or plot cell
-    calling a stub): one line naming the stub instead of a traceback."""
+    calling a stub): one line naming the stub instead of a traceback; torch's own (a module without
+    forward) keeps its traceback."""
+    if not is_stub_error(value):    # IPython's own display (showtraceback would call this handler again)
+        shell._showtraceback(etype, value, shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset))
+        return
     while tb.tb_next is not None:   # the innermost frame is the stub that raised
         tb = tb.tb_next
     code = tb.tb_frame.f_code

@@ -51,6 +51,7 @@ PREFIXES = ("ctypes.", "os.", "subprocess.", "socket.", "shutil.", "pty.", "sign
 # parse source into a tree (ast.parse: Triton's interpreter rewrites a kernel's tree, then compiles it itself)
 GENERATORS = ("/dataclasses.py", "/collections/__init__.py", "/triton/runtime/jit.py", "/triton/runtime/interpreter.py",
               "/enum.py", "/ast.py")
+TYPING = "/typing.py"     # a NamedTuple's fields under `from __future__ import annotations` are strings
 IMPORTER = "<frozen importlib"      # the import system: it reads, compiles and runs a module's own code
 # what a library may do on the student's behalf without it counting: read directories, load its own
 # shared libraries (torch and Triton do so lazily); starting processes and signalling them it may not
@@ -164,6 +165,8 @@ def _counts(event: str, args: tuple, site: str, direct: bool, framing: bool, ins
     """Whether an event a student cell caused (directly, or through the library file `site`) reaches the process.
     framing: only frame libraries (inspect, traceback) stand between the cell and the event, so the frames they
     read go back to the cell (torch.manual_seed formats the stack into text for its own log: not the cell's doing)."""
+    if event == "compile" and site.endswith(TYPING):
+        return direct           # typing checks a string annotation's syntax; evaluating it would be an exec
     if event in ("compile", "exec", "code.__new__", "marshal.loads"):
         return direct or not (site.endswith(GENERATORS) or site.startswith(IMPORTER))
     if event in ("sys._getframe", "sys._current_frames", "object.__getattr__"):

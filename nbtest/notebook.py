@@ -19,6 +19,7 @@ import types
 from collections.abc import Mapping
 from pathlib import Path
 
+from .cellsource import python_source
 from .policy import parse
 from .warmup import autotune_in_interpreter
 
@@ -62,12 +63,10 @@ def cell_label(cell: dict, index: int) -> str:
 
 
 def source_of(cell: dict) -> str:
-    """Cell source as Python: IPython magics and shell escapes are commented out."""
+    """Cell source as the Python IPython runs: magics, shell escapes and help requests at the start
+    of a logical line are commented out (cellsource.python_source), line numbers kept."""
     src = cell.get("source", "")
-    if isinstance(src, list):
-        src = "".join(src)
-    lines = src.splitlines()
-    return "\n".join("# " + l if l.lstrip().startswith(("%", "!")) else l for l in lines) + "\n"
+    return python_source("".join(src) if isinstance(src, list) else src)
 
 
 MAX_NOTEBOOK_BYTES = 256 << 20   # read_notebook's bound where the caller gives none
@@ -155,16 +154,22 @@ def _malformed(cell) -> str | None:
     return None
 
 
-def load(path: str | Path, name: str | None = None) -> types.ModuleType:
-    """Execute the module cells of the notebook at ``path``; return them as a module."""
+def load(path: str | Path, name: str | None = None, partial: bool = False) -> types.ModuleType:
+    """Execute the module cells of the notebook at ``path``, and the student's own cells they need
+    (cells_run); return them as a module.
+
+    A cell that fails raises NotebookError, or with ``partial`` (the public tests) is skipped as the
+    grader skips it: the other cells still run, and reading a name the module lacks raises an
+    AttributeError naming each failed cell and its line, so one broken cell costs only its own tests.
+    """
     path = Path(path)
     nb = read_notebook(path)
     module = types.ModuleType(name or f"notebook_{path.stem.replace('-', '_')}")
     module.__file__ = str(path)
     sys.modules[module.__name__] = module  # dataclasses and pickling look modules up here
-    for index, cell in enumerate(nb["cells"]):
-        if not is_module_cell(cell):
-            continue
+    problems = []
+    for index in cells_run(nb["cells"]):
+        cell = nb["cells"][index]
         label = cell_label(cell, index)
         source, filename = source_of(cell), f"{path.resolve()}[{label}]"
         # Keep the cell's source where inspect finds it, as IPython does for its cells:
@@ -172,13 +177,34 @@ def load(path: str | Path, name: str | None = None) -> types.ModuleType:
         # path keeps two notebooks with the same name (reference, submission) apart.
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         try:
-            exec(compile(source, filename, "exec"), module.__dict__)
+            exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
         except Exception as e:
-            detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-            raise NotebookError(f"{path.name}: cell '{label}' fails when run on its own: "
-                                f"{detail}") from e
+            if not partial:
+                detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+                raise NotebookError(f"{path.name}: cell '{label}' fails when run on its own: "
+                                    f"{detail}") from e
+            problems.append(_cell_failure(label, e, filename))
+    if problems:
+        module.__getattr__ = functools.partial(_not_defined, "; ".join(problems))
     autotune_in_interpreter()   # the setup cell may have just imported Triton for its interpreter
     return module
+
+
+def _cell_failure(label: str, e: BaseException, filename: str) -> str:
+    """What the grader says of a cell that fails when loaded, with the cell's line: "cell 'x' raised
+    SyntaxError when loaded: '(' was never closed (line 2)"."""
+    if isinstance(e, SyntaxError):
+        message, line = e.msg, e.lineno
+    else:
+        message = str(e)
+        line = next((f.lineno for f in reversed(traceback.extract_tb(e.__traceback__)) if f.filename == filename), None)
+    return f"cell '{label}' raised {type(e).__name__} when loaded: {message}" + (f" (line {line})" if line else "")
+
+
+def _not_defined(problems: str, name: str):
+    if name.startswith("__"):       # copy, pickle and pytest probe a module for dunders
+        raise AttributeError(name)
+    raise AttributeError(f"the notebook does not define '{name}': {problems}")
 
 
 def notebook_beside(test_file: str | Path) -> Path:
@@ -214,3 +240,88 @@ def cell_part(defined: set[str] | frozenset[str], parts: Mapping[str, int]) -> i
     """The part a cell belongs to: the first part of the contract names it defines (parts: name -> part);
     a cell that defines none (a helper, a kernel) belongs to the first part."""
     return min((part for name, part in parts.items() if name in defined), default=min(parts.values()))
+
+
+# Cached by source: a grade asks for each cell's names once per part, and a class repeats its cells.
+@functools.lru_cache(maxsize=256)
+def bound_names(source: str) -> frozenset[str]:
+    """Every name a cell binds at module level: defs, classes, imports, assignment, loop and `with`
+    targets, at any depth of module-level statements (an `if`, a `try`), not inside a def or class."""
+    tree = _parsed(source)
+    # a `global` in a def binds a module name when the def runs
+    names = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif not isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            todo.extend(ast.iter_child_nodes(node))
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=256)
+def used_names(source: str) -> frozenset[str]:
+    """Every name a cell reads anywhere, function bodies included (they read module names when called)."""
+    names = set()
+    for node in ast.walk(_parsed(source)):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+    return frozenset(names)
+
+
+def _parsed(source: str) -> ast.Module:
+    """The cell's tree; an empty one where it does not parse (its problem is reported when it runs)."""
+    try:
+        return parse(source)
+    except SyntaxError:
+        return ast.Module(body=[], type_ignores=[])
+
+
+def cells_run(cells: list) -> list[int]:
+    """Indexes of the cells the grader and the public tests run, in notebook order: the module cells and
+    the student's own cells they need (own_cells_needed)."""
+    own = set(own_cells_needed(cells))
+    return [i for i, cell in enumerate(cells) if is_module_cell(cell) or i in own]
+
+
+def is_own_cell(cell) -> bool:
+    """A code cell the student added (no nbgrader grade_id): a helper, a scratch cell, a plot."""
+    return isinstance(cell, dict) and cell.get("cell_type") == "code" and grade_id(cell) is None \
+        and not is_module_cell(cell)
+
+
+def own_cells_needed(cells: list) -> list[int]:
+    """Indexes of the student's own cells that the module cells need, as Jupyter's Run All runs them: each
+    binds a name that a module cell, or another such cell, reads without defining it (a helper
+    check_same_shape in a cell of its own). The grader and the public tests run these cells too, in their
+    place; no other own cell (a plot, a scratch computation, a check) runs there."""
+    reads = set().union(*(free_names(source_of(c)) for c in cells if is_module_cell(c)))
+    own = {i: source_of(c) for i, c in enumerate(cells) if is_own_cell(c)}
+    wanted: set[int] = set()
+    grew = True
+    while grew:
+        grew = False
+        for i, source in own.items():
+            if i not in wanted and bound_names(source) & reads:
+                wanted.add(i)
+                reads |= free_names(source)
+                grew = True
+    return sorted(wanted)
+
+
+@functools.lru_cache(maxsize=256)
+def free_names(source: str) -> frozenset[str]:
+    """The names a cell reads and binds nowhere itself (not at module level, nor as a parameter or a local
+    of one of its functions): what it takes from other cells."""
+    tree = _parsed(source)
+    bound = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+    bound |= {a.arg for node in ast.walk(tree) if isinstance(node, ast.arguments)
+              for a in node.posonlyargs + node.args + node.kwonlyargs + [node.vararg, node.kwarg] if a}
+    return frozenset(used_names(source) - bound - bound_names(source))

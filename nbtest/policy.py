@@ -61,6 +61,11 @@ PROCESS_MODULES = frozenset({
     "codeop", "runpy", "multiprocessing", "resource", "linecache", "traceback", "tracemalloc", "atexit",
     "faulthandler", "mmap", "tempfile", "posix", "pty", "fcntl", "select", "asyncio", "concurrent",
     "dis", "ast", "copyreg", "shelve", "sqlite3", "urllib", "http", "requests"})
+# Modules any cell may import, whatever the assignment's list: compiler directives Jupyter honours per
+# cell, and warnings, which neither the grader's child nor any score reads (copy, time, random and
+# logging stay outside: copy hands out copyreg's dispatch table, the child times and seeds with time
+# and random, logging opens files)
+HONEST_MODULES = frozenset({"__future__", "warnings"})
 # Names that run code, read files or expose a namespace.
 FORBIDDEN_NAMES = frozenset({
     "__import__", "exec", "eval", "compile", "open", "globals", "locals", "vars", "breakpoint",
@@ -175,6 +180,7 @@ class _Notebook:
         self.functions: dict[str, tuple[str, ast.FunctionDef]] = {}   # student functions, by name
         self.kernels: dict[str, tuple[str, ast.FunctionDef]] = {}     # student @triton.jit functions
         self.constants: set[str] = set()          # module-level names bound to plain values
+        self.containers: set[str] = set()         # student result types: a NamedTuple of fields, a namedtuple()
         for i, (label, source, student) in enumerate(cells):
             self.order[label], self.sources[label], self.student[label] = i, source, student
             try:
@@ -200,6 +206,8 @@ class _Notebook:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             self.constants |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif student and _is_container(node, self):
+            self.containers.add(node.name if isinstance(node, ast.ClassDef) else node.targets[0].id)
 
     def resolve(self, node) -> str | None:
         """The dotted path of Name / Attribute chains rooted at an import ("F.gelu" -> torch.nn.functional.gelu)."""
@@ -210,6 +218,20 @@ class _Notebook:
         if isinstance(node, ast.Name) and node.id in self.aliases:
             return ".".join([self.aliases[node.id], *reversed(parts)])
         return None
+
+
+NAMED_TUPLES = {"typing.NamedTuple", "collections.namedtuple"}
+
+
+def _is_container(node, ctx: _Notebook) -> bool:
+    """A result type that computes nothing when built: `class R(NamedTuple)` with only annotated fields
+    (typing refuses a __new__ or __init__ there), or `R = namedtuple("R", ...)`."""
+    if isinstance(node, ast.ClassDef):
+        return [ctx.resolve(b) for b in node.bases] == ["typing.NamedTuple"] and not node.keywords and \
+            all(isinstance(s, ast.AnnAssign) and s.value is None and isinstance(s.target, ast.Name) or
+                isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in node.body)
+    return isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and \
+        isinstance(node.value, ast.Call) and ctx.resolve(node.value.func) in NAMED_TUPLES
 
 
 def _is_jit(decorator, ctx: _Notebook) -> bool:
@@ -348,6 +370,8 @@ class _General(ast.NodeVisitor):
 
     def _module(self, node, name: str):
         root = name.split(".")[0]
+        if name in HONEST_MODULES:
+            return
         if root in PROCESS_MODULES or name in PROCESS_MODULES:
             self.flag(node, "process-introspection", WITHHOLD,
                       f"module '{name}' reaches the grading process (files, frames, other modules); "
@@ -852,7 +876,7 @@ class _Body:
         if name is not None:
             if name.startswith("numpy"):
                 self.w.flag(self.label, node, "numpy", f"{name} in the wrapper: the kernel computes h and y")
-            elif name in WRAPPER_ALLOC or name.startswith("math."):
+            elif name in WRAPPER_ALLOC or name.startswith("math.") or name in ctx.containers:
                 pass
             elif name in WRAPPER_SCALAR_FUNCS:
                 if name not in PASSIVE_BUILTINS and any(self.tensorish(a) for a in node.args):

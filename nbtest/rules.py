@@ -10,8 +10,8 @@ import types
 from pathlib import Path
 
 from . import policy
-from .notebook import cell_label, cell_part, is_module_cell, is_solution, notebook_beside, read_notebook, \
-    source_of, top_level_names
+from .notebook import cell_label, cell_part, cells_run, is_module_cell, is_solution, notebook_beside, \
+    read_notebook, source_of, top_level_names
 from .warmup import first_calls, names_optim
 
 PACKAGE = str(Path(__file__).resolve().parent) + os.sep   # this package's files: what runs the notebook's code
@@ -103,17 +103,19 @@ def rule_breaks(part: int, notebook: str | Path) -> list[str]:
     contract = tomllib.loads((path.parent / "contract.toml").read_text(encoding="utf-8"))
     contract_parts = {name: entry["part"] for name, entry in contract.items()}
     cells, parts, stubs = [], {}, []
-    for index, cell in enumerate(read_notebook(path)["cells"]):
-        if is_module_cell(cell):
-            label, source = cell_label(cell, index), source_of(cell)
-            cells.append((label, source, is_solution(cell)))
-            try:
-                tree = policy.parse(source)
-            except (SyntaxError, ValueError):
-                continue
-            parts[label] = cell_part(top_level_names(source), contract_parts)
-            if parts[label] == part and is_solution(cell):
-                stubs += [policy.is_stub(f) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
+    notebook = read_notebook(path)["cells"]
+    for index in cells_run(notebook):
+        cell = notebook[index]
+        label, source = cell_label(cell, index), source_of(cell)
+        student = is_solution(cell) or not is_module_cell(cell)       # a solution cell, or one of the student's own
+        cells.append((label, source, student))
+        try:
+            tree = policy.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+        parts[label] = cell_part(top_level_names(source), contract_parts)
+        if parts[label] == part and is_solution(cell):
+            stubs += [policy.is_stub(f) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
     found = [str(v) for v in policy.check_cells(cells, policy.for_assignment(rules)) if parts.get(v.cell) == part]
     if Watch.current is not None and path.resolve() in Watch.current.notebooks.values():
         found += Watch.current.found(path, {label for label, p in parts.items() if p == part},

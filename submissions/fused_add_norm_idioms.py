@@ -60,4 +60,38 @@ IDIOMS = [
                                              BLOCK=triton.next_power_of_2(n))
             return h.view(x.shape), y.view(x.shape)
         '''),
+    # a typing.NamedTuple result, annotated as Jupyter compiles it (classes, not strings)
+    (("typing-namedtuple-result", "black-continuation-operators"), "fused_add_layernorm", '''
+        from typing import NamedTuple
+
+
+        class AddNorm(NamedTuple):
+            h: Tensor
+            y: Tensor
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> AddNorm:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
+            n = x.shape[-1]
+            if x.shape != fx.shape:
+                raise ValueError(f"x {tuple(x.shape)} and fx {tuple(fx.shape)} must have the same shape")
+            if n > MAX_WIDTH:
+                raise ValueError(f"rows of {n} elements are wider than MAX_WIDTH = {MAX_WIDTH}")
+            if weight.shape != (n,) or bias.shape != (n,):
+                raise ValueError(f"weight and bias must have shape ({n},), got {tuple(weight.shape)}, "
+                                 f"{tuple(bias.shape)}")
+            if (
+                x.dtype
+                != fx.dtype
+                or not {t.dtype for t in (x, fx, weight, bias)} <= DTYPES
+            ):
+                raise ValueError("x and fx share one dtype, float16, bfloat16 or float32; got %s and %s"
+                                 % (x.dtype, fx.dtype))
+            rows_x, rows_fx = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)
+            fused_add_layernorm_kernel[(rows_x.shape[0],)](rows_x, rows_fx, weight.contiguous(), bias.contiguous(),
+                                                           h, y, n, eps, BLOCK=triton.next_power_of_2(n))
+            return AddNorm(h.view(x.shape), y.view(x.shape))
+        '''),
 ]

@@ -52,6 +52,7 @@ SHOWN = {
     # the inputs are read back from the grader's own memory: the forged report changes nothing
     "forged-mutation-report": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
     "wraps-encoder-layer": {"block_parts": "block-structure"},
+    "ffn-module-list": {"ffn_layers": "ffn-layers", "block_parts": "block-structure"},
     "oracle-fallback": {"split": "gradient-split"},
     "oracle-table": {"split": "gradient-split"},
     "scaled-shortcut-ignored": dict.fromkeys(["chain_alpha", "norms_decay", "norms_random"], "scaled-shortcut-ignored"),
@@ -149,6 +150,12 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
         "if x.shape != fx.shape:\n    raise ValueError(f\"shapes differ: {list(x.shape)} vs {list(fx.shape)}\")\n"
         "return x + fx"])
     in_place = s.body("residual_add", 0, ("return x + fx", "x += fx\nreturn x"))
+    helper_cell = s.with_own_cell(s.solved(residual_add=s.filled("residual_add", [
+        "check_same_shape(x, fx)\nreturn x + fx"])), "residual_add", variants.HELPER_CELL)
+    module_list = s.filled("residual_ffn", [
+        edit(s.bodies["residual_ffn"][0], "nn.Sequential(nn.Linear(d_in, hidden), nn.GELU(), nn.Linear(hidden, d_out))",
+             "nn.ModuleList([nn.Linear(d_in, hidden), nn.GELU(), nn.Linear(hidden, d_out)])"),
+        "h = x\nfor layer in self.ffn:\n    h = layer(h)\nreturn residual_add(self.shortcut(x), h)"])
     return {
         **s.honest(HONEST),
         **forgeries(s, in_place),
@@ -162,6 +169,15 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                                s.solved(residual_add=size_message), set()),
         "message-list": ("residual_add's ValueError names the shapes as [2, 3, 1]",
                          s.solved(residual_add=list_message), set()),
+        "helper-cell": ("residual_add calls check_same_shape, defined in a cell of the student's own above it",
+                        helper_cell, set()),
+        "ffn-module-list": ("ResidualFFN's ffn is an nn.ModuleList its forward loops over: calling ffn itself "
+                            "(the tests, TransformerBlock) raises torch's missing-forward NotImplementedError",
+                            s.solved(residual_ffn=module_list),
+                            {"ffn_layers", "block_parts", "block_default", "block_pre", "block_post", "block_pre_causal",
+                             "block_post_causal", "block_pre_identity", "plain_structure", "residual_structure",
+                             "plain_forward", "residual_forward", "residual_scaled", "residual_zero_init",
+                             "train_lowers_loss", "deep_residual_trains", "deep_plain_stalls"}),
         "full-marks": ("the reference solution", s.solved(), set()),
         "untouched-release": ("the release as handed out: every stub still raises NotImplementedError",
                               s.notebook({}), every),

@@ -217,4 +217,33 @@ IDIOMS = [
             grads = torch.autograd.grad(F.cross_entropy(h, y), list(inputs.values()))
             return [g.norm().item() for g in grads]
         '''),
+    # how Jupyter reads a cell: Black breaks long lines before an operator (a continuation line that
+    # starts with `%` or `!=` is Python, not a magic), and a cell's own __future__ import is honoured
+    (("black-continuation-lines", "percent-format-continuation", "not-equal-continuation",
+      "future-annotations"), "residual_add", '''
+        from __future__ import annotations
+
+
+        def residual_add(x: Tensor, fx: Tensor) -> Tensor:
+            """x + fx, (*) and (*) -> (*)."""
+            if (
+                x.shape
+                != fx.shape
+            ):
+                raise ValueError(
+                    "residual_add: x has shape %s but fx has shape %s"
+                    % (tuple(x.shape), tuple(fx.shape))
+                )
+            return x + fx
+        '''),
+    (("namedtuple-result",), "split_gradient", '''
+        import collections
+
+        GradientSplit = collections.namedtuple("GradientSplit", ["identity", "branch"])
+
+
+        def split_gradient(x0: float, dF, upstream: float) -> tuple:
+            """(identity path's share, branch's share) of dL/dx0."""
+            return GradientSplit(upstream * 1.0, upstream * dF(x0))
+        '''),
 ]

@@ -12,6 +12,12 @@ from samplekit import PROBE
 
 # ============================================================ honest variants: full marks, no rule tripped
 
+# a helper in a cell of the student's own, above the residual_add cell (samples helper-cell)
+HELPER_CELL = """def check_same_shape(x, fx):
+    if x.shape != fx.shape:
+        raise ValueError(f"x has shape {tuple(x.shape)} but fx has shape {tuple(fx.shape)}")
+"""
+
 STYLES = {
     "style-torch-add-helper": ("torch.add, helper, f-string with x.shape", dict(residual_add='''
         def _same_shape(x: Tensor, fx: Tensor) -> None:

@@ -109,6 +109,13 @@ class Samples:
         nb["cells"] = [c for c in nb["cells"] if not delete(c)]
         return nb
 
+    def with_own_cell(self, nb: dict, before: str, source: str) -> dict:
+        """The notebook with a code cell of the student's own (no nbgrader metadata) above cell `before`."""
+        at = next(i for i, c in enumerate(nb["cells"]) if c["metadata"].get("nbgrader", {}).get("grade_id") == before)
+        nb["cells"].insert(at, {"cell_type": "code", "execution_count": None, "id": f"own-{before}", "metadata": {},
+                                "outputs": [], "source": source})
+        return nb
+
     def filled(self, label: str, bodies: list[str] | None = None, before: str = "", after: str = "") -> str:
         """The release cell `label` with its stubs replaced, in order, by bodies (default: the solution's).
 

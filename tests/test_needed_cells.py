@@ -1,4 +1,7 @@
 """Template.needed: each part's child loads only the cells its names need (docs/security.md)."""
+import json
+
+import nbtest
 from helpers import SOURCE_NB
 
 from autograder import contract
@@ -54,3 +57,33 @@ def test_a_cell_that_defines_no_contract_name_serves_every_part():
     # the wrapper never names the kernel, but the kernel's cell still loads (and is reported unlaunched)
     assert [label for label, _ in template.needed(extracted, names, names)] == \
         ["setup", "fused_kernel", "fused_add_layernorm"]
+
+
+def _with_helper_cell(tmp_path):
+    """The reference with residual_add's shape check in a cell of the student's own, above it, and a
+    scratch cell (a demo) that nothing needs."""
+    nb = nbtest.read_notebook(SOURCE_NB)
+    at = next(i for i, c in enumerate(nb["cells"]) if nbtest.grade_id(c) == "residual_add")
+    nb["cells"][at]["source"] = ("def residual_add(x, fx):\n    check_same_shape(x, fx)\n    return x + fx\n")
+    own = lambda src: {"cell_type": "code", "metadata": {}, "source": src, "outputs": [], "execution_count": None}
+    nb["cells"][at:at] = [own("def check_same_shape(a, b):\n    if a.shape != b.shape:\n"
+                              "        raise ValueError(f'shapes {tuple(a.shape)} and {tuple(b.shape)} differ')\n"),
+                          own("demo = residual_add(torch.ones(2), torch.ones(2))\n")]
+    path = tmp_path / "helper.ipynb"
+    path.write_text(json.dumps(nb))
+    return path, f"cell {at}"
+
+
+def test_a_helper_in_a_cell_of_the_student_s_own_runs_where_it_is_needed(tmp_path):
+    """Run All runs every cell: the grader and the public tests run the student's own cells that the
+    graded cells need, in their place, checked as the student's; a cell nothing needs does not run."""
+    path, helper = _with_helper_cell(tmp_path)
+    extracted = TEMPLATE.fill(path)
+    labels = [label for label, _ in extracted.cells]
+    assert labels.index("setup") < labels.index(helper) == labels.index("residual_add") - 1
+    assert len(labels) == len(REFERENCE.cells) + 1            # the demo cell is not run
+    assert [label for label, _ in TEMPLATE.needed(extracted, {"residual_add"}, CONTRACT)] == \
+        ["setup", helper, "residual_add"]
+    assert (helper, dict(extracted.cells)[helper], True) in TEMPLATE.marked(extracted)
+    module = nbtest.load(path, name="helper_cell", partial=True)
+    assert callable(module.check_same_shape) and not hasattr(module, "demo")

@@ -457,6 +457,20 @@ FORGERIES_FUSED = {
             fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, h, n, eps, BLOCK=16)
             return h, h
         '''), {("wrapper-arithmetic", FLAG)}),
+    "a result class whose construction computes: not a plain NamedTuple": (dict(fused_add_layernorm='''
+        from typing import NamedTuple
+
+        class AddNorm(NamedTuple):
+            h: Tensor
+            y: Tensor
+            scale = torch.ones(1)
+
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = x.shape[-1]
+            h, y = torch.empty_like(x), torch.empty_like(x)
+            fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, y, n, eps, BLOCK=16)
+            return AddNorm(h, y)
+        '''), {("wrapper-arithmetic", FLAG)}),
     "two kernels: separate add and norm launches": (dict(fused_add_layernorm='''
         def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
             n = x.shape[-1]
@@ -631,3 +645,13 @@ def test_violations_come_in_the_same_order_in_every_process():
     seen = {subprocess.run([sys.executable, "-c", code, source], cwd=ROOT, env={"PYTHONHASHSEED": str(seed)},
                            capture_output=True, text=True, check=True).stdout for seed in range(1, 7)}
     assert len(seen) == 1 and seen.pop().count("assigning to") == 4, seen
+
+
+def test_honest_modules_pass_in_any_assignment_and_the_others_stay_flagged():
+    """__future__ and warnings: nothing the grade rests on (policy.HONEST_MODULES); copy, time, random and
+    logging are flagged, as the notebooks' rules section says (nbtest/rules_text.py)."""
+    honest = "from __future__ import annotations\nimport warnings\n\nwarnings.filterwarnings('ignore')\n"
+    assert policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=honest), RESIDUAL) == []
+    for module in ("copy", "time", "random", "logging"):
+        found = policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=f"import {module}\n"), RESIDUAL)
+        assert rules(found) == {("import", FLAG)}, module

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nbtest
 import pytest
+from torch import nn
 
 from helpers import COURSE, NAMES, RELEASE_NB, SOURCE_NB, SampleClass, public_test_count
 
@@ -62,14 +63,51 @@ def test_check_names_the_misconception(reference, capsys):
     assert re.search(r"^Part 1: \d+ of \d+ public tests passed \(2 failed\)\.$", out, re.M), out
 
 
-def test_loader_reports_a_broken_cell(tmp_path):
+def _with_broken_split_gradient() -> dict:
     nb = nbtest.read_notebook(SOURCE_NB)
     cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "split_gradient")
     cell["source"] = "def split_gradient(x0, dF, upstream):\n    return (upstream,\n"
+    return nb
+
+
+def test_check_names_a_module_without_forward_as_an_error_not_a_stub(reference, capsys):
+    """An ffn built as an nn.ModuleList and called: torch's own NotImplementedError, which is no stub."""
+    class ListFFN(reference.ResidualFFN):
+        def __init__(self, d_in, d_out, expansion=4):
+            super().__init__(d_in, d_out, expansion)
+            self.ffn = nn.ModuleList(list(self.ffn))
+
+    nbtest.check(1, dict(vars(reference), ResidualFFN=ListFFN), SOURCE_NB.parent / "test_public.py")
+    out = capsys.readouterr().out
+    assert 'FAILED    test_part1_residual_ffn' in out and 'Module [ModuleList] is missing the required "forward"' in out
+    assert "not done" not in out, out
+
+
+def test_loader_reports_a_broken_cell(tmp_path):
     path = tmp_path / "broken.ipynb"
-    path.write_text(json.dumps(nb))
+    path.write_text(json.dumps(_with_broken_split_gradient()))
     with pytest.raises(nbtest.NotebookError, match=r"(?s)cell 'split_gradient' fails when run on its own: .*SyntaxError"):
         nbtest.load(path)
+    partial = nbtest.load(path, name="broken_partial", partial=True)     # the public tests' fixture
+    assert callable(partial.chain_rule_grad)
+    with pytest.raises(AttributeError, match=r"does not define 'split_gradient': cell 'split_gradient' raised "
+                                             r"SyntaxError when loaded: '\(' was never closed \(line 2\)"):
+        partial.split_gradient
+
+
+def test_a_cell_that_does_not_parse_costs_its_own_tests_in_pytest(tmp_path):
+    """As in the grade, where only the broken cell's names are missing: not every test in error."""
+    code, out = run_pytest(_release_copy(tmp_path, "residual-connections", _with_broken_split_gradient()))
+    failed = re.findall(r"^FAILED\s+(test_part\w+)", out, re.M)
+    assert code == 1 and " error" not in out and failed, out
+    assert all(name.startswith("test_part2_") for name in failed), failed
+    assert "cell 'split_gradient' raised SyntaxError when loaded: '(' was never closed (line 2)" in out, out
+
+
+def test_cells_are_compiled_without_the_loader_s_future_imports(reference):
+    """nbtest/notebook.py has `from __future__ import annotations`; a cell's annotations stay classes, as
+    in Jupyter (a typing.NamedTuple result would otherwise make typing compile strings)."""
+    assert reference.residual_add.__annotations__["x"] is reference.Tensor
 
 
 @pytest.mark.parametrize("content, problem", [("{not json", "not JSON"), ('{"a": 1}', "no 'cells' list")])
@@ -137,5 +175,5 @@ def test_the_rules_test_shows_what_the_monitor_saw_with_its_line(tmp_path):
     code, out = run_pytest(_release_copy(tmp_path, "residual-connections", notebook))
     failed = re.findall(r"^FAILED\s+(test_part\w+)", out, re.M)
     assert code == 1 and failed == ["test_part1_follows_the_rules"], out
-    assert re.search(r"residual_add line \d+: \[monitor\] compile: compiles a string into code: \"len\('abc'\)\" "
+    assert re.search(r"residual_add line \d+: \[monitor\] exec: executes a code object "
                      r"\| typing.get_type_hints\(_hint\)", out), out

@@ -7,6 +7,7 @@ import torch
 from autograder.course import ROOT
 from autograder.nbgrading import release
 from helpers import ASSIGNMENTS, COURSE, NAMES, solution_lines
+from nbtest.rules_text import imports_rule
 
 @pytest.mark.parametrize("a", ASSIGNMENTS, ids=NAMES)
 def test_source_has_solution_regions(a):
@@ -25,6 +26,16 @@ def test_release_has_no_outputs_or_execution_counts(a):
     for cell in json.loads(a.notebook_path(ROOT / "assignments").read_text())["cells"]:
         if cell["cell_type"] == "code":
             assert cell["outputs"] == [] and cell["execution_count"] is None, cell["id"]
+
+
+@pytest.mark.parametrize("a", ASSIGNMENTS, ids=NAMES)
+def test_the_notebook_states_the_import_rule_the_policy_applies(a):
+    """The rules section's import bullet is written from policy.py's own lists (nbtest/rules_text.py):
+    every module and library path that can flag or hold a line is named where the student reads."""
+    line = imports_rule(a.rules)
+    for root in (ROOT / "solutions", ROOT / "assignments"):
+        text = "".join(json.loads(a.notebook_path(root).read_text())["cells"][1]["source"])
+        assert line in text.splitlines(), f"{a.notebook_path(root)}: its rules cell's import bullet should read\n{line}"
 
 
 def test_every_stub_of_assignment_1_raises_not_implemented(release):

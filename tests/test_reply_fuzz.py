@@ -10,6 +10,7 @@ import os
 import random
 import socket
 import struct
+import textwrap
 import threading
 import time
 import types
@@ -287,3 +288,38 @@ def test_a_batch_of_children_sending_mutated_frames_gives_every_student_every_re
     for child in zygote.children:
         child.join(5)
         assert not child.is_alive()
+
+
+def test_a_tuple_subclass_result_is_the_tuple_the_docstring_asks_for():
+    """namedtuple and typing.NamedTuple results are read as plain tuples, through tuple's own slicing
+    (a subclass may redefine __iter__ and __getitem__ to lie)."""
+    module = types.ModuleType("submission")
+    exec(textwrap.dedent("""
+        import collections, typing
+        Split = collections.namedtuple("Split", "identity branch")
+        class Lying(tuple):
+            def __getitem__(self, i):
+                return 99.0
+            def __iter__(self):
+                return iter((99.0, 99.0))
+        def split(a):
+            return Split(a, 2 * a)
+        def lying(a):
+            return Lying((a, 2 * a))
+    """), module.__dict__)
+    for fn in ("split", "lying"):
+        reply = probe.serve_request(module, {}, {}, {"op": "call", "fn": fn, "args": [1.5]})
+        assert reply["result"]["kind"] == "tuple"
+        assert [item["value"] for item in reply["result"]["items"]] == [1.5, 3.0]
+
+
+def test_torch_s_missing_forward_is_no_stub():
+    """An nn.ModuleList called as a layer raises NotImplementedError from torch's Module.forward: the
+    reply names it as the code's error, not as a stub still to write."""
+    module = types.ModuleType("submission")
+    exec("import torch\nfrom torch import nn\ndef stub(x):\n    raise NotImplementedError()\n"
+         "def ffn(x):\n    return nn.ModuleList([nn.Linear(2, 2)])(x)\n", module.__dict__)
+    stub, ffn = (probe.serve_request(module, {}, {}, {"op": "call", "fn": fn, "args": [torch.zeros(2)]})["error"]
+                 for fn in ("stub", "ffn"))
+    assert "NotImplementedError" in stub["is"] and "NotImplementedError" not in ffn["is"]
+    assert ffn["type"] == "NotImplementedError" and 'missing the required "forward" function' in ffn["message"]

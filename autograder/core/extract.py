@@ -14,16 +14,13 @@ max_cell_kb is not run (its problem says why), and a file over FILE_CELLS times 
 """
 from __future__ import annotations
 
-import ast
-import functools
 import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbtest
-from nbtest import policy
-from nbtest.notebook import top_level_names
+from nbtest.notebook import bound_names, own_cells_needed, top_level_names, used_names
 
 NotebookError = nbtest.NotebookError
 FILE_CELLS = 64      # a notebook file may be this many largest cells (outputs, images) before it is refused
@@ -58,7 +55,8 @@ class Template:
 
         Raises NotebookError when the file is not a readable notebook.
         """
-        found = _code_cells_by_grade_id(nbtest.read_notebook(submission, FILE_CELLS * self.max_cell_kb << 10))
+        nb = nbtest.read_notebook(submission, FILE_CELLS * self.max_cell_kb << 10)
+        found = _code_cells_by_grade_id(nb)
         cells, problems = [], {}
         for label, src, solution in self.cells:
             if not solution:
@@ -66,27 +64,51 @@ class Template:
             elif label not in found:
                 problems[label] = f"solution cell '{label}' is missing from the notebook"
             else:
-                src = nbtest.source_of(found[label])
-                if len(src.encode("utf-8")) > self.max_cell_kb << 10:
-                    problems[label] = (f"solution cell '{label}' is {len(src.encode('utf-8')) >> 10} KiB, more than "
-                                       f"the {self.max_cell_kb} KiB a cell may have (course.toml grading.max_cell_kb); "
-                                       "it was not run")
-                else:
-                    cells.append((label, src))
+                self._take(label, nbtest.source_of(found[label]), cells, problems)
+        for label, after, src in self._own(nb):
+            at = next((i + 1 for i, (other, _) in enumerate(cells) if other == after), 0)
+            own: list[tuple[str, str]] = []
+            self._take(label, src, own, problems)
+            cells[at:at] = own
         return Extracted(cells, problems)
 
+    def _take(self, label: str, src: str, cells: list, problems: dict) -> None:
+        """The cell into `cells`, or into `problems` where it is over max_cell_kb."""
+        if len(src.encode("utf-8")) > self.max_cell_kb << 10:
+            problems[label] = (f"solution cell '{label}' is {len(src.encode('utf-8')) >> 10} KiB, more than "
+                               f"the {self.max_cell_kb} KiB a cell may have (course.toml grading.max_cell_kb); "
+                               "it was not run")
+        else:
+            cells.append((label, src))
+
+    def _own(self, nb: dict) -> list[tuple[str, str | None, str]]:
+        """The student's own cells the module cells need (nbtest.own_cells_needed), as (label, the label of
+        the module cell above it or None, source): Run All runs them in their place, so does the grader."""
+        module = {label for label, _, _ in self.cells}
+        out, above = [], None
+        needed = set(own_cells_needed(nb["cells"]))
+        for index, cell in enumerate(nb["cells"]):
+            label = nbtest.cell_label(cell, index)
+            if index in needed:
+                out.append((label, above, nbtest.source_of(cell)))
+                above = label
+            elif label in module and cell.get("cell_type") == "code":
+                above = label
+        return out
+
     def marked(self, extracted: Extracted) -> list[tuple[str, str, bool]]:
-        """extracted's cells as (label, source, is the student's), for the static policy."""
-        solution = {label for label, _, student in self.cells if student}
-        return [(label, src, label in solution) for label, src in extracted.cells]
+        """extracted's cells as (label, source, is the student's), for the static policy: every cell but
+        the source notebook's locked ones (solution cells and the student's own)."""
+        locked = {label for label, _, student in self.cells if not student}
+        return [(label, src, label not in locked) for label, src in extracted.cells]
 
     def needed(self, extracted: Extracted, names: set[str], contract: set[str]) -> list[tuple[str, str]]:
         """The cells a child that uses `names` (of the assignment's `contract` names) loads, in order:
         every locked cell; the solution cells that define those names, and those that define no contract
-        name at all in the source notebook (a kernel, a helper: they serve every part); and every solution
-        cell that defines a name one of those uses, and so on. A construct in any other cell then never
-        runs in that child."""
-        solution = {label for label, _, student in self.cells if student}
+        name at all in the source notebook (a kernel, a helper: they serve every part); and every cell of
+        the student's (a solution cell or one of their own) that defines a name one of those uses, and so
+        on. A construct in any other cell then never runs in that child."""
+        locked = {label for label, _, student in self.cells if not student}
         defines = {label: bound_names(src) for label, src in extracted.cells}
         uses = {label: used_names(src) for label, src in extracted.cells}
         wanted = {label for label, bound in defines.items() if bound & names}
@@ -99,7 +121,7 @@ class Template:
                 if label not in wanted and bound & used:
                     wanted.add(label)
                     frontier.append(label)
-        return [(label, src) for label, src in extracted.cells if label not in solution or label in wanted]
+        return [(label, src) for label, src in extracted.cells if label in locked or label in wanted]
 
     def key(self, submission: Path) -> str:
         """Extracted.key of a submission; for an unreadable file, unreadable_key."""
@@ -126,45 +148,3 @@ def _code_cells_by_grade_id(nb: dict) -> dict[str, dict]:
         if grade_id is not None and cell.get("cell_type") == "code":
             out.setdefault(grade_id, cell)
     return out
-
-
-# Cached by source: a grade asks for each cell's names once per part, and a class repeats its cells.
-@functools.lru_cache(maxsize=256)
-def bound_names(source: str) -> frozenset[str]:
-    """Every name a cell binds at module level: defs, classes, imports, assignment, loop and `with`
-    targets, at any depth of module-level statements (an `if`, a `try`), not inside a def or class."""
-    tree = _parsed(source)
-    # a `global` in a def binds a module name when the def runs
-    names = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
-    todo = list(tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-        elif not isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            todo.extend(ast.iter_child_nodes(node))
-    return frozenset(names)
-
-
-@functools.lru_cache(maxsize=256)
-def used_names(source: str) -> frozenset[str]:
-    """Every name a cell reads anywhere, function bodies included (they read module names when called)."""
-    names = set()
-    for node in ast.walk(_parsed(source)):
-        if isinstance(node, ast.Name):
-            names.add(node.id)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names.update(node.names)
-    return frozenset(names)
-
-
-def _parsed(source: str) -> ast.Module:
-    """The cell's tree; an empty one where it does not parse (its problem is reported when it runs)."""
-    try:
-        return policy.parse(source)
-    except SyntaxError:
-        return ast.Module(body=[], type_ignores=[])

@@ -50,6 +50,7 @@ from .arena import view as _view
 _isinstance, _issubclass, _type = builtins.isinstance, builtins.issubclass, builtins.type
 _len, _str = builtins.len, builtins.str
 _float, _int, _bool, _list, _tuple, _dict = float, int, bool, list, tuple, dict
+_tuple_slice, _slice = tuple.__getitem__, slice
 _getattr, _enumerate, _sum, _next, _any = getattr, enumerate, sum, next, any
 _range, _min, _max = range, min, max
 _Tensor, _Module = torch.Tensor, nn.Module
@@ -79,6 +80,8 @@ _perf_counter, _machine = time.perf_counter, platform.machine
 _Generator, _normal, _index_select, _as_tensor = torch.Generator, torch.Tensor.normal_, torch.index_select, torch.tensor
 _device_of, _int64 = torch._C.TensorBase.device.__get__, torch.int64
 _Real = numbers.Real
+_traceback_of = BaseException.__traceback__.__get__
+_FORWARD_MISSING = nn.modules.module._forward_unimplemented.__code__   # an nn.Module with no forward, called
 _signature, _isclass, _callable = inspect.signature, inspect.isclass, callable
 _NOTED_ERRORS = (ValueError, TypeError, RuntimeError, NotImplementedError, NameError, AttributeError,
                  MemoryError, RecursionError)
@@ -161,13 +164,24 @@ def _seed(seed: int, device: str | None) -> None:
 
 def describe_error(e: BaseException) -> dict:
     """{"type", "message", "is"}: "is" from the exception's own type, which `except` matches, not from what
-    its __class__ claims (isinstance believes a property there: a RuntimeError that says it is a ValueError)."""
+    its __class__ claims (isinstance believes a property there: a RuntimeError that says it is a ValueError).
+    torch's nn.Module.forward of a module that defines none (an nn.ModuleList called) raises a
+    NotImplementedError that is no stub of the release: "is" leaves NotImplementedError out for it."""
     try:
         message = _str(e)
     except BaseException:
         message = "<the exception's message could not be read>"
-    return {"type": _text(_getattr(_type(e), "__name__", "?")), "message": _text(message),
-            "is": [c.__name__ for c in _NOTED_ERRORS if _issubclass(_type(e), c)]}
+    noted = [c.__name__ for c in _NOTED_ERRORS if _issubclass(_type(e), c)]
+    if "NotImplementedError" in noted and _innermost_code(_traceback_of(e)) is _FORWARD_MISSING:
+        noted.remove("NotImplementedError")
+    return {"type": _text(_getattr(_type(e), "__name__", "?")), "message": _text(message), "is": noted}
+
+
+def _innermost_code(tb):
+    """The code object of a traceback's last frame (where the exception was raised), or None."""
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return None if tb is None else tb.tb_frame.f_code
 
 
 def _lookup(module, name: str):
@@ -233,6 +247,7 @@ def _observe(fn, request, specs, objects, module) -> dict:
             result = fn(*args, **kwargs)
     else:
         result = fn(*args, **kwargs)
+    result = _plain_tuple(result)
     shared = [_type(a) is _Shared for a in request.get("args", [])]
     out = {"result": encode(result),
            "args_after": [encode(a) if _type(a) is _Tensor and not shared[i] else None for i, a in _enumerate(args)],
@@ -242,6 +257,14 @@ def _observe(fn, request, specs, objects, module) -> dict:
     if request.get("trace"):
         out["trace"] = report
     return out
+
+
+def _plain_tuple(value):
+    """A tuple subclass's items as a plain tuple (a namedtuple or typing.NamedTuple result is the tuple the
+    docstring asks for), read by tuple's own slicing: the class may redefine __iter__ or __getitem__."""
+    if _type(value) is not _tuple and _issubclass(_type(value), _tuple):   # type(): __class__ can lie
+        return _tuple_slice(value, _slice(None))
+    return value
 
 
 def _shares_storage(result, tensors) -> bool:

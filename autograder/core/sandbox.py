@@ -408,7 +408,7 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
             filename = f"<cell {label}>"
             linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
             try:
-                exec(compile(source, filename, "exec"), module.__dict__)
+                exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
             except BaseException as e:       # SyntaxError, SystemExit, anything
                 problems[label] = probe.describe_error(e)
             modes = check_state(events_fd, f"cell '{label}' ran", label, modes)

@@ -1,0 +1,110 @@
+"""A code cell's text as the Python that IPython runs: its magics, shell escapes and help requests
+commented out, found where IPython finds them, at the start of a logical line only.
+
+    python_source("x = (a\\n     % b)\\n%time f()\\n")   # -> "x = (a\\n     % b)\\n# %time f()\\n"
+
+A line inside brackets, inside a triple-quoted string or after a backslash continues the line before
+it (Black and PEP 8 break a long line before its operator: `% args`, `!= b`), so it is Python even
+where it starts with `%` or `!`. Line numbers are kept: line 7 of the cell is line 7 here.
+The notebook's readers (nbtest.notebook.source_of: the grader, the public tests, the rules test) all
+read cells through this module; tests/test_cell_source.py holds it to IPython's own input transformer.
+"""
+from __future__ import annotations
+
+import re
+
+# `x = !ls`, `a, b = %sx ls`: IPython's SystemAssign and MagicAssign
+_ASSIGN_ESCAPE = re.compile(r"\s*[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")
+_ESCAPES = ("%", "!", "?")     # line magic, shell escape, help (`?name`, `??name`)
+PYTHON_CELL_MAGICS = frozenset({"time", "capture"})   # their body runs as the kernel's own Python
+
+
+def python_source(text: str) -> str:
+    """The cell's text with each IPython-only logical line commented out ("# " in front), ending in a
+    newline. A cell magic's body is read as Python where the kernel runs it so (%%time, %%capture) and
+    commented out with it where it is another language's (%%bash, %%writefile)."""
+    lines = _dedented(text.splitlines())
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None and lines[first].startswith("%%"):
+        if lines[first][2:].split(" ", 1)[0] not in PYTHON_CELL_MAGICS:
+            return "".join(f"# {line}\n" for line in lines)
+        commented = {first} | set(magic_lines(lines[:first] + [""] + lines[first + 1:]))
+    else:
+        commented = set(magic_lines(lines))
+    return "".join(_commented(line, i - 1 in commented) + "\n" if i in commented else f"{line}\n"
+                   for i, line in enumerate(lines)) or "\n"
+
+
+def _commented(line: str, continued: bool) -> str:
+    """A magic's line as a comment; one inside a block (`if x:` then `    %time f()`) leaves a `pass`
+    in its place, so the block keeps a body as it has in IPython."""
+    body = line.lstrip()
+    indent = line[:len(line) - len(body)]
+    return f"{indent}pass  # {body}" if indent and not continued else f"# {line}"
+
+
+def magic_lines(lines: list[str]) -> list[int]:
+    """Indexes of the lines IPython reads as magics, shell escapes or help: a logical line starting
+    with an escape (and the lines its backslashes join to it), `name = !cmd` / `name = %magic`, and a
+    logical line that ends in `?` outside strings and comments (`torch.nn.Linear?`)."""
+    found: list[int] = []
+    depth, quote, joined, start, escape = 0, None, False, 0, False
+    for i, line in enumerate(lines):
+        at_start = depth == 0 and quote is None and not joined
+        if at_start:
+            start = i
+            stripped = line.lstrip()
+            escape = stripped.startswith(_ESCAPES) or bool(_ASSIGN_ESCAPE.match(line))
+        if escape:    # IPython takes the rest of the line as the magic's text, brackets and all
+            found.append(i)
+            joined = line.endswith("\\")
+            escape = joined
+            continue
+        depth, quote, last = _scan(line, depth, quote)
+        joined = line.endswith("\\") and (quote is None or len(quote) == 1)
+        if quote is not None and len(quote) == 1 and not joined:
+            quote = None          # an unclosed one-line string: a SyntaxError Python reports itself
+        if depth == 0 and quote is None and not joined and last == "?":
+            found.extend(range(start, i + 1))
+    return found
+
+
+def _scan(line: str, depth: int, quote: str | None) -> tuple[int, str | None, str]:
+    """After one physical line: the bracket depth, the string left open (its quote) or None, and the
+    line's last character of code (outside strings and comments)."""
+    i, last = 0, ""
+    while i < len(line):
+        c = line[i]
+        if quote is not None:
+            if c == "\\":
+                i += 2
+                continue
+            if line.startswith(quote, i):
+                i, quote, last = i + len(quote), None, c
+                continue
+            i += 1
+            continue
+        if c == "#":
+            break
+        if c in "'\"":
+            quote = line[i:i + 3] if line[i:i + 3] in ('"""', "'''") else c
+            i += len(quote)
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        if not c.isspace():
+            last = c
+        i += 1
+    return depth, quote, last
+
+
+def _dedented(lines: list[str]) -> list[str]:
+    """IPython's leading_indent: a cell whose first line is indented loses that indent on every line
+    that has it (a block pasted from inside a function runs)."""
+    first = next((line for line in lines if line.strip()), "")
+    indent = first[:len(first) - len(first.lstrip())]
+    if not indent:
+        return lines
+    return [line[len(indent):] if line.startswith(indent) else line for line in lines]

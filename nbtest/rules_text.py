@@ -1,0 +1,29 @@
+"""The import rule as the notebooks state it, written from the policy's own lists (policy.py), so the
+rules a student reads are the rules the grader applies; tests/test_release.py holds each notebook's
+rules section to it.
+
+    imports_rule(rules)   # "- Import only `math`, ... Any other module is flagged ..."
+"""
+from __future__ import annotations
+
+from .policy import HONEST_MODULES, PROCESS_MODULES, PROCESS_PATHS, Rules
+
+# modules a student reaches for that the list leaves out: named so the line says they are flagged
+OFTEN_TRIED = ("copy", "time", "random", "logging")
+
+
+def imports_rule(rules: Rules) -> str:
+    """The rules section's import bullet for an assignment's rules (course.toml's policy table)."""
+    allowed = _listed(rules.allowed_imports)
+    forbidden = f"; no {_listed(rules.forbidden_modules, 'or')}" if rules.forbidden_modules else ""
+    tried = _listed([m for m in OFTEN_TRIED if m not in rules.allowed_imports], "or")
+    return (f"- Import only {allowed}, and in any cell {_listed(sorted(HONEST_MODULES))}{forbidden}. Any other "
+            f"module ({tried}, say) is flagged. These reach the grading process and hold the tests that rest on "
+            f"what your code's process reports: the modules {_listed(sorted(PROCESS_MODULES))}, and "
+            f"{_listed(sorted(PROCESS_PATHS))} (`torch.compile` and `torch.jit` compile and load code at run "
+            "time).")
+
+
+def _listed(names, last: str = "and") -> str:
+    names = [f"`{n}`" for n in names]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
