@@ -649,8 +649,12 @@ class Sandbox:
             except replies.ReplyError as e:
                 raise Died(f"it sent a reply the grader cannot use ({e}); the code may have written to the "
                            "grader's connection") from None
-            if arena and "args_after" in reply:      # what the call left in the grader's own mapping
-                for i, tensor in arena.read().items():
+            if arena and "args_after" in reply:      # what the call left, as the child kept it when it returned
+                try:
+                    after = arena.read()
+                except shared.ArenaError as e:
+                    raise Died(str(e)) from None
+                for i, tensor in after.items():
                     reply["args_after"][i] = {"kind": "tensor", "value": tensor, "requires_grad": False}
             return reply
         except (Hung, Died):
