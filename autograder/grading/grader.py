@@ -187,10 +187,10 @@ class Grader:
                 again = self._run(test, box, seed, violations, retried=True)
                 return dataclasses.replace(again, retried=True,
                                            output=again.output + "\n" + RETRIED.format(BACKSTOP * self.limits.timeout_s))
-            if e.backstop:
-                return _entry(test, 0, f"timed out: {trial.current} waited {BACKSTOP * self.limits.timeout_s:g} s "
-                                       "without finishing (for something that never comes: input(), a sleep, "
-                                       "a lock?)", kind="timed_out")
+            if e.backstop or e.idle:
+                waited = BACKSTOP * self.limits.timeout_s if e.backstop else self.limits.timeout_s
+                return _entry(test, 0, f"timed out: {trial.current} waited {waited:g} s without finishing (for "
+                                       "something that never comes: input(), a sleep, a lock?)", kind="timed_out")
             return _entry(test, 0, f"timed out: {trial.current} did not finish within {self.limits.timeout_s:g} s "
                                    "of CPU time (an endless loop, or far too slow)", kind="timed_out")
         except Died as e:
