@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..core import seeds
-from ..grading.batch import grade_many, grade_notebook, notebooks
+from ..grading.batch import NotAllGraded, grade_many, grade_notebook, notebooks
 from ..results.render import review_summary, table
 from ..results.store import Store, StoreError
 from ..results.terminal import shown
@@ -60,9 +60,12 @@ def run(args) -> int:
               file=sys.stderr)
         return 2
     before = sum(store.has(p) for p in paths) if store else 0
+    failed = None
     try:
         results = grade_many(args.assignment, paths, course, store, args.seed, workers=args.workers,
                              timeout_s=args.timeout, progress=True)
+    except NotAllGraded as e:          # the rest were graded (and stored); these are said below
+        results, failed = e.results, e
     except KeyboardInterrupt:
         if store:
             print(f"\ninterrupted: the results so far are safe in {args.out}; run the same command again "
@@ -77,4 +80,7 @@ def run(args) -> int:
     else:
         for r in results:
             print(shown(json.dumps(r.to_json()) if args.json else table(r) + "\n"))
+    if failed:
+        print(shown(f"error: {failed}"), file=sys.stderr)
+        return 1
     return 0

@@ -133,6 +133,10 @@ class Grader:
         return self._result(seed, [entries[t.name] for t in self.graded], review=tuple(map(str, violations + events)),
                             **stamp)
 
+    def not_graded(self, why: str) -> Result:
+        """Every graded test at 0, saying why: for a submission whose grading failed in the grader itself."""
+        return self._result(0, [_entry(t, 0, f"not graded: {why}", kind="crashed") for t in self.graded])
+
     def _groups(self) -> list[list[Test]]:
         """The graded tests, rules tests aside, in groups that each get a sandbox child of their own, in the
         order they start: one group per part; where parts run at once, each slow test first, alone, so that
