@@ -8,11 +8,13 @@ import pytest
 from jsonschema import Draft202012Validator
 from pypdf import PdfReader
 
+from autograder.lms.gradescope.pdf import write_pdf
 from autograder.lms.gradescope.results import to_gradescope
-from autograder.nbgrading.answers import MAX_CHARS, PLACEHOLDER, Questions, math_text
+from autograder.nbgrading.answers import MAX_CHARS, PLACEHOLDER, Answer, Questions, math_text
 from autograder.results.result import Result
 from autograder.results.result import TestResult as Entry   # not collected as a test class
 from helpers import COURSE, ROOT, cli, sample_generator
+import honest_markdown
 
 ASSIGNMENT = "residual-connections"
 SAMPLES = ROOT / "submissions" / ASSIGNMENT
@@ -172,3 +174,29 @@ def test_a_hostile_answer_gives_a_bounded_pdf(pdfs):
     assert 4 < pages < 40
     flat = " ".join(text.split())
     assert "<script>alert" in flat and "A long answer." in flat and f"Cut at {MAX_CHARS:,}" in flat
+
+
+FUZZED = 8, 8      # PDFs, generated answers on each (loading the fonts is most of a PDF's time)
+
+
+def test_an_in_page_link_and_a_heading_give_a_pdf_with_their_text(tmp_path):
+    """fpdf2 refuses a link to a named destination it was never given: `[see above](#derivation)`, and the
+    anchor nbconvert puts on every heading, keep their text and lose the link."""
+    answer = "## Derivation\n\nThe gradient (see [the derivation above](#derivation)) is 1 + F'(x).\n"
+    q = QUESTIONS.questions[0]
+    pages = write_pdf([Answer(q, answer)], tmp_path / "a.pdf", "anchors")
+    flat = " ".join(pdf_text(tmp_path / "a.pdf")[1].split())
+    assert pages == 1 and "the derivation above" in flat and "could not lay this answer out" not in flat
+
+
+def test_every_generated_honest_markdown_gives_an_answers_pdf(tmp_path):
+    """Links, anchors, HTML, tables, math, images and lists, mixed at random: a PDF every time, with every
+    answer on it (rendered, or where fpdf2 cannot lay it out, as written)."""
+    q = QUESTIONS.questions[0]
+    files, each = FUZZED
+    for n in range(files):
+        answers = [Answer(q, honest_markdown.markdown(n * each + i)) for i in range(each)]
+        path = tmp_path / f"{n}.pdf"
+        pages = write_pdf([*answers, Answer(q, None, "Not answered: the cell is empty.")], path, "fuzz")
+        assert pages > each and path.read_bytes().startswith(b"%PDF"), [a.text for a in answers]
+        assert "Not answered: the cell is empty." in pdf_text(path)[1], [a.text for a in answers]

@@ -1,5 +1,8 @@
-"""core/arena.py: a call's read-back arguments in shared memory the grader maps and reads itself."""
+"""core/arena.py: a call's read-back arguments in a sealed memfd, kept by the child the moment the call returns."""
+import gc
+import mmap
 import os
+import weakref
 
 import pytest
 import torch
@@ -7,25 +10,31 @@ import torch
 from autograder.core import arena
 
 
-def _child_side(a: arena.Arena) -> list:
+def _child_side(a: arena.Arena) -> tuple[mmap.mmap, list]:
     """What the child does with the request: map the descriptor it was sent, view each argument."""
     buffer = arena.child_map(os.dup(a.fd))
-    return [arena.view(buffer, arg["arena"]) if isinstance(arg, dict) and "arena" in arg else arg
-            for arg in a.request["args"]]
+    return buffer, [arena.view(buffer, arg["arena"]) if isinstance(arg, dict) and "arena" in arg else arg
+                    for arg in a.request["args"]]
+
+
+def _in_place(x, *rest):
+    x.zero_()
+    return x
 
 
 @pytest.mark.parametrize("tensor", [
     torch.randn(3, 5, dtype=torch.float64), torch.randn(7).half(), torch.arange(12).reshape(3, 4),
     torch.tensor([True, False, True]), torch.randn(4, 6).t(),          # a transposed (dense) view
     torch.randn(2, 3, 5).transpose(0, 2)])
-def test_the_child_sees_the_grader_s_values_and_the_grader_sees_the_child_s_writes(tensor):
+def test_the_child_sees_the_grader_s_values_and_the_grader_reads_what_the_call_left(tensor):
     a = arena.Arena.of({"op": "call", "args": [tensor, 2.0], "readback": [0]})
     try:
-        seen, number = _child_side(a)
+        buffer, (seen, number) = _child_side(a)
         assert number == 2.0 and "arena" in a.request["args"][0]
         assert torch.equal(seen, tensor) and seen.stride() == tensor.stride()
-        assert torch.equal(a.read()[0], tensor)
-        seen.zero_()                                        # an in-place change in the child ...
+        arena.keeping(lambda x, n: x, buffer)(seen, number)      # a call that changes nothing ...
+        assert torch.equal(a.read()[0], tensor)                   # ... reads back unchanged
+        arena.keeping(_in_place, buffer)(seen, number)           # an in-place change in the child ...
         assert torch.equal(a.read()[0], torch.zeros_like(tensor))   # ... is what the grader reads back
     finally:
         a.close()
@@ -37,9 +46,92 @@ def test_arguments_are_placed_apart_and_aligned():
     try:
         offsets = [a.request["args"][i]["arena"][0] for i in (0, 2)]
         assert offsets[0] == 0 and offsets[1] % arena.ALIGN == 0 and offsets[1] >= x.numel() * 4
-        seen = _child_side(a)
-        seen[0].fill_(7)
-        assert torch.equal(a.read()[2], y)                  # writing one argument leaves the other alone
+        buffer, seen = _child_side(a)
+        arena.keeping(lambda x, s, y: x.fill_(7), buffer)(*seen)
+        after = a.read()
+        assert torch.equal(after[0], torch.full_like(x, 7)) and torch.equal(after[2], y)   # the other left alone
+        with pytest.raises(RuntimeError, match="out of bounds"):   # a view reaches its own slice, nothing past it
+            seen[0].as_strided((3,), (1,), 16)
+    finally:
+        a.close()
+
+
+def test_nothing_kept_reads_as_zeros():
+    """A call that raised (or a child that never kept anything) leaves the kept half as it was made: zeros,
+    never the inputs, so a probe that skips the copy cannot make a mutation pass."""
+    x = torch.randn(4) + 5
+    a = arena.Arena.of({"op": "call", "args": [x], "readback": [0]})
+    try:
+        buffer, (seen,) = _child_side(a)
+        with pytest.raises(ZeroDivisionError):
+            arena.keeping(lambda x: 1 / 0, buffer)(seen)
+        assert torch.equal(a.read()[0], torch.zeros(4)) and gc.isenabled()
+    finally:
+        a.close()
+
+
+def test_the_memfd_is_sealed_against_shrinking_and_growing():
+    """The child holds a descriptor of the memfd (its mapping's own): it can neither shrink it, which would
+    make a mapping of it fault (SIGBUS), nor grow it, nor take the seals off."""
+    a = arena.Arena.of({"op": "call", "args": [torch.randn(100)], "readback": [0]})
+    try:
+        buffer, _ = _child_side(a)
+        fd = os.dup(a.fd)
+        for size in (0, 2 * a.size - 1, 4 * a.size):
+            with pytest.raises(PermissionError):
+                os.ftruncate(fd, size)
+        with pytest.raises(OSError):
+            buffer.resize(8)
+        import fcntl
+        with pytest.raises(PermissionError):
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)
+        os.close(fd)
+        assert len(a.read()) == 1
+    finally:
+        a.close()
+
+
+class _Restore:
+    """A finaliser that puts the inputs back: it holds an alias of x's memory, not x."""
+
+    def __init__(self, alias, saved):
+        self.alias, self.saved, self.me = alias, saved, self     # a cycle: only the collector frees it
+
+    def __del__(self):
+        self.alias.copy_(self.saved)
+
+
+def _add_then_restore(how):
+    def residual_add(x, fx):
+        saved = x.clone()
+        x += fx                                    # in place
+        if how == "cycle":
+            _Restore(x.detach(), saved)
+            for _ in range(2000):                  # the collector's threshold passed at the return
+                [[]]
+        elif how == "attribute":                   # freed with the view, when the request's arguments die
+            x.keeper = _Restore(x.detach(), saved)
+            x.keeper.me = None
+        else:                                      # a weakref callback when the view dies
+            weakref.finalize(x, torch.Tensor.copy_, x.detach(), saved)
+        return x.clone()
+    return residual_add
+
+
+@pytest.mark.parametrize("how", ["cycle", "attribute", "weakref"])
+def test_a_finaliser_that_restores_the_inputs_after_the_return_is_too_late(how):
+    """An in-place add whose finaliser or weakref callback puts the inputs back after the call returned (the
+    collector running, the views dying with the request) still reads back as an in-place add."""
+    x, fx = torch.randn(6), torch.randn(6)
+    a = arena.Arena.of({"op": "call", "args": [x, fx], "readback": [0, 1]})
+    try:
+        buffer, seen = _child_side(a)
+        out = arena.keeping(_add_then_restore(how), buffer)(*seen)
+        del seen
+        gc.collect()
+        live = arena.view(buffer, a.request["args"][0]["arena"])
+        assert torch.equal(live, x)                           # the finaliser did put them back ...
+        assert torch.equal(a.read()[0], x + fx) and torch.equal(out, x + fx)   # ... too late
     finally:
         a.close()
 

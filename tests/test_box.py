@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from autograder.core import box as boxing
-from autograder.core import codec
+from autograder.core import codec, sandbox
 from autograder.core.frames import FrameError, read_frame
 from autograder.core.sandbox import BACKSTOP, PROBE, Deadline, GraderError, Hung, Limits, Sandbox, Zygote
 from autograder.results.result import MAX_OUTPUT, entry, tidy
@@ -276,21 +276,48 @@ def test_an_invoke_with_no_grad_runs_the_object_without_autograd_and_only_that_o
     assert all(torch.equal(items[0]["value"], torch.full((2,), 2.0)) for items in modes)
 
 
-def test_a_deadline_is_counted_in_the_childs_cpu_time_with_a_wall_clock_backstop(zygote):
+def test_a_deadline_is_counted_in_the_childs_cpu_time_and_a_wait_in_its_idle_time(zygote, monkeypatch):
+    """A spin ends on CPU time, a sleep on its idle time (neither computing nor waiting for a CPU), both at 1 s;
+    without schedstat (or for a child the machine starves), the wall-clock backstop ends the sleep."""
     cells = [("a", "import time\ndef spin():\n    while True:\n        pass\ndef wait():\n    time.sleep(60)\n"
                    "def quick():\n    return 1\n")]
     with Sandbox(zygote, cells, None, Limits(10, 4096)) as box:
         box.start()
         deadline = Deadline.after(1)
         box.request(_call("quick"), deadline)
-        assert 0 <= deadline.used < 0.5
+        assert 0 <= deadline.used < 0.5 and 0 <= deadline.idle < 0.5
         with pytest.raises(Hung) as spun:
             box.request(_call("spin"), deadline)
-        assert not spun.value.backstop and deadline.used < 1      # what it spent before the reply is not counted
+        assert not spun.value.backstop and not spun.value.idle and deadline.used < 1   # only replies count
+        start = time.monotonic()
+        with pytest.raises(Hung) as waited:
+            box.request(_call("wait"), Deadline.after(1))
+        assert waited.value.idle and not waited.value.backstop and 1 - 0.1 < time.monotonic() - start < 1 + 2
+        monkeypatch.setattr(sandbox.Child, "waited_s", lambda child: None)
         start = time.monotonic()
         with pytest.raises(Hung) as waited:
             box.request(_call("wait"), Deadline.after(1))
         assert waited.value.backstop and BACKSTOP - 0.1 < time.monotonic() - start < BACKSTOP + 3
+
+
+STALLS = {"sleep": "import time\ntime.sleep(600)\n",
+          "blocking read": "import os\nr, w = os.pipe()\nos.read(r, 1)\n",
+          "select": "import os, select\nr, w = os.pipe()\nselect.select([r], [], [])\n"}
+
+
+def test_a_cell_that_stalls_is_cut_as_early_as_one_that_burns(zygote):
+    """Loading with 2 s per request: a cell that sleeps, blocks on a read or in select() is given up no later
+    than one that spins (its 2 s of CPU time), far before the backstop; the rest of the notebook loads."""
+    took = {}
+    for name, source in {"burner": "while True:\n    pass\n", **STALLS}.items():
+        with Sandbox(zygote, [("a", source), ("b", "x = 1\n")], None, Limits(2, 4096)) as box:
+            start = time.monotonic()
+            box.start()
+            took[name] = time.monotonic() - start
+            assert "did not finish loading" in box.problems["a"] and box.cells == [("b", "x = 1\n")], name
+    print("cut after (s, starting the child and loading the rest included):", took)
+    for name in STALLS:
+        assert took[name] < max(took["burner"] + 1, 2 * 2), took
 
 
 @pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup/cpu") and not os.path.exists("/sys/fs/cgroup/cgroup.controllers"),

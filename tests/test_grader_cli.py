@@ -191,3 +191,32 @@ def test_review_of_a_grade_out_store_releases_and_confirms_by_file_name(tmp_path
     again = review()
     assert f"{released}  {want[released]:g} / 100  released" in again
     assert f"{confirmed}  {want[confirmed]:g} / 100  confirmed" in again and "(looked at the notebook)" in again
+
+
+def test_a_failure_of_the_graders_on_one_submission_costs_it_alone(tmp_path, monkeypatch):
+    """Grading one notebook of a batch raises in the grader: its classmates are graded and stored as they
+    would be alone, it is listed as not graded (not stored, so the rerun grades it), and the exit status is 1."""
+    from autograder.grading.grader import Grader
+    folder, out = tmp_path / "class", tmp_path / "results.jsonl"
+    folder.mkdir()
+    for name in ("classmate", "broken"):            # unreadable: graded without a child, at once
+        shutil.copy(SAMPLES / "invalid-json.ipynb", folder / f"{name}.ipynb")
+    shutil.copy(SAMPLES / "exits-at-import.ipynb", folder / "another.ipynb")
+    alone = {name: json.loads(grade("residual-connections", str(folder / f"{name}.ipynb"), "--json").stdout)
+             for name in ("classmate", "another")}
+    real = Grader.grade
+
+    def grade_but_fail(self, path, seed=None):
+        if Path(path).name == "broken.ipynb":
+            raise RuntimeError("a fault of the grader's")
+        return real(self, path, seed)
+
+    monkeypatch.setattr(Grader, "grade", grade_but_fail)
+    proc = grade("residual-connections", str(folder), "--out", str(out))
+    assert proc.returncode == 1 and "1 not graded, the grader failed on each" in proc.stderr, proc.stderr
+    assert "broken.ipynb" in proc.stdout and "  0 /" in proc.stdout
+    stored = {Path(r["submission"]).stem: r for r in read_results(out)}
+    assert sorted(stored) == ["another", "classmate"]
+    for name, result in alone.items():
+        assert [(t["name"], t["score"], t["output"]) for t in stored[name]["tests"]] == \
+               [(t["name"], t["score"], t["output"]) for t in result["tests"]], name

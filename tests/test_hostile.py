@@ -213,6 +213,40 @@ def test_hostile_batch(tmp_path, course_file, outside):
     assert left_in(tmp_path / "scratch") == []
 
 
+# attacks on the grader's side of a batch: the inputs' memfd shrunk under its reading (once a SIGBUS that
+# ended the batch), a finaliser putting the inputs back after the return, a stall in every function
+CLASSMATES_OF = ("hostile-arena-shrink.ipynb", "hostile-finaliser-restores.ipynb", "hostile-budget.ipynb")
+
+
+def test_a_hostile_submission_costs_its_classmates_nothing(tmp_path, course_file):
+    """Two honest classmates (the twin, a partly right sample) graded in one batch beside attacks on the
+    grader's side: each attack gets its own result with every test, bounded by its twin, and each
+    classmate's result is, test for test, its result graded alone."""
+    cases = corpus.write_corpus(tmp_path / "corpus")
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    honest = {"honest-twin.ipynb": tmp_path / "corpus" / "honest-twin.ipynb",
+              "partly-right.ipynb": ROOT / "submissions" / "residual-connections" / "partly-right.ipynb"}
+    for name in CLASSMATES_OF:
+        shutil.copy(tmp_path / "corpus" / name, batch / name)
+    for name, path in honest.items():
+        shutil.copy(path, batch / name)
+    proc, _ = grade(course_file, tmp_path / "scratch", batch, "--json", "--workers", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = {Path(r["submission"]).name: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert sorted(results) == sorted([*CLASSMATES_OF, *honest])
+    problems = [p for name in CLASSMATES_OF for p in check(name, cases[name], results[name])]
+    assert not problems, "\n".join(problems)
+
+    def tests(result: dict) -> list:
+        return [(t["name"], t["score"], t["output"]) for t in result["tests"]]
+
+    for name, path in honest.items():
+        alone, _ = grade(course_file, tmp_path / f"scratch-{name}", batch / name, "--json", timeout=ALONE_BOUND_S + 60)
+        assert alone.returncode == 0, alone.stderr[-3000:]
+        assert tests(results[name]) == tests(json.loads(alone.stdout)), name
+
+
 def some_of(folder: Path, items: set[str], leave_out: frozenset[str] = frozenset(),
             one_each: bool = False) -> dict[str, corpus.Case]:
     """The corpus written to `folder`, only the cases of these items, not named in leave_out and, with

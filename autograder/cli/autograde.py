@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from ..nbgrading.run import nbgrader_config
+from ..results.terminal import shown
 
 
 def add_parser(commands) -> None:
@@ -28,10 +29,10 @@ def run(args) -> int:
     try:
         code = autograde_class(args.course, args.assignment, coursedir, args.workers, args.time_limit)
     except (StoreError, SecretError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(shown(f"error: {e}"), file=sys.stderr)
         return 1
     try:
-        print(ClassQueue(args.course, args.assignment, coursedir).summary())
+        print(shown(ClassQueue(args.course, args.assignment, coursedir).summary()))
     except StoreError:      # nothing was graded (every notebook unreadable, or stopped at once): nothing to review
         pass
     return code

@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 
 from ..core import seeds
-from ..grading.batch import grade_many, grade_notebook, notebooks
+from ..grading.batch import NotAllGraded, grade_many, grade_notebook, notebooks
 from ..results.render import review_summary, table
 from ..results.store import Store, StoreError
+from ..results.terminal import shown
 
 
 def add_parser(commands) -> None:
@@ -45,12 +46,12 @@ def run(args) -> int:
         return 2
     if len(args.paths) == 1 and not args.paths[0].is_dir() and args.out is None:
         result = grade_notebook(args.assignment, paths[0], course, args.seed, timeout_s=args.timeout, fork=True)
-        print(json.dumps(result.to_json(), indent=2) if args.json else table(result))
+        print(shown(json.dumps(result.to_json(), indent=2) if args.json else table(result)))
         return 0
     try:
         store = Store(args.out, args.assignment, args.seed, seeds.secret_id(seeds.read_secret())) if args.out else None
     except (StoreError, seeds.SecretError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(shown(f"error: {e}"), file=sys.stderr)
         return 2
     if store and args.seed is not None and store.seed != args.seed:
         had = "seeds derived from each notebook's code" if store.seed is None else f"seed {store.seed}"
@@ -59,9 +60,12 @@ def run(args) -> int:
               file=sys.stderr)
         return 2
     before = sum(store.has(p) for p in paths) if store else 0
+    failed = None
     try:
         results = grade_many(args.assignment, paths, course, store, args.seed, workers=args.workers,
                              timeout_s=args.timeout, progress=True)
+    except NotAllGraded as e:          # the rest were graded (and stored); these are said below
+        results, failed = e.results, e
     except KeyboardInterrupt:
         if store:
             print(f"\ninterrupted: the results so far are safe in {args.out}; run the same command again "
@@ -69,11 +73,14 @@ def run(args) -> int:
         return 130
     if store:
         for r in results:
-            print(f"{r.score:>4} / {r.max_score:<4} {r.submission}")
+            print(shown(f"{r.score:>4} / {r.max_score:<4} {r.submission}"))
         skipped = f" ({before} graded before, skipped)" if before else ""
-        print(f"graded {len(results)} submissions into {args.out}{skipped}")
-        print(review_summary(results, args.assignment, args.out))
+        print(shown(f"graded {len(results)} submissions into {args.out}{skipped}"))
+        print(shown(review_summary(results, args.assignment, args.out)))
     else:
         for r in results:
-            print(json.dumps(r.to_json()) if args.json else table(r) + "\n")
+            print(shown(json.dumps(r.to_json()) if args.json else table(r) + "\n"))
+    if failed:
+        print(shown(f"error: {failed}"), file=sys.stderr)
+        return 1
     return 0

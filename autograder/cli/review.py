@@ -8,6 +8,7 @@ from ..lms.canvas.roster import CanvasError, load_roster
 from ..nbgrading.run import NbgraderError, nbgrader, nbgrader_config
 from ..results.render import held_line
 from ..results.result import count
+from ..results.terminal import shown
 
 NOTE = ("--release gives a held test the points its check earned; --confirm keeps them at 0. Either is recorded "
         "in the class's results store, for the code the student submitted (a new submission waits for a new "
@@ -67,31 +68,31 @@ def run(args) -> int:
         decided = [(s, queue.decide(s, verdict, args.note)) for verdict, students in
                    (("release", args.release), ("confirm", args.confirm)) for s in students]
     except (StoreError, ReviewError, SecretError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(shown(f"error: {e}"), file=sys.stderr)
         return 2
     if not decided:
-        print(listing(queue, roster_names(queue.coursedir.db_url) if args.results is None else {}))
-        print(queue.summary())
+        print(shown(listing(queue, roster_names(queue.coursedir.db_url) if args.results is None else {})))
+        print(shown(queue.summary()))
         return 0
     for student, result in decided:
-        print(f"{student}: {decision_line(result)}")
+        print(shown(f"{student}: {decision_line(result)}"))
     if args.results is not None:
-        print(f"recorded in {args.results}: `python -m autograder report {args.assignment} --results {args.results}` "
-              f"and every later `grade ... --out {args.results}` read the decided scores")
-        print(queue.summary())
+        print(shown(f"recorded in {args.results}: `python -m autograder report {args.assignment} --results "
+                    f"{args.results}` and every later `grade ... --out {args.results}` read the decided scores"))
+        print(shown(queue.summary()))
         return 0
     try:
         queue.apply([s for s, _ in decided])
-        print(f"gradebook and feedback updated for {', '.join(s for s, _ in decided)}")
+        print(shown(f"gradebook and feedback updated for {', '.join(s for s, _ in decided)}"))
         proc = nbgrader("export", "--log-level=WARN", capture=True, check=False)
-        print("Canvas CSV exported again (nbgrader export)" if proc.returncode == 0 else
-              f"Canvas CSV not exported again (nbgrader export):\n{proc.stdout}{proc.stderr}".rstrip())
+        print(shown("Canvas CSV exported again (nbgrader export)" if proc.returncode == 0 else
+                    f"Canvas CSV not exported again (nbgrader export):\n{proc.stdout}{proc.stderr}".rstrip()))
         refresh_report(args.course, args.assignment)
     except NbgraderError as e:
-        print(f"error: the decision is recorded, but {e}; run `nbgrader autograde {args.assignment} --force`",
+        print(shown(f"error: the decision is recorded, but {e}; run `nbgrader autograde {args.assignment} --force`"),
               file=sys.stderr)
         return 1
-    print(queue.summary())
+    print(shown(queue.summary()))
     return 0
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..results.result import count, points
+from ..results.terminal import shown
 
 
 def add_parser(commands) -> None:
@@ -38,7 +39,7 @@ def run(args) -> int:
     try:
         roster = load_roster(coursedir.db_url)
     except CanvasError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(shown(f"error: {e}"), file=sys.stderr)
         return 2
     names = {s.id: s.name for s in roster.students}
 
@@ -72,7 +73,7 @@ def run(args) -> int:
     blocking = pending.lines(names)
     lines.append("export: blocked, `nbgrader export` refuses until these are done (or it is told it is final):\n  "
                  + "\n  ".join(blocking) if blocking else "export: nothing pending; `nbgrader export` writes the Canvas CSV")
-    print("\n".join(lines))
+    print(shown("\n".join(lines)))
     return 0
 
 

@@ -1,11 +1,18 @@
-"""Inputs the grader reads back itself: a call's tensor arguments in shared memory it maps.
+"""Inputs the grader reads back itself: a call's tensor arguments in shared memory.
 
 "Leaves its inputs unchanged" used to rest on the child's report of its arguments after
 the call. For the arguments a request names in "readback", the grader instead writes
 each tensor into one memfd, sends the child that file descriptor beside the request,
-and the child calls the submission on views of its own mapping of it. After the reply
-the grader reads the tensors from its mapping: what the call left there, whatever the
-child says.
+and the child calls the submission on views of its own mapping of it.
+
+The memfd holds two halves of `size` bytes: the inputs, then what the call left of them.
+The child copies the first half onto the second the moment the call returns (`keeping`),
+with the garbage collector off since before the call, so that no finaliser or weakref
+callback of the student's runs between the return and the copy, and nothing the student
+can name reaches the second half (each view's storage is its own slice of the first).
+The grader never maps the memfd: it writes it with pwrite and reads the second half with
+pread, and it is sealed against shrinking and growing before the child gets it, so a read
+can neither fault (SIGBUS) nor come up short.
 
     arena = Arena.of(request)          # None when the request has nothing to read back
     child.send(arena.request, fd=arena.fd)
@@ -17,32 +24,48 @@ In the child (probe.serve_request), each such argument arrives as
 """
 from __future__ import annotations
 
+import fcntl
+import gc
 import mmap
 import os
 
 import torch
 
 ALIGN = 64                   # bytes; every tensor starts on a cache line
+SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL   # writes stay allowed: the call may make them
 _DTYPES = {str(d): d for d in (torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64,
                                torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)}
 # the child's side, bound before any student code runs there
 _frombuffer, _as_strided = torch.frombuffer, torch.Tensor.as_strided
-_mmap, _fstat, _close = mmap.mmap, os.fstat, os.close
+_mmap, _fstat, _close, _move, _len = mmap.mmap, os.fstat, os.close, mmap.mmap.move, len
+_gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
+
+
+class ArenaError(Exception):
+    """The memfd no longer holds what the grader placed (it cannot shrink once sealed: a kernel without seals)."""
 
 
 class Arena:
-    """The memfd that carries one request's read-back arguments, and the grader's mapping of it."""
+    """The memfd that carries one request's read-back arguments; the grader writes and reads it, never maps it."""
 
     def __init__(self, request: dict, places: dict[int, tuple[int, torch.Tensor]], size: int):
-        self.fd = os.memfd_create("autograder-inputs", os.MFD_CLOEXEC)
-        os.ftruncate(self.fd, size)
-        self._map = mmap.mmap(self.fd, size)
+        self.size = size
         # {argument index: [offset, dtype, shape, stride]}, as the child is told and the grader reads back
         self._specs = {i: [offset, str(t.dtype), list(t.shape), list(t.stride())] for i, (offset, t) in places.items()}
+        inputs = bytearray(size)
         args = list(request["args"])
         for i, spec in self._specs.items():
-            view(self._map, spec).copy_(places[i][1])
+            view(inputs, spec).copy_(places[i][1])
             args[i] = {"arena": spec}
+        self.fd = os.memfd_create("autograder-inputs", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(self.fd, 2 * size)       # the second half, zeros until the child keeps the call's
+            if os.pwrite(self.fd, inputs, 0) != size:
+                raise OSError("short write to the arena")
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, SEALS)
+        except BaseException:
+            os.close(self.fd)
+            raise
         self.request = {**request, "args": args, "arena": True}
 
     @classmethod
@@ -63,15 +86,15 @@ class Arena:
         return cls(request, places, size)
 
     def read(self) -> dict[int, torch.Tensor]:
-        """{argument index: a copy of what the call left in its place}."""
-        return {i: view(self._map, spec).clone() for i, spec in self._specs.items()}
+        """{argument index: what the call left in its place}, from the half the child kept when the call
+        returned (zeros where it kept nothing). Read with pread: a copy, never a live mapping."""
+        kept = bytearray(os.pread(self.fd, self.size, self.size))
+        if len(kept) != self.size:
+            raise ArenaError(f"the shared inputs shrank to {os.fstat(self.fd).st_size} bytes")
+        return {i: view(kept, spec).clone() for i, spec in self._specs.items()}
 
     def close(self) -> None:
         os.close(self.fd)
-        try:
-            self._map.close()
-        except BufferError:      # a view read() made is still alive somewhere: the GC unmaps it
-            pass
 
 
 def _dense(tensor: torch.Tensor) -> bool:
@@ -85,8 +108,9 @@ def _dense(tensor: torch.Tensor) -> bool:
 
 
 def view(buffer, spec: list) -> torch.Tensor:
-    """The tensor [offset, dtype, shape, stride] over `buffer` (an mmap): the same bytes on both sides.
-    A dense layout (a permutation of contiguous strides) spans exactly numel elements from offset."""
+    """The tensor [offset, dtype, shape, stride] over `buffer` (an mmap, a bytearray): the same bytes on both
+    sides. A dense layout (a permutation of contiguous strides) spans exactly numel elements from offset,
+    and the tensor's storage is that slice of the buffer alone."""
     offset, dtype, shape, stride = spec
     dtype = _DTYPES[dtype]
     count = 1
@@ -101,3 +125,22 @@ def child_map(fd: int):
         return _mmap(fd, _fstat(fd).st_size)
     finally:
         _close(fd)
+
+
+def keeping(fn, buffer):
+    """fn, called with the garbage collector off, the inputs' half of `buffer` (the child's mapping) copied
+    onto the kept half as soon as it returns: before any code of the student's can run again (a finaliser,
+    a weakref callback, a backward pass, the views dying) and put the inputs back."""
+    half = _len(buffer) // 2
+
+    def called(*args, **kwargs):
+        enabled = _gc_isenabled()
+        _gc_disable()
+        try:
+            result = fn(*args, **kwargs)
+            _move(buffer, half, 0, half)
+            return result
+        finally:
+            if enabled:
+                _gc_enable()
+    return called

@@ -45,6 +45,7 @@ import time
 import torch
 from torch import nn
 
+from .arena import keeping as _keeping
 from .arena import view as _view
 
 _isinstance, _issubclass, _type = builtins.isinstance, builtins.issubclass, builtins.type
@@ -100,15 +101,15 @@ TRACERS: dict = {}
 
 
 class _Shared:
-    """A read-back argument: a tensor over the arena, which the grader maps too."""
-    __slots__ = ("tensor",)
+    """A read-back argument: a tensor over the arena (the child's mapping `buffer`), which the grader reads too."""
+    __slots__ = ("tensor", "buffer")
 
-    def __init__(self, tensor):
-        self.tensor = tensor
+    def __init__(self, tensor, buffer):
+        self.tensor, self.buffer = tensor, buffer
 
 
 def _arena_view(buffer, spec) -> _Shared:
-    return _Shared(_view(buffer, spec))
+    return _Shared(_view(buffer, spec), buffer)
 
 
 class Missing(Exception):
@@ -236,6 +237,9 @@ def _observe(fn, request, specs, objects, module) -> dict:
     args, kwargs = _arguments(request, specs, objects)
     for i in request.get("grad_args", []):
         _requires_grad_(args[i], True)
+    arena = _next((a.buffer for a in request.get("args", []) if _type(a) is _Shared), None)
+    if arena is not None:       # what the call leaves of the inputs is kept the moment it returns
+        fn = _keeping(fn, arena)
     tracer = TRACERS.get(request.get("trace"))
     report = None
     if tracer is not None:

@@ -14,8 +14,11 @@ answers requests until the grader hangs up. Frames both ways are codec frames, r
 with a deadline for the whole frame; the grader never unpickles anything a child wrote.
 
 A deadline is counted in the child's own CPU time (its cgroup's: every process it
-started), so a busy machine or a neighbour's load does not make a submission late; a
-wall-clock backstop BACKSTOP times longer ends a child that waits without computing.
+started), so a busy machine or a neighbour's load does not make a submission late. Its idle
+time, the wall clock less its CPU time and the time its main thread spent runnable but
+waiting for a CPU (/proc/PID/schedstat), has the same limit: a child that waits without
+computing (a sleep, a blocking read, select) is cut as early as one that burns. A wall-clock
+backstop BACKSTOP times longer ends whatever is left (a child the machine starves; no schedstat).
 
 The zygote's environment (Zygote(env=...)) holds before its imports: Triton reads
 TRITON_INTERPRET once, when imported, and a grader without CUDA sets it to 1 so that
@@ -77,12 +80,13 @@ _RECV_FDS = socket.recv_fds  # a child's, bound before any student code runs the
 
 
 class Hung(Exception):
-    """The child did not answer before the deadline; it has been killed. backstop: the wall clock
-    ran out before the child's CPU time did (it waited, or the machine starved it)."""
+    """The child did not answer before the deadline; it has been killed. idle: it spent its time waiting
+    without computing (not for a CPU); backstop: the wall clock ran out before either clock did (the
+    machine starved it)."""
 
-    def __init__(self, backstop: bool = False):
+    def __init__(self, backstop: bool = False, idle: bool = False):
         super().__init__()
-        self.backstop = backstop
+        self.backstop, self.idle = backstop, idle
 
 
 class Died(Exception):
@@ -110,11 +114,13 @@ class Limits:
 
 @dataclass
 class Deadline:
-    """cpu_s seconds of the child's CPU time over the requests it is given to, or the wall clock
-    (time.monotonic()) reaching `wall`, whichever comes first."""
+    """cpu_s seconds of the child's CPU time over the requests it is given to, cpu_s seconds of its idle
+    time (the wall clock while it answered, less its CPU time and its waits for a CPU), or the wall
+    clock (time.monotonic()) reaching `wall`, whichever comes first."""
     cpu_s: float
     wall: float
     used: float = 0.0          # CPU seconds the child spent on its earlier requests
+    idle: float = 0.0          # idle seconds of its earlier requests
 
     @classmethod
     def after(cls, seconds: float, cap: float = float("inf")) -> "Deadline":
@@ -189,22 +195,23 @@ class Zygote:
                 if self.closed:
                     raise GraderError("the grader has been closed")
                 try:
-                    pid, pidfd, namespaced, clock = self._ask(theirs.fileno(), status_w, events_w, memory_mb,
-                                                               optimizer)
+                    pid, pidfd, namespaced, clock, waits = self._ask(theirs.fileno(), status_w, events_w,
+                                                                      memory_mb, optimizer)
                 except OSError:               # the zygote died (killed by someone): start a fresh one
                     self._stop()
                     self._start(fork=False)
-                    pid, pidfd, namespaced, clock = self._ask(theirs.fileno(), status_w, events_w, memory_mb,
-                                                               optimizer)
+                    pid, pidfd, namespaced, clock, waits = self._ask(theirs.fileno(), status_w, events_w,
+                                                                      memory_mb, optimizer)
         finally:
             theirs.close()
             os.close(status_w)
             os.close(events_w)
-        return Child(Connection(ours.detach()), pid, status_r, memory_mb, pidfd, namespaced, clock, events_r)
+        return Child(Connection(ours.detach()), pid, status_r, memory_mb, pidfd, namespaced, clock, events_r, waits)
 
     def _ask(self, data_fd: int, status_fd: int, events_fd: int, memory_mb: int,
-             optimizer: bool) -> tuple[int, int, bool, int]:
-        """(pid, pidfd or -1, whether the child is its own PID namespace's init, the fd of its CPU clock or -1)."""
+             optimizer: bool) -> tuple[int, int, bool, int, int]:
+        """(pid, pidfd or -1, whether the child is its own PID namespace's init, the fd of its CPU clock or -1,
+        the fd of its main thread's /proc/PID/schedstat or -1)."""
         socket.send_fds(self._control, [(b"W" if optimizer else b"F") + struct.pack("i", memory_mb)],
                         [data_fd, status_fd, events_fd])
         reply, fds, _, _ = socket.recv_fds(self._control, 10, 2)
@@ -218,7 +225,7 @@ class Zygote:
             pid = _pid_in_this_namespace(pidfd)
         # the cgroup's CPU accounting; without a cgroup, the child's own (in this PID namespace's /proc)
         clock = fds[0] if fds else _open_or(f"/proc/{pid}/stat")
-        return pid, pidfd, namespaced, clock
+        return pid, pidfd, namespaced, clock, _open_or(f"/proc/{pid}/schedstat") if pid > 0 else -1
 
     def close(self) -> None:
         with self._lock:
@@ -460,15 +467,18 @@ class Child:
     """The grader's end of one child: send a frame, receive one before a deadline."""
 
     def __init__(self, conn: Connection, pid: int, status_fd: int, memory_mb: int, pidfd: int = -1,
-                 namespaced: bool = False, clock: int = -1, events_fd: int = -1):
+                 namespaced: bool = False, clock: int = -1, events_fd: int = -1, waits: int = -1):
         """pidfd: the child's, or -1 (a kernel before 5.3); namespaced: it is its PID namespace's init;
         clock: a file counting its CPU time (box.cpu_seconds), or -1: then the wall clock stands in;
-        events_fd: the reading end of the monitor's pipe (non-blocking)."""
+        events_fd: the reading end of the monitor's pipe (non-blocking); waits: its /proc/PID/schedstat,
+        or -1: then waiting without computing is ended by the backstop alone."""
         self.conn, self.pid, self._status_fd, self.memory_mb = conn, pid, status_fd, memory_mb
         self._pidfd, self._namespaced, self._clock, self._events_fd = pidfd, namespaced, clock, events_fd
+        self._waits = waits
         self._status: int | None = None
         self._oom = False
         self._cpu_s = 0.0
+        self._waited_s = 0.0
 
     def cpu_s(self) -> float:
         """The CPU seconds the child has used so far (the last reading, once it can no longer be read)."""
@@ -477,6 +487,17 @@ class Child:
         except (OSError, ValueError):
             pass
         return self._cpu_s
+
+    def waited_s(self) -> float | None:
+        """The seconds its main thread has spent runnable but waiting for a CPU (the last reading once it can
+        no longer be read); None without schedstat."""
+        if self._waits < 0:
+            return None
+        try:
+            self._waited_s = int(os.pread(self._waits, 128, 0).split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            pass
+        return self._waited_s
 
     def events(self) -> list[monitor.Event]:
         """The monitor's events written since the last call (a child that is gone wrote its last ones)."""
@@ -503,18 +524,22 @@ class Child:
             raise Died(self.exit_reason()) from None
 
     def receive(self, deadline: Deadline, cap: float = float("inf")) -> dict:
-        """The child's next reply, begun within the deadline's CPU time and wall clock (capped at `cap`)
-        and then whole within deadline.cpu_s of wall time (a frame begun is written at once: one that
-        stalls is not waiting for CPU); raises Hung or Died (the child is then killed). The CPU time
-        it took is added to deadline.used."""
-        start, wall = self.cpu_s(), min(deadline.wall, cap)
+        """The child's next reply, begun within the deadline's CPU time, idle time and wall clock (capped
+        at `cap`) and then whole within deadline.cpu_s of wall time (a frame begun is written at once: one
+        that stalls is not waiting for CPU); raises Hung or Died (the child is then killed). The CPU time
+        and the idle time it took are added to deadline.used and deadline.idle."""
+        start, began, waited, wall = self.cpu_s(), time.monotonic(), self.waited_s(), min(deadline.wall, cap)
         while True:
-            left, now = deadline.cpu_s - deadline.used - (self.cpu_s() - start), time.monotonic()
-            if left <= 0 or now >= wall:
+            spent, now = self.cpu_s() - start, time.monotonic()
+            left = deadline.cpu_s - deadline.used - spent
+            idle = (deadline.cpu_s - deadline.idle - self._idle(began, now, waited, spent)
+                    if waited is not None else float("inf"))
+            if left <= 0 or idle <= 0 or now >= wall:
                 self.kill()
-                raise Hung(backstop=left > 0)
-            # its CPU time grows at most CPUS seconds a second: look again when it could be spent
-            if select.select([self.conn.fileno()], [], [], min(wall - now, max(left / CPUS, 0.05)))[0]:
+                raise Hung(backstop=left > 0 and idle > 0, idle=left > 0 and idle <= 0)
+            # its CPU time grows at most CPUS seconds a second, its idle time one: look again when
+            # either could be spent
+            if select.select([self.conn.fileno()], [], [], min(wall - now, idle, max(left / CPUS, 0.05)))[0]:
                 break
         try:
             reply = codec.loads(read_frame(self.conn.fileno(), min(wall, time.monotonic() + deadline.cpu_s), MAX_FRAME))
@@ -526,11 +551,19 @@ class Child:
         except (FrameError, codec.CodecError) as e:
             self.kill()
             raise Died(f"it sent an unreadable reply: {e}") from None
-        deadline.used += self.cpu_s() - start
+        spent = self.cpu_s() - start
+        deadline.used += spent
+        if waited is not None:
+            deadline.idle += self._idle(began, time.monotonic(), waited, spent)
         if not isinstance(reply, dict):
             self.kill()
             raise Died("it sent a reply that is not a dict")
         return reply
+
+    def _idle(self, began: float, now: float, waited: float, spent: float) -> float:
+        """The wall clock since `began`, less the CPU time `spent` since then and what the child's main thread
+        spent waiting for a CPU since then (`waited` its reading at `began`)."""
+        return max(0.0, now - began - spent - (self.waited_s() - waited))
 
     def exit_reason(self) -> str:
         if self._status is None and select.select([self._status_fd], [], [], STATUS_WAIT_S)[0]:
@@ -574,10 +607,10 @@ class Child:
             if fd >= 0:
                 os.close(fd)
         self._status_fd = self._events_fd = -1
-        for fd in (self._pidfd, self._clock):
+        for fd in (self._pidfd, self._clock, self._waits):
             if fd >= 0:
                 os.close(fd)
-        self._pidfd = self._clock = -1
+        self._pidfd = self._clock = self._waits = -1
 
 
 # ------------------------------------------------------------------ one submission
@@ -649,8 +682,12 @@ class Sandbox:
             except replies.ReplyError as e:
                 raise Died(f"it sent a reply the grader cannot use ({e}); the code may have written to the "
                            "grader's connection") from None
-            if arena and "args_after" in reply:      # what the call left in the grader's own mapping
-                for i, tensor in arena.read().items():
+            if arena and "args_after" in reply:      # what the call left, as the child kept it when it returned
+                try:
+                    after = arena.read()
+                except shared.ArenaError as e:
+                    raise Died(str(e)) from None
+                for i, tensor in after.items():
                     reply["args_after"][i] = {"kind": "tensor", "value": tensor, "requires_grad": False}
             return reply
         except (Hung, Died):
@@ -704,8 +741,8 @@ class Sandbox:
                     raise GraderError(f"a sandbox child failed before running any cell: {e or 'no answer'} "
                                       f"(is course.toml grading.memory_mb = {self.limits.memory_mb} enough? "
                                       "torch alone takes about 1 GiB of address space)") from None
-                why = (f"did not finish loading within {self.limits.timeout_s:g} s of CPU time (or "
-                       f"{BACKSTOP * self.limits.timeout_s:g} s waiting; an endless loop at the top level?)"
+                why = (f"did not finish loading within {self.limits.timeout_s:g} s of CPU time (or as long "
+                       "waiting without computing; an endless loop or a sleep at the top level?)"
                        if isinstance(e, Hung) else f"stopped the grading process while loading: {e}")
                 self.problems[current] = f"cell '{current}' {why}"
                 self.cells = [(label, src) for label, src in self.cells if label != current]

@@ -17,6 +17,16 @@ from ..results.result import Result
 from ..results.store import Store
 
 
+class NotAllGraded(Exception):
+    """Grading failed in the grader itself on some submissions, each alone: `results` holds every
+    submission's, theirs saying why, and none of theirs is stored, so that a rerun grades them."""
+
+    def __init__(self, results: list[Result], failed: list[str]):
+        super().__init__(f"{len(failed)} not graded, the grader failed on each ({', '.join(failed)}); "
+                         "run the command again for them")
+        self.results, self.failed = results, failed
+
+
 def grade_notebook(assignment: str, path: str | Path, course: Course, seed: int | None = None, *,
                    timeout_s: float | None = None, fork: bool = False) -> Result:
     """Grade one notebook, its parts in parallel on the machine's cores. fork: see Grader (the command line sets
@@ -29,7 +39,8 @@ def grade_notebook(assignment: str, path: str | Path, course: Course, seed: int 
 def grade_many(assignment: str, paths: list[str | Path], course: Course, store: Store | None = None,
                seed: int | None = None, *, workers: int | None = None, timeout_s: float | None = None,
                progress: bool = False) -> list[Result]:
-    """Grade notebooks in parallel; returns this call's results, each with its `submission`.
+    """Grade notebooks in parallel; returns this call's results, each with its `submission`. A failure of
+    the grader's on one submission costs that one alone: the rest are graded, then NotAllGraded is raised.
 
     With a store, a submission it holds already is skipped, code graded before (the same
     key) is not graded again, inputs come from the store's seed if it was made with --seed
@@ -50,6 +61,7 @@ def grade_many(assignment: str, paths: list[str | Path], course: Course, store: 
         if path not in todo:             # the same code, graded before under another name
             results.append(_keep(store, keys[path], replace(store.graded(keys[path]), submission=path)))
     bar = Progress(len(todo)) if progress and todo else None
+    failed = []
     if todo:
         with Grader(assignment, course, timeout_s=timeout_s) as grader, \
                 ThreadPoolExecutor(workers or course.grading.graders()) as pool:
@@ -57,7 +69,14 @@ def grade_many(assignment: str, paths: list[str | Path], course: Course, store: 
             try:
                 for future in as_completed(futures):
                     path = futures[future]
-                    result = _keep(store, keys[path], replace(future.result(), submission=path))
+                    try:
+                        graded = future.result()
+                    except Exception as e:     # noqa: BLE001 - the grader failed on this one: it alone goes ungraded
+                        failed.append(path)
+                        why = f"the grader failed on it ({type(e).__name__}: {e}); run the command again"
+                        result = replace(grader.not_graded(why), submission=path)
+                    else:
+                        result = _keep(store, keys[path], replace(graded, submission=path))
                     results.append(result)
                     if bar:
                         bar.update(f"{result.score}/{result.max_score} {path}")
@@ -66,7 +85,10 @@ def grade_many(assignment: str, paths: list[str | Path], course: Course, store: 
                 grader.close()
                 raise
     order = {path: i for i, path in enumerate(paths)}
-    return sorted(results, key=lambda r: order[r.submission])
+    results.sort(key=lambda r: order[r.submission])
+    if failed:
+        raise NotAllGraded(results, failed)
+    return results
 
 
 def _keep(store: Store | None, key: str, result: Result) -> Result:

@@ -133,6 +133,10 @@ class Grader:
         return self._result(seed, [entries[t.name] for t in self.graded], review=tuple(map(str, violations + events)),
                             **stamp)
 
+    def not_graded(self, why: str) -> Result:
+        """Every graded test at 0, saying why: for a submission whose grading failed in the grader itself."""
+        return self._result(0, [_entry(t, 0, f"not graded: {why}", kind="crashed") for t in self.graded])
+
     def _groups(self) -> list[list[Test]]:
         """The graded tests, rules tests aside, in groups that each get a sandbox child of their own, in the
         order they start: one group per part; where parts run at once, each slow test first, alone, so that
@@ -187,10 +191,10 @@ class Grader:
                 again = self._run(test, box, seed, violations, retried=True)
                 return dataclasses.replace(again, retried=True,
                                            output=again.output + "\n" + RETRIED.format(BACKSTOP * self.limits.timeout_s))
-            if e.backstop:
-                return _entry(test, 0, f"timed out: {trial.current} waited {BACKSTOP * self.limits.timeout_s:g} s "
-                                       "without finishing (for something that never comes: input(), a sleep, "
-                                       "a lock?)", kind="timed_out")
+            if e.backstop or e.idle:
+                waited = BACKSTOP * self.limits.timeout_s if e.backstop else self.limits.timeout_s
+                return _entry(test, 0, f"timed out: {trial.current} waited {waited:g} s without finishing (for "
+                                       "something that never comes: input(), a sleep, a lock?)", kind="timed_out")
             return _entry(test, 0, f"timed out: {trial.current} did not finish within {self.limits.timeout_s:g} s "
                                    "of CPU time (an endless loop, or far too slow)", kind="timed_out")
         except Died as e:

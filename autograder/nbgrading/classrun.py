@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from ..course import SOLUTIONS, Course, CourseError
+from ..results.terminal import shown
 from .autograde import class_store, part_cells, sync_gradebook
 from .gradebook import open_gradebook
 from .run import nbgrader
@@ -104,11 +105,11 @@ def autograde_class(course: Course, assignment: str, coursedir, workers: int | N
             try:
                 s = gb.find_submission(assignment, student)
             except MissingEntry:
-                print(f"  {student:<12}     0  NOT in the gradebook: {problem or 'not recorded'}")
+                print(shown(f"  {student:<12}     0  NOT in the gradebook: {problem or 'not recorded'}"))
                 continue
             line = f"  {student:<12} {s.code_score:>5g} / {s.max_code_score:g}"
-            print(line + (f"  (earlier; NOT autograded now: {problem})" if problem else ""))
+            print(shown(line + (f"  (earlier; NOT autograded now: {problem})" if problem else "")))
     if failed:
-        print(f"{len(failed)} not autograded ({', '.join(failed)}); run the command again for them",
+        print(shown(f"{len(failed)} not autograded ({', '.join(failed)}); run the command again for them"),
               file=sys.stderr)
     return 1 if failed else 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .result import Result, TestResult, count, points
+from .terminal import shown
 
 NAME_WIDTH = 62
 # The widest line of a grade cell's text: it shows in a <pre> in the notebook, formgrader and
@@ -107,7 +108,7 @@ class Progress:
         left = elapsed / self.done * (self.total - self.done)
         filled = self.width * self.done // max(self.total, 1)
         bar = f"[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total}"
-        line = f"{bar}  {_clock(elapsed)} elapsed, ~{_clock(left)} left  {label}"
+        line = f"{bar}  {_clock(elapsed)} elapsed, ~{_clock(left)} left  {shown(label, keep='')}"
         if self.tty:
             self.stream.write("\r\033[K" + line)
             if self.done == self.total:

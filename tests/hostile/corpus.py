@@ -334,6 +334,36 @@ for _name in list(globals()):
     if callable(globals()[_name]) and not _name.startswith("_") and _name[0].islower():
         globals()[_name] = _stall
 """),
+    # the inputs' memfd shrunk under the grader's reading of it (SIGBUS in the grader, once): sealed now
+    "arena-shrink": (Case("grader side"), """
+import os
+_add = residual_add
+def residual_add(*args, **kwargs):
+    for fd in range(3, 256):
+        try:
+            if "autograder-inputs" in os.readlink(f"/proc/self/fd/{fd}"):
+                os.ftruncate(fd, 0)
+                raise RuntimeError("ESCAPED: shrank the shared inputs")
+        except OSError:
+            pass
+    return _add(*args, **kwargs)
+"""),
+    # an in-place add whose finaliser puts the inputs back when the request's views die, after the return:
+    # no rule broken, and "leaves its inputs unchanged" must still fail
+    "finaliser-restores": (Case("arena", TWIN_SCORE - 2, "in-place add: residual_add changed its input x"), """
+class _Restore:
+    def __init__(self, alias, saved):
+        self.alias, self.saved = alias, saved
+    def __del__(self):
+        self.alias.copy_(self.saved)
+_add = residual_add
+def residual_add(x, fx):
+    out = _add(x, fx)
+    saved = x.clone()
+    x += fx
+    x.keeper = _Restore(x.detach(), saved)
+    return out
+"""),
     "segfault-load": (Case("processes", reason="SIGSEGV"), "import ctypes\nctypes.string_at(0)\n"),
     "exit-load": (Case("processes", reason="exited with code"), "import os\nos._exit(3)\n"),
     "read-solutions": (Case("files"), """

@@ -3,7 +3,7 @@
     problems = extract_archives(archive_dir, extracted_dir)   # a corrupt entry is reported, the rest kept
     collection = plan_collection(files, roster_names)         # {Canvas ID: sortable name}; .chosen, .problems
     save_collection(db_url, assignment, collection, problems) # canvas/collected-ASSIGNMENT.json
-    print(shown(problem))                                     # a student's file name cannot drive the terminal
+    print(shown(problem, keep=""))                          # a student's file name cannot drive the terminal
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pathlib import Path
 import nbtest
 
 from ...nbgrading.run import unreadable
+from ...results.terminal import shown
 from .roster import canvas_dir, write_json
 
 # Canvas's bulk download (canvas-lms lib/content_zipper.rb):
@@ -61,12 +62,6 @@ class CanvasFile:
         if self.late:
             return max(when, deadline + dt.timedelta(seconds=1))
         return min(when, deadline)
-
-
-def shown(text: str) -> str:
-    """`text` with every character a terminal could act on (escapes, other controls, bidi marks) written as
-    its Python escape: file names are the student's to choose."""
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def parse_filename(path: str | Path) -> CanvasFile | None:

@@ -4,7 +4,7 @@
     nbgrader export                   CanvasExportPlugin
 
 zip_collect prints, on stdout, one line per file not taken (why) and a summary line, with file
-names made terminal-safe (collect.shown); nbgrader_config.py quiets nbgrader's own log.
+names made terminal-safe (results/terminal.py: shown); nbgrader_config.py quiets nbgrader's own log.
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from traitlets import Bool
 
 from ... import course as course_mod
 from ...course import CourseError
-from .collect import extract_archives, plan_collection, save_collection, shown
+from ...results.terminal import shown
+from .collect import extract_archives, plan_collection, save_collection
 from .export import export_grades
 from .pending import find_pending
 from .roster import CanvasError, load_roster
@@ -40,7 +41,7 @@ class CanvasExtractorPlugin(ExtractorPlugin):
     def extract(self, archive_path: str, extracted_path: str) -> None:
         self.problems = tuple(extract_archives(Path(archive_path), Path(extracted_path)))
         for problem in self.problems:    # here: when nothing was extracted, the collector never runs
-            print(shown(problem))
+            print(shown(problem, keep=""))
 
 
 class CanvasCollectorPlugin(FileNameCollectorPlugin):
@@ -71,7 +72,7 @@ class CanvasCollectorPlugin(FileNameCollectorPlugin):
         files = [os.path.join(root, name) for root, _, names in os.walk(extracted) for name in names]
         collection = plan_collection(files, {s.id: s.name for s in roster.students})
         for problem in collection.problems:
-            print(shown(problem))
+            print(shown(problem, keep=""))
         extractor = list(getattr(app.extractor_plugin_inst, "problems", ()))
         record = save_collection(app.coursedir.db_url, assignment, collection, extractor + collection.problems)
         late = sorted(cid for cid, f in collection.chosen.items() if f.late)

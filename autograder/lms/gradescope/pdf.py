@@ -6,10 +6,14 @@
 Each question starts a page: its part and points, the question as released, then the answer
 rendered as in results.json (nbgrading/answers.py: markdown, math as text, cleaned, no images)
 through fpdf2's HTML subset, in DejaVu fonts: matplotlib's copies, so any machine with the
-project's dependencies has them. Where fpdf2 cannot lay an answer out, its text follows as written.
+project's dependencies has them. A link within the page (a heading's anchor, `[see above](#derivation)`)
+leads nowhere in the PDF: its text stays, the link goes (fpdf2 refuses a named destination it was never
+given). Where fpdf2 cannot lay an answer out, its text follows as written; where it cannot write the file
+at all, every answer does (`tests/test_answers.py` fuzzes it with generated markdown).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -21,10 +25,25 @@ from ...nbgrading.answers import Answer, Questions, render
 FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
 FACES = {"": "", "B": "-Bold", "I": "-Oblique", "BI": "-BoldOblique"}
 SANS, MONO = "DejaVuSans", "DejaVuSansMono"
+# in the cleaned HTML (attributes double-quoted): a heading's pilcrow link, then any link to "#..."
+ANCHOR_LINK = re.compile(r'<a class="anchor-link"[^>]*>.*?</a>', re.S)
+IN_PAGE = re.compile(r'<a\b[^>]*\bhref="#[^"]*"[^>]*>(.*?)</a>', re.S)
 
 
 def write_pdf(answers: list[Answer], path: Path, title: str) -> int:
     """Write the answers to path; returns its number of pages."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        pdf = _layout(answers, title, rendered=True)
+        pdf.output(str(path))
+    except Exception:   # noqa: BLE001 - what fpdf2 accepted on the page but cannot write out: all as text
+        pdf = _layout(answers, title, rendered=False)
+        pdf.output(str(path))
+    return pdf.pages_count
+
+
+def _layout(answers: list[Answer], title: str, rendered: bool) -> FPDF:
+    """The pages: each answer rendered through fpdf2's HTML subset, or (rendered=False) as its text."""
     pdf = FPDF(format="A4")
     pdf.set_title(title)
     pdf.set_creator("python -m autograder answers")
@@ -39,29 +58,31 @@ def write_pdf(answers: list[Answer], path: Path, title: str) -> int:
         pdf.cell(0, 5, title, new_x="LMARGIN", new_y="NEXT")
         pdf.set_font(SANS, "B", 13)
         pdf.cell(0, 8, f"Part {q.part}: written answer ({q.points:g} points)", new_x="LMARGIN", new_y="NEXT")
-        _html(pdf, render(q.prompt), q.prompt, size=9)
+        _html(pdf, render(q.prompt) if rendered else None, q.prompt, size=9)
         pdf.set_draw_color(160)
         pdf.line(pdf.l_margin, pdf.get_y() + 1, pdf.w - pdf.r_margin, pdf.get_y() + 1)
         pdf.ln(3)
         pdf.set_font(SANS, "B", 11)
         pdf.cell(0, 7, "Answer", new_x="LMARGIN", new_y="NEXT")
-        _html(pdf, a.html(), "\n\n".join(filter(None, [a.text, a.note])), size=11)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pdf.output(str(path))
-    return pdf.pages_count
+        _html(pdf, a.html() if rendered else None, "\n\n".join(filter(None, [a.text, a.note])), size=11)
+    return pdf
 
 
-def _html(pdf: FPDF, rendered: str, text: str, size: int) -> None:
-    """rendered through fpdf2's HTML subset; where fpdf2 fails on it, the rest as text, whole."""
+def _html(pdf: FPDF, rendered: str | None, text: str, size: int) -> None:
+    """rendered through fpdf2's HTML subset, in-page links as their text; where fpdf2 fails on it (or for
+    None), the rest as text, whole."""
     pdf.set_font(SANS, "", size)
-    try:
-        pdf.write_html(rendered, font_family=SANS, pre_code_font=MONO)
-    except Exception:   # noqa: BLE001 - a student's markup fpdf2 cannot lay out (odd tables, say)
-        pdf.set_font(SANS, "I", size)
-        pdf.multi_cell(0, size * 0.5, "(fpdf2 could not lay this answer out; here it is as written:)",
-                       new_x="LMARGIN", new_y="NEXT")
-        pdf.set_font(SANS, "", size)
-        pdf.multi_cell(0, size * 0.5, text)
+    if rendered is not None:
+        try:
+            pdf.write_html(IN_PAGE.sub(r"\1", ANCHOR_LINK.sub("", rendered)), font_family=SANS, pre_code_font=MONO)
+            return
+        except Exception:   # noqa: BLE001 - a student's markup fpdf2 cannot lay out (odd tables, say)
+            pass
+    pdf.set_font(SANS, "I", size)
+    pdf.multi_cell(0, size * 0.5, "(fpdf2 could not lay this answer out; here it is as written:)",
+                   new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font(SANS, "", size)
+    pdf.multi_cell(0, size * 0.5, text)
 
 
 def write_folder(questions: Questions, folder: Path, out: Path, assignment: str) -> tuple[dict[Path, int], dict[Path, str]]:

@@ -1,0 +1,77 @@
+"""Student text never drives the instructor's terminal: every command prints it through results/terminal.py.
+
+The collection's file names (`nbgrader zip_collect`'s lines) are checked in tests/test_canvas.py."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.course import ROOT
+from autograder.results.terminal import shown
+
+ASSIGNMENT = "residual-connections"
+FULL_MARKS = ROOT / "submissions" / ASSIGNMENT / "full-marks.ipynb"
+# set the window title, erase the line, the same through C1's CSI, a backspace, right-to-left (no carriage
+# return: Python would end the quoted line there)
+ATTACK = "\x1b]0;owned\x07\x1b[2K\x9b2K\x08\u202eevil\u2066"
+CONTROLS = ["\x1b", "\x07", "\x9b", "\r", "\x08", "\u202e", "\u2066", "\x00"]
+
+
+def test_shown_writes_what_a_terminal_would_act_on_as_text():
+    text = f"line one\tcell\n{ATTACK}\r\x00 déjà vu 数学"
+    out = shown(text)
+    assert not any(c in out for c in CONTROLS)
+    assert out == "line one\tcell\n\\x1b]0;owned\\x07\\x1b[2K\\x9b2K\\x08\\u202eevil\\u2066\\r\\x00 déjà vu 数学"
+    assert shown("a\nb\tc", keep="") == "a\\nb\\tc"          # one line: a newline cannot forge another
+
+
+def hostile(path: Path) -> Path:
+    """full-marks with a rule broken on a line that carries terminal controls (a quoted line of review)."""
+    nb = json.loads(FULL_MARKS.read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "residual_add")
+    cell["source"] = "".join(cell["source"]) + f"\nimport sys  # {ATTACK}\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    return path
+
+
+def run(*args, env=None) -> str:
+    proc = subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, **(env or {})}, timeout=900)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_no_command_prints_a_students_terminal_controls(tmp_path):
+    """A submission whose quoted line holds ESC ]0; (title), ESC [2K (erase) and their kin, in a file whose
+    name holds them too: grade (one notebook's table; a folder into a store), review of that store, and a
+    class's roster, autograde, review and status print each as text; review shows the quoted line."""
+    said = {}
+    one = hostile(tmp_path / "one" / "hostile.ipynb")
+    said["grade"] = run("grade", ASSIGNMENT, one)
+    folder = tmp_path / "batch"
+    hostile(folder / f"hostile{ATTACK}.ipynb")
+    store = tmp_path / "store.jsonl"
+    said["grade --out"] = run("grade", ASSIGNMENT, folder, "--out", store)
+    said["review --results"] = run("review", ASSIGNMENT, "--results", store)
+
+    instructor = tmp_path / "instructor"
+    env = {"COURSE_INSTRUCTOR_DIR": str(instructor)}
+    roster = (ROOT / "submissions" / "roster.csv").read_text(encoding="utf-8-sig")
+    (tmp_path / "roster.csv").write_text(roster.replace('"Abara, Chidi"', f'"Abara{ATTACK}, Chidi"'), encoding="utf-8")
+    said["roster"] = run("roster", tmp_path / "roster.csv", env=env)
+    hostile(instructor / "submitted" / "51001" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    said["autograde"] = run("autograde", ASSIGNMENT, "--workers", "1", env=env)
+    said["review"] = run("review", ASSIGNMENT, env=env)
+    said["status"] = run("status", ASSIGNMENT, env=env)
+    for command, text in said.items():
+        assert not [c for c in CONTROLS if c in text], (command, text[-2000:])
+    quoted = shown(f"import sys  # {ATTACK}")
+    for command in ("review --results", "review"):
+        assert quoted in said[command], (command, said[command][-2000:])
+    assert shown(f"hostile{ATTACK}.ipynb", keep="") in said["grade --out"]
+    assert shown(f"Abara{ATTACK}") in said["status"]
