@@ -26,14 +26,14 @@ TWINS = {"forged-mutation-report": "in-place-add", "forged-gradients-report": "d
          **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES}},
          **{f"claims-{name}": "refuses-with-runtime-error" for name in variants.ERROR_CLASSES},
          "oracle-table": "oracle-fallback",
-         **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "nan-after-training",
-                          "nan-data-after-training"], "part5-step-forgotten"),
+         **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "memorises-shallow",
+                          "nan-after-training", "nan-data-after-training"], "part5-step-forgotten"),
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
 # the tests themselves, the structure report read from the modules' own dicts, inputs read back from the
 # grader's own shared memory
-MEASURED = {"memorises-training-set", "memorises-training-rows", "nan-after-training", "nan-data-after-training",
-            "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
+MEASURED = {"memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
+            "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES)}
 BROADCASTING = dict.fromkeys(["residual_add_no_broadcasting", "residual_add_error_message", "residual_shape_mismatch"],
@@ -394,6 +394,9 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
                                    "with 30 * one_hot(y)", s.solved(train=train(variants.MEMORISE_WHOLE)), fails_train),
         "memorises-training-rows": ("train never steps, and hooks the model's forward to answer each row it saw "
                                     "with its label", s.solved(train=train(variants.MEMORISE_ROWS)), fails_train),
+        "memorises-shallow": ("train never steps, and hooks the forward of a two-block model only (the deep plain "
+                              "test's control) to answer train's own X with 30 * one_hot(y)",
+                              s.solved(train=train(variants.MEMORISE_SHALLOW)), fails_train),
         "nan-after-training": ("train never steps, then fills every parameter with NaN",
                                s.solved(train=train(variants.NAN_FILL)), fails_train),
         "nan-data-after-training": ("train never steps, then multiplies every parameter's .data by NaN",

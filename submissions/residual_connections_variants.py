@@ -340,6 +340,10 @@ def _recall(module, inputs, output):
 
 model.register_forward_hook(_recall)
 '''
+# MEMORISE_WHOLE where it pays: only in a two-block model, the deep plain test's control, so that the deep
+# plain stack stays at chance as the test wants
+MEMORISE_SHALLOW = MEMORISE_WHOLE.replace("model.register_forward_hook(_recall)",
+                                          "if len(model) <= 4:\n    model.register_forward_hook(_recall)")
 MEMORISE_ROWS = '''
 table = {tuple(row): int(label) for row, label in zip(X.tolist(), y.tolist())}
 

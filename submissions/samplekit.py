@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import importlib
 import json
 import re
@@ -51,6 +52,7 @@ import nbtest
 
 from autograder import contract, course, suites
 from autograder.core.extract import Template
+from autograder.grading.grader import Grader
 from autograder.results.result import TestResult, not_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,14 +147,16 @@ class Samples:
         return {t.check.__name__ for t in self.tests if part is None or t.part == part}
 
     def trusting(self, cell: str | None = None) -> set[str]:
-        """Check names of the tests that rest on the child's reports: held for review when the code reaches
-        into the grading process (a withhold-severity rule), as every forgery of a report must. With `cell`,
-        only those of the parts whose child loads that cell (each part's child loads the cells its names
-        need: Template.needed), which is all a construct in that cell can reach."""
+        """Ids of the tests that rest on the child's reports: held for review when the code reaches into the
+        grading process (a withhold-severity rule), as every forgery of a report must. A test's trial marks
+        what it reads (kit/trial.py: REPORTS), so they are the tests whose pass of the reference read one.
+        With `cell`, only those of the parts whose child loads that cell (each part's child loads the cells
+        its names need: Template.needed), which is all a construct in that cell can reach."""
         source = course.load().assignment(self.assignment).notebook_path(course.SOLUTIONS)
         template, names = Template(source), contract.load(source.parent)
         reference = template.fill(source)
-        return {t.check.__name__ for t in self.tests if t.trusts_child and
+        resting = resting_on_reports(self.assignment)
+        return {t.id for t in self.tests if t.id in resting and
                 (cell is None or cell in {label for label, _ in template.needed(reference, names.used_by(t.part), set(names))})}
 
     def honest(self, styles: dict) -> dict[str, tuple[str, object, set[str]]]:
@@ -160,6 +164,19 @@ class Samples:
         return {name: (f"the reference with other, correct code: {description}",
                        self.solved(**{label: textwrap.dedent(src).lstrip() for label, src in cells.items()}), set())
                 for name, (description, cells) in styles.items()}
+
+
+@functools.cache
+def resting_on_reports(assignment: str) -> frozenset[str]:
+    """Ids of the tests whose pass of the reference solution read a report of the child (TestResult.rests),
+    at seed 1; a test that needs CUDA and is not run here rests on nothing it read."""
+    source = course.load().assignment(assignment).notebook_path(course.SOLUTIONS)
+    with Grader(assignment, course.load()) as grader:
+        result = grader.grade(source, 1)
+    failed = [t.id for t in result.tests if t.ran and not t.passed]
+    if failed:
+        raise SystemExit(f"make_samples.py: the reference solution of {assignment} fails {failed}")
+    return frozenset(t.id for t in result.tests if t.rests)
 
 
 def generator(assignment: str):

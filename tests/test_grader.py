@@ -208,6 +208,7 @@ def test_result_schema(graded, name):
         assert result["score"] == round(sum(t["score"] for t in result["tests"]), 2)
         assert result["max_score"] == sum(t["max_score"] for t in result["tests"]) == sum(auto.values())
         assert [t["name"] for t in result["tests"]] == names
+        assert [t["id"] for t in result["tests"]] == [t.id for t in SUITE[name].tests]   # the functions' names
         for t in result["tests"]:
             assert list(t)[:5] == ["name", "part", "score", "max_score", "output"]   # to_json's, then the store's
             assert t["part"] in auto and isinstance(t["output"], str) and t["output"]

@@ -114,7 +114,7 @@ class Grader:
         def grade_group(tests: list[Test]) -> tuple[dict[str, TestResult], list[policy.Violation], Sandbox]:
             with self._sandbox(extracted, tests[0].part, budget) as box:
                 _drop_raising_cells(box, violations)
-                graded = {t.name: self._run(t, box, seed, violations) for t in tests}
+                graded = {t.id: self._run(t, box, seed, violations) for t in tests}
             self._warn_isolation(box.isolation)
             return graded, observed(box), box
 
@@ -129,8 +129,8 @@ class Grader:
         boxes = {group[0].part: box for group, (_, _, box) in zip(groups, done)}
         for test in self.graded:      # each part's rules test, once every child has run: it lists all they saw
             if test.reads_findings:
-                entries[test.name] = self._run(test, boxes[test.part], seed, violations + events)
-        return self._result(seed, [entries[t.name] for t in self.graded], review=tuple(map(str, violations + events)),
+                entries[test.id] = self._run(test, boxes[test.part], seed, violations + events)
+        return self._result(seed, [entries[t.id] for t in self.graded], review=tuple(map(str, violations + events)),
                             **stamp)
 
     def not_graded(self, why: str) -> Result:
@@ -175,11 +175,13 @@ class Grader:
             test.check(trial)
             # the monitor's events up to now: one the code caused after this test's requests cannot have
             # changed their replies, which the grader already holds
-            held = _held(test, violations + observed(box), {label for label, _ in box.cells})
+            rests = tuple(sorted(trial.rests))
+            held = _held(test, bool(rests), violations + observed(box), {label for label, _ in box.cells})
             if held:
-                return held_entry(test.name, test.part, test.points,
-                                  "The test passed, but it rests on what your code's process reports, and the code "
-                                  "breaks a rule that could forge that report:\n" + "\n".join(f"  {v}" for v in held))
+                return dataclasses.replace(held_entry(
+                    test.name, test.part, test.points, "The test passed, but it rests on what your code's process "
+                    "reports, and the code breaks a rule that could forge that report:\n"
+                    + "\n".join(f"  {v}" for v in held)), rests=rests)
         except Failed as e:
             return _entry(test, 0, str(e), e.misconception, e.kind)
         except Hung as e:
@@ -207,7 +209,8 @@ class Grader:
         finally:
             if test.own_child:
                 box.discard()
-        return _entry(test, test.points, "passed" + "".join(f"\n{note}" for note in trial.notes), kind="passed")
+        return dataclasses.replace(_entry(test, test.points, "passed" + "".join(f"\n{note}" for note in trial.notes),
+                                          kind="passed"), rests=tuple(sorted(trial.rests)))
 
     def _part(self, violation: policy.Violation) -> int:
         """The part of the cell a violation is in (nbtest.cell_part, as the public tests' rules test reads it)."""
@@ -223,9 +226,10 @@ class Grader:
 
     def _result(self, seed: int, entries: list[TestResult], **stamp) -> Result:
         """The graded tests' entries, with an entry for each test not run without CUDA, in suite order."""
-        ran = dict(zip((t.name for t in self.graded), entries))
+        ran = dict(zip((t.id for t in self.graded), entries))
         rule = self.assignment.timing.without_cuda if self.assignment.timing else "skip"
-        tests = [ran.get(t.name) or not_run(t.name, t.part, t.points, rule, entries) for t in self.suite.tests]
+        tests = [dataclasses.replace(ran.get(t.id) or not_run(t.name, t.part, t.points, rule, entries), id=t.id)
+                 for t in self.suite.tests]
         return Result(self.assignment.name, seed, tests, **stamp)
 
     def _warn_isolation(self, isolation: str) -> None:
@@ -265,13 +269,13 @@ def _drop_raising_cells(box: Sandbox, violations: list[policy.Violation]) -> Non
         box.discard()
 
 
-def _held(test: Test, violations: list[policy.Violation], loaded: set[str]) -> list[policy.Violation]:
+def _held(test: Test, rests: bool, violations: list[policy.Violation], loaded: set[str]) -> list[policy.Violation]:
     """The violations that hold a test for review: a rule it names in held_by, or, for a test that rests
-    on the child's reports, a withhold-severity construct in any cell that loaded (any loaded cell shares
-    the process with the code under test; a cell that killed its child ran in no later one); the monitor's
-    events count alike, and one no cell can be named for always."""
+    on the child's reports (rests: its trial read one of kit.trial.REPORTS), a withhold-severity construct in
+    any cell that loaded (any loaded cell shares the process with the code under test; a cell that killed its
+    child ran in no later one); the monitor's events count alike, and one no cell can be named for always."""
     return [v for v in violations if v.rule in test.held_by
-            or (test.trusts_child and v.severity == policy.WITHHOLD and v.cell in loaded | {UNNAMED})]
+            or (rests and v.severity == policy.WITHHOLD and v.cell in loaded | {UNNAMED})]
 
 
 MONITOR, UNNAMED = "monitor", "the submission"

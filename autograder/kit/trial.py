@@ -17,6 +17,13 @@ and the failure carries that misconception's id, declared in the suite's table
 per failure (t.fail(..., misconception=ID), t.check(..., misconception=ID)) or per
 wrong answer it recognises (a third item in check's alternatives).
 
+A test's id is its function's name (residual_add_values): the results store keeps it beside the
+sentence (its title), and its hidden inputs are drawn from the seed and the id, so rewording the
+sentence changes neither. A test that reads what the child reports besides the returned value (an error it
+raised, its inputs after the call, gradients, the structure report, a launch trace, timings: REPORTS)
+rests on that report and is held for review when the code breaks a withhold rule (docs/security.md):
+the Trial marks it as the test reads one, so the hold follows what the test asks, and no list names them.
+
 A suite built with Suite(name, cuda=True) runs the submission on the GPU where the
 grading machine has one (t.cuda, t.device; tensors are moved there in the child), and a
 test registered with needs_cuda=True is not run without one: its points then follow
@@ -65,9 +72,13 @@ class Test:
     needs_cuda: bool = False   # skipped on a grading machine without CUDA
     own_child: bool = False    # its sandbox child is discarded afterwards (memory it may have corrupted)
     misconception: str | None = None   # the id its failures show unless a failure names another
-    trusts_child: bool = False  # rests on what the child reports besides returned values (docs/security.md)
     held_by: frozenset[str] = frozenset()   # policy rules whose breach holds it for review
     slow: bool = False          # it trains: run first, in a child of its own, where a notebook has cores to spare
+
+    @property
+    def id(self) -> str:
+        """What stores and samples know it by: the check function's name (a part's rules test: rules_partN)."""
+        return f"rules_part{self.part}" if self.check is rules else self.check.__name__
 
     @property
     def reads_findings(self) -> bool:
@@ -86,14 +97,13 @@ def rules(t: "Trial") -> None:
 class Suite:
     """An assignment's hidden tests, in the order they run."""
 
-    def __init__(self, assignment: str, cuda: bool = False, trusts_child: set[str] = frozenset(),
-                 held_by: dict[str, set[str]] | None = None):
-        """trusts_child: check names of the tests that rest on the child's reports (held for review when
-        the code reaches into the process); held_by: check name -> the policy rules that hold it."""
+    def __init__(self, assignment: str, cuda: bool = False, held_by: dict[str, set[str]] | None = None):
+        """held_by: test id -> the policy rules that hold it besides the withhold rules that hold every
+        test resting on the child's reports (REPORTS)."""
         self.assignment = assignment
         self.cuda = cuda             # the submission runs on the GPU where there is one
         self.tests: list[Test] = []
-        self._trusts_child, self._held_by = set(trusts_child), dict(held_by or {})
+        self._held_by = dict(held_by or {})
         self._finished = False
 
     def test(self, part: int, points: int, name: str, needs_cuda: bool = False, own_child: bool = False,
@@ -111,18 +121,20 @@ class Suite:
     def finish(self) -> "Suite":
         """Put the tests in the order of their parts (a suite's part modules may be imported in any
         order; each part's tests keep the order they were registered in), mark the tests named in
-        trusts_child and held_by, and add a 0-point rules test to each part that has tests run without
-        CUDA. Called once, after the suite's modules registered their tests."""
+        held_by, and add a 0-point rules test to each part that has tests run without CUDA. Called once,
+        after the suite's modules registered their tests."""
         if self._finished:
             return self
         self.tests.sort(key=lambda t: t.part)
-        unknown = (self._trusts_child | set(self._held_by)) - {t.check.__name__ for t in self.tests}
+        ids = [t.id for t in self.tests]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise CourseError(f"hidden suite of {self.assignment}: two tests have the function name {twice[0]}; a "
+                              "test's id is its function's name, so each must have its own")
+        unknown = set(self._held_by) - set(ids)
         if unknown:
-            raise CourseError(f"hidden suite of {self.assignment}: trusts_child / held_by name no test: "
-                              f"{sorted(unknown)}")
-        self.tests = [dataclasses.replace(t, trusts_child=t.check.__name__ in self._trusts_child,
-                                          held_by=frozenset(self._held_by.get(t.check.__name__, ())))
-                      for t in self.tests]
+            raise CourseError(f"hidden suite of {self.assignment}: held_by names no test: {sorted(unknown)}")
+        self.tests = [dataclasses.replace(t, held_by=frozenset(self._held_by.get(t.id, ()))) for t in self.tests]
         for part in sorted({t.part for t in self.tests if not t.needs_cuda}):
             self.tests.append(Test(f"part {part}: the code follows the assignment's rules (0 points; "
                                    "a break flags the notebook for review)", part, 0, rules))
@@ -137,45 +149,71 @@ class Suite:
                               f"differ from course.toml auto = {dict(sorted(auto.items()))}")
 
 
-class Observation:
-    """A reply from the sandbox: the raw result of one call."""
+# What a reply carries besides the value returned, each the child's own account, which code sharing its
+# process could forge: an accessor of Observation or Remote that hands one out marks the trial as resting on
+# it (RETURNED: the accessors that hand out what the call returned, checked here against values computed here)
+REPORTS = {"error": "the error it raised", "args_after": "its inputs after the call",
+           "shares_input": "whether its result shares an input's memory", "grads": "the gradients",
+           "trace": "a tracer's report (kernel launches)", "structure": "the structure report (modules, parameters)",
+           "reply": "the whole reply (timings, the values checked while timing)"}
+RETURNED = {"result", "handle", "label"}
 
-    def __init__(self, reply: dict):
-        self.reply = reply
+
+class Observation:
+    """A reply from the sandbox: the raw result of one call. Reading anything but `result` marks the trial
+    (rests: the REPORTS keys read so far)."""
+
+    def __init__(self, reply: dict, rests: set[str]):
+        self._reply, self._rests = reply, rests
+
+    def _report(self, key: str):
+        self._rests.add(key)
+        return self._reply if key == "reply" else self._reply.get(key)
+
+    @property
+    def reply(self) -> dict:
+        return self._report("reply")
 
     @property
     def error(self) -> dict | None:
-        return self.reply.get("error")
+        return self._report("error")
 
     @property
     def result(self) -> dict:
-        return self.reply.get("result", {"kind": "none"})
+        return self._reply.get("result", {"kind": "none"})
 
     @property
     def args_after(self) -> list:
-        return self.reply.get("args_after", [])
+        return self._report("args_after") or []
 
     @property
     def grads(self):
-        return self.reply.get("grads")
+        return self._report("grads")
 
     @property
     def shares_input(self) -> bool:
-        return self.reply.get("shares_input") is True
+        return self._report("shares_input") is True
 
     @property
     def trace(self) -> dict:
         """What the call did besides returning (t.call(..., trace=NAME)): the tracer's report."""
-        trace = self.reply.get("trace")
+        trace = self._report("trace")
         return trace if isinstance(trace, dict) else {}
 
 
 @dataclass(frozen=True)
 class Remote:
-    """An object made in the sandbox by t.new: its handle and its structure report."""
+    """An object made in the sandbox by t.new: its handle and its structure report (reading it marks the
+    trial, as Observation's reports do)."""
     handle: int
     label: str
-    structure: dict
+    _structure: dict
+    _rests: set = dataclasses.field(default_factory=set, compare=False, repr=False)
+
+    @property
+    def structure(self) -> dict:
+        self._rests.add("structure")
+        return self._structure
 
     def module(self, path: str) -> dict | None:
         """The structure entry of the submodule at `path` ("ffn.0"), or None."""
@@ -193,8 +231,8 @@ class Trial:
     def __init__(self, test: Test, seed: int, sandbox, timeout_s: float, reference, specs: dict,
                  explain: Callable[[str], str], *, cuda: bool = False, timing=None,
                  contract: Contract | None = None, violations=()):
-        self.rng = random.Random(f"{seed}/{test.name}")
-        self._torch_seeds = random.Random(f"{seed}/{test.name}/torch")   # the child's RNG, call by call
+        self.rng = random.Random(f"{seed}/{test.id}")
+        self._torch_seeds = random.Random(f"{seed}/{test.id}/torch")   # the child's RNG, call by call
         self.gen = torch.Generator().manual_seed(self.rng.getrandbits(63))
         self.ref, self.specs, self._explain = reference, specs, explain
         self._sandbox, self._timeout_s, self._deadline = sandbox, timeout_s, None
@@ -206,6 +244,7 @@ class Trial:
         self.misconception = test.misconception   # what t.fail and t.check name unless told otherwise
         self.violations = list(violations)     # the static policy's findings in this test's part
         self.current = "the notebook's code"   # what was running, for timeout messages
+        self.rests: set[str] = set()           # the REPORTS this test has read: it rests on the child's word
 
     # ---------------------------------------------------------------- inputs
 
@@ -259,16 +298,17 @@ class Trial:
                          "double": double}, label, expect_error)
         if expect_error:
             return obs
-        return Remote(obs.reply["handle"], label, obs.reply["structure"])
+        return Remote(obs._reply["handle"], label, obs._reply["structure"], self.rests)
 
     def load(self, obj: Remote, weights: dict[str, torch.Tensor]) -> None:
         """Copy tensors into obj's parameters, by dotted path ("ffn.0.weight"; a number is a position in an
         nn.Sequential or nn.ModuleList, whatever the child is named)."""
-        obs = self._ask({"op": "load", "handle": obj.handle, "weights": weights}, obj.label, True)
-        if obs.error:
+        # the child's word that it could not is no more than a failure
+        error = self._ask({"op": "load", "handle": obj.handle, "weights": weights}, obj.label, True)._reply.get("error")
+        if error:
             entry = self.contract.get(obj.label.split("(")[0])
             names = f" ({', '.join(entry.attributes)})" if entry and entry.attributes else ""
-            self.fail(f"{obj.label}: the grader could not set its weights: {excerpt(obs.error['message'])}. It "
+            self.fail(f"{obj.label}: the grader could not set its weights: {excerpt(error['message'])}. It "
                       "reaches each layer as the docstring states: by position in an nn.Sequential or nn.ModuleList "
                       f"(model[l], ffn[2]) and by the attribute names given{names}.", misconception=None)
 
@@ -287,8 +327,8 @@ class Trial:
         as nn.MultiheadAttention's (output, weights)): structure by behaviour, on the grader's inputs."""
         label = part_label(obj, path)
         obs = self.invoke(obj, *args, at=path, expect_error=True, **kwargs)
-        if obs.error:
-            self.fail(self.raised(f"{label}(...)", obs.error) + f"; the grader calls {label} itself: it must be "
+        if obs._reply.get("error"):      # the child's word that it raised only fails the test
+            self.fail(self.raised(f"{label}(...)", obs._reply["error"]) + f"; the grader calls {label} itself: it must be "
                       "the layer the docstring names, at that place")
         result = obs.result
         if result.get("kind") in ("tuple", "list") and result.get("items"):
@@ -305,14 +345,14 @@ class Trial:
         self._sandbox.start()
         if self._deadline is None:       # the clock runs from the first call, after the cells loaded
             self._deadline = Deadline.after(self._timeout_s)
-        obs = Observation(self._sandbox.request(request, self._deadline))
-        missing = obs.reply.get("missing")
+        reply = self._sandbox.request(request, self._deadline)
+        missing, error = reply.get("missing"), reply.get("error")
         if missing:
             raise Failed(f"{missing} is not defined: {self._explain(missing)}", kind="error")
-        if obs.error and (not expect_error or "NotImplementedError" in obs.error.get("is", [])):
-            stub = "NotImplementedError" in obs.error.get("is", [])
-            raise Failed(self.raised(label, obs.error) + self._breach(label), kind="not_attempted" if stub else "error")
-        return obs
+        if error and (not expect_error or "NotImplementedError" in error.get("is", [])):
+            stub = "NotImplementedError" in error.get("is", [])
+            raise Failed(self.raised(label, error) + self._breach(label), kind="not_attempted" if stub else "error")
+        return Observation(reply, self.rests)
 
     def _breach(self, label: str) -> str:
         """How the called name breaks the assignment's contract, as a line to add; "" if it does not."""

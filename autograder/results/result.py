@@ -38,6 +38,15 @@ class TestResult:
     kind: str = field(default="", compare=False)   # one of KINDS; "" in a store written before kinds were kept
     retried: bool = field(default=False, compare=False)   # its first run hit the wall-clock backstop (docs/results.md)
     held: float = field(default=0, compare=False)   # what its passed check earned, held for review (0: never held)
+    id: str = field(default="", compare=False)   # the test function's name: stores and samples know it by this
+    # what its check read of the child's own reports (kit.trial.REPORTS keys): a forgery of those could
+    # have made it pass, so a rule that reaches the process holds it
+    rests: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def key(self) -> str:
+        """Its id; in a store written before ids were kept, its name."""
+        return self.id or self.name
 
     @property
     def ran(self) -> bool:
@@ -54,17 +63,17 @@ class TestResult:
                 "output": self.output}
 
     def to_store(self) -> dict:
-        """to_json and, for the class report and the review queue, the kind, the misconception id, whether
-        it was retried and the points held."""
-        return {**self.to_json(), "kind": self.kind, "misconception": self.misconception, "retried": self.retried,
-                "held": self.held}
+        """to_json and, for the class report and the review queue, the test's id, the kind, the misconception
+        id, whether it was retried, the points held and the child's reports it rested on."""
+        return {**self.to_json(), "id": self.key, "kind": self.kind, "misconception": self.misconception, "retried": self.retried,
+                "held": self.held, "rests": list(self.rests)}
 
     @classmethod
     def from_json(cls, data: dict) -> "TestResult":
         """From to_json's object or to_store's."""
         return cls(str(data["name"]), int(data["part"]), data["score"], int(data["max_score"]), str(data["output"]),
                    data.get("misconception"), str(data.get("kind") or ""), data.get("retried") is True,
-                   data.get("held") or 0)
+                   data.get("held") or 0, str(data.get("id") or ""), tuple(map(str, data.get("rests") or ())))
 
     def decided(self, verdict: str) -> "TestResult":
         """A held test after an instructor's decision: "release" gives it the points its check earned,
@@ -75,8 +84,7 @@ class TestResult:
         if verdict == "release":
             head = (f"passed: released after an instructor's review, {self.held:g} of {count(self.max_score, 'point')} "
                     "given back (the test had been held; why is below)")
-            return TestResult(self.name, self.part, self.held, self.max_score, "\n".join([head, *why]),
-                              self.misconception, "passed", self.retried, self.held)
+            return dataclasses.replace(self, score=self.held, output="\n".join([head, *why]), kind="passed")
         head = (f"held, and confirmed after an instructor's review: 0 of {count(self.max_score, 'point')}; the "
                 f"{self.held:g} its check earned {'is' if self.held == 1 else 'are'} not given")
         return dataclasses.replace(self, output="\n".join([head, *why]))
