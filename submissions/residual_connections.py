@@ -36,6 +36,9 @@ MEASURED = {"memorises-training-set", "memorises-training-rows", "nan-after-trai
             "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES)}
+# forgeries of the probe: the child takes it out of sys.modules before the first cell (samplekit.tried)
+OUT_OF_REACH = {"forged-mutation-report", "forged-gradients-report", "forged-structure-report",
+                *(f"reach-{name}" for name in variants.REACHES)}
 BROADCASTING = dict.fromkeys(["residual_add_no_broadcasting", "residual_add_error_message", "residual_shape_mismatch"],
                              "silent-broadcasting")
 HARD_CODED = dict.fromkeys(["chain_one_block", "chain_many_blocks", "chain_alpha", "chain_empty", "split"],

@@ -8,7 +8,7 @@ by hand, functional or modules): each must keep full marks and trip no rule of t
 Each forgery is the code of a sample that tries to earn points its honest twin does not
 (docs/security.md). Sources are written indented and dedented where they are used.
 """
-from samplekit import PROBE
+from samplekit import PROBE, tried
 
 # ============================================================ honest variants: full marks, no rule tripped
 
@@ -242,7 +242,7 @@ STYLES = {
 # ============================================================ forgeries of the child's reports
 
 # in-place residual_add, with the probe patched so that the inputs look unchanged after the call
-FORGED_MUTATION = f'''
+FORGED_MUTATION = tried(f'''
 import sys
 _probe = sys.modules["{PROBE}"]
 _observe = _probe._observe
@@ -259,15 +259,15 @@ def _unchanged(fn, request, specs, objects, module):
 
 _probe._observe = _unchanged
 
-'''
+''')
 
 # a detached residual_add, with the probe's gradients replaced by the right ones (the probe reached as
 # torch.sys.modules: no import needed)
-FORGED_GRADIENTS = f'''
+FORGED_GRADIENTS = tried(f'''
 _probe = torch.sys.modules["{PROBE}"]
 _probe._grads = lambda result, args, request: [_probe.encode(request["grad"])] * 2
 
-'''
+''')
 
 # TransformerBlock that wraps nn.TransformerEncoderLayer, its parts aliased under the assignment's names
 ENCODER_WRAPPER = '''
@@ -290,7 +290,7 @@ WRAPS_ENCODER = ENCODER_WRAPPER.replace("KEEP", "self.layer = layer")
 # the same, hidden from named_modules() by object.__setattr__
 HIDES_ENCODER = ENCODER_WRAPPER.replace("KEEP", 'object.__setattr__(self, "layer", layer)')
 # the same, with the probe's structure report patched to leave the layer out
-FORGED_STRUCTURE = f'''
+FORGED_STRUCTURE = tried(f'''
 _probe = __import__("sys").modules["{PROBE}"]
 _structure = _probe.structure
 
@@ -302,7 +302,7 @@ def _without_layer(obj):
 
 
 _probe.structure = _without_layer
-''' + WRAPS_ENCODER
+''') + WRAPS_ENCODER
 
 # chain_rule_grad and split_gradient answered from a table of inputs and expected values read in the
 # feedback of earlier gradings; anything else falls back to a guess (the table alone is ORACLE_FALLBACK)
@@ -445,6 +445,7 @@ np.testing.measure("import sys; _probe = sys.modules['{PROBE}']; _probe._grads =
                    "lambda result, args, request: [_probe.encode(request['grad'])] * 2")
 ''',
 }
+REACHES = {name: tried(source) for name, source in REACHES.items()}
 
 # the gradients forgery once more, with no reach into the probe at all: a torch function mode, left active
 # after the cell, answers the probe's own reads of the gradients (a TensorBase descriptor still asks the

@@ -103,6 +103,7 @@ class SampleClass:
         generator = sample_generator(assignment)
         self.twins = {f"{k}.ipynb": f"{v}.ipynb" for k, v in generator.TWINS.items()}
         self.measured = {f"{k}.ipynb" for k in generator.MEASURED}   # not the policy's to stop
+        self.out_of_reach = {f"{k}.ipynb" for k in getattr(generator, "OUT_OF_REACH", ())}   # the probe's gone
         self.honest = [f"{name}.ipynb" for name in generator.HONEST]
 
     def grade_all(self, grader) -> dict[str, dict]:

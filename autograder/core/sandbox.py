@@ -403,6 +403,7 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
         serve, check_state = probe.serve_request, monitor.check_state
         problems, modes = {}, (0, 0)
         monitor.install(events_fd, config["scratch"], GRADER_CODE, GRADING_PACKAGES)   # before any student code runs
+        _out_of_reach(module)
         for label, source in config["cells"]:
             conn.send_bytes(codec.dumps({"cell": label}))
             filename = f"<cell {label}>"
@@ -427,6 +428,20 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
             conn.send_bytes(codec.dumps(reply))
     finally:
         os._exit(0)
+
+
+def _out_of_reach(module: types.ModuleType) -> None:
+    """Take the grading machinery out of what a cell can name, before the first cell runs: every module of
+    GRADING_PACKAGES leaves sys.modules (this loop holds what it uses in its own locals and the modules'
+    functions in theirs), and `__main__`, where a fresh zygote's command line imported the box, is the
+    submission's module (under each name it has), as a notebook's is. What is left reaches the grader only through frames or gc,
+    which the monitor sees (tests/test_reach.py walks the rest)."""
+    main = sys.modules.get("__main__")
+    for name, value in list(sys.modules.items()):
+        if name.partition(".")[0] in GRADING_PACKAGES:
+            del sys.modules[name]
+        elif value is main:              # torch's multiprocessing names it __mp_main__ too
+            sys.modules[name] = module
 
 
 def _isolate(config: dict, cgroup: "boxing.Cgroup | None") -> str:
