@@ -124,6 +124,9 @@ REACHING = [
     ("import ctypes\nctypes.string_at(id(1), 8)\n", "ctypes.string_at", 2),
     ("import os\nos.system('true')\n", "os.system", 2),
     ("open('/etc/hostname').read()\n", "open", 1),
+    # a string routed into the code a generator compiles is judged by what it does, not by dataclasses' file
+    ("import dataclasses\nf = dataclasses._create_fn('f', [], [\"return __import__('sys')._getframe(0)\"])\n"
+     "frame = f()\n", "sys._getframe", 3),
 ]
 
 
