@@ -23,7 +23,8 @@ PARTS = {1: ["residual_add", "residual", "projection_shortcut", "residual_ffn"],
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-mutation-report": "in-place-add", "forged-gradients-report": "detached-residual-add",
          **dict.fromkeys(["hides-encoder-layer", "forged-structure-report"], "wraps-encoder-layer"),
-         **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES}},
+         **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES,
+                                                                   **variants.FRAMES}},
          **{f"claims-{name}": "refuses-with-runtime-error" for name in variants.ERROR_CLASSES},
          "oracle-table": "oracle-fallback",
          **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "nan-after-training",
@@ -289,6 +290,9 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
         **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced; the probe reached by "
                              f"{name.replace('-', ' ')}", forged_add(source), forged_add_fails)
            for name, source in variants.REACHES.items()},
+        **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced from generated code; "
+                             f"the probe reached by {name.replace('-', ' ')}", forged_add(source), forged_add_fails)
+           for name, source in variants.FRAMES.items()},
         **{f"reach-{name}": (f"detached residual_add, with the probe's gradient reads answered by a torch function "
                              f"mode ({name.replace('-', ' ')})", forged_add(source), forged_add_fails)
            for name, source in variants.MODES.items()},

@@ -444,8 +444,49 @@ import numpy as np
 np.testing.measure("import sys; _probe = sys.modules['{PROBE}']; _probe._grads = "
                    "lambda result, args, request: [_probe.encode(request['grad'])] * 2")
 ''',
+    # a library's re-export of a process module under another name: torch.cuda.tunable's `mp` is multiprocessing
+    "reexport-renamed": f'''
+from torch.cuda.tunable import mp as _mp
+_probe = _mp.util.sys.modules["{PROBE}"]
+_probe._grads = {_GRADS}
+''',
+    # attribute names handed to a standard-library helper as strings
+    "attrgetter": f'''
+import operator
+_probe = operator.attrgetter("sys.modules")(torch)["{PROBE}"]
+_probe._grads = {_GRADS}
+''',
+    # a never-called definition named as a library's private attribute, which the private-attribute rule then
+    # takes for the cell's own
+    "own-private-name": f'''
+def _utils_internal():
+    pass
+
+
+_probe = torch._utils_internal.sys.modules["{PROBE}"]
+_probe._grads = {_GRADS}
+''',
 }
 REACHES = {name: tried(source) for name, source in REACHES.items()}
+# a string routed into the code dataclasses compiles: a field name lands in the __eq__ it builds and runs there
+# when two instances are compared, two frames below the child's loop, whose locals hold the probe. No rule
+# reads the string; the monitor judges the generated code as the cell's (its sys._getframe)
+FRAMES = {
+    "string-dataclass": '''
+import dataclasses
+
+
+@dataclasses.dataclass(init=False, repr=False)
+class _Pair:
+    __annotations__ = {"x, (lambda p: setattr(p, '_grads', lambda result, args, request: "
+                       "[p.encode(request['grad'])] * 2))(__import__('sys')._getframe(2).f_locals['probe'])": int}
+
+
+_pair = _Pair()
+_pair.x = 0
+_pair == _pair
+''',
+}
 
 # the gradients forgery once more, with no reach into the probe at all: a torch function mode, left active
 # after the cell, answers the probe's own reads of the gradients (a TensorBase descriptor still asks the
