@@ -17,6 +17,7 @@ effects. Two ways in:
     notebook.py   reading a notebook, its cells and their nbgrader metadata; load() runs its module cells
     policy.py     the static rules, read in a cell's source (the grader's own)
     monitor.py    the runtime monitor: what the code does as it runs (the grader's own)
+    sealed.py     copies of functions reading private copies of their modules' dicts (the monitor's hook)
     rules.py      the rules test: both of those on one part's cells
     checks.py     check() in the notebook, and the helpers test_public.py uses
     plugin.py     the pytest plugin: the nb fixture and one line per failing test

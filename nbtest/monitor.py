@@ -33,6 +33,8 @@ from types import CodeType
 
 import torch
 
+from .sealed import seal
+
 CELL_PREFIX = "<cell "
 # (event, what it means); prefixes end with "."
 WATCHED = {
@@ -110,7 +112,9 @@ def install(fd: int, scratch: str, own: tuple[str, ...], guarded: tuple[str, ...
         finally:
             busy[0] = False
 
-    sys.addaudithook(hook)
+    # the hook and what it calls read a private copy of this module's dict: writing monitor._attribute changes
+    # nothing here (reaching the module needs no audited event: a class of it is among object's subclasses)
+    sys.addaudithook(seal(hook, (__name__,)))
 
 
 def check_state(fd: int, where: str, cell: str = "", reported: tuple[int, int] = (0, 0)) -> tuple[int, int]:

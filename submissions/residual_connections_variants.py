@@ -469,8 +469,9 @@ _probe._grads = {_GRADS}
 }
 REACHES = {name: tried(source) for name, source in REACHES.items()}
 # a string routed into the code dataclasses compiles: a field name lands in the __eq__ it builds and runs there
-# when two instances are compared, two frames below the child's loop, whose locals hold the probe. No rule
-# reads the string; the monitor judges the generated code as the cell's (its sys._getframe)
+# when two instances are compared, two frames below the child's loop, whose locals hold the probe's sealed
+# serve_request, and so the globals it reads. No rule reads the string; the monitor judges the generated code
+# as the cell's (its sys._getframe)
 FRAMES = {
     "string-dataclass": '''
 import dataclasses
@@ -478,8 +479,9 @@ import dataclasses
 
 @dataclasses.dataclass(init=False, repr=False)
 class _Pair:
-    __annotations__ = {"x, (lambda p: setattr(p, '_grads', lambda result, args, request: "
-                       "[p.encode(request['grad'])] * 2))(__import__('sys')._getframe(2).f_locals['probe'])": int}
+    __annotations__ = {"x, (lambda g: g.__setitem__('_grads', lambda result, args, request: "
+                       "[g['encode'](request['grad'])] * 2))(__import__('sys')._getframe(2).f_locals['serve']"
+                       ".__globals__)": int}
 
 
 _pair = _Pair()

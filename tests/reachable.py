@@ -10,6 +10,10 @@ grader object reached, with the path it was reached by:
 
     ["sys.modules['autograder.core.probe']", ...]      # [] when nothing of the grader is reachable
 
+and `live()` the same for the live state of the code that runs beside the cells (nbtest.sealed: the private
+copies of module dicts the serve loop, the probe and the monitor read), walked through every type's
+`__subclasses__()` too, which reaches the grader's classes and so its modules' dicts.
+
 The grader's objects: modules named in GRADER (and their dicts), and the functions, classes and instances
 defined there. HANDED names the modules whose objects the tests hand to student code as arguments (an
 assignment's specs): they are walked through, and what they lead to still counts.
@@ -35,6 +39,15 @@ def _graders(name) -> bool:
             and any(name == g or name.startswith(g + ".") for g in GRADER))
 
 
+def _sealed(o) -> bool:
+    """A private copy of a grader module's dict (nbtest.sealed), or a function reading one: the live state of
+    the code that runs beside the student's. Its builtins are a snapshot, not the builtins module's dict."""
+    if type(o) is _Function:
+        o = o.__globals__
+    return (type(o) is dict and "__builtins__" in o and _graders(o.get("__name__"))
+            and o["__builtins__"] is not builtins.__dict__ and o["__builtins__"] is not builtins)
+
+
 def _of_grader(o) -> bool:
     try:
         if isinstance(o, _Module):
@@ -50,8 +63,8 @@ def _of_grader(o) -> bool:
         return False
 
 
-def _edges(o):
-    """(label, object) for what o leads to."""
+def _edges(o, subclasses: bool):
+    """(label, object) for what o leads to; subclasses: a type's __subclasses__() too (a call, unaudited)."""
     t = type(o)
     if t in (dict, types.MappingProxyType) or isinstance(o, dict):
         for k, v in list(dict.items(o) if isinstance(o, dict) else o.items()):
@@ -84,6 +97,8 @@ def _edges(o):
     if isinstance(o, type):
         yield ".__dict__", type.__dict__["__dict__"].__get__(o)
         yield ".__mro__", o.__mro__
+        if subclasses:
+            yield ".__subclasses__()", type.__subclasses__(o)
         return
     for name in _links:
         try:
@@ -118,19 +133,20 @@ def _handed_out() -> list:
     return out
 
 
-def walk(roots) -> list:
-    """One line per grader object reachable from roots [(label, object)], with its path."""
+def walk(roots, subclasses: bool = False, found_if=_of_grader) -> list:
+    """One line per object reachable from roots [(label, object)] that found_if says is the grader's (by default
+    any of it; _sealed: its live state), with its path; subclasses: through __subclasses__() too."""
     seen, found, queue = {}, [], collections.deque(roots)   # breadth first: each path is a shortest one
     while queue:
         path, o = queue.popleft()
         if isinstance(o, _atoms) or id(o) in seen:
             continue
         seen[id(o)] = o
-        if _of_grader(o):
+        if found_if(o):
             found.append(f"{path}: {type(o).__name__} {getattr(o, '__name__', '')!s:.80}")
             continue
         try:
-            for label, child in _edges(o):
+            for label, child in _edges(o, subclasses):
                 if not isinstance(child, _atoms) and id(child) not in seen:
                     queue.append((path + label, child))
         except BaseException:
@@ -146,7 +162,19 @@ def roots() -> list:
 
 if __name__ == "submission":        # run as the sandbox's first cell (imported by a test, it only defines)
     _FOUND = walk(roots())
+    # object.__subclasses__() lists every class, the grader's among them, and a class's methods lead to its
+    # module's dict: none of what runs beside the student's code reads those (nbtest.sealed)
+    _LIVE = walk(roots(), subclasses=True, found_if=_sealed)
+    _THROUGH = walk(roots(), subclasses=True)[:5]      # what that walk does reach of the grader (not [] )
 
 
 def found() -> list:
     return _FOUND
+
+
+def live() -> list:
+    return _LIVE
+
+
+def through_subclasses() -> list:
+    return _THROUGH
