@@ -65,8 +65,8 @@ PROCESS_EVENTS = ("os.system", "os.exec", "os.spawn", "os.fork", "os.posix_spawn
 # what it does on the way from a launch is not the student's doing
 TRITON = "/triton/"
 COMPILER_EVENTS = ("subprocess.", "os.", "ctypes.", "open", "import", "_posixsubprocess.", "shutil.")
-# libraries whose functions hand frames back to their caller
-FRAME_LIBRARIES = ("/inspect.py", "/traceback.py")
+# libraries whose functions hand frames back to their caller (logging.currentframe() is sys._getframe(1))
+FRAME_LIBRARIES = ("/inspect.py", "/traceback.py", "/logging/__init__.py")
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 _getframe, _write, _str, _isinstance, _type, _id = sys._getframe, os.write, str, isinstance, type, id
 _function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack

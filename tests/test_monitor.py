@@ -116,6 +116,7 @@ REACHING = [
     ("import inspect\nf = inspect.currentframe()\n", "sys._getframe", 2),
     ("import inspect\nf = inspect.stack()[0].frame\n", "sys._getframe", 2),
     ("import traceback\nf = next(traceback.walk_stack(None))[0]\n", "sys._getframe", 2),
+    ("import logging\nf = logging.currentframe()\n", "sys._getframe", 2),
     ("import gc\nn = len(gc.get_objects())\n", "gc.get_objects", 2),
     ("def g():\n    yield 1\nframe = g().gi_frame\n", "object.__getattr__", 3),
     ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    f = e.__traceback__.tb_frame\n", "object.__getattr__", 4),
