@@ -18,6 +18,7 @@ effects. Two ways in:
     cellsource.py a cell's text as the Python IPython runs (magics at the start of a logical line only)
     policy.py     the static rules, read in a cell's source (the grader's own)
     monitor.py    the runtime monitor: what the code does as it runs (the grader's own)
+    sealed.py     copies of functions reading private copies of their modules' dicts (the monitor's hook)
     rules.py      the rules test: both of those on one part's cells
     rules_text.py the notebooks' import rule, written from policy.py's own lists
     checks.py     check() in the notebook, and the helpers test_public.py uses

@@ -11,8 +11,9 @@ imports of the grading packages (`guarded`), opens outside the scratch folder, p
 other audit hooks. An event counts when student code caused it: it was raised while a student
 cell's frame ran (a cell is compiled under the file name "<cell LABEL>"), with only library frames
 between it and the hook. Library code that builds code for a decorator the student applied
-(dataclasses, namedtuple, Triton's jit) is not the student's doing; a library that evaluates a
-string the student handed it (typing's forward references) is. Events the grader's own code
+(dataclasses, namedtuple, Triton's jit) is not the student's doing, but the code it built is judged as
+the student's when it runs (a string the student routed into it runs there); a library that evaluates a
+string the student handed it (typing's forward references) is the student's doing. Events the grader's own code
 causes (the probe calling torch) never count: the nearest non-library frame is then the grader's (`own`,
 which each caller names: the sandbox its package, the public tests their own files and this package).
 
@@ -28,8 +29,11 @@ import os
 import sys
 from collections.abc import Callable, Container
 from dataclasses import dataclass
+from types import CodeType
 
 import torch
+
+from .sealed import seal
 
 CELL_PREFIX = "<cell "
 # (event, what it means); prefixes end with "."
@@ -62,10 +66,10 @@ PROCESS_EVENTS = ("os.system", "os.exec", "os.spawn", "os.fork", "os.posix_spawn
 # what it does on the way from a launch is not the student's doing
 TRITON = "/triton/"
 COMPILER_EVENTS = ("subprocess.", "os.", "ctypes.", "open", "import", "_posixsubprocess.", "shutil.")
-# libraries whose functions hand frames back to their caller
-FRAME_LIBRARIES = ("/inspect.py", "/traceback.py")
+# libraries whose functions hand frames back to their caller (logging.currentframe() is sys._getframe(1))
+FRAME_LIBRARIES = ("/inspect.py", "/traceback.py", "/logging/__init__.py")
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
-_getframe, _write, _str, _isinstance, _type = sys._getframe, os.write, str, isinstance, type
+_getframe, _write, _str, _isinstance, _type, _id = sys._getframe, os.write, str, isinstance, type, id
 _function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
 
 
@@ -91,6 +95,7 @@ def install(fd: int, scratch: str, own: tuple[str, ...], guarded: tuple[str, ...
     student's own types may be changed)."""
     busy = [False]
     prefixes = (os.path.realpath(scratch), os.devnull)
+    generated: dict[int, CodeType] = {}   # id -> code a generator compiled (held, so that no id is reused)
 
     def hook(event: str, args: tuple) -> None:
         if busy[0] or (event not in WATCHED and not event.startswith(PREFIXES)) or \
@@ -98,7 +103,9 @@ def install(fd: int, scratch: str, own: tuple[str, ...], guarded: tuple[str, ...
             return
         busy[0] = True          # sys._getframe below raises an event of its own
         try:
-            where = _attribute(event, args, prefixes, cell_of, own, guarded, modules)
+            if event == "exec" and _type(args[0]) is CodeType and _getframe(1).f_code.co_filename.endswith(GENERATORS):
+                _remember(args[0], generated)
+            where = _attribute(event, args, prefixes, cell_of, own, guarded, modules, generated)
             if where is not None:
                 _send(fd, Event(*where, event, _detail(event, args)))
         except Exception:       # never let the monitor break the code it watches; the event is lost
@@ -106,7 +113,9 @@ def install(fd: int, scratch: str, own: tuple[str, ...], guarded: tuple[str, ...
         finally:
             busy[0] = False
 
-    sys.addaudithook(hook)
+    # the hook and what it calls read a private copy of this module's dict: writing monitor._attribute changes
+    # nothing here (reaching the module needs no audited event: a class of it is among object's subclasses)
+    sys.addaudithook(seal(hook, (__name__,)))
 
 
 def check_state(fd: int, where: str, cell: str = "", reported: tuple[int, int] = (0, 0)) -> tuple[int, int]:
@@ -129,18 +138,30 @@ def _send(fd: int, event: Event) -> None:
         pass
 
 
+def _remember(code: CodeType, generated: dict[int, CodeType]) -> None:
+    """Keep a code object a generator compiled, and the functions' code it holds."""
+    generated[_id(code)] = code
+    for const in code.co_consts:
+        if _type(const) is CodeType:
+            _remember(const, generated)
+
+
 def _attribute(event: str, args: tuple, inside: tuple, cell_of: Callable[[str], str | None], own: tuple[str, ...],
-               guarded: tuple[str, ...], modules: Container[str]) -> tuple[str, int] | None:
+               guarded: tuple[str, ...], modules: Container[str],
+               generated: Container[int] = frozenset()) -> tuple[str, int] | None:
     """(cell, line) of the student frame this event is to be charged to, or None. Code the student wrote to a
-    file it may write (the scratch folder) and ran is the student's too: the event is judged there, as if a cell
-    had called what lies below, and charged to the cell above it ("" where none is: a thread, a finaliser)."""
+    file it may write (the scratch folder) and ran is the student's too, and so is code a generator compiled
+    (`generated`: the ids of what dataclasses, namedtuple or Triton's jit executed), judged by what it does, not
+    by which library file compiled it: a string the cell routed into it runs there. The event is judged at such
+    a frame, as if a cell had called what lies below, and charged to the cell above it ("" where none is: a
+    thread, a finaliser, the grader calling it)."""
     frame = _getframe(2)            # the frame that raised the event (0: _attribute, 1: the hook)
     site, direct, compiler, framing, library, loading = frame.f_code.co_filename, True, False, True, False, False
     judged = False
     while frame is not None:
         name = frame.f_code.co_filename
         cell = cell_of(name)
-        if cell is not None or not judged and name.startswith(inside):
+        if cell is not None or not judged and (name.startswith(inside) or _id(frame.f_code) in generated):
             if not judged and (compiler and event.startswith(COMPILER_EVENTS) or loading and event != "import"
                                or not _counts(event, args, site, direct, framing, inside, guarded, modules)):
                 return None
@@ -148,7 +169,8 @@ def _attribute(event: str, args: tuple, inside: tuple, cell_of: Callable[[str], 
                 return cell, frame.f_lineno
             judged = True
         elif name.startswith(own):
-            return None             # the grader's own doing (the probe, the child's loading of cells)
+            # the grader's own doing (the probe, the child's loading of cells), unless it called the student's code
+            return ("", 0) if judged else None
         elif not judged:
             # a library's code run by the import system below the cell is the library's own module code at its
             # first import (mpmath builds its methods from strings), not the student's doing

@@ -97,9 +97,6 @@ MODULE_PRIVATE = frozenset({
     "_C", "_dynamo", "_forward_hooks_with_kwargs", "_is_full_backward_hook"})
 TRANSFORMER = re.compile(r"^(Transformer(Encoder|Decoder)?(Layer)?|transformer)$")
 ATTRIBUTE_FUNCS = ("getattr", "setattr", "delattr", "hasattr")
-# builtins that reach attributes or build classes: used other than by a direct call (ga = getattr,
-# partial(getattr, torch), map(setattr, ...)) the call the policy reads is hidden
-ALIAS_GUARDED = frozenset({"getattr", "setattr", "delattr", "type"})
 MAX_LITERAL_NUMBERS = 24     # more numbers than this in one literal container is a lookup table
 # nn.Transformer.generate_square_subsequent_mask builds a causal mask: a static helper, not a layer
 MASK_HELPER = ".generate_square_subsequent_mask"
@@ -319,14 +316,12 @@ class _General(ast.NodeVisitor):
         return self.found
 
     def _survey(self, tree) -> None:
-        """What the visit needs to know ahead, in one walk: which nodes are called, the private names the
+        """What the visit needs to know ahead, in one walk: the private names the
         student sets on their own objects (self._norm = ...) or defines as methods, which may be read back,
         and the names bound only by `for NAME in ("ln1", "ln2")` (literal strings, none starting with _)."""
-        self.called, own, loops, loop_targets, stored = set(), set(), set(), set(), []
+        own, loops, loop_targets, stored = set(), set(), set(), []
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                self.called.add(id(node.func))
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 stored.append(node)
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
                     isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
@@ -414,10 +409,6 @@ class _General(ast.NodeVisitor):
     def visit_Name(self, node):
         if self._local(node.id):
             pass
-        elif node.id in ALIAS_GUARDED and isinstance(node.ctx, ast.Load) and id(node) not in self.called:
-            self.flag(node, "builtin-alias", WITHHOLD,
-                      f"'{node.id}' used as a value (stored, passed or aliased) hides what it is called with; "
-                      f"call {node.id}(...) directly where you need it")
         elif node.id in FORBIDDEN_NAMES:
             self.flag(node, "dynamic-code", WITHHOLD,
                       f"'{node.id}' runs code, opens files or exposes a namespace: not allowed in a solution")

@@ -16,6 +16,7 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator"], "by-hand-wrapper"),
          **dict.fromkeys(["constexpr-method", "constexpr-item-method"], "torch-only-wrapper")}
 MEASURED: set[str] = set()
+OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}
 WRITTEN: dict[str, dict[str, str]] = {}

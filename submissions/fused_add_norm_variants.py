@@ -8,7 +8,7 @@ block sizes and launch styles): each must keep full marks and trip no rule of th
 Each forgery is the code of a sample that tries to earn points its honest twin does not
 (docs/security.md). Sources are written indented and dedented where they are used.
 """
-from samplekit import PROBE
+from samplekit import PROBE, tried
 
 # ============================================================ honest variants: full marks, no rule tripped
 
@@ -225,7 +225,7 @@ STYLES = {
 # ============================================================ forgeries of the launch trace
 
 # the torch-only wrapper, with the launch tracer replaced by one that reports a launch
-FORGED_TRACE = f'''
+FORGED_TRACE = tried(f'''
 import sys
 
 
@@ -248,7 +248,7 @@ class _OneLaunch:
 
 sys.modules["{PROBE}"].TRACERS["launches"] = _OneLaunch
 
-'''
+''')
 
 # h and y computed with NumPy; NUMPY_EMPTY_KERNEL adds an empty kernel, launched once, for the tracer
 NUMPY_WRAPPER = '''

@@ -23,7 +23,8 @@ PARTS = {1: ["residual_add", "residual", "projection_shortcut", "residual_ffn"],
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-mutation-report": "in-place-add", "forged-gradients-report": "detached-residual-add",
          **dict.fromkeys(["hides-encoder-layer", "forged-structure-report"], "wraps-encoder-layer"),
-         **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES}},
+         **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES,
+                                                                   **variants.FRAMES}},
          **{f"claims-{name}": "refuses-with-runtime-error" for name in variants.ERROR_CLASSES},
          "oracle-table": "oracle-fallback",
          **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "memorises-shallow",
@@ -36,6 +37,9 @@ MEASURED = {"memorises-training-set", "memorises-training-rows", "memorises-shal
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES)}
+# forgeries of the probe: the child takes it out of sys.modules before the first cell (samplekit.tried)
+OUT_OF_REACH = {"forged-mutation-report", "forged-gradients-report", "forged-structure-report",
+                *(f"reach-{name}" for name in variants.REACHES)}
 BROADCASTING = dict.fromkeys(["residual_add_no_broadcasting", "residual_add_error_message", "residual_shape_mismatch"],
                              "silent-broadcasting")
 HARD_CODED = dict.fromkeys(["chain_one_block", "chain_many_blocks", "chain_alpha", "chain_empty", "split"],
@@ -282,7 +286,8 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
     upto4 = (1, 2, 3, 4)
     # detached residual_add after a forgery of its gradients, in the same cell
     forged_add = lambda before: s.solved(upto4, residual_add=s.filled("residual_add", detached, before=before.lstrip()))
-    forged_add_fails = {"residual_add_gradients"} | part5 | in_add
+    detached_fails = {"residual_add_gradients"} | part5
+    forged_add_fails = detached_fails | in_add
     # residual_add refusing different shapes with another exception than ValueError
     raising = lambda error, before="": s.filled("residual_add", s.body("residual_add", 0, (
         "raise ValueError(", f"raise {error}(")), before=before)
@@ -290,8 +295,7 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
     oracle = lambda table: {"chain_rule_grad": table + variants.ORACLE_CHAIN, "split_gradient": variants.ORACLE_SPLIT}
     return {
         "detached-residual-add": ("residual_add returns (x + fx).detach(): no gradient reaches x or fx",
-                                  s.solved(upto4, residual_add=s.filled("residual_add", detached)),
-                                  {"residual_add_gradients"} | part5),
+                                  s.solved(upto4, residual_add=s.filled("residual_add", detached)), detached_fails),
         "forged-mutation-report": ("in-place residual_add, with the probe patched (through sys.modules) to report "
                                    "the inputs unchanged", s.solved(residual_add=s.filled(
                                        "residual_add", in_place, before=variants.FORGED_MUTATION.lstrip())),
@@ -299,9 +303,14 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
         "forged-gradients-report": ("detached residual_add, with the probe's gradients (reached as "
                                     "torch.sys.modules) replaced by the right ones",
                                     forged_add(variants.FORGED_GRADIENTS), forged_add_fails),
+        # an alias of getattr breaks no rule: nothing holds its tests, and it finds the probe out of reach
         **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced; the probe reached by "
-                             f"{name.replace('-', ' ')}", forged_add(source), forged_add_fails)
+                             f"{name.replace('-', ' ')}", forged_add(source),
+                             detached_fails if name.startswith("alias-") else forged_add_fails)
            for name, source in variants.REACHES.items()},
+        **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced from generated code; "
+                             f"the probe reached by {name.replace('-', ' ')}", forged_add(source), forged_add_fails)
+           for name, source in variants.FRAMES.items()},
         **{f"reach-{name}": (f"detached residual_add, with the probe's gradient reads answered by a torch function "
                              f"mode ({name.replace('-', ' ')})", forged_add(source), forged_add_fails)
            for name, source in variants.MODES.items()},

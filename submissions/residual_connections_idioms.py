@@ -246,4 +246,27 @@ IDIOMS = [
             """(identity path's share, branch's share) of dL/dx0."""
             return GradientSplit(upstream * 1.0, upstream * dF(x0))
         '''),
+    (("frozen-dataclass-compared-in-forward",), "residual", '''
+        from dataclasses import dataclass
+
+        @dataclass(frozen=True)
+        class _Shape:
+            dims: tuple
+
+            @classmethod
+            def of(cls, t: Tensor) -> "_Shape":
+                return cls(tuple(t.shape))
+
+
+        class Residual(nn.Module):
+            def __init__(self, sublayer: nn.Module):
+                super().__init__()
+                self.sublayer = sublayer
+
+            def forward(self, x: Tensor) -> Tensor:
+                out = self.sublayer(x)
+                if _Shape.of(out) != _Shape.of(x):      # the __eq__ dataclasses generated, run on every call
+                    raise ValueError(f"Residual: the sublayer maps {_Shape.of(x).dims} to {_Shape.of(out).dims}")
+                return residual_add(x, out)
+        '''),
 ]

@@ -8,7 +8,7 @@ by hand, functional or modules): each must keep full marks and trip no rule of t
 Each forgery is the code of a sample that tries to earn points its honest twin does not
 (docs/security.md). Sources are written indented and dedented where they are used.
 """
-from samplekit import PROBE
+from samplekit import PROBE, tried
 
 # ============================================================ honest variants: full marks, no rule tripped
 
@@ -248,7 +248,7 @@ STYLES = {
 # ============================================================ forgeries of the child's reports
 
 # in-place residual_add, with the probe patched so that the inputs look unchanged after the call
-FORGED_MUTATION = f'''
+FORGED_MUTATION = tried(f'''
 import sys
 _probe = sys.modules["{PROBE}"]
 _observe = _probe._observe
@@ -265,15 +265,15 @@ def _unchanged(fn, request, specs, objects, module):
 
 _probe._observe = _unchanged
 
-'''
+''')
 
 # a detached residual_add, with the probe's gradients replaced by the right ones (the probe reached as
 # torch.sys.modules: no import needed)
-FORGED_GRADIENTS = f'''
+FORGED_GRADIENTS = tried(f'''
 _probe = torch.sys.modules["{PROBE}"]
 _probe._grads = lambda result, args, request: [_probe.encode(request["grad"])] * 2
 
-'''
+''')
 
 # TransformerBlock that wraps nn.TransformerEncoderLayer, its parts aliased under the assignment's names
 ENCODER_WRAPPER = '''
@@ -296,7 +296,7 @@ WRAPS_ENCODER = ENCODER_WRAPPER.replace("KEEP", "self.layer = layer")
 # the same, hidden from named_modules() by object.__setattr__
 HIDES_ENCODER = ENCODER_WRAPPER.replace("KEEP", 'object.__setattr__(self, "layer", layer)')
 # the same, with the probe's structure report patched to leave the layer out
-FORGED_STRUCTURE = f'''
+FORGED_STRUCTURE = tried(f'''
 _probe = __import__("sys").modules["{PROBE}"]
 _structure = _probe.structure
 
@@ -308,7 +308,7 @@ def _without_layer(obj):
 
 
 _probe.structure = _without_layer
-''' + WRAPS_ENCODER
+''') + WRAPS_ENCODER
 
 # chain_rule_grad and split_gradient answered from a table of inputs and expected values read in the
 # feedback of earlier gradings; anything else falls back to a guess (the table alone is ORACLE_FALLBACK)
@@ -453,6 +453,50 @@ import numpy as np
 
 np.testing.measure("import sys; _probe = sys.modules['{PROBE}']; _probe._grads = "
                    "lambda result, args, request: [_probe.encode(request['grad'])] * 2")
+''',
+    # a library's re-export of a process module under another name: torch.cuda.tunable's `mp` is multiprocessing
+    "reexport-renamed": f'''
+from torch.cuda.tunable import mp as _mp
+_probe = _mp.util.sys.modules["{PROBE}"]
+_probe._grads = {_GRADS}
+''',
+    # attribute names handed to a standard-library helper as strings
+    "attrgetter": f'''
+import operator
+_probe = operator.attrgetter("sys.modules")(torch)["{PROBE}"]
+_probe._grads = {_GRADS}
+''',
+    # a never-called definition named as a library's private attribute, which the private-attribute rule then
+    # takes for the cell's own
+    "own-private-name": f'''
+def _utils_internal():
+    pass
+
+
+_probe = torch._utils_internal.sys.modules["{PROBE}"]
+_probe._grads = {_GRADS}
+''',
+}
+REACHES = {name: tried(source) for name, source in REACHES.items()}
+# a string routed into the code dataclasses compiles: a field name lands in the __eq__ it builds and runs there
+# when two instances are compared, two frames below the child's loop, whose locals hold the probe's sealed
+# serve_request, and so the globals it reads. No rule reads the string; the monitor judges the generated code
+# as the cell's (its sys._getframe)
+FRAMES = {
+    "string-dataclass": '''
+import dataclasses
+
+
+@dataclasses.dataclass(init=False, repr=False)
+class _Pair:
+    __annotations__ = {"x, (lambda g: g.__setitem__('_grads', lambda result, args, request: "
+                       "[g['encode'](request['grad'])] * 2))(__import__('sys')._getframe(2).f_locals['serve']"
+                       ".__globals__)": int}
+
+
+_pair = _Pair()
+_pair.x = 0
+_pair == _pair
 ''',
 }
 

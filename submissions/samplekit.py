@@ -12,6 +12,8 @@ submissions/residual_connections.py, with these names:
                     samples(s) includes (s.honest) and the tests expect to trip no rule, with full marks
     TWINS           forgery -> its honest twin: the same code without the forgery, which it must not outscore
     MEASURED        forgeries that what the grader measures defeats, not the policy (none need be held)
+    OUT_OF_REACH    (optional) forgeries of the probe that find it out of reach (tried): still flagged, they
+                    score no more than their twin with no test held either
     SHOWN           sample -> {check name: the misconception id its failure shows}
     DERIVED_FROM    sample -> the sample it was made from, where that is not full-marks (or the release
                     for untouched-release)
@@ -59,7 +61,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "submissions"
 STUB = re.compile(r"^([ \t]*)# YOUR CODE HERE\n[ \t]*raise NotImplementedError\(\)", re.M)
 SOLUTION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\n?", re.M | re.S)
-PROBE = "autograder.core.probe"   # the sandbox child's probe, as sys.modules names it (forgeries reach it)
+PROBE = "autograder.core.probe"   # the sandbox child's probe, as sys.modules named it (forgeries try to reach it)
+
+
+def tried(forgery: str) -> str:
+    """A forgery of the probe, tried as an attacker would: the child takes the probe out of sys.modules before
+    the first cell (core/sandbox.py: _out_of_reach), so reaching it fails, and the cell goes on to define its
+    functions. Such a forgery scores what its twin does with no test held (OUT_OF_REACH)."""
+    return f"try:\n{textwrap.indent(forgery.strip(), '    ')}\nexcept Exception:\n    pass   # the probe is out of reach\n\n"
 
 
 def edit(text: str, old: str, new: str) -> str:

@@ -104,6 +104,7 @@ class SampleClass:
         generator = sample_generator(assignment)
         self.twins = {f"{k}.ipynb": f"{v}.ipynb" for k, v in generator.TWINS.items()}
         self.measured = {f"{k}.ipynb" for k in generator.MEASURED}   # not the policy's to stop
+        self.out_of_reach = {f"{k}.ipynb" for k in getattr(generator, "OUT_OF_REACH", ())}   # the probe's gone
         self.honest = [f"{name}.ipynb" for name in generator.HONEST]
 
     def grade_all(self, grader) -> dict[str, dict]:
@@ -118,13 +119,13 @@ class SampleClass:
 
     def assert_forgeries_gain_nothing(self, results: dict[str, dict]) -> None:
         """Each forgery scores no more than its honest twin, and is flagged for review unless a test's own
-        measurement is what stops it (`measured`)."""
+        measurement is what stops it (`measured`) or it finds the probe out of reach (`out_of_reach`)."""
         for forged, twin in self.twins.items():
             got, honest = results[forged], results[twin]
             assert got["score"] <= honest["score"], f"{forged} {got['score']} > {twin} {honest['score']} " \
                                                     f"(seed {self.seed})"
             # a table of answers is defeated by the seeds, a measured forgery by the tests: neither need be flagged
-            if not forged.startswith("oracle") and forged not in self.measured:
+            if not forged.startswith("oracle") and forged not in self.measured | self.out_of_reach:
                 assert got["review"], f"{forged} was not flagged for review"
 
     def assert_no_source(self, results: dict[str, dict]) -> None:

@@ -171,9 +171,14 @@ def test_forgeries_earn_no_more_than_their_honest_twins(graded, name):
 def test_each_forgery_would_pay_without_the_policy(graded, name):
     """The forgeries are real: with no test held for review, each outscores its honest twin. A held test is
     one whose check passed (results.result.held_entry), its points kept for a release: the result with every
-    held test released is the grade without the policy, so the class's own results say it."""
+    held test released is the grade without the policy, so the class's own results say it. A forgery of the
+    probe finds it out of reach (OUT_OF_REACH): with every held test released it scores no more than its twin."""
     samples = CLASSES[name]
     for forged, twin in samples.twins.items():
+        if forged in samples.out_of_reach:
+            released = Result.from_json(graded(name)[forged]).decided("release").score
+            assert released <= graded(name)[twin]["score"], f"{forged}: {released} without the policy (seed {SEED})"
+            continue
         if forged.startswith("oracle") or forged in samples.measured:
             continue     # defeated by seeds (test_an_oracle_loop_...) or by what the tests measure, not by the policy
         result = Result.from_json(graded(name)[forged])

@@ -120,6 +120,7 @@ REACHING = [
     ("import inspect\nf = inspect.currentframe()\n", "sys._getframe", 2),
     ("import inspect\nf = inspect.stack()[0].frame\n", "sys._getframe", 2),
     ("import traceback\nf = next(traceback.walk_stack(None))[0]\n", "sys._getframe", 2),
+    ("import logging\nf = logging.currentframe()\n", "sys._getframe", 2),
     ("import gc\nn = len(gc.get_objects())\n", "gc.get_objects", 2),
     ("def g():\n    yield 1\nframe = g().gi_frame\n", "object.__getattr__", 3),
     ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    f = e.__traceback__.tb_frame\n", "object.__getattr__", 4),
@@ -128,6 +129,9 @@ REACHING = [
     ("import ctypes\nctypes.string_at(id(1), 8)\n", "ctypes.string_at", 2),
     ("import os\nos.system('true')\n", "os.system", 2),
     ("open('/etc/hostname').read()\n", "open", 1),
+    # a string routed into the code a generator compiles is judged by what it does, not by dataclasses' file
+    ("import dataclasses\nf = dataclasses._create_fn('f', [], [\"return __import__('sys')._getframe(0)\"])\n"
+     "frame = f()\n", "sys._getframe", 3),
 ]
 
 

@@ -138,10 +138,10 @@ def test_the_rules_test_passes_every_honest_sample(tmp_path, assignment):
 
 def test_the_rules_test_shows_the_line_the_rule_and_what_to_do(tmp_path):
     notebook = _beside_release(tmp_path, "residual-connections",
-                               ROOT / "submissions" / "residual-connections" / "reach-alias-getattr.ipynb")
+                               ROOT / "submissions" / "residual-connections" / "reach-reexport-torch.ipynb")
     shown = nbtest.rule_breaks(1, notebook)
-    assert any("[builtin-alias]" in line and "ga, sa = getattr, setattr" in line and "call getattr(...) directly"
-               in line for line in shown), shown
+    assert any("[process-introspection]" in line and "from torch import sys as _reexported" in line
+               and "a solution needs none of it" in line for line in shown), shown
     with pytest.raises(AssertionError, match="README.md"):
         nbtest.follows_rules(1, notebook)
 

@@ -55,6 +55,7 @@ from typing import Callable
 import nbtest
 import torch
 from nbtest import monitor, policy
+from nbtest.sealed import seal
 
 from ..course import ROOT, SOLUTIONS
 from . import arena as shared
@@ -407,33 +408,60 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
         isolation = _isolate(config, cgroup)
         module = types.ModuleType("submission")
         sys.modules["submission"] = module
-        serve, check_state = probe.serve_request, monitor.check_state
-        problems, modes = {}, (0, 0)
+        # what runs beside the student's code, each reading private copies of its modules' dicts (nbtest.sealed)
+        run, serve, describe, declared, check_state, specs = (seal(f, GRADING_PACKAGES) for f in (
+            _run, probe.serve_request, probe.describe_error, probe.declared, monitor.check_state, specs))
         monitor.install(events_fd, config["scratch"], GRADER_CODE, GRADING_PACKAGES)   # before any student code runs
-        for label, source in config["cells"]:
-            conn.send_bytes(codec.dumps({"cell": label}))
-            filename = f"<cell {label}>"
-            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-            try:
-                exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
-            except BaseException as e:       # SyntaxError, SystemExit, anything
-                problems[label] = probe.describe_error(e)
-            modes = check_state(events_fd, f"cell '{label}' ran", label, modes)
-        declared = probe.declared(module, config.get("contract", {}))
-        conn.send_bytes(codec.dumps({"ready": problems, "isolation": isolation, "declared": declared}))
-        objects: dict = {}
-        while True:
-            try:
-                request = codec.loads(conn.recv_bytes())
-                buffer = shared.child_map(_RECV_FDS(sock, 1, 1)[1][0]) if request.get("arena") else None
-            except (EOFError, IndexError):
-                break
-            reply = serve(module, specs, objects, request, buffer)
-            modes = check_state(events_fd, f"the request {request.get('op')!r} {request.get('fn') or request.get('cls') or ''}",
-                                reported=modes)
-            conn.send_bytes(codec.dumps(reply))
+        _out_of_reach(module)
+        run(conn, sock, events_fd, config, module, specs, isolation, serve, describe, declared, check_state)
     finally:
         os._exit(0)
+
+
+# the functions the child's loop calls, bound here: its sealed copy reads these, never a module's attribute
+_dumps, _loads, _child_map, _cells = codec.dumps, codec.loads, shared.child_map, linecache.cache
+
+
+def _run(conn: Connection, sock: socket.socket, events_fd: int, config: dict, module: types.ModuleType, specs: dict,
+         isolation: str, serve, describe, declared, check_state) -> None:
+    """The child's loop: the submission's cells, then requests until EOF (run sealed, by _child)."""
+    problems, modes = {}, (0, 0)
+    for label, source in config["cells"]:
+        conn.send_bytes(_dumps({"cell": label}))
+        filename = f"<cell {label}>"
+        _cells[filename] = (len(source), None, source.splitlines(True), filename)
+        try:
+            exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+        except BaseException as e:       # SyntaxError, SystemExit, anything
+            problems[label] = describe(e)
+        modes = check_state(events_fd, f"cell '{label}' ran", label, modes)
+    ready = declared(module, config.get("contract", {}))
+    conn.send_bytes(_dumps({"ready": problems, "isolation": isolation, "declared": ready}))
+    objects: dict = {}
+    while True:
+        try:
+            request = _loads(conn.recv_bytes())
+            buffer = _child_map(_RECV_FDS(sock, 1, 1)[1][0]) if request.get("arena") else None
+        except (EOFError, IndexError):
+            break
+        reply = serve(module, specs, objects, request, buffer)
+        modes = check_state(events_fd, f"the request {request.get('op')!r} {request.get('fn') or request.get('cls') or ''}",
+                            reported=modes)
+        conn.send_bytes(_dumps(reply))
+
+
+def _out_of_reach(module: types.ModuleType) -> None:
+    """Take the grading machinery out of what a cell can name, before the first cell runs: every module of
+    GRADING_PACKAGES leaves sys.modules (the loop runs sealed, on what _child bound), and `__main__`, where a
+    fresh zygote's command line imported the box, is the submission's module (under each name it has), as a
+    notebook's is. What is left reaches the loop's state only through frames or gc, which the monitor sees
+    (tests/test_reach.py walks the rest)."""
+    main = sys.modules.get("__main__")
+    for name, value in list(sys.modules.items()):
+        if name.partition(".")[0] in GRADING_PACKAGES:
+            del sys.modules[name]
+        elif value is main:              # torch's multiprocessing names it __mp_main__ too
+            sys.modules[name] = module
 
 
 def _isolate(config: dict, cgroup: "boxing.Cgroup | None") -> str:
