@@ -180,7 +180,7 @@ def _loop(course: Course, area: Path, workers: int | None) -> Path:
         raise SystemExit("python -m autograder autograde failed")
 
     step("feedback (nbgrader generate_feedback)")
-    _nbgrader("generate_feedback", ASSIGNMENT, "--force")
+    _nbgrader("generate_feedback", ASSIGNMENT, "--force", log_level="ERROR")   # its late-penalty line: the export says it
 
     step(f"Canvas gradebook CSV (nbgrader export {FINAL})")
     print("the written answers are not graded and the held tests wait for review, so a plain `nbgrader export` "
