@@ -62,7 +62,8 @@ def demo_class(tmp_path_factory, worker_id) -> tuple[Path, Path]:
         area, made = shared / "demo" / "instructor", shared / "demo" / "grades-csv.txt"
         if not made.exists():
             made.parent.mkdir(exist_ok=True)
-            made.write_text(str(demo.run_loop(COURSE, area)))
+            with demo.class_canvas(COURSE) as canvas:
+                made.write_text(str(demo.run_loop(canvas, area)))
     return area, Path(made.read_text())
 
 

@@ -245,7 +245,8 @@ def test_pull_autograde_push_against_the_local_canvas(tmp_path, canvas):
 def test_the_demo_ends_with_the_push_dry_run(demo_class):
     from autograder.demo import loop
     area, _ = demo_class
-    table = loop.push_dry_run(COURSE, area).splitlines()
+    with loop.class_canvas(COURSE) as canvas:     # the Canvas the demo pulled from, made again
+        table = loop.push_dry_run(canvas, area).splitlines()
     assert table[0] == "Student                    Canvas ID  Canvas grade -> new    comment"
     assert table[1] == "Abara, Chidi               51001      - -> 100               feedback page + written answers PDF"
     assert table[-2].endswith("excused                excused in Canvas: untouched")

@@ -8,7 +8,7 @@
     status       where the class stands: submitted, late, pending; what blocks an export
     canvas       Canvas's API: pull the roster and submissions, push grades and feedback
     roster       import a Canvas gradebook export as the class roster
-    canvas-zip   build a Canvas-style bulk-download zip (demo, tests)
+    canvas-zip   build a Canvas-style bulk-download zip (to try the zip path; tests)
     demo         the whole grading loop on the bundled sample class
     gradescope   write a Gradescope autograder zip per assignment
     gradescope-run   grade Gradescope submissions (run_autograder calls this)

@@ -38,7 +38,7 @@ def add_parser(commands) -> None:
     p.add_argument("--db", help="gradebook URL (default: the one in nbgrader_config.py)")
     p.set_defaults(run=_reporting(run_roster))
 
-    p = commands.add_parser("canvas-zip", help="build a Canvas-style bulk-download zip (demo, tests)",
+    p = commands.add_parser("canvas-zip", help="build a Canvas-style bulk-download zip (to try the zip path; tests)",
                             description="Pair notebooks (sorted by name) with roster students in order "
                                         "and write a zip named as Canvas's 'Download Submissions'.")
     p.add_argument("assignment")

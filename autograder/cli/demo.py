@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ..demo import loop
-from ..demo.loop import (AREA, ASSIGNMENT, CLASS, LATE, ROOT, ROSTER, class_report, grade_table, push_dry_run,
-                         review_line, run_loop, step)
+from ..demo.loop import (AREA, ASSIGNMENT, CLASS, LATE, ROOT, ROSTER, class_canvas, class_report, grade_table,
+                         push_dry_run, review_line, run_loop, step)
 from ..lms.canvas.roster import read_roster
 
 
@@ -15,20 +15,25 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
-    grades = run_loop(args.course, workers=args.workers)
-    step(f"done: {grades.relative_to(ROOT)} (upload in Canvas: Grades > Import)")
+    with class_canvas(args.course) as canvas:   # one local Canvas: pulled from, then pushed to
+        _run(canvas, args.workers)
+    return 0
+
+
+def _run(course, workers: int | None) -> None:
+    grades = run_loop(course, workers=workers)
+    step(f"done: {grades.relative_to(ROOT)} (without API access, upload it in Canvas: Grades > Import)")
     roster = read_roster(ROSTER)
-    per_day = args.course.assignment(ASSIGNMENT).late_per_day
+    per_day = course.assignment(ASSIGNMENT).late_per_day
     print(grade_table(grades, {s.id: f"{name}.ipynb" + (f" (LATE: {per_day:g} points off per started day)"
                                                         if s.id in LATE else "")
                                for s, name in zip(roster.students, CLASS)}))
     print(f"\nfeedback to hand back: {(AREA / 'feedback').relative_to(ROOT)}/CANVAS_ID/{ASSIGNMENT}/*.html")
     step("class report (python -m autograder report)")
-    report = class_report(args.course)
+    report = class_report(course)
     print(f"what to reteach, and pairs of similar submissions to look at: {report.relative_to(ROOT)}")
     step("review queue (python -m autograder review)")
-    print(review_line(args.course))
-    step(f"grades and feedback to Canvas through its API: a local Canvas holding the class "
+    print(review_line(course))
+    step(f"grades and feedback to Canvas through its API: the same local Canvas "
          f"(python -m autograder canvas push {ASSIGNMENT} --final, a dry run)")
-    print(push_dry_run(args.course))
-    return 0
+    print(push_dry_run(course))

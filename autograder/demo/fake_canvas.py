@@ -1,4 +1,4 @@
-"""A Canvas-style bulk download made from sample notebooks, for the demo and the tests (not real Canvas).
+"""A Canvas-style bulk download made from sample notebooks, for `canvas-zip` and the tests (not real Canvas).
 
     uploads = pair_uploads(roster, notebooks, late={"51005"}, resubmitted={"51002"}, earlier=release_nb)
     build_bulk_download(Path("submissions.zip"), uploads, "residual-connections.ipynb", deadline)
@@ -16,14 +16,14 @@ from ..lms.canvas.roster import Roster, RosterStudent
 
 @dataclass(frozen=True)
 class Upload:
-    """One student's files in a Canvas-style bulk download (for the demo and the tests)."""
+    """One student's files in a Canvas-style bulk download (for canvas-zip and the tests)."""
     student: RosterStudent
     notebook: Path
     late: bool = False
     earlier: Path | None = None   # an older upload of the same file name, superseded by `notebook`
 
 
-ON_TIME = dt.timedelta(hours=-2)    # when an upload is made, from the deadline
+ON_TIME = dt.timedelta(hours=-2)    # when an upload is made, from the deadline (the demo's Canvas too)
 LATE = dt.timedelta(hours=26)       # a LATE upload: two started days late
 
 

@@ -1,36 +1,44 @@
 """`make demo`: a semester's grading loop on the bundled sample class, offline, no setup.
 
-A Canvas roster and a Canvas bulk download (built from submissions/) go through the
-same steps an instructor runs: import the roster, nbgrader zip_collect, autograde
-out of kernel (in parallel), nbgrader generate_feedback, nbgrader export to Canvas's
-gradebook CSV; then `canvas push`'s dry run against a local Canvas (canvas_server.py)
-that holds the same class. Everything is written to dist/demo-class/, never to instructor/, the class
-report (what to reteach, similar submissions) too: dist/demo-class/report/residual-connections/.
+    with class_canvas(course) as local:        # a local Canvas holding the class; `course` pointed at it
+        grades_csv = run_loop(local)            # in dist/demo-class/
+        print(push_dry_run(local))
+
+A local Canvas (canvas_server.py) holds the class as Canvas would (class_canvas), and the loop runs
+the steps an instructor runs against it: `canvas pull` (the roster, and each latest upload filed by
+nbgrader zip_collect), autograde out of kernel (in parallel), nbgrader generate_feedback, nbgrader
+export to Canvas's gradebook CSV; then `canvas push`'s dry run against the same Canvas. Everything is
+written to dist/demo-class/, never to instructor/, the class report (what to reteach, similar
+submissions) too: dist/demo-class/report/residual-connections/.
 """
 from __future__ import annotations
 
 import csv
 import dataclasses
+import datetime as dt
 import functools
 import os
 import secrets
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..core import seeds
 from ..course import ROOT, Course
+from ..lms.canvas.api import TOKEN_ENV, CanvasApiError
 from ..lms.canvas.plugins import FINAL
-from ..lms.canvas.roster import canvas_dir, import_roster
+from ..lms.canvas.pull import pull, summary
+from ..lms.canvas.roster import TEST_STUDENT, canvas_dir, read_roster
 from ..nbgrading.classrun import register
 from ..nbgrading.review import ClassQueue
 from ..nbgrading.run import NbgraderError, nbgrader, nbgrader_config
 from ..report.build import write_report
 from ..report.classlist import class_report_dir, from_class
+from . import fake_canvas
 from .canvas_server import LocalCanvas
-from .fake_canvas import build_bulk_download, pair_uploads
 
 ASSIGNMENT = "residual-connections"
 SAMPLES = ROOT / "submissions" / ASSIGNMENT
@@ -44,7 +52,7 @@ CLASS = ["full-marks", "partly-right", "renamed-honest-a", "silent-broadcasting"
          "crash-at-import", "invalid-json", "checker-cheat", "honest-a", "forged-mutation-report",
          "forged-gradients-report"]
 LATE = {"51005"}          # Canvas marks this upload LATE
-RESUBMITTED = {"51002"}   # an older upload (the untouched release) is superseded by a newer one
+RESUBMITTED = {"51002"}   # an older attempt (the untouched release) is superseded by a newer one
 
 
 def step(text: str) -> None:
@@ -52,7 +60,8 @@ def step(text: str) -> None:
 
 
 def run_loop(course: Course, area: Path = AREA, workers: int | None = None) -> Path:
-    """Run the whole loop in `area` (emptied first); return the Canvas CSV it exported."""
+    """Run the whole loop in `area` (emptied first), pulling from the Canvas `course` names (class_canvas's);
+    return the Canvas CSV it exported."""
     if area.exists():
         shutil.rmtree(area)
     area.mkdir(parents=True)
@@ -95,8 +104,15 @@ def _instructor_dir(area: Path):
     demo_env = {"COURSE_INSTRUCTOR_DIR": str(area)}
     if not (os.environ.get(seeds.ENV) or os.environ.get(seeds.ENV_FILE)):
         demo_env[seeds.ENV] = _throwaway_secret()
-    before = {var: os.environ.get(var) for var in demo_env}
-    os.environ.update(demo_env)
+    with _environ(demo_env):
+        yield
+
+
+@contextmanager
+def _environ(values: dict[str, str]):
+    """os.environ with `values` set, here and in the subprocesses started meanwhile; restored after."""
+    before = {var: os.environ.get(var) for var in values}
+    os.environ.update(values)
     try:
         yield
     finally:
@@ -107,7 +123,40 @@ def _instructor_dir(area: Path):
                 os.environ[var] = value
 
 
+@contextmanager
+def class_canvas(course: Course) -> Iterator[Course]:
+    """A local Canvas (canvas_server.py) holding the class as Canvas would: submissions/roster.csv's students
+    in their sections, and Canvas's test student; its column for ASSIGNMENT as the assignment (title, id,
+    points); CLASS's uploads in roster order, 2 hours before the due date, LATE's 26 hours after it, RESUBMITTED's
+    a second attempt after one with the release notebook; the last student uploading nothing and excused.
+    Yields `course` pointed at it, a throwaway token in CANVAS_TOKEN meanwhile."""
+    a = course.assignment(ASSIGNMENT)
+    roster = read_roster(ROSTER, tuple(course.assignments))
+    title, _, canvas_id = roster.column(ASSIGNMENT).rpartition(" (")      # "Residual Connections (73101)"
+    token = secrets.token_urlsafe(16)
+    with LocalCanvas(token) as canvas, _environ({TOKEN_ENV: token}):
+        aid = canvas.add_assignment(title, roster.points[ASSIGNMENT], a.deadline, assignment_id=int(canvas_id[:-1]))
+        for s in roster.students:
+            canvas.add_student(s.name, s.section, s.sis_user_id, s.sis_login_id, user_id=int(s.id))
+        canvas.add_student(TEST_STUDENT, roster.students[0].section, test_student=True)
+        stem, suffix = Path(a.notebook).stem, Path(a.notebook).suffix
+        for s, name in zip(roster.students, CLASS):
+            when = a.deadline + (fake_canvas.LATE if s.id in LATE else fake_canvas.ON_TIME)
+            filename = a.notebook
+            if s.id in RESUBMITTED:   # Canvas names a file uploaded again under the same name "-1"
+                canvas.submit(aid, int(s.id), filename, a.notebook_path(ROOT / "assignments").read_bytes(),
+                              when - dt.timedelta(hours=1))
+                filename = f"{stem}-1{suffix}"
+            canvas.submit(aid, int(s.id), filename, (SAMPLES / f"{name}.ipynb").read_bytes(), when)
+        canvas.excuse(aid, int(roster.students[-1].id))
+        yield dataclasses.replace(course, canvas=dataclasses.replace(course.canvas, base_url=canvas.base_url,
+                                                                     assignments={ASSIGNMENT: aid}),
+                                  lms=dataclasses.replace(course.lms, canvas_course_id=canvas.course_id))
+
+
 def _loop(course: Course, area: Path, workers: int | None) -> Path:
+    from nbgrader.coursedir import CourseDirectory
+
     config = nbgrader_config()
     db_url = config.CourseDirectory.db_url
     a = course.assignment(ASSIGNMENT)
@@ -115,20 +164,13 @@ def _loop(course: Course, area: Path, workers: int | None) -> Path:
     step(f"register {ASSIGNMENT} in the gradebook (nbgrader generate_assignment; due {a.deadline:%Y-%m-%d %H:%M %Z})")
     register(course, ASSIGNMENT, db_url)
 
-    step(f"import the Canvas roster {ROSTER.relative_to(ROOT)}")
-    roster = import_roster(ROSTER, db_url, tuple(course.assignments))
-    print(f"{len(roster.students)} students")
-
-    step("Canvas 'Download Submissions' zip")
-    uploads = pair_uploads(roster, [SAMPLES / f"{name}.ipynb" for name in CLASS], late=LATE,
-                           resubmitted=RESUBMITTED, earlier=a.notebook_path(ROOT / "assignments"))
-    archive = ROOT / config.ZipCollectApp.downloaded_directory / ASSIGNMENT / "archive" / "submissions.zip"
-    build_bulk_download(archive, uploads, a.notebook, a.deadline)
-    print(f"{archive.relative_to(ROOT)}: {len(uploads)} students uploaded, "
-          f"{len(roster.students) - len(uploads)} did not")
-
-    step("collect (nbgrader zip_collect)")
-    _nbgrader("zip_collect", ASSIGNMENT, "--force", log_level="ERROR")   # the plugins print what matters
+    step(f"canvas pull from a local Canvas holding the class (python -m autograder canvas pull {ASSIGNMENT}; "
+         "nbgrader zip_collect files the uploads)")
+    try:
+        pulled = pull(course, ASSIGNMENT, CourseDirectory(config=config))
+    except (CanvasApiError, NbgraderError) as e:
+        raise SystemExit(str(e)) from None
+    print("\n".join(summary(pulled)))
 
     step("autograde out of kernel, in parallel (python -m autograder autograde)")
     command = [sys.executable, "-m", "autograder", "autograde", ASSIGNMENT]
@@ -138,7 +180,7 @@ def _loop(course: Course, area: Path, workers: int | None) -> Path:
         raise SystemExit("python -m autograder autograde failed")
 
     step("feedback (nbgrader generate_feedback)")
-    _nbgrader("generate_feedback", ASSIGNMENT, "--force")
+    _nbgrader("generate_feedback", ASSIGNMENT, "--force", log_level="ERROR")   # its late-penalty line: the export says it
 
     step(f"Canvas gradebook CSV (nbgrader export {FINAL})")
     print("the written answers are not graded and the held tests wait for review, so a plain `nbgrader export` "
@@ -148,32 +190,13 @@ def _loop(course: Course, area: Path, workers: int | None) -> Path:
 
 
 def push_dry_run(course: Course, area: Path = AREA) -> str:
-    """`python -m autograder canvas push ASSIGNMENT --final`'s table for the class graded in `area`, against a
-    local Canvas holding the roster and its uploads, the student who uploaded nothing excused there."""
+    """`python -m autograder canvas push ASSIGNMENT --final`'s table for the class graded in `area`, against the
+    Canvas `course` names (class_canvas's: the excused student untouched)."""
     from nbgrader.coursedir import CourseDirectory
 
-    from ..lms.canvas.api import TOKEN_ENV
     from ..lms.canvas.push import plan_push
-    from ..lms.canvas.roster import read_roster
-    a = course.assignment(ASSIGNMENT)
-    token = secrets.token_urlsafe(16)
-    with LocalCanvas(token) as canvas, _instructor_dir(area):
-        aid = canvas.add_assignment("Residual Connections", a.max_auto + a.max_manual, a.deadline, assignment_id=73101)
-        roster = read_roster(ROSTER)
-        for s in roster.students:
-            canvas.add_student(s.name, s.section, s.sis_user_id, s.sis_login_id, user_id=int(s.id))
-        for s, name in zip(roster.students, CLASS):
-            canvas.submit(aid, int(s.id), a.notebook, (SAMPLES / f"{name}.ipynb").read_bytes(), a.deadline)
-        canvas.excuse(aid, int(roster.students[-1].id))
-        local = dataclasses.replace(course, canvas=dataclasses.replace(course.canvas, base_url=canvas.base_url,
-                                                                       assignments={ASSIGNMENT: aid}),
-                                    lms=dataclasses.replace(course.lms, canvas_course_id=canvas.course_id))
-        before = os.environ.get(TOKEN_ENV)
-        os.environ[TOKEN_ENV] = token
-        try:
-            plan = plan_push(local, ASSIGNMENT, CourseDirectory(config=nbgrader_config()), final=True)
-        finally:
-            os.environ.pop(TOKEN_ENV) if before is None else os.environ.update({TOKEN_ENV: before})
+    with _instructor_dir(area):
+        plan = plan_push(course, ASSIGNMENT, CourseDirectory(config=nbgrader_config()), final=True)
     return f"{plan.table()}\ndry run: {plan.counts()}; `--yes` makes them"
 
 

@@ -77,8 +77,9 @@ class CanvasCollectorPlugin(FileNameCollectorPlugin):
         record = save_collection(app.coursedir.db_url, assignment, collection, extractor + collection.problems)
         late = sorted(cid for cid, f in collection.chosen.items() if f.late)
         which = f" ({', '.join(late)})" if late else ""
+        left = len(extractor) + len(collection.problems)
         print(f"{assignment}: {len(collection.chosen)} notebooks collected for {len(collection.chosen)} of the "
-              f"roster's {len(roster.students)} students, {len(extractor) + len(collection.problems)} files not "
+              f"roster's {len(roster.students)} students, {left} file{'s' * (left != 1)} not "
               f"taken, {len(late)} late{which}; recorded in {record}")
         return {f.path: {"student_id": cid, "file_id": a.notebook,
                          "timestamp": f.upload_time(a.deadline).astimezone(dt.timezone.utc).isoformat()}
