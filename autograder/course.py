@@ -151,15 +151,47 @@ class Course:
                               + ", ".join(sorted(self.assignments))) from None
 
 
-class _Reader:
-    """Typed access to one TOML table, with errors that name the file and the key."""
+HEADER = re.compile(r"\s*\[\[?([^\]]+)\]\]?\s*(#.*)?$")
+KEY = re.compile(r"\s*([A-Za-z0-9_\-\"'. ]+?)\s*=")
 
-    def __init__(self, path: Path, table: dict, prefix: str):
-        self.path, self.table, self.prefix = path, table, prefix
+
+def _names(dotted: str) -> list[str]:
+    return [part.strip().strip("\"'") for part in dotted.split(".")]
+
+
+def toml_line(text: str, keys: list[str]) -> int | None:
+    """The line (from 1) of a TOML file's text that best names the dotted key `keys`: its own line, or else
+    the line of its nearest table or key written there (an inline table's line); None when not found."""
+    best, table = (0, None), []
+    for number, line in enumerate(text.splitlines(), 1):
+        if header := HEADER.match(line):
+            table, found = _names(header.group(1)), _names(header.group(1))
+        elif key := KEY.match(line):
+            found = table + _names(key.group(1))
+        else:
+            continue
+        common = min(len(found), len(keys))     # a table [a.b] names key a, and key a.b.c is in it
+        if found[:common] == keys[:common] and common > best[0]:
+            best = (common, number)
+    return best[1]
+
+
+def where(path: Path, text: str, keys: list[str]) -> str:
+    """"path:line" of a key (toml_line), or "path" when the line is not found."""
+    line = toml_line(text, keys)
+    return f"{path}:{line}" if line else str(path)
+
+
+class _Reader:
+    """Typed access to one TOML table, with errors that name the file, the line and the key."""
+
+    def __init__(self, path: Path, table: dict, prefix: str, text: str = ""):
+        self.path, self.table, self.prefix, self.text = path, table, prefix, text
 
     def error(self, key: str, problem: str) -> CourseError:
-        where = f"{self.prefix}.{key}" if self.prefix else key
-        return CourseError(f"{self.path}: {where}: {problem}")
+        dotted = f"{self.prefix}.{key}" if self.prefix else str(key)
+        keys = (_names(self.prefix) if self.prefix else []) + [str(key)]
+        return CourseError(f"{where(self.path, self.text, keys)}: {dotted}: {problem}")
 
     def get(self, key: str, kind: type | tuple[type, ...], label: str):
         if key not in self.table:
@@ -171,7 +203,7 @@ class _Reader:
 
     def sub(self, key: str) -> _Reader:
         table = self.get(key, dict, "a table")
-        return _Reader(self.path, table, f"{self.prefix}.{key}" if self.prefix else key)
+        return _Reader(self.path, table, f"{self.prefix}.{key}" if self.prefix else key, self.text)
 
     def only(self, *keys: str) -> None:
         for key in self.table:
@@ -245,16 +277,23 @@ def _rules(r: _Reader) -> Rules:
                  r.get("kernel_wrapper", str, "a function name") if "kernel_wrapper" in r.table else "")
 
 
+def read_toml(path: Path, error: type[Exception]) -> tuple[str, dict]:
+    """(text, data) of a TOML file; `error` naming the file and the line where it is missing or not TOML."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        return text, tomllib.loads(text)
+    except FileNotFoundError:
+        raise error(f"{path}: file not found") from None
+    except tomllib.TOMLDecodeError as e:
+        line = re.search(r"at line (\d+)", str(e))
+        raise error(f"{path}{':' + line.group(1) if line else ''}: not valid TOML: {e}") from None
+
+
 def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> Course:
     """Read and validate course.toml; every assignment must exist under solutions/."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CourseError(f"{path}: file not found") from None
-    except tomllib.TOMLDecodeError as e:
-        raise CourseError(f"{path}: not valid TOML: {e}") from None
-    top = _Reader(path, data, "")
+    text, data = read_toml(path, CourseError)
+    top = _Reader(path, data, "", text)
     top.only("course", "grading", "lms", "assignments", "report")
 
     course = top.sub("course")
