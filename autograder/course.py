@@ -32,6 +32,20 @@ class CourseError(ValueError):
     """course.toml is missing a key, has a wrong type, or names something that does not exist."""
 
 
+def split_points(weights: list[float], total: float) -> list[float]:
+    """`total` points shared out in proportion to `weights`, to two decimals, summing to `total` exactly
+    (each share is the difference of rounded running totals): [2, 2, 1] of 25 -> [10, 10, 5].
+    All weights 0: all shares 0."""
+    whole, running, given, out = sum(weights), 0.0, 0.0, []
+    for weight in weights:
+        running += weight
+        edge = round(total * running / whole, 2) if whole else 0.0
+        share = round(edge - given, 2)
+        out.append(int(share) if share == int(share) else share)
+        given = edge
+    return out
+
+
 @dataclass(frozen=True)
 class Timing:
     """A graded speed test that needs CUDA: the student's kernel against eager PyTorch."""
@@ -63,6 +77,12 @@ class Assignment:
     late_per_day: float = 0   # points off for each started day after the deadline (0: no penalty)
     gradescope_visibility: str | None = None   # overrides [lms.gradescope] visibility for this assignment
     rules: Rules = Rules()    # the static policy of its solution cells
+
+    @property
+    def cell_points(self) -> dict[str, int]:
+        """{grade_id: points} of the notebook's grade cells, from auto (partN-tests) and manual (partN-written)."""
+        return {**{f"part{p}-tests": v for p, v in sorted(self.auto.items())},
+                **{f"part{p}-written": v for p, v in sorted(self.manual.items())}}
 
     @property
     def parts(self) -> list[int]:

@@ -36,6 +36,9 @@ def run(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     names = {s.id: s.name for s in roster.students}
+    from ..exceptions import load as load_exceptions
+    from ..nbgrading.apply import exceptions_path
+    extended = load_exceptions(exceptions_path(coursedir.db_url), args.course, roster.ids).of(name)
 
     def who(ids) -> str:
         return ", ".join(f"{names.get(s, '?')} ({s})" for s in ids) or "none"
@@ -55,7 +58,9 @@ def run(args) -> int:
         f"roster: {len(roster.students)} students",
         f"submitted: {len(submitted)}; missing: {len(roster.students) - len(submitted)}: "
         f"{who(s.id for s in roster.students if s.id not in submitted)}",
-        f"late: {len(late)}: " + (", ".join(f"{names[s]} ({s}) {lateness(late[s])}" for s in late) or "none"),
+        f"late: {len(late)}: " + (", ".join(f"{names[s]} ({s}) {lateness(late[s])}" for s in late) or "none")
+        + (f"; extended (exceptions.toml): {len(extended)}: " + ", ".join(
+            f"{names[s]} ({s}) {e.describe()}" for s, e in extended.items()) if extended else ""),
         f"autograded: {len(set(graded) & set(submitted))} of {len(submitted)}; not yet: {who(pending.not_autograded)}",
         f"manual grades pending: {len(pending.manual)} students, {sum(pending.manual.values())} cells: "
         f"{who(pending.manual)}",

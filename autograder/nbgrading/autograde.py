@@ -64,6 +64,7 @@ class NotebookGrading:
         source = course.assignment(assignment).notebook_path(SOLUTIONS)
         self.template = Template(source)
         self.part_cells = part_cells(source)
+        self.points = course.assignment(assignment).auto     # course.toml's, whatever the kept results say
         self.store = class_store(db_url, assignment)
         self._grader = grader
         sync_gradebook(course, assignment, db_url, self.part_cells)
@@ -85,6 +86,13 @@ class NotebookGrading:
             if self.store.graded(key) is None:
                 self.store.put(key, self.grader.grade(path, self.store.seed))
         return self.store.get(key)   # with the instructor's decision on held tests, if any (cli/review.py)
+
+    def kept(self, nb) -> Result | None:
+        """The kept result for a notebook's code (decision applied), or None: never grades."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "submission.ipynb"
+            nbformat.write(nb, str(path))
+            return self.store.get(self.template.key(path))
 
     def close(self) -> None:
         if self._grader is not None:
@@ -123,16 +131,19 @@ def write_grades(nb, result: Result, cells: dict[str, dict]) -> None:
 
 def sync_gradebook(course: Course, assignment: str, db_url, cells: dict[str, dict]) -> None:
     """Give the gradebook what course.toml and this machine say: the assignment's due date (its
-    deadline, from which nbgrader counts lateness) and its part cells' points (0 for a part left
-    out by without_cuda = "skip", see grading.grader.parts_left_out; else the source notebook's)."""
+    deadline, from which nbgrader counts lateness) and its grade cells' points (Assignment.cell_points;
+    0 for a part left out by without_cuda = "skip", see grading.grader.parts_left_out), with the checksums
+    of the part cells (`cells`: part_cells) at those points."""
     from ..grading.grader import parts_left_out
     left_out = parts_left_out(course, assignment)
-    points = {}
-    for grade_id, cell in cells.items():
-        cell = copy.deepcopy(cell)
-        if int(PART_CELL.fullmatch(grade_id).group(1)) in left_out:
-            cell.metadata["nbgrader"]["points"] = 0
-        # nbgrader checks a locked cell against a checksum that includes its points
-        points[grade_id] = (float(cell.metadata["nbgrader"]["points"]), compute_checksum(cell))
     a = course.assignment(assignment)
+    points = {}
+    for grade_id, value in a.cell_points.items():
+        tests = PART_CELL.fullmatch(grade_id)
+        value = 0 if tests and int(tests.group(1)) in left_out else value
+        cell = copy.deepcopy(cells[grade_id]) if grade_id in cells else None
+        if cell is not None:
+            cell.metadata["nbgrader"]["points"] = value
+        # nbgrader checks a locked cell against a checksum that includes its points
+        points[grade_id] = (float(value), compute_checksum(cell) if cell is not None else None)
     set_assignment(db_url, assignment, Path(a.notebook).stem, a.deadline_utc, points)
