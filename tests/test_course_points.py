@@ -2,6 +2,7 @@
 every path from the kept results: nothing is regraded (autograder/nbgrading/apply.py, autograder/exceptions.py)."""
 import csv
 import datetime as dt
+import os
 import re
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ from autograder.lms.canvas.plugins import FINAL
 from autograder.nbgrading.run import nbgrader
 from autograder.results.result import Result
 from autograder.results.result import TestResult as Entry
-from helpers import ASSIGNMENT, COURSE
+from helpers import ASSIGNMENT, COURSE, cli
 
 A = COURSE.assignment(ASSIGNMENT)
 
@@ -37,7 +38,27 @@ def test_a_kept_result_takes_course_toml_points_keeping_what_it_earned():
     assert [t.output for t in scaled.tests] == [t.output for t in kept.tests]
 
 
+def run_check(env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", "check"], cwd=ROOT, env=env, capture_output=True,
+                          text=True)
+
+
+def test_check_passes_on_the_repository_and_prints_the_gradescope_outline():
+    done = cli("check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "residual-connections: autograder 100 points; Part 2 written, 10; Part 3 written, 5" in done.stdout
+
+
+def test_check_names_the_line_of_a_broken_course_toml(tmp_path):
+    text = COURSE_FILE.read_text().replace("late_per_day = 5      #", 'late_per_day = "five"      #', 1)
+    (tmp_path / "course.toml").write_text(text)
+    line = 1 + text.splitlines().index(next(l for l in text.splitlines() if '"five"' in l))
+    done = run_check({**os.environ, "COURSE_FILE": str(tmp_path / "course.toml")})
+    assert done.returncode == 2 and f"course.toml:{line}: assignments.{ASSIGNMENT}.late_per_day" in done.stderr
+
+
 # ---- on a copy of the demo class (make demo): no test here regrades anything
+
 
 @pytest.fixture
 def demo_copy(demo_class, tmp_path, monkeypatch):
@@ -79,6 +100,13 @@ def test_new_points_in_course_toml_reach_every_path_without_regrading(demo_copy,
     before = csv_scores(area)
     text = course_file.read_text().replace("auto = { 1 = 20,", "auto = { 1 = 25,")
     course_file.write_text(text.replace("manual = { 2 = 10, 3 = 5", "manual = { 2 = 12, 3 = 5"))
+
+    check = run_check(os.environ)
+    assert check.returncode == 1
+    line = 1 + text.splitlines().index(next(l for l in text.splitlines() if "1 = 25" in l))
+    assert re.search(rf"assignments/{ASSIGNMENT}/{ASSIGNMENT}.ipynb:\d+: part1-tests carries 20 points, "
+                     rf"{course_file}:{line} gives 25: run `make release`", check.stdout), check.stdout
+    assert "part2-written carries 10 points" in check.stdout and "the prompt says 10 points" in check.stdout
 
     nbgrader("export", FINAL, "--log-level=ERROR")
     after = assert_csv_matches_gradebook(area)
