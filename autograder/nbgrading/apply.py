@@ -31,6 +31,14 @@ def apply_course(course: Course, assignment: str, db_url, students: dict[str, Pa
     """Bring the gradebook's points, automatic scores and late penalties of `assignment` in line with
     course.toml, exceptions.toml and the results store (see the module's docstring). students: {student id:
     submitted notebook}, whose kept results give the automatic scores; exceptions: exceptions.toml's."""
+    from nbgrader.api import MissingEntry
+    with open_gradebook(db_url) as gb:
+        try:
+            registered = bool(gb.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            registered = False
+    if not registered:          # its cells are not in the gradebook before autograde registers them
+        return
     a = course.assignment(assignment)
     source = a.notebook_path(SOLUTIONS)
     sync_gradebook(course, assignment, db_url, part_cells(source))

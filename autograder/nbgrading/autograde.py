@@ -26,7 +26,7 @@ import nbformat
 import nbtest
 from nbgrader.utils import compute_checksum
 
-from ..course import SOLUTIONS, Course
+from ..course import SOLUTIONS, Course, CourseError
 from ..core import seeds
 from ..core.extract import Template
 from ..results.render import feedback_text
@@ -137,8 +137,16 @@ def sync_gradebook(course: Course, assignment: str, db_url, cells: dict[str, dic
     from ..grading.grader import parts_left_out
     left_out = parts_left_out(course, assignment)
     a = course.assignment(assignment)
+    source = a.notebook_path(SOLUTIONS)
+    graded = {nbtest.grade_id(c) for c in nbformat.read(str(source), as_version=4).cells
+              if c.metadata.get("nbgrader", {}).get("grade")}
+    if missing := [g for g, v in a.cell_points.items() if v and g not in graded]:
+        raise CourseError(f"course.toml gives {assignment} points for {', '.join(missing)}, which {source} has no "
+                          "grade cell for: `python -m autograder check` says which line to fix")
     points = {}
     for grade_id, value in a.cell_points.items():
+        if grade_id not in graded:
+            continue
         tests = PART_CELL.fullmatch(grade_id)
         value = 0 if tests and int(tests.group(1)) in left_out else value
         cell = copy.deepcopy(cells[grade_id]) if grade_id in cells else None

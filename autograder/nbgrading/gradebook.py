@@ -118,11 +118,16 @@ def open_gradebook(db_url, course_id: str = ""):
 def set_assignment(db_url, assignment: str, notebook: str, duedate, points: dict[str, tuple[float, str]]) -> None:
     """Give a registered assignment this due date (naive UTC, as nbgrader keeps it) and its notebook's
     grade cells these maximum points, with the checksums that go with them ({grade_id: (points,
-    checksum)}; None: the cell's own stays): nbgrader's totals and feedback follow a grade cell's max_score."""
+    checksum)}; None: the cell's own stays; a cell the gradebook lacks is skipped): nbgrader's totals and
+    feedback follow a grade cell's max_score."""
+    from nbgrader.api import MissingEntry
     with open_gradebook(db_url) as gb:
         gb.update_or_create_assignment(assignment, duedate=duedate)
         for grade_id, (value, checksum) in points.items():
-            gb.find_grade_cell(grade_id, notebook, assignment).max_score = value
+            try:
+                gb.find_grade_cell(grade_id, notebook, assignment).max_score = value
+            except MissingEntry:      # not registered (generate_assignment adds the cells the notebook has)
+                continue
             if checksum is not None:
                 gb.find_source_cell(grade_id, notebook, assignment).checksum = checksum
         gb.db.commit()
