@@ -38,6 +38,18 @@ def test_a_kept_result_takes_course_toml_points_keeping_what_it_earned():
     assert [t.output for t in scaled.tests] == [t.output for t in kept.tests]
 
 
+def test_a_deleted_grade_cell_comes_back_with_course_toml_points():
+    import nbformat
+    from autograder.nbgrading.autograde import part_cells, write_grades
+    source = A.notebook_path(ROOT / "solutions")
+    nb = nbformat.read(str(source), as_version=4)
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "part1-tests"]
+    kept = Result(ASSIGNMENT, 1, [Entry("a", 1, 2, 2, "passed"), Entry("b", 1, 0, 2, "failed")])
+    write_grades(nb, kept.scaled({1: 25}), part_cells(source, {**A.cell_points, "part1-tests": 25}))
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "part1-tests")
+    assert cell.metadata.nbgrader["points"] == 25 and cell.outputs[-1].data["text/plain"] == "12.5"
+
+
 def run_check(env) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "autograder", "check"], cwd=ROOT, env=env, capture_output=True,
                           text=True)

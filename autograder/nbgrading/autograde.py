@@ -47,10 +47,15 @@ def class_store(db_url, assignment: str) -> Store:
     return Store(store_path(db_url, assignment), assignment, secret_id=seeds.secret_id(seeds.read_secret()))
 
 
-def part_cells(source: Path) -> dict[str, dict]:
-    """{grade_id: cell} of a source notebook's part grade cells."""
+def part_cells(source: Path, points: dict[str, float] | None = None) -> dict[str, dict]:
+    """{grade_id: cell} of a source notebook's part grade cells, with `points` ({grade_id: points},
+    Assignment.cell_points) in place of the notebook's own where given."""
     nb = nbformat.read(str(source), as_version=4)
-    return {nbtest.grade_id(c): c for c in nb.cells if PART_CELL.fullmatch(nbtest.grade_id(c) or "")}
+    cells = {nbtest.grade_id(c): c for c in nb.cells if PART_CELL.fullmatch(nbtest.grade_id(c) or "")}
+    for grade_id, cell in cells.items():
+        if points and grade_id in points:
+            cell.metadata["nbgrader"]["points"] = points[grade_id]
+    return cells
 
 
 class NotebookGrading:
@@ -63,7 +68,7 @@ class NotebookGrading:
         self.course, self.assignment = course, assignment
         source = course.assignment(assignment).notebook_path(SOLUTIONS)
         self.template = Template(source)
-        self.part_cells = part_cells(source)
+        self.part_cells = part_cells(source, course.assignment(assignment).cell_points)  # for a deleted cell
         self.points = course.assignment(assignment).auto     # course.toml's, whatever the kept results say
         self.store = class_store(db_url, assignment)
         self._grader = grader
