@@ -22,9 +22,11 @@ def run(args) -> int:
     from nbgrader.api import MissingEntry
     from nbgrader.coursedir import CourseDirectory
 
+    from ..exceptions import load as load_exceptions
     from ..lms.canvas.collect import load_collection
     from ..lms.canvas.pending import find_pending
     from ..lms.canvas.roster import CanvasError, load_roster
+    from ..nbgrading.apply import exceptions_path
     from ..nbgrading.autograde import store_path
     from ..nbgrading.gradebook import beside_gradebook, open_gradebook
     from ..nbgrading.run import nbgrader_config
@@ -36,8 +38,6 @@ def run(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     names = {s.id: s.name for s in roster.students}
-    from ..exceptions import load as load_exceptions
-    from ..nbgrading.apply import exceptions_path
     extended = load_exceptions(exceptions_path(coursedir.db_url), args.course, roster.ids).of(name)
 
     def who(ids) -> str:

@@ -14,6 +14,7 @@ import nbgrader
 from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import GetGrades
 
+from ..course import CourseError
 from . import plugins
 from .autograde import write_grades
 from .classrun import apply_class
@@ -37,7 +38,11 @@ class GradesWithPending(GetGrades):
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        _applied(info["assignment"], self.parent.parent.coursedir)
+        try:
+            _applied(info["assignment"], self.parent.parent.coursedir)
+        except CourseError as e:      # a broken exceptions.toml or course.toml: one line, not one traceback each
+            self.log.error("%s", e)
+            raise SystemExit(1) from None
         grading = plugins.grading_for(info["assignment"], info["db_url"])
         if (result := grading.kept(nb)) is not None:
             write_grades(nb, result.scaled(grading.points), grading.part_cells)
