@@ -22,8 +22,12 @@ c.CourseDirectory.feedback_directory = str(INSTRUCTOR / "feedback")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".pytest_cache", "feedback"]
 c.CourseDirectory.db_url = f"sqlite:///{INSTRUCTOR / 'gradebook.db'}"
 
-# The release carries no outputs or execution counts.
+# The release carries no outputs or execution counts, and each grade cell carries course.toml's points
+# (autograder/nbgrading/plugins.py CoursePoints, before nbgrader records them and computes checksums).
 c.ClearOutput.enabled = True
+from nbgrader.converters import GenerateAssignment  # noqa: E402
+c.GenerateAssignment.preprocessors = ["autograder.nbgrading.plugins.CoursePoints",
+                                      *GenerateAssignment.class_traits()["preprocessors"].default()]
 
 # Autograde without running the student's notebook in a kernel: HiddenSuiteGrades (in place
 # of nbgrader's Execute) scores each part with the hidden suites, out of kernel, and writes

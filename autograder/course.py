@@ -32,6 +32,20 @@ class CourseError(ValueError):
     """course.toml is missing a key, has a wrong type, or names something that does not exist."""
 
 
+def split_points(weights: list[float], total: float) -> list[float]:
+    """`total` points shared out in proportion to `weights`, to two decimals, summing to `total` exactly
+    (each share is the difference of rounded running totals): [2, 2, 1] of 25 -> [10, 10, 5].
+    All weights 0: all shares 0."""
+    whole, running, given, out = sum(weights), 0.0, 0.0, []
+    for weight in weights:
+        running += weight
+        edge = round(total * running / whole, 2) if whole else 0.0
+        share = round(edge - given, 2)
+        out.append(int(share) if share == int(share) else share)
+        given = edge
+    return out
+
+
 @dataclass(frozen=True)
 class Timing:
     """A graded speed test that needs CUDA: the student's kernel against eager PyTorch."""
@@ -63,6 +77,12 @@ class Assignment:
     late_per_day: float = 0   # points off for each started day after the deadline (0: no penalty)
     gradescope_visibility: str | None = None   # overrides [lms.gradescope] visibility for this assignment
     rules: Rules = Rules()    # the static policy of its solution cells
+
+    @property
+    def cell_points(self) -> dict[str, int]:
+        """{grade_id: points} of the notebook's grade cells, from auto (partN-tests) and manual (partN-written)."""
+        return {**{f"part{p}-tests": v for p, v in sorted(self.auto.items())},
+                **{f"part{p}-written": v for p, v in sorted(self.manual.items())}}
 
     @property
     def parts(self) -> list[int]:
@@ -160,15 +180,47 @@ class Course:
                               + ", ".join(sorted(self.assignments))) from None
 
 
-class _Reader:
-    """Typed access to one TOML table, with errors that name the file and the key."""
+HEADER = re.compile(r"\s*\[\[?([^\]]+)\]\]?\s*(#.*)?$")
+KEY = re.compile(r"\s*([A-Za-z0-9_\-\"'. ]+?)\s*=")
 
-    def __init__(self, path: Path, table: dict, prefix: str):
-        self.path, self.table, self.prefix = path, table, prefix
+
+def _names(dotted: str) -> list[str]:
+    return [part.strip().strip("\"'") for part in dotted.split(".")]
+
+
+def toml_line(text: str, keys: list[str]) -> int | None:
+    """The line (from 1) of a TOML file's text that best names the dotted key `keys`: its own line, or else
+    the line of its nearest table or key written there (an inline table's line); None when not found."""
+    best, table = (0, None), []
+    for number, line in enumerate(text.splitlines(), 1):
+        if header := HEADER.match(line):
+            table, found = _names(header.group(1)), _names(header.group(1))
+        elif key := KEY.match(line):
+            found = table + _names(key.group(1))
+        else:
+            continue
+        common = min(len(found), len(keys))     # a table [a.b] names key a, and key a.b.c is in it
+        if found[:common] == keys[:common] and common > best[0]:
+            best = (common, number)
+    return best[1]
+
+
+def where(path: Path, text: str, keys: list[str]) -> str:
+    """"path:line" of a key (toml_line), or "path" when the line is not found."""
+    line = toml_line(text, keys)
+    return f"{path}:{line}" if line else str(path)
+
+
+class _Reader:
+    """Typed access to one TOML table, with errors that name the file, the line and the key."""
+
+    def __init__(self, path: Path, table: dict, prefix: str, text: str = ""):
+        self.path, self.table, self.prefix, self.text = path, table, prefix, text
 
     def error(self, key: str, problem: str) -> CourseError:
-        where = f"{self.prefix}.{key}" if self.prefix else key
-        return CourseError(f"{self.path}: {where}: {problem}")
+        dotted = f"{self.prefix}.{key}" if self.prefix else str(key)
+        keys = (_names(self.prefix) if self.prefix else []) + [str(key)]
+        return CourseError(f"{where(self.path, self.text, keys)}: {dotted}: {problem}")
 
     def get(self, key: str, kind: type | tuple[type, ...], label: str):
         if key not in self.table:
@@ -180,7 +232,7 @@ class _Reader:
 
     def sub(self, key: str) -> _Reader:
         table = self.get(key, dict, "a table")
-        return _Reader(self.path, table, f"{self.prefix}.{key}" if self.prefix else key)
+        return _Reader(self.path, table, f"{self.prefix}.{key}" if self.prefix else key, self.text)
 
     def only(self, *keys: str) -> None:
         for key in self.table:
@@ -254,16 +306,23 @@ def _rules(r: _Reader) -> Rules:
                  r.get("kernel_wrapper", str, "a function name") if "kernel_wrapper" in r.table else "")
 
 
+def read_toml(path: Path, error: type[Exception]) -> tuple[str, dict]:
+    """(text, data) of a TOML file; `error` naming the file and the line where it is missing or not TOML."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        return text, tomllib.loads(text)
+    except FileNotFoundError:
+        raise error(f"{path}: file not found") from None
+    except tomllib.TOMLDecodeError as e:
+        line = re.search(r"at line (\d+)", str(e))
+        raise error(f"{path}{':' + line.group(1) if line else ''}: not valid TOML: {e}") from None
+
+
 def load(path: str | Path = COURSE_FILE, solutions: str | Path = SOLUTIONS) -> Course:
     """Read and validate course.toml; every assignment must exist under solutions/."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CourseError(f"{path}: file not found") from None
-    except tomllib.TOMLDecodeError as e:
-        raise CourseError(f"{path}: not valid TOML: {e}") from None
-    top = _Reader(path, data, "")
+    text, data = read_toml(path, CourseError)
+    top = _Reader(path, data, "", text)
     top.only("course", "grading", "lms", "assignments", "report", "canvas")
 
     course = top.sub("course")

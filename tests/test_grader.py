@@ -111,17 +111,19 @@ def test_release_scores_zero_and_is_reported_not_crashed(grader, name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_points_per_part_match_course_toml(name):
+def test_the_suites_weights_give_course_toml_points_per_part(name):
     suite = suites.load(name)
     auto = course.load().assignment(name).auto
-    suite.check_points(auto)
+    for points in (auto, {**auto, 1: auto[1] + 1}):      # @test points are weights: any auto is shared out
+        scaled = suite.scaled(points)
+        assert {p: round(sum(t.points for t in scaled if t.part == p), 2) for p in points} == points
     assert all((t.points > 0 or t.check.__name__ == "rules") and t.part in auto and len(t.name) > 15
                for t in suite.tests)
     run_without_cuda = [p for p in sorted(auto) if any(t.part == p and not t.needs_cuda for t in suite.tests)]
     assert sorted(t.part for t in suite.tests if t.points == 0) == run_without_cuda, "one rules test per part"
     assert len({t.name for t in suite.tests}) == len(suite.tests), "test names must be unique"
-    with pytest.raises(CourseError, match="differ from course.toml"):
-        suite.check_points({**auto, 1: auto[1] + 1})
+    with pytest.raises(CourseError, match="part 1 has weighted tests but no `auto` points"):
+        suite.scaled({**auto, 1: 0})
 
 
 CHILD = """import importlib, json, sys

@@ -15,6 +15,7 @@
     report       the class report: what to reteach, and similar submissions
     answers      one PDF of written answers per submission (Gradescope PDF upload)
     secret       where the course secret lives and its fingerprint; --create makes it
+    check        course.toml against the notebooks, suites, release and Gradescope zips
 
 Only the chosen command's module is imported, so a command pays for nothing else.
 course.toml is read once, here, and handed to the command as args.course.
@@ -32,7 +33,7 @@ COMMANDS = {   # command: the module of this package that defines it (add_parser
     "new": "new", "release": "release", "grade": "grade", "autograde": "autograde", "review": "review",
     "status": "status", "canvas": "canvas", "roster": "canvas", "canvas-zip": "canvas", "demo": "demo", "report": "report",
     "gradescope": "gradescope", "gradescope-run": "gradescope", "answers": "answers",
-    "secret": "secret",
+    "secret": "secret", "check": "check",
 }
 
 

@@ -32,7 +32,7 @@ def run(args) -> int:
         print(f"error: {args.folder}: no such folder (give the folder the notebooks were downloaded to)",
               file=sys.stderr)
         return 2
-    questions = Questions(a.notebook_path(SOLUTIONS), args.course.grading.max_cell_kb)
+    questions = Questions(a.notebook_path(SOLUTIONS), args.course.grading.max_cell_kb, a.cell_points)
     if not questions.questions:
         print(f"error: {args.assignment} has no written questions (nbgrader's manually graded markdown cells)",
               file=sys.stderr)

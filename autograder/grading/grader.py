@@ -72,8 +72,8 @@ class Grader:
             self.secret_id = seeds.secret_id(self.secret)
             self.reference = nbtest.load(source, name=f"autograder_reference_{assignment.replace('-', '_')}")
             self.suite = suites.load(assignment)
-            self.suite.check_points(self.assignment.auto)
-            if any(t.needs_cuda for t in self.suite.tests) and self.assignment.timing is None:
+            self.tests = self.suite.scaled(self.assignment.auto)    # course.toml's points per part
+            if any(t.needs_cuda for t in self.tests) and self.assignment.timing is None:
                 raise CourseError(f"hidden suite of {assignment} has tests that need CUDA; course.toml needs "
                                   f"[assignments.{assignment}.timing] with without_cuda")
         except BaseException:
@@ -81,7 +81,7 @@ class Grader:
             raise
         self.cuda = machine_cuda and self.suite.cuda
         self.limits = dataclasses.replace(self.limits, cuda=self.cuda)
-        self.graded = [t for t in self.suite.tests if self.cuda or time_on_cpu or not t.needs_cuda]
+        self.graded = [t for t in self.tests if self.cuda or time_on_cpu or not t.needs_cuda]
         self.specs_module = child_modules[0] if child_modules else None
         self.specs = importlib.import_module(self.specs_module).SPECS if child_modules else {}
         self._open: set[Sandbox] = set()
@@ -229,7 +229,7 @@ class Grader:
         ran = dict(zip((t.id for t in self.graded), entries))
         rule = self.assignment.timing.without_cuda if self.assignment.timing else "skip"
         tests = [dataclasses.replace(ran.get(t.id) or not_run(t.name, t.part, t.points, rule, entries), id=t.id)
-                 for t in self.suite.tests]
+                 for t in self.tests]
         return Result(self.assignment.name, seed, tests, **stamp)
 
     def _warn_isolation(self, isolation: str) -> None:

@@ -44,7 +44,7 @@ from nbtest import names_shape as shape_in  # noqa: F401 (kit's name for the pub
 from ..contract import Contract
 from ..core import probe
 from ..core.sandbox import Deadline
-from ..course import CourseError
+from ..course import CourseError, split_points
 
 SHOWN_VALUES = 6   # tensor entries shown in "yours / expected"
 STUDENT_TEXT = 120  # characters of a message, string or type name the submission made, shown in feedback
@@ -67,7 +67,7 @@ TEST_DEFAULT = object()   # t.fail's misconception when not given: the test's ow
 class Test:
     name: str
     part: int
-    points: int
+    points: float              # @test's weight within its part; course.toml's points after Suite.scaled
     check: Callable[["Trial"], None]
     needs_cuda: bool = False   # skipped on a grading machine without CUDA
     own_child: bool = False    # its sandbox child is discarded afterwards (memory it may have corrupted)
@@ -141,12 +141,18 @@ class Suite:
         self._finished = True
         return self
 
-    def check_points(self, auto: dict[int, int]) -> None:
-        """The points of each part must add up to course.toml's `auto` table."""
-        got = {part: sum(t.points for t in self.tests if t.part == part) for part in {t.part for t in self.tests}}
-        if got != {p: v for p, v in auto.items() if v}:
-            raise CourseError(f"hidden suite of {self.assignment}: points per part {dict(sorted(got.items()))} "
-                              f"differ from course.toml auto = {dict(sorted(auto.items()))}")
+    def scaled(self, auto: dict[int, int]) -> list[Test]:
+        """The tests with course.toml's points: within a part, each test's @test points are its weight, and
+        the part's tests share out the part's `auto` points in proportion (course.split_points)."""
+        weights = {part: [t.points for t in self.tests if t.part == part] for part in {t.part for t in self.tests}}
+        extra = sorted(p for p, w in weights.items() if sum(w) and not auto.get(p))
+        empty = sorted(p for p, v in auto.items() if v and not sum(weights.get(p, ())))
+        if extra or empty:
+            raise CourseError(f"hidden suite of {self.assignment}: "
+                              + "; ".join([f"part {p} has weighted tests but no `auto` points" for p in extra]
+                                          + [f"part {p} has `auto` points but no weighted test" for p in empty]))
+        shares = {part: iter(split_points(w, auto.get(part, 0))) for part, w in weights.items()}
+        return [dataclasses.replace(t, points=next(shares[t.part])) for t in self.tests]
 
 
 # What a reply carries besides the value returned, each the child's own account, which code sharing its

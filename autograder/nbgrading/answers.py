@@ -75,7 +75,8 @@ class Answer:
 class Questions:
     """The written questions of an assignment's source notebook (nbgrader: grade and solution, markdown)."""
 
-    def __init__(self, source: Path, max_cell_kb: int = 512):
+    def __init__(self, source: Path, max_cell_kb: int = 512, points: dict[str, float] | None = None):
+        """points: {grade_id: points}, course.toml's (Assignment.cell_points); else the notebook's own."""
         self.max_bytes = FILE_CELLS * max_cell_kb << 10
         self.questions: list[Question] = []
         for cell in nbtest.read_notebook(source)["cells"]:
@@ -87,7 +88,8 @@ class Questions:
                 raise CourseError(f"{source}: written-answer cell {meta.get('grade_id')!r} has no grade id "
                                   "partN-...; name it for its part (part2-written)")
             prompt = "".join(cell["source"]).split(BEGIN)[0].rstrip()
-            self.questions.append(Question(meta["grade_id"], int(part.group(1)), meta.get("points", 0), prompt))
+            self.questions.append(Question(meta["grade_id"], int(part.group(1)),
+                                           (points or {}).get(meta["grade_id"], meta.get("points", 0)), prompt))
 
     def answers(self, submission: Path) -> list[Answer]:
         """One Answer per question; where the file is no readable notebook, each says why."""

@@ -26,7 +26,7 @@ import nbformat
 import nbtest
 from nbgrader.utils import compute_checksum
 
-from ..course import SOLUTIONS, Course
+from ..course import SOLUTIONS, Course, CourseError
 from ..core import seeds
 from ..core.extract import Template
 from ..results.render import feedback_text
@@ -47,10 +47,15 @@ def class_store(db_url, assignment: str) -> Store:
     return Store(store_path(db_url, assignment), assignment, secret_id=seeds.secret_id(seeds.read_secret()))
 
 
-def part_cells(source: Path) -> dict[str, dict]:
-    """{grade_id: cell} of a source notebook's part grade cells."""
+def part_cells(source: Path, points: dict[str, float] | None = None) -> dict[str, dict]:
+    """{grade_id: cell} of a source notebook's part grade cells, with `points` ({grade_id: points},
+    Assignment.cell_points) in place of the notebook's own where given."""
     nb = nbformat.read(str(source), as_version=4)
-    return {nbtest.grade_id(c): c for c in nb.cells if PART_CELL.fullmatch(nbtest.grade_id(c) or "")}
+    cells = {nbtest.grade_id(c): c for c in nb.cells if PART_CELL.fullmatch(nbtest.grade_id(c) or "")}
+    for grade_id, cell in cells.items():
+        if points and grade_id in points:
+            cell.metadata["nbgrader"]["points"] = points[grade_id]
+    return cells
 
 
 class NotebookGrading:
@@ -63,7 +68,8 @@ class NotebookGrading:
         self.course, self.assignment = course, assignment
         source = course.assignment(assignment).notebook_path(SOLUTIONS)
         self.template = Template(source)
-        self.part_cells = part_cells(source)
+        self.part_cells = part_cells(source, course.assignment(assignment).cell_points)  # for a deleted cell
+        self.points = course.assignment(assignment).auto     # course.toml's, whatever the kept results say
         self.store = class_store(db_url, assignment)
         self._grader = grader
         sync_gradebook(course, assignment, db_url, self.part_cells)
@@ -85,6 +91,13 @@ class NotebookGrading:
             if self.store.graded(key) is None:
                 self.store.put(key, self.grader.grade(path, self.store.seed))
         return self.store.get(key)   # with the instructor's decision on held tests, if any (cli/review.py)
+
+    def kept(self, nb) -> Result | None:
+        """The kept result for a notebook's code (decision applied), or None: never grades."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "submission.ipynb"
+            nbformat.write(nb, str(path))
+            return self.store.get(self.template.key(path))
 
     def close(self) -> None:
         if self._grader is not None:
@@ -123,16 +136,27 @@ def write_grades(nb, result: Result, cells: dict[str, dict]) -> None:
 
 def sync_gradebook(course: Course, assignment: str, db_url, cells: dict[str, dict]) -> None:
     """Give the gradebook what course.toml and this machine say: the assignment's due date (its
-    deadline, from which nbgrader counts lateness) and its part cells' points (0 for a part left
-    out by without_cuda = "skip", see grading.grader.parts_left_out; else the source notebook's)."""
+    deadline, from which nbgrader counts lateness) and its grade cells' points (Assignment.cell_points;
+    0 for a part left out by without_cuda = "skip", see grading.grader.parts_left_out), with the checksums
+    of the part cells (`cells`: part_cells) at those points."""
     from ..grading.grader import parts_left_out
     left_out = parts_left_out(course, assignment)
-    points = {}
-    for grade_id, cell in cells.items():
-        cell = copy.deepcopy(cell)
-        if int(PART_CELL.fullmatch(grade_id).group(1)) in left_out:
-            cell.metadata["nbgrader"]["points"] = 0
-        # nbgrader checks a locked cell against a checksum that includes its points
-        points[grade_id] = (float(cell.metadata["nbgrader"]["points"]), compute_checksum(cell))
     a = course.assignment(assignment)
+    source = a.notebook_path(SOLUTIONS)
+    graded = {nbtest.grade_id(c) for c in nbformat.read(str(source), as_version=4).cells
+              if c.metadata.get("nbgrader", {}).get("grade")}
+    if missing := [g for g, v in a.cell_points.items() if v and g not in graded]:
+        raise CourseError(f"course.toml gives {assignment} points for {', '.join(missing)}, which {source} has no "
+                          "grade cell for: `python -m autograder check` says which line to fix")
+    points = {}
+    for grade_id, value in a.cell_points.items():
+        if grade_id not in graded:
+            continue
+        tests = PART_CELL.fullmatch(grade_id)
+        value = 0 if tests and int(tests.group(1)) in left_out else value
+        cell = copy.deepcopy(cells[grade_id]) if grade_id in cells else None
+        if cell is not None:
+            cell.metadata["nbgrader"]["points"] = value
+        # nbgrader checks a locked cell against a checksum that includes its points
+        points[grade_id] = (float(value), compute_checksum(cell) if cell is not None else None)
     set_assignment(db_url, assignment, Path(a.notebook).stem, a.deadline_utc, points)

@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 
 from ..course import SOLUTIONS, Course, CourseError
+from ..exceptions import load as load_exceptions
+from .apply import apply_course, exceptions_path
 from ..results.terminal import shown
 from .autograde import class_store, part_cells, sync_gradebook
 from .gradebook import open_gradebook
@@ -34,6 +36,13 @@ def submitted(course: Course, coursedir, assignment: str) -> dict[str, Path]:
         if path.exists():
             found[folder.parent.name] = path
     return found
+
+
+def apply_class(course: Course, assignment: str, coursedir, roster_ids: set[str] | None = None) -> None:
+    """apply_course for the class under nbgrader's submitted directory, with exceptions.toml (its students
+    checked against roster_ids when given): points, scores and late penalties follow course.toml now."""
+    exceptions = load_exceptions(exceptions_path(coursedir.db_url), course, roster_ids)
+    apply_course(course, assignment, coursedir.db_url, submitted(course, coursedir, assignment), exceptions)
 
 
 def register(course: Course, assignment: str, db_url) -> None:
@@ -99,6 +108,7 @@ def autograde_class(course: Course, assignment: str, coursedir, workers: int | N
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     from nbgrader.api import MissingEntry
+    apply_class(course, assignment, coursedir)     # an extension nbgrader's autograde did not see yet
     with open_gradebook(coursedir.db_url) as gb:
         for student in found:
             problem = unreadable.get(student) or failed.get(student)

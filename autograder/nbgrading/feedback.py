@@ -7,11 +7,17 @@ template (templates/course_feedback/) shows as "not graded yet (N points)" and c
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import nbgrader
 from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import GetGrades
+
+from ..course import CourseError
+from . import plugins
+from .autograde import write_grades
+from .classrun import apply_class
 
 TEMPLATE = "course_feedback"        # a folder of templates/, after nbgrader's "feedback" (its conf.json)
 TEMPLATE_FILE = "pending.html.j2"   # not index.html.j2, so that it extends nbgrader's own
@@ -20,10 +26,26 @@ TEMPLATE_DIRS = [str(Path(nbgrader.__file__).parent / "server_extensions" / "for
                  str(Path(__file__).with_name("templates"))]
 
 
+@functools.lru_cache(maxsize=None)
+def _applied(assignment: str, coursedir) -> None:
+    """course.toml and exceptions.toml applied to the gradebook (apply_class), once per process and assignment."""
+    apply_class(plugins.course(), assignment, coursedir)
+
+
 class GradesWithPending(GetGrades):
-    """GetGrades, marking the grade cells not scored yet and summing their points."""
+    """GetGrades, marking the grade cells not scored yet and summing their points; first, the gradebook and
+    each part's test listing brought to course.toml's points (nbgrading/apply.py), from the kept result."""
 
     def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        try:
+            _applied(info["assignment"], self.parent.parent.coursedir)
+        except CourseError as e:      # a broken exceptions.toml or course.toml: one line, not one traceback each
+            self.log.error("%s", e)
+            raise SystemExit(1) from None
+        grading = plugins.grading_for(info["assignment"], info["db_url"])
+        if (result := grading.kept(nb)) is not None:
+            write_grades(nb, result.scaled(grading.points), grading.part_cells)
         resources["nbgrader"]["pending_points"] = 0.0
         return super().preprocess(nb, resources)
 

@@ -48,12 +48,12 @@ def copy_gradebook(db_url, copy: Path) -> None:
 
 # What `nbgrader autograde` writes (nbgrader 0.9's schema): per table, the rows of one
 # assignment's submissions by some students ({db}: main or copy) and the columns it sets;
-# the others (manual scores, comments, extensions, flags) are the formgrader's.
+# the others (manual scores, comments, flags) are the formgrader's; the extension is exceptions.toml's.
 _SUBMISSIONS = ("SELECT sa.id FROM {db}.submitted_assignment sa JOIN {db}.assignment a ON sa.assignment_id = a.id "
                 "WHERE a.name = :assignment AND sa.student_id IN (SELECT id FROM temp.merging)")
 _NOTEBOOKS = f"SELECT id FROM {{db}}.submitted_notebook WHERE assignment_id IN ({_SUBMISSIONS})"
 _AUTOGRADED = {   # table: (its rows, the columns autograde sets), parents first
-    "submitted_assignment": (f"id IN ({_SUBMISSIONS})", ["timestamp"]),
+    "submitted_assignment": (f"id IN ({_SUBMISSIONS})", ["timestamp", "extension"]),
     "submitted_notebook": (f"id IN ({_NOTEBOOKS})", ["late_submission_penalty"]),
     "grade": (f"notebook_id IN ({_NOTEBOOKS})", ["auto_score", "needs_manual_grade"]),
     "comment": (f"notebook_id IN ({_NOTEBOOKS})", ["auto_comment"]),
@@ -118,10 +118,16 @@ def open_gradebook(db_url, course_id: str = ""):
 def set_assignment(db_url, assignment: str, notebook: str, duedate, points: dict[str, tuple[float, str]]) -> None:
     """Give a registered assignment this due date (naive UTC, as nbgrader keeps it) and its notebook's
     grade cells these maximum points, with the checksums that go with them ({grade_id: (points,
-    checksum)}): nbgrader's totals and feedback follow a grade cell's max_score."""
+    checksum)}; None: the cell's own stays; a cell the gradebook lacks is skipped): nbgrader's totals and
+    feedback follow a grade cell's max_score."""
+    from nbgrader.api import MissingEntry
     with open_gradebook(db_url) as gb:
         gb.update_or_create_assignment(assignment, duedate=duedate)
         for grade_id, (value, checksum) in points.items():
-            gb.find_grade_cell(grade_id, notebook, assignment).max_score = value
-            gb.find_source_cell(grade_id, notebook, assignment).checksum = checksum
+            try:
+                gb.find_grade_cell(grade_id, notebook, assignment).max_score = value
+            except MissingEntry:      # not registered (generate_assignment adds the cells the notebook has)
+                continue
+            if checksum is not None:
+                gb.find_source_cell(grade_id, notebook, assignment).checksum = checksum
         gb.db.commit()

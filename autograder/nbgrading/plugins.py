@@ -1,5 +1,6 @@
 """nbgrader plugins for grading, named in nbgrader_config.py (the Canvas ones are in lms/canvas/plugins.py).
 
+    nbgrader generate_assignment      CoursePoints (course.toml's points in the grade cells)
     nbgrader autograde ASSIGNMENT     HiddenSuiteGrades (in place of Execute), CourseLatePenalty
 
 Each plugin is an entry point into this package from an nbgrader process: it reads
@@ -16,12 +17,15 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .. import course as course_mod
 from ..core.seeds import SecretError
+from ..exceptions import load as load_exceptions
 from ..results.store import StoreError
+from .apply import exceptions_path
 from .autograde import NotebookGrading, write_grades
 
 
 @functools.lru_cache(maxsize=1)
-def _course():
+def course():
+    """course.toml, read once per nbgrader process."""
     return course_mod.load()
 
 
@@ -33,9 +37,22 @@ def grading_for(assignment: str, db_url, grader=None) -> NotebookGrading:
     A worker hands in the Grader it started before reading anything (workers.py)."""
     key = (assignment, str(db_url))
     if key not in _gradings:
-        _gradings[key] = grading = NotebookGrading(_course(), assignment, db_url, grader)
+        _gradings[key] = grading = NotebookGrading(course(), assignment, db_url, grader)
         atexit.register(grading.close)
     return _gradings[key]
+
+
+class CoursePoints(NbGraderPreprocessor):
+    """generate_assignment: each grade cell gets course.toml's points (Assignment.cell_points), whatever the
+    source notebook's metadata says, before nbgrader records the cells and their checksums."""
+
+    def preprocess(self, nb, resources):
+        points = course().assignment(resources["nbgrader"]["assignment"]).cell_points
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and meta.get("grade_id") in points:
+                meta["points"] = points[meta["grade_id"]]
+        return nb, resources
 
 
 class HiddenSuiteGrades(NbGraderPreprocessor):
@@ -52,7 +69,7 @@ class HiddenSuiteGrades(NbGraderPreprocessor):
             shutil.rmtree(converter._format_dest(info["assignment"], info["student"]), ignore_errors=True)
             self.log.error("%s", e)
             raise SystemExit(1) from None
-        result = grading.result_for(nb)
+        result = grading.result_for(nb).scaled(grading.points)   # kept results at course.toml's points now
         write_grades(nb, result, grading.part_cells)
         self.log.info("%s: %s / %s automatic points from the hidden suite",
                       info["student"], result.score, result.max_score)
@@ -60,14 +77,20 @@ class HiddenSuiteGrades(NbGraderPreprocessor):
 
 
 class CourseLatePenalty(LateSubmissionPlugin):
-    """course.toml's late policy: late_per_day points off for each started day after the deadline."""
+    """course.toml's late policy: late_per_day points off for each started day after the student's due date
+    (the deadline, moved by an extension in exceptions.toml, which it records in the gradebook), with the
+    student's grace period, waiver and cap (autograder/exceptions.py)."""
 
     def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float) -> float | None:
         assignment = self.parent.assignment_id
-        a = _course().assignment(assignment)
-        days, penalty = a.late_penalty(total_seconds_late)
+        a = course().assignment(assignment)
+        allowance = load_exceptions(exceptions_path(self.parent.db_url), course()).get(assignment, student_id)
+        submission = self.parent.gradebook.find_submission(assignment, student_id)
+        submission.extension = allowance.extension(a) or None
+        days, penalty = allowance.penalty(a, submission.total_seconds_late)
         if not penalty:
             return None
-        self.log.warning("%s: %d day(s) late, %g points off (course.toml late_per_day = %g)",
-                         student_id, days, penalty, a.late_per_day)
+        self.log.warning("%s: %d day(s) late, %g points off (course.toml late_per_day = %g%s)",
+                         student_id, days, penalty, a.late_per_day,
+                         f"; exceptions.toml: {allowance.describe()}" if allowance.describe() else "")
         return penalty

@@ -37,7 +37,7 @@ def write_report(course: Course, assignment: str, students: list[Student], out: 
 
     s = summarise(students)
     pngs = page.charts(s, out)
-    questions = Questions(a.notebook_path(SOLUTIONS), course.grading.max_cell_kb)
+    questions = Questions(a.notebook_path(SOLUTIONS), course.grading.max_cell_kb, a.cell_points)
     mine = {}   # student -> (their view, written answers given, questions)
     (out / "students").mkdir()
     for i, st in enumerate(st for st in students if st.notebook is not None):

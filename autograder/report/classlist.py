@@ -43,12 +43,15 @@ def from_folder(store: Store, template: Template, folder: Path) -> list[Student]
 
 
 def from_nbgrader(store: Store, template: Template, submitted: Path, assignment: str,
-                  deadline: dt.datetime) -> list[Student]:
-    """nbgrader's submitted/STUDENT/ASSIGNMENT/NOTEBOOK.ipynb, late when timestamp.txt is after the deadline."""
+                  deadline: dt.datetime, due: dict[str, dt.datetime] | None = None) -> list[Student]:
+    """nbgrader's submitted/STUDENT/ASSIGNMENT/NOTEBOOK.ipynb, late when timestamp.txt is after the deadline
+    (or the student's own, in due: exceptions.toml's)."""
     out = []
     for folder in sorted(p for p in submitted.glob(f"*/{assignment}") if p.is_dir()):
+        student = folder.parent.name
         for nb in sorted(folder.glob("*.ipynb")):
-            out.append(Student(folder.parent.name, nb, store.get(template.key(nb)), _late(folder, deadline)))
+            out.append(Student(student, nb, store.get(template.key(nb)),
+                               _late(folder, (due or {}).get(student, deadline))))
     return out
 
 
@@ -67,6 +70,8 @@ def from_class(course: Course, assignment: str) -> list[Student]:
     (the results store beside the gradebook, its review decisions applied), as nbgrader_config.py places
     them; named from the Canvas roster with the roster's non-submitters added, where one was imported."""
     from ..lms.canvas.roster import CanvasError, load_roster
+    from ..exceptions import load as load_exceptions
+    from ..nbgrading.apply import exceptions_path
     from ..nbgrading.autograde import store_path
     from ..nbgrading.run import nbgrader_config
     config = nbgrader_config().CourseDirectory
@@ -75,12 +80,15 @@ def from_class(course: Course, assignment: str) -> list[Student]:
         raise StoreError(f"{path}: no results yet; run `python -m autograder autograde {assignment}` first, "
                          "or give --results FILE")
     a = course.assignment(assignment)
-    students = from_nbgrader(Store(path, assignment), Template(a.notebook_path(SOLUTIONS)),
-                             Path(config.submitted_directory), assignment, a.deadline)
     try:
-        return with_roster(students, load_roster(config.db_url))
+        roster = load_roster(config.db_url)
     except CanvasError:      # no roster imported: students stay named by their nbgrader id
-        return students
+        roster = None
+    granted = load_exceptions(exceptions_path(config.db_url), course, roster.ids if roster else None).of(assignment)
+    due = {s: e.due(a) + dt.timedelta(hours=e.grace_hours) for s, e in granted.items()}
+    students = from_nbgrader(Store(path, assignment), Template(a.notebook_path(SOLUTIONS)),
+                             Path(config.submitted_directory), assignment, a.deadline, due)
+    return with_roster(students, roster) if roster else students
 
 
 def from_gradescope(export: Export, folder: Path) -> list[Student]:

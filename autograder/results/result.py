@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from ..course import split_points
+
 MAX_OUTPUT = 1500          # characters of feedback per test
 NOT_RUN = "skipped: "      # how the output of a test that was not run begins
 # What happened in a test, kept in the results store (not in the --json object): "failed" is a
@@ -32,7 +34,7 @@ class TestResult:
     name: str          # what the test checks, in words a student reads
     part: int          # the assignment's part (course.toml auto table)
     score: float
-    max_score: int
+    max_score: float   # course.toml's share of the part's points (a whole number where it is one)
     output: str        # "passed", or what went wrong and the misconception it shows
     misconception: str | None = field(default=None, compare=False)   # the suite's id (suites/*/misconceptions.py)
     kind: str = field(default="", compare=False)   # one of KINDS; "" in a store written before kinds were kept
@@ -71,7 +73,7 @@ class TestResult:
     @classmethod
     def from_json(cls, data: dict) -> "TestResult":
         """From to_json's object or to_store's."""
-        return cls(str(data["name"]), int(data["part"]), data["score"], int(data["max_score"]), str(data["output"]),
+        return cls(str(data["name"]), int(data["part"]), data["score"], points(data["max_score"]), str(data["output"]),
                    data.get("misconception"), str(data.get("kind") or ""), data.get("retried") is True,
                    data.get("held") or 0, str(data.get("id") or ""), tuple(map(str, data.get("rests") or ())))
 
@@ -123,16 +125,30 @@ class Result:
         return points(sum(t.score for t in self.tests))
 
     @property
-    def max_score(self) -> int:
-        return sum(t.max_score for t in self.tests)
+    def max_score(self) -> float:
+        return points(sum(t.max_score for t in self.tests))
 
     def parts(self) -> dict[int, tuple[float, int]]:
         """{part: (score, max_score)} summed over the part's tests, in part order."""
         out: dict[int, tuple[float, int]] = {}
         for t in sorted(self.tests, key=lambda t: t.part):
             score, top = out.get(t.part, (0, 0))
-            out[t.part] = (points(score + t.score), top + t.max_score)
+            out[t.part] = (points(score + t.score), points(top + t.max_score))
         return out
+
+    def scaled(self, auto: dict[int, int]) -> "Result":
+        """This result at course.toml's points per part (`auto`), graded at others: each part's tests keep
+        the weights they were graded at (their max_score), share out the part's points in proportion
+        (course.split_points), and keep the fraction of each they earned or had held. A part whose tests carry
+        no points (left out by without_cuda = "skip") stays at 0. Nothing is regraded."""
+        shares: dict[int, float] = {}      # index in self.tests -> its points
+        for part, (_, top) in self.parts().items():
+            mine = [i for i, t in enumerate(self.tests) if t.part == part]
+            if top:
+                shares.update(zip(mine, split_points([self.tests[i].max_score for i in mine], auto.get(part, 0))))
+        tests = [t if shares.get(i, t.max_score) == t.max_score else _rescaled(t, shares[i])
+                 for i, t in enumerate(self.tests)]
+        return dataclasses.replace(self, tests=tests)
 
     def to_json(self) -> dict:
         """The object docs/results.md fixes (and the command line prints): nothing more."""
@@ -152,6 +168,13 @@ class Result:
         return cls(str(data["assignment"]), int(data["seed"]), [TestResult.from_json(t) for t in data["tests"]],
                    data.get("submission"), str(data.get("seed_from", "given")), str(data.get("code_key", "")),
                    str(data.get("secret_id", "")), tuple(map(str, data.get("review", ()))))
+
+
+def _rescaled(test: TestResult, share: float) -> TestResult:
+    """A test at `share` points instead of its max_score, with the same fraction earned and held."""
+    ratio = share / test.max_score
+    return dataclasses.replace(test, max_score=share, score=share if test.score == test.max_score
+                               else points(test.score * ratio), held=points(test.held * ratio))
 
 
 def entry(name: str, part: int, score: float, max_score: int, output: str, misconception: str | None = None,

@@ -18,6 +18,7 @@ from traitlets import Bool
 
 from ... import course as course_mod
 from ...course import CourseError
+from ...nbgrading.classrun import apply_class
 from ...results.terminal import shown
 from .collect import extract_archives, plan_collection, save_collection
 from .export import export_grades
@@ -99,6 +100,7 @@ class CanvasExportPlugin(ExportPlugin):
 
     def export(self, gradebook) -> None:
         try:
+            self._apply(gradebook)
             if not self.final and (pending := self._pending(gradebook)):
                 self.parent.fail("Canvas CSV not exported (the previous one, if any, stays): grading is pending\n  "
                                  + "\n  ".join(pending) + f"\nfinish it, or export anyway: nbgrader export {FINAL}")
@@ -111,6 +113,15 @@ class CanvasExportPlugin(ExportPlugin):
         if self.final:
             self.log.warning("exported as final (%s): pending grading exported as it stands", FINAL)
         self.log.info("Canvas gradebook CSV: %s (Canvas: Grades > Import)", dest)
+
+    def _apply(self, gradebook) -> None:
+        """course.toml's points and late policy and exceptions.toml, applied to the gradebook from the results
+        store (nbgrading/apply.py) before anything is read from it: no regrading."""
+        ids = load_roster(self.parent.coursedir.db_url).ids
+        for a in gradebook.assignments:
+            if a.name in _course().assignments and (not self.assignment or a.name in self.assignment):
+                apply_class(_course(), a.name, self.parent.coursedir, ids)
+        gradebook.db.expire_all()     # apply_class wrote through a gradebook of its own
 
     def _pending(self, gradebook) -> list[str]:
         """What is pending in the assignments exported, a line each kind (pending.Pending.lines)."""

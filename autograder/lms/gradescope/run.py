@@ -96,7 +96,7 @@ def grade_roots(course: Course, roots: list[Path], student: str, assignment: str
         write_results(root, not_graded(name, KILLED))
     a = course.assignment(name)
     try:
-        questions = Questions(a.notebook_path(SOLUTIONS), course.grading.max_cell_kb)
+        questions = Questions(a.notebook_path(SOLUTIONS), course.grading.max_cell_kb, a.cell_points)
         if closed := closed_folders():
             raise CourseError(f"student code runs as {student!r} but cannot enter {', '.join(map(str, closed))} "
                               "(the Python installation it imports from); install Python where every user can "

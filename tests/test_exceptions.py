@@ -1,0 +1,34 @@
+"""exceptions.toml: per-student extensions, waivers, caps and grace periods, checked line by line
+(autograder/exceptions.py). Their effect on the gradebook and the Canvas CSV: tests/test_course_points.py."""
+import datetime as dt
+
+import pytest
+
+from autograder import exceptions
+from helpers import ASSIGNMENT, COURSE
+
+A = COURSE.assignment(ASSIGNMENT)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('[residual-connections.51999]\nextra_days = 2\n', r"exceptions.toml:1: residual-connections.51999: unknown student"),
+    ('[residual-connections.51001]\n\nextra_days = -1\n', r"exceptions.toml:3: residual-connections.51001.extra_days: "
+                                                           r"expected a number >= 0"),
+    ('[homework-9.51001]\nwaive_late = true\n', r"exceptions.toml:1: homework-9: unknown assignment"),
+    ('[residual-connections.51001]\nwaive_late = "yes"\n', r"exceptions.toml:2: .*waive_late: expected true or false"),
+    ('[residual-connections.51001\n', r"exceptions.toml:1: not valid TOML"),
+])
+def test_bad_exceptions_are_named_by_file_and_line(tmp_path, text, problem):
+    (tmp_path / "exceptions.toml").write_text(text)
+    with pytest.raises(exceptions.ExceptionsError, match=problem):
+        exceptions.load(tmp_path / "exceptions.toml", COURSE, {"51001"})
+
+
+def test_an_exception_moves_the_due_date_and_bounds_the_penalty():
+    day = 86400
+    assert exceptions.NONE.penalty(A, 1.5 * day) == (2, 2 * A.late_per_day)
+    extended = exceptions.Exception_(extra_days=2)
+    assert extended.due(A) == A.deadline + dt.timedelta(days=2) and extended.extension(A) == dt.timedelta(days=2)
+    assert exceptions.Exception_(grace_hours=6).penalty(A, 5 * 3600) == (0, 0)
+    assert exceptions.Exception_(waive_late=True).penalty(A, 3 * day)[1] == 0
+    assert exceptions.Exception_(late_cap=7).penalty(A, 3 * day)[1] == 7
