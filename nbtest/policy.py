@@ -59,12 +59,10 @@ GUARDS = {
     "rests on it alone (reach-attrgetter finds no probe)",
     "computed-attribute": "getattr, setattr and delattr with a name the policy cannot read: the spelling of "
     "a dunder, private or frame attribute (tb_frame, f_globals) out of the three rules above; no sample trips it",
-    "dynamic-class": "three-argument type() and override names in strings: a torch function mode built out of "
-    "a class statement's sight (reach-dynamic-class-call), which the monitor's torch.function_mode event also holds",
     "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
     "construct above could hide there",
     "monitor": "an audited event (a frame or gc read, exec, compile, an import, a file, a torch mode left "
-    "active): the only defence against reach-dynamic-class-metaclass and reach-torch-mode-*, torch modes that "
+    "active): the only defence against reach-dynamic-class-* and reach-torch-mode-*, torch modes that "
     "answer the probe's reads without reaching it; the strings a library runs (reach-string-*) find no probe",
 }
 _PARSING = threading.Lock()
@@ -499,9 +497,6 @@ class _General(ast.NodeVisitor):
     # -- calls: getattr family, object.__setattr__
     def visit_Call(self, node):
         func = node.func.id if isinstance(node.func, ast.Name) and not self._local(node.func.id) else None
-        if func == "type" and len(node.args) + len(node.keywords) > 1:
-            self.flag(node, "dynamic-class", WITHHOLD, "type() with three arguments builds a class at run time, "
-                                                       "out of the policy's sight; write a class statement")
         if func in ATTRIBUTE_FUNCS:
             name = node.args[1] if len(node.args) > 1 else None
             if any(isinstance(a, ast.Starred) for a in node.args) or (
@@ -513,13 +508,6 @@ class _General(ast.NodeVisitor):
             elif isinstance(name, ast.Constant):
                 self._literal_attribute(node, func, name.value)
         self.generic_visit(node)
-
-    def visit_Constant(self, node):
-        if isinstance(node.value, str) and node.value in OVERRIDE_DUNDERS:
-            # {"__torch_function__": f} for type(...), a metaclass call or types.new_class: an override
-            # defined out of a class statement's sight
-            self.flag(node, "dynamic-class", WITHHOLD, f"'{node.value}' as a string names an override a class "
-                                                       "would define; a solution defines none")
 
     def _own_computed(self, target, name) -> bool:
         """getattr(self, f"ln{i}"), setattr(self, "block" + str(i), ...), or a name a for loop takes from
