@@ -42,6 +42,29 @@ class Rules(Protocol):
     kernel_wrapper: str
 
 WITHHOLD, FLAG = "withhold", "flag"
+# What each withhold rule still guards with the probe out of reach (the demotion of each to a flag, tried
+# against the forgeries and the hostile corpus); docs/security.md says the same, tests/test_policy.py checks
+GUARDS = {
+    "process-introspection": "sys, os, gc, ctypes, frames, sockets and files, by import, attribute or "
+    "re-export: the only withhold finding on 20 cases of the hostile corpus (forged frames on the child's "
+    "sockets, signals, forks); no forgery sample rests on it alone (forged-launch-trace finds no probe)",
+    "dynamic-code": "exec, eval, compile, __import__, open, globals and vars: the only withhold finding on "
+    "hostile-read-solutions, hostile-write-outside, hostile-budget and hostile-scratch-2g, and the spelling of "
+    "an import of a loaded module, which CPython does not audit (forged-structure-report finds no probe)",
+    "dunder": "object.__setattr__, __dict__, __globals__, __closure__, __code__: the only defence against "
+    "hides-encoder-layer (a layer kept out of _modules, which the probe reads structure from), and the "
+    "way to a function's globals and closure, which CPython does not audit",
+    "private-attribute": "a library object's private attributes (nn.Module's _modules, _parameters and hooks, "
+    "torch._C): a layer hidden from the structure the probe reads, and torch's C internals; no forgery sample "
+    "rests on it alone (reach-attrgetter finds no probe)",
+    "computed-attribute": "getattr, setattr and delattr with a name the policy cannot read: the spelling of "
+    "a dunder, private or frame attribute (tb_frame, f_globals) out of the three rules above; no sample trips it",
+    "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
+    "construct above could hide there",
+    "monitor": "an audited event (a frame or gc read, exec, compile, an import, a file, a torch mode left "
+    "active): the only defence against reach-dynamic-class-* and reach-torch-mode-*, torch modes that "
+    "answer the probe's reads without reaching it; the strings a library runs (reach-string-*) find no probe",
+}
 _PARSING = threading.Lock()
 
 
@@ -474,9 +497,6 @@ class _General(ast.NodeVisitor):
     # -- calls: getattr family, object.__setattr__
     def visit_Call(self, node):
         func = node.func.id if isinstance(node.func, ast.Name) and not self._local(node.func.id) else None
-        if func == "type" and len(node.args) + len(node.keywords) > 1:
-            self.flag(node, "dynamic-class", WITHHOLD, "type() with three arguments builds a class at run time, "
-                                                       "out of the policy's sight; write a class statement")
         if func in ATTRIBUTE_FUNCS:
             name = node.args[1] if len(node.args) > 1 else None
             if any(isinstance(a, ast.Starred) for a in node.args) or (
@@ -488,13 +508,6 @@ class _General(ast.NodeVisitor):
             elif isinstance(name, ast.Constant):
                 self._literal_attribute(node, func, name.value)
         self.generic_visit(node)
-
-    def visit_Constant(self, node):
-        if isinstance(node.value, str) and node.value in OVERRIDE_DUNDERS:
-            # {"__torch_function__": f} for type(...), a metaclass call or types.new_class: an override
-            # defined out of a class statement's sight
-            self.flag(node, "dynamic-class", WITHHOLD, f"'{node.value}' as a string names an override a class "
-                                                       "would define; a solution defines none")
 
     def _own_computed(self, target, name) -> bool:
         """getattr(self, f"ln{i}"), setattr(self, "block" + str(i), ...), or a name a for loop takes from

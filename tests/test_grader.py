@@ -233,6 +233,7 @@ def test_a_forged_mutation_report_is_held_for_process_introspection(graded):
 @pytest.mark.parametrize("sample, event, where", [
     ("reach-string-type-hint.ipynb", "exec", "typing.get_type_hints(_hint)"),
     ("reach-string-numpy-measure.ipynb", "compile", "np.testing.measure("),
+    ("reach-dynamic-class-call.ipynb", "torch.function_mode", "after cell 'residual_add' ran"),
     ("reach-dynamic-class-metaclass.ipynb", "torch.function_mode", "after cell 'residual_add' ran"),
     ("reach-torch-mode-generator.ipynb", "torch.function_mode", "after cell 'residual_add' ran"),
     ("reach-torch-mode-entered.ipynb", "torch.function_mode", "after cell 'residual_add' ran")])

@@ -47,6 +47,32 @@ def rules(violations) -> set[tuple[str, str]]:
     return {(v.rule, v.severity) for v in violations}
 
 
+# ============================================================ each withhold rule explained
+
+def withhold_rules() -> set[str]:
+    """Every rule name nbtest writes with severity withhold: a string just before WITHHOLD, in a call's
+    arguments (Violation(..., "too-deep", WITHHOLD, ...)) or a tuple's items (("process-introspection", WITHHOLD))."""
+    found = set()
+    for path in (ROOT / "nbtest").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            items = node.args if isinstance(node, ast.Call) else node.elts if isinstance(node, ast.Tuple) else []
+            for rule, severity in zip(items, items[1:]):
+                if isinstance(rule, ast.Constant) and isinstance(rule.value, str) and \
+                        (getattr(severity, "id", None) or getattr(severity, "attr", None)) == "WITHHOLD":
+                    found.add(rule.value)
+    return found
+
+
+def test_each_withhold_rule_says_what_it_still_guards():
+    """A withhold rule stays only for what it alone defends, now that the grader is out of a cell's reach:
+    policy.GUARDS says what, and docs/security.md's table says the same (a new rule without it fails)."""
+    rules = withhold_rules()
+    assert {"process-introspection", "too-deep", "monitor"} <= rules
+    assert set(policy.GUARDS) == rules
+    docs = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    assert [r for r, why in policy.GUARDS.items() if f"| `{r}` | {why} |" not in docs] == []
+
+
 # ============================================================ reference solutions and sample class
 
 @pytest.mark.parametrize("path, pol", [(RESIDUAL_NB, RESIDUAL), (FUSED_NB, FUSED)])
@@ -89,10 +115,10 @@ SAMPLE_RULES = {
     ("residual-connections", "reach-attrgetter"): {("import", FLAG), ("private-attribute", WITHHOLD)},
     ("residual-connections", "reach-own-private-name"): {("process-introspection", WITHHOLD),
                                                          ("private-attribute", WITHHOLD)},
-    # the gradients' reads answered by a torch function mode (MODES): a three-argument type() is a
-    # withhold rule; the metaclass called on keyword names and a class statement are seen by the monitor alone
-    # (a mode still active after the cell, test_grader.py), here only their imports and the override are flagged
-    ("residual-connections", "reach-dynamic-class-call"): {("import", FLAG), ("dynamic-class", WITHHOLD)},
+    # the gradients' reads answered by a torch function mode (MODES): the monitor alone sees them (a mode
+    # still active after the cell, test_grader.py); here only their imports and a class statement's override
+    # are flagged
+    ("residual-connections", "reach-dynamic-class-call"): {("import", FLAG)},
     ("residual-connections", "reach-dynamic-class-metaclass"): {("import", FLAG)},
     ("residual-connections", "reach-torch-mode-generator"): {("import", FLAG), ("override", FLAG)},
     ("residual-connections", "reach-torch-mode-entered"): {("import", FLAG), ("override", FLAG)},
@@ -261,17 +287,6 @@ NARROWED = {
         def residual_add(x, fx):
             return x + fx
         """, {("process-introspection", WITHHOLD)}),
-    "a class built by calling a metaclass, its override named in a string": ("""
-        meta = type(torch.Tensor)
-        Sneaky = meta("Sneaky", (torch.Tensor,), dict([("__torch_function__", classmethod(lambda *a, **k: None))]))
-        def residual_add(x, fx):
-            return x + fx
-        """, {("dynamic-class", WITHHOLD)}),
-    "a class built by three-argument type()": ("""
-        Sneaky = type("Sneaky", (torch.Tensor,), {"__torch_function__": classmethod(lambda *a, **k: None)})
-        def residual_add(x, fx):
-            return x + fx
-        """, {("dynamic-class", WITHHOLD)}),
 }
 
 
