@@ -1,7 +1,7 @@
 """Copies of functions that no longer read their modules' dicts: the code that watches and serves a student's,
 out of reach of a write to a module.
 
-    serve = seal(probe.serve_request, ("autograder",))      # (module name prefixes whose functions are copied)
+    serve = seal(serve_request, packages)      # packages: module name prefixes whose functions are copied
 
 A function looks its helpers up in its module's dict at every call, and writing a module's attribute raises no
 audit event: code that reaches the dict (a class's method's `__globals__`, the class found through
