@@ -53,8 +53,6 @@ SHOWN = {
     "silent-broadcasting": BROADCASTING,
     "in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
     "detached-residual-add": {"residual_add_gradients": "detached-gradient"},
-    # the inputs are read back from the grader's own memory: the forged report changes nothing
-    "forged-mutation-report": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
     "wraps-encoder-layer": {"block_parts": "block-structure"},
     "ffn-module-list": {"ffn_layers": "ffn-layers", "block_parts": "block-structure"},
     "oracle-fallback": {"split": "gradient-split"},
@@ -78,6 +76,8 @@ SHOWN = {
     **dict.fromkeys(["eye-projection", "hides-projection-method", "hides-projection-assigned"],
                     {"shortcut_identity": "projection-shortcut"}),
 }
+# a forgery of the probe finds none (OUT_OF_REACH): its forged report never lands, so its twin's mistakes show
+SHOWN.update({name: SHOWN[TWINS[name]] for name in OUT_OF_REACH})
 # sample -> the sample it was made from; every other sample is the reference with an edit (full-marks),
 # or the release as handed out (untouched-release)
 DERIVED_FROM = {"reads-solutions": "release", "honest-a": "honest-a", "honest-b": "honest-b",

@@ -78,7 +78,8 @@ def test_misconception_counts_are_what_expected_json_implies(graded):
     for r in rows(out / "students.csv"):
         for misconception in r["misconceptions"].split():
             got[misconception].add(r["student"])
-    assert dict(got) == dict(want), CLASS.seed
+    assert dict(got) == dict(want), (CLASS.seed, {m: ("only in the report", got[m] - want[m], "only expected", want[m] - got[m])
+                                                  for m in set(got) | set(want) if got[m] != want[m]})
     page = (out / "report.html").read_text(encoding="utf-8")
     table = suites.misconceptions(ASSIGNMENT)
     order = sorted(want, key=lambda m: (-lost[m], -len(want[m]), m))
