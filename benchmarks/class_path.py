@@ -47,9 +47,9 @@ def write_roster(path: Path, n: int, title: str) -> Path:
     return path
 
 
-def class_area(area: Path, n: int) -> dict:
+def class_area(area: Path, n: int) -> tuple[dict, int]:
     """The instructor folder with the roster imported, the assignment registered and the bulk zip in
-    place; returns the environment that selects it."""
+    place; returns the environment that selects it and how many of the notebooks nbgrader can read."""
     course = course_toml.load()
     a = course.assignment(ASSIGNMENT)
     env = {**ENV, "COURSE_INSTRUCTOR_DIR": str(area)}
@@ -61,15 +61,26 @@ def class_area(area: Path, n: int) -> dict:
     samples = sorted(p for p in SAMPLES.glob("*.ipynb") if p.name not in LEFT_OUT)
     copies = area / "copies"
     copies.mkdir()
-    notebooks = []
+    notebooks, readable = [], 0
     for i in range(n):
         nb = copies / f"{i:03d}.ipynb"
-        nb.write_text(distinct(samples[i % len(samples)], i // len(samples)), encoding="utf-8")
+        nb.write_text(text := distinct(samples[i % len(samples)], i // len(samples)), encoding="utf-8")
         notebooks.append(nb)
+        try:
+            readable += isinstance(json.loads(text), dict)
+        except json.JSONDecodeError:
+            pass
     roster = read_roster(roster_csv, tuple(course.assignments))
     build_bulk_download(area / "downloaded" / ASSIGNMENT / "archive" / "submissions.zip",
                         pair_uploads(roster, notebooks), a.notebook, a.deadline)
-    return env
+    return env, readable
+
+
+def exported(grades_csv: Path) -> int:
+    """The students with a grade in the exported Canvas CSV (the Points Possible row left out)."""
+    with grades_csv.open(encoding="utf-8") as f:
+        rows = list(csv.reader(f))[1:]
+    return sum(1 for r in rows if r[0].strip() != "Points Possible" and r[-1].strip())
 
 
 def main() -> int:
@@ -83,11 +94,14 @@ def main() -> int:
              "autograde": ("-m", "autograder", "autograde", ASSIGNMENT, *workers),
              "export": ("-m", "nbgrader", "export", FINAL, "--log-level=ERROR")}
     with tempfile.TemporaryDirectory() as tmp:
-        env = class_area(Path(tmp), args.students)
+        env, readable = class_area(Path(tmp), args.students)
         took = {}
         for label, command in steps.items():
             took[label] = run(sys.executable, *command, env=env)
             print(f"  {label:<10} {took[label]:7.1f} s", flush=True)
+        graded = exported(Path(tmp) / "canvas" / "grades.csv")
+    if graded != readable:
+        raise SystemExit(f"the export holds {graded} grades, not {readable}: the figures time a broken run")
     total = sum(took.values())
     scaled = total * TARGET_STUDENTS / args.students
     print(f"class path: {total:.1f} s for {args.students} students = {total / args.students:.2f} s each"
