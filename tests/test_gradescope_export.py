@@ -2,7 +2,6 @@
 written from, and report, review and status reading an export, with what cannot be read listed apart.
 tests/test_gradescope.py reads back an export of the sample class's simulated Gradescope runs."""
 import csv
-import json
 import zipfile
 
 import pytest

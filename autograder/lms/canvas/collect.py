@@ -3,7 +3,7 @@
     problems = extract_archives(archive_dir, extracted_dir)   # a corrupt entry is reported, the rest kept
     collection = plan_collection(files, roster_names)         # {Canvas ID: sortable name}; .chosen, .problems
     save_collection(db_url, assignment, collection, problems) # canvas/collected-ASSIGNMENT.json
-    print(shown(problem, keep=""))                          # a student's file name cannot drive the terminal
+    print(shown(problem, keep=""))   # results/terminal.py: a student's file name cannot drive the terminal
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from pathlib import Path
 import nbtest
 
 from ...nbgrading.run import unreadable
-from ...results.terminal import shown
 from .roster import canvas_dir, write_json
 
 # Canvas's bulk download (canvas-lms lib/content_zipper.rb):

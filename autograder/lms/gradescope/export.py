@@ -22,7 +22,6 @@ failures count as wrong answers with no misconception named.
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import zipfile
 import zlib
