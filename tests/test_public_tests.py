@@ -70,8 +70,28 @@ def _with_broken_split_gradient() -> dict:
     return nb
 
 
+def test_check_runs_an_ffn_held_in_a_module_list_in_order(reference, capsys):
+    """An ffn kept in an nn.ModuleList that the block's forward runs in order: where the tests call ffn
+    themselves they run it in order too (nbtest.layers.as_layer, which the grader's probe calls)."""
+    class ListFFN(reference.ResidualFFN):
+        def __init__(self, d_in, d_out, expansion=4):
+            super().__init__(d_in, d_out, expansion)
+            self.ffn = nn.ModuleList(list(self.ffn))
+
+        def forward(self, x):
+            h = x
+            for layer in self.ffn:
+                h = layer(h)
+            return reference.residual_add(self.shortcut(x), h)
+
+    nbtest.check(1, dict(vars(reference), ResidualFFN=ListFFN), SOURCE_NB.parent / "test_public.py")
+    out = capsys.readouterr().out
+    assert "FAILED" not in out and "not done" not in out, out
+
+
 def test_check_names_a_module_without_forward_as_an_error_not_a_stub(reference, capsys):
-    """An ffn built as an nn.ModuleList and called: torch's own NotImplementedError, which is no stub."""
+    """An ffn built as an nn.ModuleList that the block's own forward calls: torch's own NotImplementedError,
+    which is no stub."""
     class ListFFN(reference.ResidualFFN):
         def __init__(self, d_in, d_out, expansion=4):
             super().__init__(d_in, d_out, expansion)
