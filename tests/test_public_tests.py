@@ -8,6 +8,8 @@ from pathlib import Path
 
 import nbtest
 import pytest
+import torch
+from nbtest import uncompiled
 from torch import nn
 
 from helpers import COURSE, NAMES, RELEASE_NB, SOURCE_NB, SampleClass, public_test_count
@@ -87,6 +89,18 @@ def test_check_runs_an_ffn_held_in_a_module_list_in_order(reference, capsys):
     nbtest.check(1, dict(vars(reference), ResidualFFN=ListFFN), SOURCE_NB.parent / "test_public.py")
     out = capsys.readouterr().out
     assert "FAILED" not in out and "not done" not in out, out
+
+
+def test_compiled_functions_pass_through_where_the_tests_run_cells(monkeypatch):
+    """nbtest.uncompiled.install, which the public tests' fixture and the grader's child run before any
+    cell: every form of torch.compile and torch.jit.script hands back what it was given."""
+    for owner, name in ((torch, "compile"), (torch.compiler, "compile"), (torch.jit, "script")):
+        monkeypatch.setattr(owner, name, getattr(owner, name))     # this process's originals come back after
+    uncompiled.install()
+    layer = nn.Linear(2, 2)
+    assert torch.compile(abs) is abs and torch.compile(layer, fullgraph=True) is layer
+    assert torch.compile(mode="max-autotune", dynamic=True)(abs) is abs and torch.compiler.compile(abs) is abs
+    assert torch.jit.script(abs) is abs and torch.jit.script(layer) is layer
 
 
 def test_check_names_a_module_without_forward_as_an_error_not_a_stub(reference, capsys):
