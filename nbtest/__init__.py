@@ -22,6 +22,8 @@ effects. Two ways in:
     rules.py      the rules test: both of those on one part's cells
     rules_text.py the notebooks' import rule, written from policy.py's own lists
     checks.py     check() in the notebook, and the helpers test_public.py uses
+    layers.py     a layer called as the notebook's forward runs it (an ffn held in an nn.ModuleList)
+    uncompiled.py torch.compile and torch.jit.script as pass-throughs where the grader and pytest run cells
     plugin.py     the pytest plugin: the nb fixture and one line per failing test
     warmup.py     what runs once per process before a notebook's code
 """

@@ -9,14 +9,17 @@ import pytest
 from .checks import STILL_STUB, failure_line, is_stub_error
 from .notebook import NotebookError, load, notebook_beside
 from .rules import Watch
+from .uncompiled import install as run_uncompiled
 
 
 @pytest.fixture(scope="module")
 def nb(request) -> types.ModuleType:
-    """The module cells of the notebook beside the test file, watched by the grader's monitor; a cell that
+    """The module cells of the notebook beside the test file, watched by the grader's monitor, with
+    torch.compile and torch.jit.script passing their function through (nbtest.uncompiled); a cell that
     fails costs the tests that use its names (load's partial), as in the grade."""
     try:
         path = notebook_beside(request.path)
+        run_uncompiled()     # as in the grader's child: compiled functions run uncompiled
         Watch.start(request.path, path).add(path, f"notebook_{path.stem.replace('-', '_')}")
         return load(path, partial=True)
     except NotebookError as e:

@@ -103,10 +103,13 @@ PROCESS_ATTRIBUTES = frozenset({
     "overrides", "hub", "ctypeslib"})
 # Dotted paths (after import aliases are resolved) that read or write files, or reach the runtime.
 PROCESS_PATHS = ("torch.load", "torch.save", "torch.from_file", "torch.utils", "torch.ops", "torch.jit",
-                 "torch.compile", "torch.package", "torch.multiprocessing", "torch.distributed",
+                 "torch.package", "torch.multiprocessing", "torch.distributed",
                  "numpy.load", "numpy.save", "numpy.savez", "numpy.fromfile", "numpy.memmap",
                  "numpy.loadtxt", "numpy.genfromtxt", "numpy.lib", "triton.runtime", "triton.compiler",
                  "triton.backends", "triton.knobs", "triton.testing", "triton.tools")
+# Compilers the grader's child and the public tests replace by a pass-through (nbtest/uncompiled.py): no
+# compiler runs, so calling one reaches nothing.
+UNCOMPILED = ("torch.compile", "torch.compiler.compile", "torch.jit.script")
 # Dunder attributes an honest solution reads (super().__init__(), type(x).__name__).
 SAFE_DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__"})
 # Dunders a class body may not define: they lie about type or reroute torch's dispatch.
@@ -476,7 +479,9 @@ class _General(ast.NodeVisitor):
     def _path(self, node, path: str):
         forbidden = PROCESS_PATHS + self.policy.extra_forbidden_paths
         hit = next((p for p in forbidden if path == p or path.startswith(p + ".")), None)
-        if hit is not None:
+        if path in UNCOMPILED and isinstance(node, ast.Attribute):
+            node.value.uncompiled = True      # the `torch.jit` of `torch.jit.script` is no use of torch.jit
+        if hit is not None and path not in UNCOMPILED and not getattr(node, "uncompiled", False):
             own = hit in self.policy.extra_forbidden_paths
             rule, severity = ("forbidden-module", FLAG) if own else ("process-introspection", WITHHOLD)
             why = (f"this assignment may not use {hit} (course.toml)" if own else

@@ -6,7 +6,7 @@ rules section to it.
 """
 from __future__ import annotations
 
-from .policy import HONEST_MODULES, PROCESS_MODULES, PROCESS_PATHS, Rules
+from .policy import HONEST_MODULES, PROCESS_MODULES, PROCESS_PATHS, UNCOMPILED, Rules
 
 # modules a student reaches for that the list leaves out: named so the line says they are flagged
 OFTEN_TRIED = ("copy", "time", "random", "logging")
@@ -20,8 +20,9 @@ def imports_rule(rules: Rules) -> str:
     return (f"- Import only {allowed}, and in any cell {_listed(sorted(HONEST_MODULES))}{forbidden}. Any other "
             f"module ({tried}, say) is flagged. These reach the grading process and hold the tests that rest on "
             f"what your code's process reports: the modules {_listed(sorted(PROCESS_MODULES))}, and "
-            f"{_listed(sorted(PROCESS_PATHS))} (`torch.compile` and `torch.jit` compile and load code at run "
-            "time).")
+            f"{_listed(sorted(PROCESS_PATHS))} (`torch.jit` compiles and loads code at run time). The grader and "
+            f"`pytest` run {_listed(UNCOMPILED)} uncompiled, so these hold nothing: each hands back the function or "
+            "module it is given, which computes the same values.")
 
 
 def _listed(names, last: str = "and") -> str:

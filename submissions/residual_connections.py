@@ -47,6 +47,10 @@ HARD_CODED = dict.fromkeys(["chain_one_block", "chain_many_blocks", "chain_alpha
 DETACHED = dict.fromkeys(["norms_decay", "norms_depth_100", "norms_random", "norms_plain"], "detached-gradient")
 CAUSAL = dict.fromkeys(["block_pre_causal", "block_post_causal"], "missing-causal-mask")
 WRONG = {**BROADCASTING, **HARD_CODED, **DETACHED, **CAUSAL}
+# Linear, Linear, GELU: ffn[2] has no weight to load, and every block and model built on the ffn is off
+GELU_LAST = {"ffn_layers", "ffn_forward", "block_parts", "block_pre", "block_post", "block_pre_causal",
+             "block_post_causal", "block_default", "plain_structure", "residual_structure", "plain_forward",
+             "residual_forward", "residual_scaled", "residual_zero_init"}
 # sample -> {check name: the misconception id its failure shows}; a failed test not named here shows none
 # (a stub, a crash, a hang, a reply of the wrong type)
 SHOWN = {
@@ -54,7 +58,7 @@ SHOWN = {
     "in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
     "detached-residual-add": {"residual_add_gradients": "detached-gradient"},
     "wraps-encoder-layer": {"block_parts": "block-structure"},
-    "ffn-module-list": {"ffn_layers": "ffn-layers", "block_parts": "block-structure"},
+    "ffn-module-list-gelu-last": {"block_parts": "block-structure"},
     "oracle-fallback": {"split": "gradient-split"},
     "oracle-table": {"split": "gradient-split"},
     "scaled-shortcut-ignored": dict.fromkeys(["chain_alpha", "norms_decay", "norms_random"], "scaled-shortcut-ignored"),
@@ -156,10 +160,8 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
     in_place = s.body("residual_add", 0, ("return x + fx", "x += fx\nreturn x"))
     helper_cell = s.with_own_cell(s.solved(residual_add=s.filled("residual_add", [
         "check_same_shape(x, fx)\nreturn x + fx"])), "residual_add", variants.HELPER_CELL)
-    module_list = s.filled("residual_ffn", [
-        edit(s.bodies["residual_ffn"][0], "nn.Sequential(nn.Linear(d_in, hidden), nn.GELU(), nn.Linear(hidden, d_out))",
-             "nn.ModuleList([nn.Linear(d_in, hidden), nn.GELU(), nn.Linear(hidden, d_out)])"),
-        "h = x\nfor layer in self.ffn:\n    h = layer(h)\nreturn residual_add(self.shortcut(x), h)"])
+    module_list = ffn_module_list(s, "nn.Linear(d_in, hidden), nn.GELU(), nn.Linear(hidden, d_out)")
+    gelu_last = ffn_module_list(s, "nn.Linear(d_in, hidden), nn.Linear(hidden, d_out), nn.GELU()")
     return {
         **s.honest(HONEST),
         **forgeries(s, in_place),
@@ -175,13 +177,11 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                          s.solved(residual_add=list_message), set()),
         "helper-cell": ("residual_add calls check_same_shape, defined in a cell of the student's own above it",
                         helper_cell, set()),
-        "ffn-module-list": ("ResidualFFN's ffn is an nn.ModuleList its forward loops over: calling ffn itself "
-                            "(the tests, TransformerBlock) raises torch's missing-forward NotImplementedError",
-                            s.solved(residual_ffn=module_list),
-                            {"ffn_layers", "block_parts", "block_default", "block_pre", "block_post", "block_pre_causal",
-                             "block_post_causal", "block_pre_identity", "plain_structure", "residual_structure",
-                             "plain_forward", "residual_forward", "residual_scaled", "residual_zero_init",
-                             "train_lowers_loss", "deep_residual_trains", "deep_plain_stalls"}),
+        "ffn-module-list": ("every ffn is an nn.ModuleList of Linear, GELU, Linear that the blocks' forwards run "
+                            "in order (a helper of the residual_ffn cell); the tests run it in order too",
+                            s.solved(**module_list), set()),
+        "ffn-module-list-gelu-last": ("the ffn-module-list student with the GELU after the second Linear: "
+                                      "Linear, Linear, GELU", s.solved(**gelu_last), GELU_LAST),
         "full-marks": ("the reference solution", s.solved(), set()),
         "untouched-release": ("the release as handed out: every stub still raises NotImplementedError",
                               s.notebook({}), every),
@@ -272,6 +272,29 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                              near_copy, part[5]),
         **part5_samples(s),
     }
+
+
+# a student's own helper in the residual_ffn cell: an nn.ModuleList has no forward of its own
+RUN_LAYERS = '''def run_layers(layers: nn.ModuleList, x: Tensor) -> Tensor:
+    """x through each layer in order, as nn.Sequential would."""
+    for layer in layers:
+        x = layer(x)
+    return x
+
+
+'''
+
+
+def ffn_module_list(s: Samples, layers: str) -> dict[str, str]:
+    """The cells of a student whose every ffn is nn.ModuleList([layers]), run in order by run_layers wherever
+    the reference calls self.ffn(...)."""
+    through = ("self.ffn(", "run_layers(self.ffn, ")
+    ffn = s.body("residual_ffn", 1, through)
+    ffn[0] = edit(ffn[0], "nn.Sequential(nn.Linear(d_in, hidden), nn.GELU(), nn.Linear(hidden, d_out))",
+                  f"nn.ModuleList([{layers}])")
+    return {"residual_ffn": s.filled("residual_ffn", ffn, before=RUN_LAYERS),
+            **{label: s.filled(label, s.body(label, 1, through))
+               for label in ("transformer_block", "plain_mlp", "residual_mlp")}}
 
 
 def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, set[str]]]:

@@ -269,4 +269,28 @@ IDIOMS = [
                     raise ValueError(f"Residual: the sublayer maps {_Shape.of(x).dims} to {_Shape.of(out).dims}")
                 return residual_add(x, out)
         '''),
+    # compiled functions, as torch's docs write them: the grader and pytest run them uncompiled
+    (("torch-compile-decorator", "torch-compile-call", "torch-jit-script"), "residual_stream_norms", '''
+        @torch.jit.script
+        def _token_norms(x: Tensor) -> Tensor:
+            return (x * x).sum(-1).sqrt()
+
+
+        def _mean(t: Tensor) -> Tensor:
+            return t.mean()
+
+
+        _compiled_mean = torch.compile(_mean, fullgraph=True)
+
+
+        @torch.compile(dynamic=True)
+        @torch.no_grad()
+        def residual_stream_norms(blocks, x: Tensor) -> list:
+            """The mean per-token L2 norm of x before the blocks and after each: len(blocks) + 1 floats."""
+            norms = [_compiled_mean(_token_norms(x)).item()]
+            for block in blocks:
+                x = block(x)
+                norms.append(_compiled_mean(_token_norms(x)).item())
+            return norms
+        '''),
 ]

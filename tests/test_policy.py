@@ -678,3 +678,17 @@ def test_honest_modules_pass_in_any_assignment_and_the_others_stay_flagged():
     for module in ("copy", "time", "random", "logging"):
         found = policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=f"import {module}\n"), RESIDUAL)
         assert rules(found) == {("import", FLAG)}, module
+
+
+def test_compilers_the_grader_runs_uncompiled_hold_nothing_and_the_rest_of_torch_jit_does():
+    """torch.compile (call and decorator forms), torch.compiler.compile and torch.jit.script hand back their
+    function in the grader's child and pytest (nbtest/uncompiled.py): nothing to hold. torch.jit's loaders
+    and tracer still reach the runtime."""
+    compiled = ("def _mean(t):\n    return t.mean()\n\n\nmean = torch.compile(_mean, fullgraph=True)\n"
+                "mean2 = torch.compiler.compile(_mean)\nmean3 = torch.jit.script(_mean)\n\n\n"
+                "@torch.compile(mode='max-autotune')\ndef _twice(t):\n    return 2 * t\n\n\n"
+                "@torch.compile\n@torch.jit.script\ndef _thrice(t):\n    return 3 * t\n")
+    assert policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=compiled), RESIDUAL) == []
+    for held in ("torch.jit.trace(abs, 1)", "torch.jit.load('m.pt')", "torch.jit"):
+        found = policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=f"x = {held}\n"), RESIDUAL)
+        assert rules(found) == {("process-introspection", WITHHOLD)}, held

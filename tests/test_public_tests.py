@@ -8,6 +8,8 @@ from pathlib import Path
 
 import nbtest
 import pytest
+import torch
+from nbtest import uncompiled
 from torch import nn
 
 from helpers import COURSE, NAMES, RELEASE_NB, SOURCE_NB, SampleClass, public_test_count
@@ -70,8 +72,40 @@ def _with_broken_split_gradient() -> dict:
     return nb
 
 
+def test_check_runs_an_ffn_held_in_a_module_list_in_order(reference, capsys):
+    """An ffn kept in an nn.ModuleList that the block's forward runs in order: where the tests call ffn
+    themselves they run it in order too (nbtest.layers.as_layer, which the grader's probe calls)."""
+    class ListFFN(reference.ResidualFFN):
+        def __init__(self, d_in, d_out, expansion=4):
+            super().__init__(d_in, d_out, expansion)
+            self.ffn = nn.ModuleList(list(self.ffn))
+
+        def forward(self, x):
+            h = x
+            for layer in self.ffn:
+                h = layer(h)
+            return reference.residual_add(self.shortcut(x), h)
+
+    nbtest.check(1, dict(vars(reference), ResidualFFN=ListFFN), SOURCE_NB.parent / "test_public.py")
+    out = capsys.readouterr().out
+    assert "FAILED" not in out and "not done" not in out, out
+
+
+def test_compiled_functions_pass_through_where_the_tests_run_cells(monkeypatch):
+    """nbtest.uncompiled.install, which the public tests' fixture and the grader's child run before any
+    cell: every form of torch.compile and torch.jit.script hands back what it was given."""
+    for owner, name in ((torch, "compile"), (torch.compiler, "compile"), (torch.jit, "script")):
+        monkeypatch.setattr(owner, name, getattr(owner, name))     # this process's originals come back after
+    uncompiled.install()
+    layer = nn.Linear(2, 2)
+    assert torch.compile(abs) is abs and torch.compile(layer, fullgraph=True) is layer
+    assert torch.compile(mode="max-autotune", dynamic=True)(abs) is abs and torch.compiler.compile(abs) is abs
+    assert torch.jit.script(abs) is abs and torch.jit.script(layer) is layer
+
+
 def test_check_names_a_module_without_forward_as_an_error_not_a_stub(reference, capsys):
-    """An ffn built as an nn.ModuleList and called: torch's own NotImplementedError, which is no stub."""
+    """An ffn built as an nn.ModuleList that the block's own forward calls: torch's own NotImplementedError,
+    which is no stub."""
     class ListFFN(reference.ResidualFFN):
         def __init__(self, d_in, d_out, expansion=4):
             super().__init__(d_in, d_out, expansion)

@@ -15,7 +15,8 @@ Requests (dicts) and what they return:
         -> {"handle", "structure"}
     {"op": "load", "handle": H, "weights": {"ffn.0.weight": TENSOR, ...}}  -> {}
     {"op": "invoke", "handle": H, "at": PATH or "", "args", "kwargs", "no_grad": bool}  -> like "call"
-        (the object, or its submodule at PATH as "load" reaches it: "0.ffn", "attn"; no_grad: under
+        (the object, or its submodule at PATH as "load" reaches it: "0.ffn", "attn", an nn.ModuleList run
+        as nbtest.layers.as_layer runs it; no_grad: under
         torch.no_grad, for outputs that are only read: autograd's bookkeeping doubles a small model's forward)
     {"op": "time", "fn": NAME, "args", "kwargs", "against": {LABEL: SPEC, ...},
      "reps": R, "inner": K, "budget_ms": B, "fresh": [i, ...], "rows": [r, ...], "seed": S}
@@ -44,6 +45,8 @@ import time
 
 import torch
 from torch import nn
+
+from nbtest.layers import as_layer as _as_layer
 
 from .arena import keeping as _keeping
 from .arena import view as _view
@@ -230,7 +233,7 @@ def _invoke(module, specs, objects, request):
     if missing is not None:
         return {"error": {"type": "AttributeError", "is": ["AttributeError"],
                           "message": f"nothing at '{_text(path)}' (no '{_text(missing)}')"}}
-    return _observe(target, request, specs, objects, module)
+    return _observe(_as_layer(target), request, specs, objects, module)   # an ffn held in a ModuleList runs in order
 
 
 def _observe(fn, request, specs, objects, module) -> dict:

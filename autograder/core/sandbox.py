@@ -54,7 +54,7 @@ from typing import Callable
 
 import nbtest
 import torch
-from nbtest import monitor, policy
+from nbtest import monitor, policy, uncompiled
 from nbtest.sealed import seal
 
 from ..course import ROOT, SOLUTIONS
@@ -411,6 +411,7 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
         # what runs beside the student's code, each reading private copies of its modules' dicts (nbtest.sealed)
         run, serve, describe, declared, check_state, specs = (seal(f, GRADING_PACKAGES) for f in (
             _run, probe.serve_request, probe.describe_error, probe.declared, monitor.check_state, specs))
+        uncompiled.install()     # torch.compile and torch.jit.script hand back their function: no dynamo hook here
         monitor.install(events_fd, config["scratch"], GRADER_CODE, GRADING_PACKAGES)   # before any student code runs
         _out_of_reach(module)
         run(conn, sock, events_fd, config, module, specs, isolation, serve, describe, declared, check_state)

@@ -10,6 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 from nbtest import follows_rules, names_shape, value_error
+from nbtest.layers import as_layer
 from torch import nn
 
 
@@ -98,10 +99,10 @@ def test_part1_residual_ffn_shapes(nb):
     x = torch.randn(2, 5, 768)
     out = block(x)
     assert out.shape == (2, 5, 768), f"(2, 5, 768) in must give (2, 5, 768) out, got {tuple(out.shape)}"
-    assert torch.allclose(out, x + block.ffn(x), atol=1e-6), "forward must be shortcut(x) + ffn(x)"
+    assert torch.allclose(out, x + as_layer(block.ffn)(x), atol=1e-6), "forward must be shortcut(x) + ffn(x)"
     wide = nb.ResidualFFN(16, 32, expansion=2)
     y = torch.randn(3, 16)
-    assert torch.allclose(wide(y), wide.shortcut(y) + wide.ffn(y), atol=1e-6), (
+    assert torch.allclose(wide(y), wide.shortcut(y) + as_layer(wide.ffn)(y), atol=1e-6), (
         "with d_in != d_out the shortcut must project x before the add")
 
 
@@ -316,7 +317,7 @@ def test_part5_alpha_scales_the_shortcut_not_the_branch(nb):
     torch.manual_seed(1)
     model = nb.residual_mlp(6, 6, 2, 1, alpha=0.5, branch_scale=3.0)
     block, x = model[0], torch.randn(4, 6, generator=torch.Generator().manual_seed(2))
-    branch = block.ffn(block.ln(x))
+    branch = as_layer(block.ffn)(block.ln(x))
     assert torch.allclose(block(x), 0.5 * x + 3.0 * branch, atol=1e-6), (
         "a block is alpha * shortcut(x) + branch_scale * ffn(ln(x)); scaling the branch instead of the "
         "shortcut, or ignoring alpha, gives a different output")
