@@ -47,7 +47,7 @@ HARD_CODED = dict.fromkeys(["chain_one_block", "chain_many_blocks", "chain_alpha
 DETACHED = dict.fromkeys(["norms_decay", "norms_depth_100", "norms_random", "norms_plain"], "detached-gradient")
 CAUSAL = dict.fromkeys(["block_pre_causal", "block_post_causal"], "missing-causal-mask")
 WRONG = {**BROADCASTING, **HARD_CODED, **DETACHED, **CAUSAL}
-# sample -> {check name: the misconception id its failure shows}; a failed test not named here shows none
+# sample -> {test id: the misconception id its failure shows}; a failed test not named here shows none
 # (a stub, a crash, a hang, a reply of the wrong type)
 SHOWN = {
     "silent-broadcasting": BROADCASTING,
@@ -97,7 +97,7 @@ WRITTEN = {
 
 
 def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
-    """name -> (description, notebook dict or raw text, check names of the tests it fails)."""
+    """name -> (description, notebook dict or raw text, ids of the tests it fails)."""
     part = {p: s.checks(p) for p in PARTS}
     every = set().union(*part.values())
     broadcasting = s.filled("residual_add", ["return x + fx"])
