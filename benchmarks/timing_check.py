@@ -29,7 +29,7 @@ from autograder.grading.grader import Grader, cuda_present
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "fused-add-norm"
 SAMPLES = ROOT / "submissions" / ASSIGNMENT
-TIMED = {t.name for t in suites.load(ASSIGNMENT).tests if t.needs_cuda}
+TIMED = {t.id for t in suites.load(ASSIGNMENT).tests if t.needs_cuda}
 # sample -> words its timing entry must begin with or contain: (on CUDA, on the CPU's clock)
 TIMING = {
     "full-marks.ipynb": ("passed", "passed"),
@@ -41,18 +41,18 @@ TIMING = {
 
 def lost(result: dict, sample: str, on_cpu: bool) -> list[str]:
     """What differs from the declaration: each test scored otherwise than expected.json (or, for
-    the timing test, TIMING) says."""
+    the timing test, TIMING) says; tests are matched by id (the results store's tests[].id)."""
     expected = json.loads((SAMPLES / "expected.json").read_text())["samples"][sample]["tests"]
     words = TIMING[sample][on_cpu]
     problems = []
     for t in result["tests"]:
         if t["kind"] == "not_run":
             problems.append(f"{t['name']}: not run")
-        elif t["name"] in TIMED:
+        elif t["id"] in TIMED:
             if (words == "passed") != (t["score"] == t["max_score"]) or words not in t["output"]:
                 problems.append(f"{t['name']}: expected {words!r}, got: {t['output']}")
-        elif t["score"] != expected[t["name"]]:
-            problems.append(f"{t['name']}: {t['score']} of {t['max_score']}, expected {expected[t['name']]}: "
+        elif t["score"] != expected[t["id"]]:
+            problems.append(f"{t['name']}: {t['score']} of {t['max_score']}, expected {expected[t['id']]}: "
                             f"{t['output']}")
     return problems
 
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             result = grader.grade(SAMPLES / sample, seed).to_store()
             seconds = time.monotonic() - start
             store.write(json.dumps(result) + "\n")
-            entry = next(t for t in result["tests"] if t["name"] in TIMED)
+            entry = next(t for t in result["tests"] if t["id"] in TIMED)
             problems = lost(result, sample, on_cpu)
             failures += bool(problems)
             print(f"\n{sample} ({seconds:.1f} s): {result['score']} / {result['max_score']}; timing test "

@@ -23,7 +23,7 @@ WRITTEN: dict[str, dict[str, str]] = {}
 
 
 def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
-    """name -> (description, notebook dict, check names of the tests it fails)."""
+    """name -> (description, notebook dict, ids of the tests it fails)."""
     part1 = s.checks(1)
     kernel = lambda *edits: s.filled("fused_kernel", s.body("fused_kernel", 0, *edits))
     wrapper = lambda *edits: s.filled("fused_add_layernorm", s.body("fused_add_layernorm", 0, *edits))

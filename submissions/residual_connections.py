@@ -51,7 +51,7 @@ WRONG = {**BROADCASTING, **HARD_CODED, **DETACHED, **CAUSAL}
 GELU_LAST = {"ffn_layers", "ffn_forward", "block_parts", "block_pre", "block_post", "block_pre_causal",
              "block_post_causal", "block_default", "plain_structure", "residual_structure", "plain_forward",
              "residual_forward", "residual_scaled", "residual_zero_init"}
-# sample -> {check name: the misconception id its failure shows}; a failed test not named here shows none
+# sample -> {test id: the misconception id its failure shows}; a failed test not named here shows none
 # (a stub, a crash, a hang, a reply of the wrong type)
 SHOWN = {
     "silent-broadcasting": BROADCASTING,
@@ -101,7 +101,7 @@ WRITTEN = {
 
 
 def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
-    """name -> (description, notebook dict or raw text, check names of the tests it fails)."""
+    """name -> (description, notebook dict or raw text, ids of the tests it fails)."""
     part = {p: s.checks(p) for p in PARTS}
     every = set().union(*part.values())
     broadcasting = s.filled("residual_add", ["return x + fx"])

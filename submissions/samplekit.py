@@ -14,12 +14,15 @@ submissions/residual_connections.py, with these names:
     MEASURED        forgeries that what the grader measures defeats, not the policy (none need be held)
     OUT_OF_REACH    (optional) forgeries of the probe that find it out of reach (tried): still flagged, they
                     score no more than their twin with no test held either
-    SHOWN           sample -> {check name: the misconception id its failure shows}
+    SHOWN           sample -> {test id: the misconception id its failure shows}
     DERIVED_FROM    sample -> the sample it was made from, where that is not full-marks (or the release
                     for untouched-release)
     WRITTEN         sample -> {grade_id: its answer to that written question}
-    samples(s)      name -> (description, notebook dict or raw text, check names of the tests it fails),
+    samples(s)      name -> (description, notebook dict or raw text, ids of the tests it fails),
                     s a Samples of the assignment
+
+A test's id is its function's name (kit.Test.id; a part's rules test rules_partN): expected.json keys
+every test by it, never by the sentence a student reads, so rewording a sentence changes no file here.
 
 A new class needs no more than
 
@@ -33,7 +36,7 @@ A new class needs no more than
 Every sample starts from the student release (assignments/) and fills its solution cells the way a
 student would: with the reference code from solutions/ (the code between the solution markers), or
 with a variant that carries one misconception, a crash, a hang or a cheat. expected.json holds each
-sample's score per hidden test, derived from the tests each sample is declared to fail. A test that
+sample's score per hidden test (by id), derived from the tests each sample is declared to fail. A test that
 needs CUDA is expected as graded without it, by course.toml's without_cuda (results.result.not_run).
 It also holds the misconception id each failed test is declared to show (SHOWN), and the sample's
 family (derived_from): the reference's one-edit variants are near-copies of full-marks by
@@ -55,7 +58,7 @@ import nbtest
 from autograder import contract, course, suites
 from autograder.core.extract import Template
 from autograder.grading.grader import Grader
-from autograder.results.result import TestResult, not_run
+from autograder.results.result import Result, TestResult, not_run
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "submissions"
@@ -152,8 +155,8 @@ class Samples:
         return bodies
 
     def checks(self, part: int | None = None) -> set[str]:
-        """Check names of the hidden tests (of one part)."""
-        return {t.check.__name__ for t in self.tests if part is None or t.part == part}
+        """Ids of the hidden tests (of one part)."""
+        return {t.id for t in self.tests if part is None or t.part == part}
 
     def trusting(self, cell: str | None = None) -> set[str]:
         """Ids of the tests that rest on the child's reports: held for review when the code reaches into the
@@ -208,17 +211,24 @@ def answered(nb: dict, answers: dict[str, str]) -> dict:
 
 
 def expected_scores(assignment: str, fails: set[str]) -> dict[str, float]:
-    """Each hidden test's expected score: 0 if it fails, else its points; a test that needs CUDA is
+    """test id -> its expected score: 0 if it fails, else its points; a test that needs CUDA is
     expected as graded on a machine without it (course.toml's without_cuda)."""
     tests = suites.load(assignment).tests
-    graded = [TestResult(t.name, t.part, 0 if t.check.__name__ in fails else t.points, t.points, "")
+    graded = [TestResult(t.name, t.part, 0 if t.id in fails else t.points, t.points, "", id=t.id)
               for t in tests if not t.needs_cuda]
-    scores = {r.name: r.score for r in graded}
+    scores = {r.id: r.score for r in graded}
     for t in tests:
         if t.needs_cuda:
             rule = course.load().assignment(assignment).timing.without_cuda
-            scores[t.name] = not_run(t.name, t.part, t.points, rule, graded).score
-    return {t.name: scores[t.name] for t in tests}
+            scores[t.id] = not_run(t.name, t.part, t.points, rule, graded).score
+    return {t.id: scores[t.id] for t in tests}
+
+
+def differences(result: Result, expected: dict[str, float]) -> list[str]:
+    """A line per test of `result` that did not score what expected.json's `tests` (id -> score) says,
+    matched by id: its title is only what the line shows."""
+    return [f"{t.key} ({t.name}): {t.score}, expected {expected.get(t.key)}: {t.output[:300]}"
+            for t in result.tests if t.score != expected.get(t.key)]
 
 
 def render() -> dict[str, str]:
@@ -226,7 +236,7 @@ def render() -> dict[str, str]:
     files = {}
     for assignment, module in classes().items():
         s = Samples(assignment, module.PARTS)
-        checks, by_check = s.checks(), {t.check.__name__: t.name for t in s.tests}
+        checks = s.checks()
         expected = {}
         for name, (description, nb, fails) in module.samples(s).items():
             if name in module.WRITTEN:
@@ -245,7 +255,7 @@ def render() -> dict[str, str]:
                                          else score, "tests": tests,
                                          "derived_from": module.DERIVED_FROM.get(
                                              name, "release" if name == "untouched-release" else "full-marks"),
-                                         "misconceptions": {by_check[c]: m for c, m in sorted(shown.items())}}
+                                         "misconceptions": dict(sorted(shown.items()))}
         files[f"{assignment}/expected.json"] = json.dumps({"assignment": assignment, "samples": expected},
                                                           indent=1) + "\n"
     return files

@@ -28,7 +28,7 @@ from autograder import course, suites
 from autograder.cli import main
 from autograder.course import ROOT
 from autograder.core.extract import Template
-from autograder.results.result import MAX_OUTPUT
+from autograder.results.result import MAX_OUTPUT, Result
 
 
 ASSIGNMENT = "residual-connections"
@@ -111,10 +111,8 @@ class SampleClass:
         return {name: grader.grade(self.folder / name, self.seed).to_store() for name in self.expected}
 
     def assert_expected(self, name: str, result: dict) -> None:
-        want = self.expected[name]["tests"]
-        diff = {t["name"]: f"got {t['score']}, expected {want[t['name']]}: {t['output']}"
-                for t in result["tests"] if t["score"] != want[t["name"]]}
-        assert not diff, f"{name} with seed {self.seed}: {json.dumps(diff, indent=1)}"
+        diff = sample_kit().differences(Result.from_json(result), self.expected[name]["tests"])
+        assert not diff, f"{name} with seed {self.seed}: " + "\n".join(diff)
         assert result["score"] == self.expected[name]["score"]
 
     def assert_forgeries_gain_nothing(self, results: dict[str, dict]) -> None:

@@ -28,7 +28,7 @@ SPINNER = "import os\nfor _ in range(8):\n    if os.fork() == 0:\n        os.set
 
 
 def scores(result) -> dict[str, float]:
-    return {t.name: t.score for t in result.tests}
+    return {t.key: t.score for t in result.tests}
 
 
 def burner(folder: Path) -> Path:
@@ -46,7 +46,7 @@ def test_a_burner_beside_the_solution_leaves_its_scores_as_they_are(tmp_path, sa
     """Graded in a batch beside a notebook whose 8 setsid() processes spin, three times in a row,
     the solution keeps the per-test scores it has alone (as the sample class's grading gave them)."""
     notebook = burner(tmp_path)
-    alone = {t["name"]: t["score"] for t in sample_results(ASSIGNMENT)[1][SOLUTION.name]["tests"]}
+    alone = {t["id"]: t["score"] for t in sample_results(ASSIGNMENT)[1][SOLUTION.name]["tests"]}
     assert alone == CLASS.expected[SOLUTION.name]["tests"], CLASS.seed
     with Grader(ASSIGNMENT, COURSE) as grader, ThreadPoolExecutor(2) as pool:
         for round in range(3):

@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 
 from autograder import course as course_mod
 from autograder.lms.gradescope.build import GRADING_NEEDS, build, course_toml
+from autograder.lms.gradescope.export import to_result
 from autograder.lms.gradescope.late import lateness
 from autograder.lms.gradescope.results import not_graded, to_gradescope
 from autograder.lms.gradescope.run import NoNotebook, closed_folders, pick_notebook
@@ -331,7 +332,7 @@ def test_samples_score_as_the_batch_grader_does(class_runs, name):
         assert got == [(t["name"], t["score"], t["max_score"]) for t in want["tests"]], f"{sample}, seed {samples.seed}"
         assert doc["score"] == doc["extra_data"]["auto_score"] == want["score"]      # on time: no penalty
         assert doc["extra_data"]["seed"] == samples.seed
-        samples.assert_expected(sample, {"score": doc["extra_data"]["auto_score"], "tests": tests})
+        samples.assert_expected(sample, to_result(doc, name).to_store())     # read back as an export is: by id
     samples.assert_no_source({s: {"tests": auto(docs[s])} for s in graded})
 
 

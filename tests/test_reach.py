@@ -5,36 +5,57 @@ set up as for a grade), and walks everything a cell can name without gc or frame
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
+import sys
 
 import pytest
 import torch
 
-from autograder.core.sandbox import PROBE, Deadline, Limits, Sandbox, Zygote
 from autograder.course import ROOT
-from autograder.suites import child_modules
 from nbtest.sealed import seal
 
-WALKER = (ROOT / "tests" / "reachable.py").read_text()
+WALKER = ROOT / "tests" / "reachable.py"
+# A grading process up to a child's first cell, in a process of its own: the modules of the two commands that
+# grade one notebook by forking their own process (`grade`, `gradescope-run`), a signal handler of the grader's
+# (a class-run worker sets one, nbgrading/workers.py), then a Grader, whose fork server is this process forked
+# ("fork") or a fresh interpreter ("fresh": batches). argv: assignment, fork or fresh, the walker's path.
+GRADING = """
+import json, signal, sys
+from autograder.cli import grade, gradescope
+from autograder.core.sandbox import Deadline, Limits, Sandbox
+from autograder.course import load
+from autograder.grading.grader import Grader
+
+assignment, fork, walker = sys.argv[1], sys.argv[2] == "fork", open(sys.argv[3]).read()
+signal.signal(signal.SIGTERM, grade.run)
+with Grader(assignment, load(), fork=fork) as grader:
+    out = {"forked": grader.zygote._process is None}
+    with Sandbox(grader.zygote, [("walk", walker)], grader.specs_module, Limits(600, 8192)) as box:
+        box.start()
+        out["problems"] = box.problems
+        for fn in ("found", "live", "through_subclasses"):
+            out[fn] = [item["value"] for item in box.request(
+                {"op": "call", "fn": fn, "args": [], "kwargs": {}}, Deadline.after(60))["result"]["items"]]
+print(json.dumps(out))
+"""
 
 
 @pytest.mark.parametrize("assignment", ["residual-connections", "fused-add-norm"])
-def test_nothing_of_the_grader_is_reachable_from_the_first_student_cell(assignment):
-    """Nothing of the grader by attributes and items; through __subclasses__() its classes and modules, but none
-    of the private module dicts the serve loop, the probe and the monitor read (nbtest.sealed)."""
-    specs = child_modules(assignment)
-    zygote = Zygote([PROBE, *specs])
-    try:
-        with Sandbox(zygote, [("walk", WALKER)], specs[0], Limits(600, 8192)) as box:
-            box.start()
-            assert box.problems == {}, box.problems
-            found, live, through = ([item["value"] for item in box.request(
-                {"op": "call", "fn": fn, "args": [], "kwargs": {}}, Deadline.after(60))["result"]["items"]]
-                for fn in ("found", "live", "through_subclasses"))
-    finally:
-        zygote.close()
-    assert found == [], "\n".join(found)
-    assert live == [], "\n".join(live)
-    assert through, "the walk through __subclasses__() reaches the grader's classes, so the check above means something"
+@pytest.mark.parametrize("zygote", ["fresh", "fork"])
+def test_nothing_of_the_grader_is_reachable_from_the_first_student_cell(assignment, zygote):
+    """Nothing of the grader by attributes and items, whether the fork server is a fresh interpreter or the
+    grading process forked (with every module it loaded); through __subclasses__() its classes and modules, but
+    none of the private module dicts the serve loop, the probe and the monitor read (nbtest.sealed)."""
+    proc = subprocess.run([sys.executable, "-c", GRADING, assignment, zygote, str(WALKER)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["forked"] == (zygote == "fork") and out["problems"] == {}, out
+    assert out["found"] == [], "\n".join(out["found"])
+    assert out["live"] == [], "\n".join(out["live"])
+    assert out["through_subclasses"], "the walk through __subclasses__() reaches the grader's classes, so the " \
+                                      "check above means something"
 
 
 def test_the_walk_finds_the_probe_behind_each_kind_of_link():
@@ -44,7 +65,7 @@ def test_the_walk_finds_the_probe_behind_each_kind_of_link():
     import weakref
 
     from autograder.core import probe
-    spec = importlib.util.spec_from_file_location("reachable", ROOT / "tests" / "reachable.py")
+    spec = importlib.util.spec_from_file_location("reachable", WALKER)
     walker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(walker)
 

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import csv
 import html
+import json
 import re
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
-from helpers import ASSIGNMENT, COURSE, SampleClass, cli, hidden_sources, sample_generator, solution_lines
+from helpers import (ASSIGNMENT, COURSE, SampleClass, cli, hidden_sources, sample_generator, sample_kit,
+                     solution_lines)
 
 from autograder import suites
 from autograder.core.extract import Template
@@ -50,13 +53,13 @@ def test_every_sample_is_in_the_report(graded):
 
 def test_pass_rates_are_what_expected_json_implies(graded):
     out, _ = graded
-    points = {t.name: t.points for t in suites.load(ASSIGNMENT).tests}
+    points = {t.id: t.points for t in suites.load(ASSIGNMENT).tests}
     failed_by = defaultdict(set)
     for name, sample in CLASS.expected.items():
         for test, score in sample["tests"].items():
             if score != points[test]:
                 failed_by[test].add(name.removesuffix(".ipynb"))
-    report = {r["test"]: r for r in rows(out / "tests.csv")}
+    report = {r["id"]: r for r in rows(out / "tests.csv")}
     assert list(report) == list(points)                       # every test, in the suite's order
     for test, r in report.items():
         assert int(r["graded"]) == len(CLASS.expected), test
@@ -68,7 +71,7 @@ def test_pass_rates_are_what_expected_json_implies(graded):
 
 def test_misconception_counts_are_what_expected_json_implies(graded):
     out, _ = graded
-    points = {t.name: t.points for t in suites.load(ASSIGNMENT).tests}
+    points = {t.id: t.points for t in suites.load(ASSIGNMENT).tests}
     want, lost = defaultdict(set), defaultdict(int)
     for name, sample in CLASS.expected.items():
         for test, misconception in sample["misconceptions"].items():
@@ -263,3 +266,42 @@ def test_the_class_report_is_written_in_the_instructor_folder(monkeypatch, tmp_p
     from autograder.report.classlist import class_report_dir
     monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(tmp_path / "class"))
     assert class_report_dir(ASSIGNMENT) == tmp_path / "class" / "report" / ASSIGNMENT
+
+
+def test_a_reworded_sentence_renames_nothing(graded, monkeypatch):
+    """A test's id is its function's name and its sentence only its title. With one sentence reworded in half
+    the class's results (graded before and after the rewording) and in the suite: expected.json's scores are the
+    same, every result still matches them, the report counts one test as before, and Gradescope's results.json
+    reads back under the same ids."""
+    from autograder.lms.gradescope.export import to_result
+    from autograder.lms.gradescope.results import to_gradescope
+    from autograder.report.summary import summarise
+    kit = sample_kit()
+    first = suites.load(ASSIGNMENT).tests[0]
+    title = "residual_add: the same check, in other words"
+
+    def reworded(result: results.Result) -> results.Result:
+        return replace(result, tests=[replace(t, name=title) if t.key == first.id else t for t in result.tests])
+
+    students = [s for s in graded[1] if s.result is not None]
+    mixed = [replace(s, result=reworded(s.result)) if i % 2 else s for i, s in enumerate(students)]
+    assert sum(any(t.name == title for t in s.result.tests) for s in mixed) == len(students) // 2
+
+    declared = kit.expected_scores(ASSIGNMENT, {first.id})
+    suite = suites.load(ASSIGNMENT)
+    monkeypatch.setattr(suites, "load", lambda name: SimpleNamespace(
+        tests=[replace(t, name=title) if t.id == first.id else t for t in suite.tests]))
+    assert kit.expected_scores(ASSIGNMENT, {first.id}) == declared
+    for s in mixed:
+        assert kit.differences(s.result, CLASS.expected[f"{s.name}.ipynb"]["tests"]) == [], (s.name, CLASS.seed)
+
+    def counts(students: list[Student]) -> tuple:
+        s = summarise(students)
+        return ({k: (r.part, r.points, r.graded, r.passed, r.failed_by, r.points_lost) for k, r in s.tests.items()},
+                s.misconceptions, s.apart)
+
+    assert counts(mixed) == counts(students)
+    read_back = [replace(s, result=to_result(json.loads(json.dumps(to_gradescope(s.result, visibility="visible"))),
+                                             ASSIGNMENT)) for s in mixed]
+    assert all([t.key for t in r.result.tests] == [t.key for t in s.result.tests] for r, s in zip(read_back, students))
+    assert counts(read_back) == counts(students)

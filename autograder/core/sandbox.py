@@ -455,14 +455,19 @@ def _out_of_reach(module: types.ModuleType) -> None:
     """Take the grading machinery out of what a cell can name, before the first cell runs: every module of
     GRADING_PACKAGES leaves sys.modules (the loop runs sealed, on what _child bound), and `__main__`, where a
     fresh zygote's command line imported the box, is the submission's module (under each name it has), as a
-    notebook's is. What is left reaches the loop's state only through frames or gc, which the monitor sees
-    (tests/test_reach.py walks the rest)."""
+    notebook's is. A signal handler a forked zygote inherited from the grader's process (a class-run worker's
+    SIGTERM) is reset: signal.getsignal hands it to any caller, and its globals are a grader module's. What is
+    left reaches the loop's state only through frames or gc, which the monitor sees (tests/test_reach.py walks
+    the rest)."""
     main = sys.modules.get("__main__")
     for name, value in list(sys.modules.items()):
         if name.partition(".")[0] in GRADING_PACKAGES:
             del sys.modules[name]
         elif value is main:              # torch's multiprocessing names it __mp_main__ too
             sys.modules[name] = module
+    for sig in signal.valid_signals():
+        if callable(signal.getsignal(sig)):
+            signal.signal(sig, signal.SIG_DFL)
 
 
 def _isolate(config: dict, cgroup: "boxing.Cgroup | None") -> str:

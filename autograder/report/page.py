@@ -79,7 +79,7 @@ def charts(s: Summary, out: Path) -> dict[str, bytes]:
     fig, ax = plt.subplots(figsize=(9, 0.22 * len(rows) + 0.8))
     fig.subplots_adjust(left=0.5, right=0.97)   # room for the test names, without a second layout pass
     ax.barh(range(len(rows)), [r.pass_rate for _, r in rows], color="#b5804a")
-    ax.set_yticks(range(len(rows)), [name[:60] for name, _ in rows], fontsize=7)
+    ax.set_yticks(range(len(rows)), [r.title[:60] for _, r in rows], fontsize=7)
     ax.set_xlim(0, 1)
     ax.set_xlabel("pass rate")
     pngs["tests.png"] = _png(fig)
@@ -99,9 +99,9 @@ def write_csvs(s: Summary, pairs: list[Pair], out: Path) -> None:
     """tests.csv (per hidden test), students.csv (per student), pairs.csv (pairs listed for a look)."""
     with (out / "tests.csv").open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["part", "test", "points", "graded", "passed", "pass_rate", "points_lost", "failed_by"])
-        for name, r in s.tests.items():
-            w.writerow([r.part, name, r.points, r.graded, r.passed, f"{r.pass_rate:.3f}", r.points_lost,
+        w.writerow(["part", "id", "test", "points", "graded", "passed", "pass_rate", "points_lost", "failed_by"])
+        for test_id, r in s.tests.items():
+            w.writerow([r.part, test_id, r.title, r.points, r.graded, r.passed, f"{r.pass_rate:.3f}", r.points_lost,
                         " ".join(r.failed_by)])
     parts = sorted(s.parts)
     with (out / "students.csv").open("w", newline="", encoding="utf-8") as f:
@@ -179,8 +179,8 @@ def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pn
 
     h.append("<h2>Hidden tests</h2>" + img("tests.png", "pass rate per test") +
              "<table class=sortable><tr><th>part</th><th>test</th><th>passed</th><th>pass rate</th><th>failed by</th></tr>")
-    for name, r in s.tests.items():
-        h.append(f"<tr><td class=n>{r.part}</td><td>{e(name)}</td><td class=n>{r.passed}/{r.graded}</td>"
+    for r in s.tests.values():
+        h.append(f"<tr><td class=n>{r.part}</td><td>{e(r.title)}</td><td class=n>{r.passed}/{r.graded}</td>"
                  f"<td class=n>{r.pass_rate:.0%}</td><td class=who>{e(', '.join(r.failed_by))}</td></tr>")
     h.append("</table>")
 

@@ -1,7 +1,10 @@
 """A graded class in numbers: per part, per hidden test, per misconception, and what is listed apart.
 
     s = summarise(students)       # classlist.Student list, graded ones counted
-    s.tests["residual_add ..."].pass_rate, s.misconceptions["silent-broadcasting"].students
+    s.tests["residual_add_values"].pass_rate, s.misconceptions["silent-broadcasting"].students
+
+Tests are keyed by id (their function's name, TestResult.key), so results graded before and after a
+sentence was reworded count as one test; the sentence is only its title (the first one met).
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ APART = {"error": "raised an exception", "not_attempted": "left as a stub", "tim
 
 @dataclass
 class TestRow:
+    title: str       # the sentence shown for it
     part: int
     points: int
     graded: int = 0
@@ -35,16 +39,16 @@ class TestRow:
 @dataclass
 class MisconceptionRow:
     students: set[str] = field(default_factory=set)
-    tests: set[str] = field(default_factory=set)
+    tests: set[str] = field(default_factory=set)     # test ids
     points_lost: float = 0
 
 
 @dataclass
 class Summary:
     students: list[Student]
-    tests: dict[str, TestRow]                        # in the suite's order
+    tests: dict[str, TestRow]                        # test id -> its row, in the suite's order
     misconceptions: dict[str | None, MisconceptionRow]   # None: failures the suite names no misconception for
-    apart: dict[str, dict[str, list[str]]]           # student -> kind -> tests
+    apart: dict[str, dict[str, list[str]]]           # student -> kind -> test ids
     parts: dict[int, list[float]]                    # part -> each graded student's points
     part_max: dict[int, int]
     totals: list[float]
@@ -77,7 +81,7 @@ def summarise(students: list[Student]) -> Summary:
             parts[part].append(score)
             part_max[part] = max(part_max.get(part, 0), top)
         for t in s.result.tests:
-            row = tests.setdefault(t.name, TestRow(t.part, t.max_score))
+            row = tests.setdefault(t.key, TestRow(t.name, t.part, t.max_score))
             k = kind(t, s.result.decision)
             if k == "not_run":
                 continue
@@ -91,9 +95,9 @@ def summarise(students: list[Student]) -> Summary:
             if k == "failed":
                 m = misconceptions[t.misconception]
                 m.students.add(s.name)
-                m.tests.add(t.name)
+                m.tests.add(t.key)
                 m.points_lost += lost
             else:
-                apart[s.name][k].append(t.name)
+                apart[s.name][k].append(t.key)
     return Summary(students, tests, dict(misconceptions), {k: dict(v) for k, v in apart.items()}, dict(parts),
                    part_max, [s.result.score for s in graded], max((s.result.max_score for s in graded), default=0))

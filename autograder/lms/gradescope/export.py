@@ -16,9 +16,10 @@ The zip, as Gradescope writes it for a programming assignment:
                                     :score, :status, ...}, one entry per student's active submission
         submission_<id>/            the student's files as uploaded, and results/results.json (results.py)
 
-results.json carries each test's score, output, kind and misconception id, and the policy's findings
-(results.py), so a Result is rebuilt whole; one written by an older zip lacks the kinds, and its
-failures count as wrong answers with no misconception named.
+results.json carries each test's id, score, output, kind and misconception id, and the policy's findings
+(results.py), so a Result is rebuilt whole, its tests keyed by id as the results store's are; one written
+by an older zip lacks the ids (its tests are then known by their sentences) and the kinds (its failures
+count as wrong answers with no misconception named).
 """
 from __future__ import annotations
 
@@ -175,7 +176,8 @@ def to_result(doc: dict, assignment: str) -> Result:
         tests = [t for t in doc.get("tests") or [] if WRITTEN_TAG not in (t.get("tags") or [])]
         entries = [TestResult(str(t["name"]), int(t["extra_data"]["part"]), _number(t["score"]),
                               int(t["max_score"]), str(t.get("output", "")), t["extra_data"].get("misconception"),
-                              str(t["extra_data"].get("kind") or ""), False, _number(t["extra_data"].get("held", 0)))
+                              str(t["extra_data"].get("kind") or ""), False, _number(t["extra_data"].get("held", 0)),
+                              str(t["extra_data"].get("id") or ""))
                    for t in tests]
         result = Result(assignment, int(extra["seed"]), entries,   # None: a run that graded nothing
                         review=tuple(map(str, extra.get("review") or ()))) if entries else None

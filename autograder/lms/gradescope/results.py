@@ -9,7 +9,8 @@ Each written answer (nbgrading/answers.py) is one more entry of 0 points, after 
 tests, for the graders of the manually graded questions to read (docs/gradescope.md). A test
 held for review is tagged HELD_TAG; the top-level output says how many points are held. extra_data
 also carries what the class report and `review` read back from an "Export Submissions" zip
-(export.py): each test's kind and misconception id, and the static policy's findings.
+(export.py): each test's id (its function's name: the key, where `name` is only its title), kind and
+misconception id, and the static policy's findings.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def to_gradescope(result: Result, *, visibility: str, late: Late | None = None, 
             "output_format": "text",   # messages hold tensors, x_l and '*': markdown would mangle them
             "tags": [f"part {t.part}"] + ([] if t.ran else ["not run"]) + ([HELD_TAG] if t.kind == "held" else []),
             "visibility": visibility,
-            "extra_data": {"part": t.part, "ran": t.ran, "kind": t.kind, "misconception": t.misconception,
+            "extra_data": {"id": t.key, "part": t.part, "ran": t.ran, "kind": t.kind, "misconception": t.misconception,
                            **({"held": t.held} if t.kind == "held" else {})},
         })
     for a in answers:
