@@ -26,7 +26,7 @@ from autograder.lms.gradescope.run import NoNotebook, closed_folders, pick_noteb
 from autograder.nbgrading.answers import Questions
 from autograder.results.result import Result, not_run
 from autograder.results.result import TestResult as Entry   # not collected as a test class
-from helpers import COURSE, NAMES, ROOT, SampleClass, cli, sample_generator, write_export
+from helpers import COURSE, NAMES, ROOT, SAMPLE_TIMEOUT_S, SampleClass, cli, sample_generator, write_export
 
 SCHEMA = Draft202012Validator(json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text()))
 STUDENT = "nobody"
@@ -288,11 +288,19 @@ def sample_roots(samples: SampleClass, graded: dict[str, dict]) -> list[str]:
     return sorted(picked)
 
 
+def with_sample_timeout(course_file: Path) -> None:
+    """The zip's course.toml with SAMPLE_TIMEOUT_S per hidden test, as sample_results grades: a sample that
+    hangs waits out the same limit on both paths (course.toml's would cost each hanging test 7 s more)."""
+    text, found = re.subn(r"^timeout_s = .*$", f"timeout_s = {SAMPLE_TIMEOUT_S}", course_file.read_text(), flags=re.M)
+    assert found == 1, "course.toml's [grading] timeout_s is gone"
+    course_file.write_text(text)
+
+
 @pytest.fixture(scope="module")
 def class_runs(tmp_path_factory, zips, sample_results):
     """{assignment: (samples, {root name: results.json}, {sample: its result from the batch grader})} for
     sample_roots' samples, run once per assignment; the batch grader's are conftest.py's sample_results,
-    with the same seed."""
+    with the same seed and per-test timeout."""
     runs = {}
 
     def run(name: str):
@@ -312,6 +320,8 @@ def class_runs(tmp_path_factory, zips, sample_results):
                 for cheat, attempt in CHEATS.items():
                     root = base / cheat
                     roots[cheat] = lay_out(root, zips[name], metadata(samples.seed), {"nb.ipynb": cheat_notebook(root, attempt)})
+            for root in roots.values():
+                with_sample_timeout(root / "source" / "course.toml")
             docs = dict(zip(roots, simulate(list(roots.values()))))
             runs[name] = samples, docs, roots, graded
         return runs[name]
