@@ -235,6 +235,9 @@ CHEATS = {   # name: what the submission tries at import; residual_add works onl
     "runs-as-root": "assert os.getuid() == 0",
     "control-reads-etc": "Path('/etc/passwd').read_text()",   # allowed: shows a cheat that works scores
 }
+# the notebook the cheats and the hostile written answer extend: Parts 1 and 2 solved (residual_add as the
+# reference's, its written answer's cell), the rest stubs, so that no run trains a model the checks never read
+CHEAT_BASE = "partly-right.ipynb"
 CHEAT_CELL = '''
 import os
 from pathlib import Path
@@ -255,8 +258,8 @@ def residual_add(x, fx):
 
 
 def cheat_notebook(root: Path, attempt: str) -> bytes:
-    """The full-marks sample with residual_add's cell extended by a cheat (residual_add works iff it worked)."""
-    nb = json.loads((ROOT / "submissions" / "residual-connections" / "full-marks.ipynb").read_text())
+    """CHEAT_BASE with residual_add's cell extended by a cheat (residual_add works iff it worked)."""
+    nb = json.loads((ROOT / "submissions" / "residual-connections" / CHEAT_BASE).read_text())
     cell = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "residual_add")
     cell["source"] = "".join(cell["source"]) + CHEAT_CELL.format(root=str(root), attempt=attempt)
     return json.dumps(nb).encode()
@@ -316,7 +319,7 @@ def class_runs(tmp_path_factory, zips, sample_results):
             roots["no-notebook"] = lay_out(base / "no-notebook", zips[name], metadata(samples.seed), {"mine.py": b"x = 1"})
             if name == "residual-connections":
                 roots["hostile-answer"] = lay_out(base / "hostile-answer", zips[name], metadata(samples.seed),
-                                                  {"mine.ipynb": hostile_answer(samples.folder / "full-marks.ipynb")})
+                                                  {"mine.ipynb": hostile_answer(samples.folder / CHEAT_BASE)})
                 for cheat, attempt in CHEATS.items():
                     root = base / cheat
                     roots[cheat] = lay_out(root, zips[name], metadata(samples.seed), {"nb.ipynb": cheat_notebook(root, attempt)})
@@ -402,6 +405,8 @@ def test_late_and_unreadable_uploads_get_results_json(class_runs, name):
 def test_student_code_can_neither_write_results_nor_read_the_suites(class_runs):
     _, docs, roots, graded = class_runs("residual-connections")
     full = {t["name"]: t["score"] for t in graded["full-marks.ipynb"]["tests"]}
+    assert all(SampleClass("residual-connections").expected[CHEAT_BASE]["tests"][n] == full[n] for n in full
+               if n.startswith("residual_add")), f"{CHEAT_BASE}'s residual_add is not the reference's"
     for cheat in CHEATS:
         doc = docs[cheat]
         assert_valid(doc)
