@@ -27,7 +27,7 @@ from autograder.lms.gradescope.run import NoNotebook, closed_folders, pick_noteb
 from autograder.nbgrading.answers import Questions
 from autograder.results.result import Result, not_run
 from autograder.results.result import TestResult as Entry   # not collected as a test class
-from helpers import COURSE, NAMES, ROOT, SampleClass, cli, sample_generator, write_export
+from helpers import COURSE, NAMES, ROOT, SAMPLE_TIMEOUT_S, SampleClass, cli, sample_generator, write_export
 
 SCHEMA = Draft202012Validator(json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text()))
 STUDENT = "nobody"
@@ -236,6 +236,9 @@ CHEATS = {   # name: what the submission tries at import; residual_add works onl
     "runs-as-root": "assert os.getuid() == 0",
     "control-reads-etc": "Path('/etc/passwd').read_text()",   # allowed: shows a cheat that works scores
 }
+# the notebook the cheats and the hostile written answer extend: Parts 1 and 2 solved (residual_add as the
+# reference's, its written answer's cell), the rest stubs, so that no run trains a model the checks never read
+CHEAT_BASE = "partly-right.ipynb"
 CHEAT_CELL = '''
 import os
 from pathlib import Path
@@ -256,8 +259,8 @@ def residual_add(x, fx):
 
 
 def cheat_notebook(root: Path, attempt: str) -> bytes:
-    """The full-marks sample with residual_add's cell extended by a cheat (residual_add works iff it worked)."""
-    nb = json.loads((ROOT / "submissions" / "residual-connections" / "full-marks.ipynb").read_text())
+    """CHEAT_BASE with residual_add's cell extended by a cheat (residual_add works iff it worked)."""
+    nb = json.loads((ROOT / "submissions" / "residual-connections" / CHEAT_BASE).read_text())
     cell = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "residual_add")
     cell["source"] = "".join(cell["source"]) + CHEAT_CELL.format(root=str(root), attempt=attempt)
     return json.dumps(nb).encode()
@@ -289,11 +292,19 @@ def sample_roots(samples: SampleClass, graded: dict[str, dict]) -> list[str]:
     return sorted(picked)
 
 
+def with_sample_timeout(course_file: Path) -> None:
+    """The zip's course.toml with SAMPLE_TIMEOUT_S per hidden test, as sample_results grades: a sample that
+    hangs waits out the same limit on both paths (course.toml's would cost each hanging test 7 s more)."""
+    text, found = re.subn(r"^timeout_s = .*$", f"timeout_s = {SAMPLE_TIMEOUT_S}", course_file.read_text(), flags=re.M)
+    assert found == 1, "course.toml's [grading] timeout_s is gone"
+    course_file.write_text(text)
+
+
 @pytest.fixture(scope="module")
 def class_runs(tmp_path_factory, zips, sample_results):
     """{assignment: (samples, {root name: results.json}, {sample: its result from the batch grader})} for
     sample_roots' samples, run once per assignment; the batch grader's are conftest.py's sample_results,
-    with the same seed."""
+    with the same seed and per-test timeout."""
     runs = {}
 
     def run(name: str):
@@ -309,10 +320,12 @@ def class_runs(tmp_path_factory, zips, sample_results):
             roots["no-notebook"] = lay_out(base / "no-notebook", zips[name], metadata(samples.seed), {"mine.py": b"x = 1"})
             if name == "residual-connections":
                 roots["hostile-answer"] = lay_out(base / "hostile-answer", zips[name], metadata(samples.seed),
-                                                  {"mine.ipynb": hostile_answer(samples.folder / "full-marks.ipynb")})
+                                                  {"mine.ipynb": hostile_answer(samples.folder / CHEAT_BASE)})
                 for cheat, attempt in CHEATS.items():
                     root = base / cheat
                     roots[cheat] = lay_out(root, zips[name], metadata(samples.seed), {"nb.ipynb": cheat_notebook(root, attempt)})
+            for root in roots.values():
+                with_sample_timeout(root / "source" / "course.toml")
             docs = dict(zip(roots, simulate(list(roots.values()))))
             runs[name] = samples, docs, roots, graded
         return runs[name]
@@ -393,6 +406,8 @@ def test_late_and_unreadable_uploads_get_results_json(class_runs, name):
 def test_student_code_can_neither_write_results_nor_read_the_suites(class_runs):
     _, docs, roots, graded = class_runs("residual-connections")
     full = {t["name"]: t["score"] for t in graded["full-marks.ipynb"]["tests"]}
+    assert all(SampleClass("residual-connections").expected[CHEAT_BASE]["tests"][n] == full[n] for n in full
+               if n.startswith("residual_add")), f"{CHEAT_BASE}'s residual_add is not the reference's"
     for cheat in CHEATS:
         doc = docs[cheat]
         assert_valid(doc)
