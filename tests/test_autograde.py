@@ -289,7 +289,9 @@ def test_interrupted_class_loses_nothing(tmp_path, how):
     crash: SIGKILL to the command and its workers. ctrl-c: SIGINT to all of them; the command
     says so and exits 130. command killed: SIGKILL to the command alone; its workers stop too."""
     instructor = tmp_path / "instructor"
-    env = {**os.environ, "COURSE_INSTRUCTOR_DIR": str(instructor)}
+    # a killed command cannot remove its sandboxes' scratch folders: they go to this test's own folder
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "COURSE_INSTRUCTOR_DIR": str(instructor), "TMPDIR": str(tmp_path / "tmp")}
     expected = small_class(instructor, INTERRUPTED)
     command = [sys.executable, "-m", "autograder", "autograde", demo.ASSIGNMENT, "--workers", "1"]
     with (tmp_path / "stderr.txt").open("w+") as stderr:
