@@ -16,19 +16,25 @@ from autograder.course import ROOT
 from nbtest.sealed import seal
 
 WALKER = ROOT / "tests" / "reachable.py"
-# A grading process up to a child's first cell, in a process of its own: the modules of the two commands that
-# grade one notebook by forking their own process (`grade`, `gradescope-run`), a signal handler of the grader's
-# (a class-run worker sets one, nbgrading/workers.py), then a Grader, whose fork server is this process forked
-# ("fork") or a fresh interpreter ("fresh": batches). argv: assignment, fork or fresh, the walker's path.
+# A grading process up to a child's first cell, in a process of its own: the modules of the three commands whose
+# fork server is their own process forked (`grade` of one notebook, `gradescope-run`, and `autograde`'s workers,
+# with what a worker holds when it forks: nbgrader and its course directory, made from the course's config, and
+# the worker's signal handlers, one of them a function of the grader's), then a Grader, whose fork server is this
+# process forked ("fork") or a fresh interpreter ("fresh": batches). argv: assignment, fork or fresh, the walker.
 GRADING = """
 import json, signal, sys
-from autograder.cli import grade, gradescope
+from nbgrader.coursedir import CourseDirectory
+from autograder.cli import autograde, grade, gradescope
 from autograder.core.sandbox import Deadline, Limits, Sandbox
 from autograder.course import load
 from autograder.grading.grader import Grader
+from autograder.nbgrading import classrun, workers
+from autograder.nbgrading.run import nbgrader_config
 
 assignment, fork, walker = sys.argv[1], sys.argv[2] == "fork", open(sys.argv[3]).read()
-signal.signal(signal.SIGTERM, grade.run)
+coursedir = CourseDirectory(config=nbgrader_config())
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
 with Grader(assignment, load(), fork=fork) as grader:
     out = {"forked": grader.zygote._process is None}
     with Sandbox(grader.zygote, [("walk", walker)], grader.specs_module, Limits(600, 8192)) as box:
