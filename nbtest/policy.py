@@ -45,20 +45,26 @@ WITHHOLD, FLAG = "withhold", "flag"
 # What each withhold rule still guards with the probe out of reach (the demotion of each to a flag, tried
 # against the forgeries and the hostile corpus); docs/security.md says the same, tests/test_policy.py checks
 GUARDS = {
-    "process-introspection": "sys, os, gc, ctypes, frames, sockets and files, by import, attribute or "
-    "re-export: the only withhold finding on 20 cases of the hostile corpus (forged frames on the child's "
-    "sockets, signals, forks); no forgery sample rests on it alone (forged-launch-trace finds no probe)",
-    "dynamic-code": "exec, eval, compile, __import__, open, globals and vars: the only withhold finding on "
-    "hostile-read-solutions, hostile-write-outside, hostile-budget and hostile-scratch-2g, and the spelling of "
-    "an import of a loaded module, which CPython does not audit (forged-structure-report finds no probe)",
-    "dunder": "object.__setattr__, __dict__, __globals__, __closure__, __code__: the only defence against "
-    "hides-encoder-layer (a layer kept out of _modules, which the probe reads structure from), and the "
-    "way to a function's globals and closure, which CPython does not audit",
-    "private-attribute": "a library object's private attributes (nn.Module's _modules, _parameters and hooks, "
-    "torch._C): a layer hidden from the structure the probe reads, and torch's C internals; no forgery sample "
-    "rests on it alone (reach-attrgetter finds no probe)",
+    "process-introspection": "sys, os, gc, ctypes, frames, sockets and files, by import, attribute or re-export: "
+    "the child's connection to the grader, on which a cell can write any frame and the grader reads it as the "
+    "probe's reply (core/replies.py; hostile-frame-* are read so), so a well-formed forged structure or "
+    "launch-trace reply would pay what forged-structure-report and forged-launch-trace did; no sample forges one, "
+    "and with every static withhold rule demoted no forgery sample outscores its twin",
+    "dynamic-code": "exec, eval, compile, __import__, open, globals and vars: __import__ and the builtins that "
+    "globals() and vars() hand out import a loaded module (os) with no audited event, the spelling of "
+    "process-introspection's route; exec, compile and open are audited too; the only withhold finding on "
+    "hostile-budget, whose tests that pass before it stalls are held (35 of 100 at the course's budget, 54 if "
+    "demoted)",
+    "dunder": "object.__setattr__, __dict__, __globals__, __closure__, __code__, __subclasses__: a library "
+    "function's globals (os) and any class with no import and no audited event, the spelling of "
+    "process-introspection's route; hides-encoder-layer scores its twin's 97 with it demoted (block_parts is held "
+    "by the transformer-class flag too)",
+    "private-attribute": "a library object's private attributes: torch's C internals and private modules "
+    "(torch._C, torch._dynamo), where torch._C._dynamo.eval_frame.set_eval_frame hands a callback every frame "
+    "that runs after it, the probe's included, with no audited event; and nn.Module's _modules, _parameters and "
+    "hooks, a layer hidden from the structure the probe reads",
     "computed-attribute": "getattr, setattr and delattr with a name the policy cannot read: the spelling of "
-    "a dunder, private or frame attribute (tb_frame, f_globals) out of the three rules above; no sample trips it",
+    "a dunder, private or frame attribute (tb_frame, f_globals) out of the rules above; no sample trips it",
     "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
     "construct above could hide there",
     "monitor": "an audited event (a frame or gc read, exec, compile, an import, a file, a torch mode left "
