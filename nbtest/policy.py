@@ -403,6 +403,9 @@ class _General(ast.NodeVisitor):
             self.flag(node, "process-introspection", WITHHOLD,
                       f"module '{name}' reaches the grading process (files, frames, other modules); "
                       "a solution needs none of it")
+        elif any(part.startswith("_") for part in name.split(".")):
+            self.flag(node, "private-attribute", WITHHOLD,
+                      f"module '{name}' is a library's private module; use its public interface")
         elif name not in self.policy.allowed_imports:
             allowed = ", ".join(sorted(self.policy.allowed_imports))
             self.flag(node, "import", FLAG, f"module '{name}' is not among this assignment's imports ({allowed})")

@@ -287,6 +287,19 @@ NARROWED = {
         def residual_add(x, fx):
             return x + fx
         """, {("process-introspection", WITHHOLD)}),
+    # torch hands a frame-evaluation callback every frame run after it, the probe's too, with no audited event
+    "a frame-evaluation callback from torch's C internals": ("""
+        import torch._C._dynamo.eval_frame as frames
+        frames.set_eval_frame(lambda frame, cache, state: None)
+        def residual_add(x, fx):
+            return x + fx
+        """, {("private-attribute", WITHHOLD)}),
+    "a frame-evaluation callback imported by name": ("""
+        from torch._C._dynamo.eval_frame import set_eval_frame
+        set_eval_frame(lambda frame, cache, state: None)
+        def residual_add(x, fx):
+            return x + fx
+        """, {("private-attribute", WITHHOLD)}),
 }
 
 
