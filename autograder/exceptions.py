@@ -9,10 +9,12 @@
     exceptions = load(path, course, roster_ids)     # ExceptionsError naming the file and the line
     e = exceptions.get("residual-connections", "51003")   # Exception_, or NONE
     e.due(assignment), e.extension(assignment)      # the student's due date, and how far it moves
+    e.due(assignment, base=gradescopes_due_date)     # extra_days from another due date than course.toml's
     e.penalty(assignment, seconds_after_due)        # (started days, points off): grace, waiver and cap applied
 
-Read whenever points are applied (nbgrader's gradebook, the Canvas CSV, feedback, the report, status); a
-change needs no regrading (docs/results.md, "Late penalties and exceptions").
+Read whenever points are applied (nbgrader's gradebook, the Canvas CSV, feedback, the report, status), and
+bundled into the Gradescope zip (lms/gradescope/allowances.py), whose runs take penalties from the same
+Exception_.penalty; a change needs no regrading on the nbgrader path (docs/results.md, "Late penalties and exceptions").
 """
 from __future__ import annotations
 
@@ -37,8 +39,10 @@ class Exception_:
     late_cap: float | None = None
     grace_hours: float = 0
 
-    def due(self, assignment: Assignment) -> dt.datetime:
-        return self.deadline or assignment.deadline + dt.timedelta(days=self.extra_days)
+    def due(self, assignment: Assignment, base: dt.datetime | None = None) -> dt.datetime:
+        """The personal deadline, or the base due date (course.toml's deadline unless given: Gradescope's,
+        a Canvas override's) moved by extra_days."""
+        return self.deadline or (base or assignment.deadline) + dt.timedelta(days=self.extra_days)
 
     def extension(self, assignment: Assignment) -> dt.timedelta:
         """How far the due date moves (nbgrader's per-submission extension)."""
@@ -61,6 +65,16 @@ class Exception_:
                 "late penalty waived" if self.waive_late else "",
                 f"late penalty capped at {self.late_cap:g}" if self.late_cap is not None else ""]
         return ", ".join(s for s in said if s)
+
+    def to_json(self) -> dict:
+        """The keys exceptions.toml set, the deadline as ISO 8601 (the Gradescope zip carries them)."""
+        return {k: (v.isoformat() if isinstance(v, dt.datetime) else v)
+                for k in KEYS if (v := getattr(self, k)) != getattr(NONE, k)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Exception_:
+        deadline = data.get("deadline")
+        return cls(**{**data, "deadline": dt.datetime.fromisoformat(deadline) if deadline else None})
 
 
 NONE = Exception_()

@@ -4,7 +4,7 @@
     python -m autograder gradescope-run [--student-user student] [ROOT ...]   # inside Gradescope's container
 
 gradescope writes OUT/ASSIGNMENT/autograder.zip for each assignment (all of course.toml's by
-default). gradescope-run is what the zip's run_autograder calls: it grades each ROOT
+default), with the instructor folder's exceptions.toml and roster to apply it by. gradescope-run is what the zip's run_autograder calls: it grades each ROOT
 (default $AUTOGRADER_ROOT, else /autograder) into ROOT/results/results.json. docs/gradescope.md.
 """
 from __future__ import annotations
@@ -35,10 +35,22 @@ def add_parser(commands) -> None:
 
 
 def run_build(args) -> int:
+    from ..exceptions import load as load_exceptions
+    from ..lms.canvas.roster import CanvasError, load_roster
+    from ..lms.gradescope.allowances import bundle
     from ..lms.gradescope.build import build
+    from ..nbgrading.apply import exceptions_path
+    from ..nbgrading.run import nbgrader_config
+    db_url = nbgrader_config().CourseDirectory.db_url
+    try:
+        roster = load_roster(db_url)
+    except CanvasError:          # none imported: exceptions.toml, if any, cannot be applied (bundle says so)
+        roster = None
+    exceptions = load_exceptions(exceptions_path(db_url), args.course, roster.ids if roster else None)
     for name in args.assignments or list(args.course.assignments):
         args.course.assignment(name)              # an unknown name stops here, listing the valid ones
-        print(f"wrote {build(args.course, name, args.out)}")
+        granted = bundle(name, exceptions.of(name), roster.students if roster else None)
+        print(f"wrote {build(args.course, name, args.out, granted)}")
     return 0
 
 
