@@ -19,7 +19,7 @@ Exception_.penalty; a change needs no regrading on the nbgrader path (docs/resul
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .course import Assignment, Course, CourseError, read_toml, where
@@ -38,6 +38,7 @@ class Exception_:
     waive_late: bool = False
     late_cap: float | None = None
     grace_hours: float = 0
+    canvas: bool = False                  # the deadline is the student's Canvas override (Exceptions.with_due_dates)
 
     def due(self, assignment: Assignment, base: dt.datetime | None = None) -> dt.datetime:
         """The personal deadline, or the base due date (course.toml's deadline unless given: Gradescope's,
@@ -59,7 +60,8 @@ class Exception_:
 
     def describe(self) -> str:
         """"extended 2 days, late penalty waived": what is granted, in words."""
-        said = [f"deadline {self.deadline.isoformat()}" if self.deadline else "",
+        said = [f"{'Canvas override: due' if self.canvas else 'deadline'} {self.deadline.isoformat()}"
+                if self.deadline else "",
                 f"extended {self.extra_days:g} day(s)" if self.extra_days else "",
                 f"{self.grace_hours:g} h grace" if self.grace_hours else "",
                 "late penalty waived" if self.waive_late else "",
@@ -91,6 +93,17 @@ class Exceptions:
 
     def of(self, assignment: str) -> dict[str, Exception_]:
         return {s: e for (a, s), e in self.by_student.items() if a == assignment}
+
+    def with_due_dates(self, assignment: str, due: dict[str, dt.datetime]) -> Exceptions:
+        """These, with each student's Canvas override (their own due date, in `due`) as their deadline where
+        this file moves none (no extra_days or deadline): exceptions.toml wins where both speak, and its
+        waiver, cap and grace still apply."""
+        found = dict(self.by_student)
+        for student, when in due.items():
+            own = found.get((assignment, student), NONE)
+            if not own.deadline and not own.extra_days:
+                found[(assignment, student)] = replace(own, deadline=when, canvas=True)
+        return Exceptions(self.path, found)
 
 
 def load(path: Path, course: Course, students: set[str] | None = None) -> Exceptions:

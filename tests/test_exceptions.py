@@ -55,3 +55,15 @@ def test_gradescope_users_are_matched_to_the_roster_or_told_why_not():
     group = granted.match([{"sid": "20270001"}, {"sid": "20270002"}])
     assert group.exception == exceptions.NONE and "different per-student exceptions" in group.problem
     assert Granted([]).match([{"name": "Anyone"}]) == type(group)()      # no exceptions: nothing to say
+
+
+def test_a_canvas_override_is_the_deadline_where_exceptions_toml_moves_none(tmp_path):
+    (tmp_path / "exceptions.toml").write_text('[residual-connections.51001]\nextra_days = 1\n'
+                                              '[residual-connections.51002]\nwaive_late = true\n')
+    canvas_due = A.deadline + dt.timedelta(days=3)
+    merged = exceptions.load(tmp_path / "exceptions.toml", COURSE).with_due_dates(
+        ASSIGNMENT, {s: canvas_due for s in ("51001", "51002", "51003")})
+    assert merged.get(ASSIGNMENT, "51001").due(A) == A.deadline + dt.timedelta(days=1)     # the file wins
+    assert merged.get(ASSIGNMENT, "51002") == exceptions.Exception_(deadline=canvas_due, waive_late=True, canvas=True)
+    assert merged.get(ASSIGNMENT, "51003").extension(A) == dt.timedelta(days=3)
+    assert merged.get(ASSIGNMENT, "51003").describe().startswith("Canvas override: due 2027-")
