@@ -219,11 +219,14 @@ def gradescope_matches_gradebook(area: Path, course_file: Path, student: str, gr
     return late.penalty
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("[residual-connections.51999]\nextra_days = 2\n", "exceptions.toml:1: residual-connections.51999: unknown student"),
-    ("[residual-connections.51005]\nextra_days = -2\n", "exceptions.toml:2: residual-connections.51005.extra_days"),
+# the roster is the export's to check against: feedback refuses only what is wrong in the file itself
+@pytest.mark.parametrize("text, problem, feedback_refuses", [
+    ("[residual-connections.51999]\nextra_days = 2\n", "exceptions.toml:1: residual-connections.51999: unknown student",
+     False),
+    ("[residual-connections.51005]\nextra_days = -2\n", "exceptions.toml:2: residual-connections.51005.extra_days",
+     True),
 ])
-def test_a_bad_exceptions_file_stops_the_export_and_changes_nothing(demo_copy, text, problem):
+def test_a_bad_exceptions_file_stops_export_and_feedback_changing_nothing(demo_copy, text, problem, feedback_refuses):
     area, _ = demo_copy
     csv_before, db_before = (area / "canvas" / "grades.csv").read_bytes(), (area / "gradebook.db").read_bytes()
     (area / "exceptions.toml").write_text(text)
@@ -231,3 +234,9 @@ def test_a_bad_exceptions_file_stops_the_export_and_changes_nothing(demo_copy, t
     assert done.returncode != 0 and problem in done.stdout + done.stderr
     assert (area / "canvas" / "grades.csv").read_bytes() == csv_before
     assert (area / "gradebook.db").read_bytes() == db_before
+    if feedback_refuses:        # nbgrader's --force would remove the old pages first
+        page = area / "feedback" / "51001" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+        old_page = page.read_bytes()
+        done = nbgrader("generate_feedback", ASSIGNMENT, "--force", capture=True, check=False)
+        assert done.returncode != 0 and problem in done.stdout + done.stderr
+        assert page.read_bytes() == old_page and (area / "gradebook.db").read_bytes() == db_before
