@@ -152,7 +152,7 @@ def load_text(text: str, folder: Path):
     return load(folder / "shipped.toml").assignment(ASSIGNMENT)
 
 
-def test_late_policy_and_exceptions_apply_without_regrading(demo_copy):
+def test_late_policy_and_exceptions_apply_without_regrading(demo_copy, monkeypatch):
     area, course_file = demo_copy
     store = area / "grading" / f"{ASSIGNMENT}.jsonl"
     kept = store.read_bytes()
@@ -175,6 +175,12 @@ def test_late_policy_and_exceptions_apply_without_regrading(demo_copy):
     stranger = gradescope_late(area, course_file, late, {"name": "Not On The Roster", "email": "who@example.org"},
                                granted)
     assert stranger.penalty == 20 and "Not matched to the course roster" in stranger.line()
+    from autograder.cli import check
+    monkeypatch.setattr(check, "GRADESCOPE", area / "gs")       # where gradescope_exceptions built the zip
+    assert cli("check").returncode == 0
+    (area / "exceptions.toml").write_text(f'[{ASSIGNMENT}.{late}]\nextra_days = 2\n')
+    done = cli("check")
+    assert done.returncode == 1 and "built with other exceptions than instructor/exceptions.toml" in done.stdout
     with Gradebook(f"sqlite:///{area / 'gradebook.db'}") as gb:
         assert gb.find_submission(ASSIGNMENT, late).extension == dt.timedelta(days=1)   # formgrader shows it
     assert store.read_bytes() == kept
