@@ -9,15 +9,17 @@
     exceptions = load(path, course, roster_ids)     # ExceptionsError naming the file and the line
     e = exceptions.get("residual-connections", "51003")   # Exception_, or NONE
     e.due(assignment), e.extension(assignment)      # the student's due date, and how far it moves
+    e.due(assignment, base=gradescopes_due_date)     # extra_days from another due date than course.toml's
     e.penalty(assignment, seconds_after_due)        # (started days, points off): grace, waiver and cap applied
 
-Read whenever points are applied (nbgrader's gradebook, the Canvas CSV, feedback, the report, status); a
-change needs no regrading (docs/results.md, "Late penalties and exceptions").
+Read whenever points are applied (nbgrader's gradebook, the Canvas CSV, feedback, the report, status), and
+bundled into the Gradescope zip (lms/gradescope/allowances.py), whose runs take penalties from the same
+Exception_.penalty; a change needs no regrading on the nbgrader path (docs/results.md, "Late penalties and exceptions").
 """
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .course import Assignment, Course, CourseError, read_toml, where
@@ -36,9 +38,12 @@ class Exception_:
     waive_late: bool = False
     late_cap: float | None = None
     grace_hours: float = 0
+    canvas: bool = False                  # the deadline is the student's Canvas override (Exceptions.with_due_dates)
 
-    def due(self, assignment: Assignment) -> dt.datetime:
-        return self.deadline or assignment.deadline + dt.timedelta(days=self.extra_days)
+    def due(self, assignment: Assignment, base: dt.datetime | None = None) -> dt.datetime:
+        """The personal deadline, or the base due date (course.toml's deadline unless given: Gradescope's,
+        a Canvas override's) moved by extra_days."""
+        return self.deadline or (base or assignment.deadline) + dt.timedelta(days=self.extra_days)
 
     def extension(self, assignment: Assignment) -> dt.timedelta:
         """How far the due date moves (nbgrader's per-submission extension)."""
@@ -55,12 +60,23 @@ class Exception_:
 
     def describe(self) -> str:
         """"extended 2 days, late penalty waived": what is granted, in words."""
-        said = [f"deadline {self.deadline.isoformat()}" if self.deadline else "",
+        said = [f"{'Canvas override: due' if self.canvas else 'deadline'} {self.deadline.isoformat()}"
+                if self.deadline else "",
                 f"extended {self.extra_days:g} day(s)" if self.extra_days else "",
                 f"{self.grace_hours:g} h grace" if self.grace_hours else "",
                 "late penalty waived" if self.waive_late else "",
                 f"late penalty capped at {self.late_cap:g}" if self.late_cap is not None else ""]
         return ", ".join(s for s in said if s)
+
+    def to_json(self) -> dict:
+        """The keys exceptions.toml set, the deadline as ISO 8601 (the Gradescope zip carries them)."""
+        return {k: (v.isoformat() if isinstance(v, dt.datetime) else v)
+                for k in KEYS if (v := getattr(self, k)) != getattr(NONE, k)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Exception_:
+        deadline = data.get("deadline")
+        return cls(**{**data, "deadline": dt.datetime.fromisoformat(deadline) if deadline else None})
 
 
 NONE = Exception_()
@@ -77,6 +93,17 @@ class Exceptions:
 
     def of(self, assignment: str) -> dict[str, Exception_]:
         return {s: e for (a, s), e in self.by_student.items() if a == assignment}
+
+    def with_due_dates(self, assignment: str, due: dict[str, dt.datetime]) -> Exceptions:
+        """These, with each student's Canvas override (their own due date, in `due`) as their deadline where
+        this file moves none (no extra_days or deadline): exceptions.toml wins where both speak, and its
+        waiver, cap and grace still apply."""
+        found = dict(self.by_student)
+        for student, when in due.items():
+            own = found.get((assignment, student), NONE)
+            if not own.deadline and not own.extra_days:
+                found[(assignment, student)] = replace(own, deadline=when, canvas=True)
+        return Exceptions(self.path, found)
 
 
 def load(path: Path, course: Course, students: set[str] | None = None) -> Exceptions:

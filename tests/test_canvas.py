@@ -20,6 +20,7 @@ from autograder.course import ROOT
 from autograder.core import seeds
 from helpers import COURSE, cli
 from autograder.nbgrading.run import tools_path
+from autograder.nbgrading.apply import pulled_path
 
 ASSIGNMENT = "residual-connections"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
@@ -380,6 +381,14 @@ def test_export_grades_exact_csv(tmp_path, db_url):
         dest, notes = export.export_grades(gb, tmp_path / "zero.csv", students=["51003"], missing="zero")
     assert dest.read_text(encoding="utf-8").splitlines()[2:] == ['"Dubois, Amélie",51003,S3,adubois,Section A,0']
     assert f"{ASSIGNMENT}: MISSING, exported as 0: Dubois, Amélie (51003)" in notes
+    # canvas pull saw 51003 excused: blank even with missing = "zero", and called excused, not missing
+    pulled = {"51003": {"excused": True}, "51001": {"excused": False}}
+    rosters.write_json(pulled_path(db_url, ASSIGNMENT), {"assignment": ASSIGNMENT, "students": pulled})
+    with Gradebook(db_url) as gb:
+        dest, notes = export.export_grades(gb, tmp_path / "zero.csv", students=["51003"], missing="zero")
+    assert dest.read_text(encoding="utf-8").splitlines()[2:] == ['"Dubois, Amélie",51003,S3,adubois,Section A,']
+    assert f"{ASSIGNMENT}: excused in Canvas, left untouched (blank): Dubois, Amélie (51003)" in notes
+    assert not [n for n in notes if "MISSING" in n]
 
 
 def test_collection_record_is_json_beside_the_gradebook(tmp_path, db_url):

@@ -97,6 +97,9 @@ def test_pull_files_the_latest_uploads_as_zip_collect_does(tmp_path, canvas):
     assert roster["students"][0]["sis_login_id"] == "abara" and roster["students"][0]["section"] == "Section A"
     assert sum(1 for r in canvas.requests if r[1].endswith("/enrollments")) == 3    # 6 enrollments, 2 a page
     assert not changes(canvas)
+    status = cli("status", ASSIGNMENT).stdout       # the override is 51002's deadline, as exceptions.toml's is
+    assert "extended (exceptions.toml, Canvas overrides): 1: Müller, Tobias (51002) Canvas override: due " \
+           "2027-02-17T23:59:00+00:00" in status, status
 
 
 def test_bad_token_is_one_line_exit_1_and_written_nowhere(tmp_path, canvas, monkeypatch):
@@ -221,6 +224,7 @@ def test_throttling_and_a_dropped_connection_finish_on_rerun_with_nothing_twice(
 def test_pull_autograde_push_against_the_local_canvas(tmp_path, canvas):
     samples = ROOT / "submissions" / ASSIGNMENT
     canvas.submit(canvas.aid, 51001, NOTEBOOK, (samples / "full-marks.ipynb").read_bytes(), DEADLINE)
+    canvas.extend(canvas.aid, 51002, DEADLINE + dt.timedelta(days=1))     # uploaded 2 hours after its override
     canvas.submit(canvas.aid, 51002, NOTEBOOK, (samples / "partly-right.ipynb").read_bytes(),
                   DEADLINE + dt.timedelta(hours=26))
     canvas.excuse(canvas.aid, 51003)
@@ -230,6 +234,8 @@ def test_pull_autograde_push_against_the_local_canvas(tmp_path, canvas):
     nbgrader("generate_feedback", ASSIGNMENT, "--force", "--log-level=ERROR")
     with Gradebook(f"sqlite:///{tmp_path / 'instructor' / 'gradebook.db'}") as gb:
         expected = {s.student.id: s.score - (s.late_submission_penalty or 0) for s in gb.assignment_submissions(ASSIGNMENT)}
+        # one started day late from Canvas's due date for 51002, not two from course.toml's
+        assert gb.find_submission(ASSIGNMENT, "51002").late_submission_penalty == COURSE.assignment(ASSIGNMENT).late_per_day
     assert cli("canvas", "push", ASSIGNMENT, "--final", "--yes").returncode == 0
     for uid in (51001, 51002):
         assert canvas.submission(canvas.aid, uid)["score"] == pytest.approx(expected[str(uid)])

@@ -2,6 +2,7 @@
 every path from the kept results: nothing is regraded (autograder/nbgrading/apply.py, autograder/exceptions.py)."""
 import csv
 import datetime as dt
+import json
 import os
 import re
 import shutil
@@ -15,10 +16,11 @@ from nbgrader.api import Gradebook
 
 from autograder.course import COURSE_FILE, ROOT, load, split_points
 from autograder.lms.canvas.plugins import FINAL
+from autograder.lms.gradescope.allowances import FILE, Granted
 from autograder.nbgrading.run import nbgrader
 from autograder.results.result import Result
 from autograder.results.result import TestResult as Entry
-from helpers import ASSIGNMENT, COURSE, cli
+from helpers import ASSIGNMENT, COURSE, SOURCE_NB, cli
 
 A = COURSE.assignment(ASSIGNMENT)
 
@@ -150,7 +152,7 @@ def load_text(text: str, folder: Path):
     return load(folder / "shipped.toml").assignment(ASSIGNMENT)
 
 
-def test_late_policy_and_exceptions_apply_without_regrading(demo_copy):
+def test_late_policy_and_exceptions_apply_without_regrading(demo_copy, monkeypatch):
     area, course_file = demo_copy
     store = area / "grading" / f"{ASSIGNMENT}.jsonl"
     kept = store.read_bytes()
@@ -163,20 +165,74 @@ def test_late_policy_and_exceptions_apply_without_regrading(demo_copy):
     (area / "exceptions.toml").write_text(f'[{ASSIGNMENT}.{late}]\nextra_days = 1\n')
     nbgrader("export", FINAL, "--log-level=ERROR")
     assert float(assert_csv_matches_gradebook(area)[late]) == full - 10          # 2 hours after the extension
+    assert gradescope_matches_gradebook(area, course_file, late, gradescope_exceptions(area)) == 10
 
     (area / "exceptions.toml").write_text(f'[{ASSIGNMENT}.{late}]\nextra_days = 1\nwaive_late = true\n')
     nbgrader("export", FINAL, "--log-level=ERROR")
     assert float(assert_csv_matches_gradebook(area)[late]) == full
+    granted = gradescope_exceptions(area)
+    assert gradescope_matches_gradebook(area, course_file, late, granted) == 0
+    stranger = gradescope_late(area, course_file, late, {"name": "Not On The Roster", "email": "who@example.org"},
+                               granted)
+    assert stranger.penalty == 20 and "Not matched to the course roster" in stranger.line()
+    from autograder.cli import check
+    monkeypatch.setattr(check, "GRADESCOPE", area / "gs")       # where gradescope_exceptions built the zip
+    assert cli("check").returncode == 0
+    (area / "exceptions.toml").write_text(f'[{ASSIGNMENT}.{late}]\nextra_days = 2\n')
+    done = cli("check")
+    assert done.returncode == 1 and "built with other exceptions than instructor/exceptions.toml" in done.stdout
     with Gradebook(f"sqlite:///{area / 'gradebook.db'}") as gb:
         assert gb.find_submission(ASSIGNMENT, late).extension == dt.timedelta(days=1)   # formgrader shows it
     assert store.read_bytes() == kept
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("[residual-connections.51999]\nextra_days = 2\n", "exceptions.toml:1: residual-connections.51999: unknown student"),
-    ("[residual-connections.51005]\nextra_days = -2\n", "exceptions.toml:2: residual-connections.51005.extra_days"),
+def gradescope_exceptions(area: Path) -> Granted:
+    """The exceptions the Gradescope zip carries, built as `make gradescope` builds it (the instructor folder's
+    exceptions.toml and roster)."""
+    done = subprocess.run([sys.executable, "-m", "autograder", "gradescope", ASSIGNMENT, "--out",
+                           str(area / "gs")], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(area / "gs" / ASSIGNMENT / "autograder.zip") as zf:
+        return Granted(json.loads(zf.read(FILE))["students"])
+
+
+def gradescope_late(area: Path, course_file: Path, student: str, user: dict, granted: Granted):
+    """The Late a Gradescope run gives the student's upload (its time; Gradescope's due date the deadline),
+    for a Gradescope user named by e-mail and name."""
+    from autograder.lms.gradescope.late import lateness
+    with Gradebook(f"sqlite:///{area / 'gradebook.db'}") as gb:
+        uploaded = gb.find_submission(ASSIGNMENT, student).timestamp.replace(tzinfo=dt.timezone.utc)
+    metadata = {"id": 1, "created_at": uploaded.isoformat(), "users": [user],
+                "assignment": {"due_date": A.deadline.isoformat(), "late_due_date": None}}
+    return lateness(metadata, load(course_file).assignment(ASSIGNMENT), "late_per_day", granted.match([user]))
+
+
+def gradescope_matches_gradebook(area: Path, course_file: Path, student: str, granted: Granted) -> float:
+    """The student's Gradescope score (the kept result less the penalty) equals the gradebook's automatic
+    score less its late penalty: the penalty, which both took from Exception_.penalty."""
+    from autograder.core.extract import Template
+    from autograder.lms.gradescope.results import to_gradescope
+    from autograder.nbgrading.autograde import class_store
+    late = gradescope_late(area, course_file, student, {"email": "neze@uni.example", "name": "Ngozi Eze"}, granted)
+    notebook = next((area / "submitted" / student / ASSIGNMENT).glob("*.ipynb"))
+    kept = class_store(f"sqlite:///{area / 'gradebook.db'}", ASSIGNMENT).get(Template(SOURCE_NB).key(notebook))
+    with Gradebook(f"sqlite:///{area / 'gradebook.db'}") as gb:
+        submission = gb.find_submission(ASSIGNMENT, student)
+        gradebook = (submission.code_score, submission.late_submission_penalty or 0)
+    doc = to_gradescope(kept.scaled(load(course_file).assignment(ASSIGNMENT).auto), visibility="visible", late=late)
+    assert (doc["extra_data"]["auto_score"], late.penalty) == gradebook
+    assert doc["score"] == gradebook[0] - gradebook[1] and late.canvas_id == student and late.exception
+    return late.penalty
+
+
+# the roster is the export's to check against: feedback refuses only what is wrong in the file itself
+@pytest.mark.parametrize("text, problem, feedback_refuses", [
+    ("[residual-connections.51999]\nextra_days = 2\n", "exceptions.toml:1: residual-connections.51999: unknown student",
+     False),
+    ("[residual-connections.51005]\nextra_days = -2\n", "exceptions.toml:2: residual-connections.51005.extra_days",
+     True),
 ])
-def test_a_bad_exceptions_file_stops_the_export_and_changes_nothing(demo_copy, text, problem):
+def test_a_bad_exceptions_file_stops_export_and_feedback_changing_nothing(demo_copy, text, problem, feedback_refuses):
     area, _ = demo_copy
     csv_before, db_before = (area / "canvas" / "grades.csv").read_bytes(), (area / "gradebook.db").read_bytes()
     (area / "exceptions.toml").write_text(text)
@@ -184,3 +240,9 @@ def test_a_bad_exceptions_file_stops_the_export_and_changes_nothing(demo_copy, t
     assert done.returncode != 0 and problem in done.stdout + done.stderr
     assert (area / "canvas" / "grades.csv").read_bytes() == csv_before
     assert (area / "gradebook.db").read_bytes() == db_before
+    if feedback_refuses:        # nbgrader's --force would remove the old pages first
+        page = area / "feedback" / "51001" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+        old_page = page.read_bytes()
+        done = nbgrader("generate_feedback", ASSIGNMENT, "--force", capture=True, check=False)
+        assert done.returncode != 0 and problem in done.stdout + done.stderr
+        assert page.read_bytes() == old_page and (area / "gradebook.db").read_bytes() == db_before

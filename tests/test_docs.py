@@ -41,10 +41,11 @@ PLACEHOLDERS = {"NAME", "MODULE", "ASSIGNMENT", "A", "N", "NNN", "STUDENT", "ID"
 # report and answers (dist/), a semester's nbgrader folders (instructor/).
 GENERATED = ("dist/", "instructor/", ".venv/")
 # Named in the docs but other programs' files: Gradescope's container (source/, submission/, results.json,
-# submission_metadata.json), otter-grader's source, nbgrader's templates and its submitted/ folder, and
-# the report's files in dist/report/ASSIGNMENT/.
+# submission_metadata.json), otter-grader's source, nbgrader's templates and its submitted/ folder, the
+# report's files in dist/report/ASSIGNMENT/, and the Gradescope zip's exceptions.json.
 ELSEWHERE = ("source/", "submission/", "results.json", "submission_metadata.json", "otter/", "otter_config.json",
-             "formgrade/", "feedback/", "submitted/", "timestamp.txt", "tests.csv", "students.csv", "pairs.csv")
+             "formgrade/", "feedback/", "submitted/", "timestamp.txt", "tests.csv", "students.csv", "pairs.csv",
+             "exceptions.json")
 PATHLIKE = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_./-]*")
 
 

@@ -32,3 +32,38 @@ def test_an_exception_moves_the_due_date_and_bounds_the_penalty():
     assert exceptions.Exception_(grace_hours=6).penalty(A, 5 * 3600) == (0, 0)
     assert exceptions.Exception_(waive_late=True).penalty(A, 3 * day)[1] == 0
     assert exceptions.Exception_(late_cap=7).penalty(A, 3 * day)[1] == 7
+
+
+def test_gradescope_users_are_matched_to_the_roster_or_told_why_not():
+    from autograder.lms.gradescope.allowances import Granted
+    extended = exceptions.Exception_(extra_days=1, waive_late=True)
+    roster = [{"id": "51001", "sis_user_id": "20270001", "login_id": "cabara", "names": ["Abara, Chidi", "Chidi Abara"],
+               "exception": extended.to_json()},
+              {"id": "51002", "sis_user_id": "20270002", "login_id": "lberg", "names": ["Berg, Lina", "Lina Berg"],
+               "exception": None},
+              {"id": "51003", "sis_user_id": "20270003", "login_id": "lberg2", "names": ["Berg, Lina", "Lina Berg"],
+               "exception": None}]
+    granted = Granted(roster)
+    for user in ({"sid": "20270001", "name": "C. A."}, {"email": "CAbara@uni.example"}, {"name": "chidi  abara"}):
+        match = granted.match([user])
+        assert (match.exception, match.canvas_id, match.problem) == (extended, "51001", ""), user
+    assert exceptions.Exception_.from_json(extended.to_json()) == extended
+    assert granted.match([{"email": "lberg@uni.example"}]).canvas_id == "51002"
+    for users in ([{"name": "Lina Berg"}], [{"name": "Someone Else", "email": "x@y.z"}], [], None):
+        match = granted.match(users)                   # two Lina Bergs, a stranger, no users: no exception
+        assert match.exception == exceptions.NONE and "Not matched to the course roster" in match.problem, users
+    group = granted.match([{"sid": "20270001"}, {"sid": "20270002"}])
+    assert group.exception == exceptions.NONE and "different per-student exceptions" in group.problem
+    assert Granted([]).match([{"name": "Anyone"}]) == type(group)()      # no exceptions: nothing to say
+
+
+def test_a_canvas_override_is_the_deadline_where_exceptions_toml_moves_none(tmp_path):
+    (tmp_path / "exceptions.toml").write_text('[residual-connections.51001]\nextra_days = 1\n'
+                                              '[residual-connections.51002]\nwaive_late = true\n')
+    canvas_due = A.deadline + dt.timedelta(days=3)
+    merged = exceptions.load(tmp_path / "exceptions.toml", COURSE).with_due_dates(
+        ASSIGNMENT, {s: canvas_due for s in ("51001", "51002", "51003")})
+    assert merged.get(ASSIGNMENT, "51001").due(A) == A.deadline + dt.timedelta(days=1)     # the file wins
+    assert merged.get(ASSIGNMENT, "51002") == exceptions.Exception_(deadline=canvas_due, waive_late=True, canvas=True)
+    assert merged.get(ASSIGNMENT, "51003").extension(A) == dt.timedelta(days=3)
+    assert merged.get(ASSIGNMENT, "51003").describe().startswith("Canvas override: due 2027-")

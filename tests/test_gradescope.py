@@ -118,7 +118,7 @@ def test_zip_holds_the_scripts_package_and_this_assignment_only(zips, name):
         req = zf.read("requirements.txt").decode()
         trimmed = tomllib.loads(zf.read("course.toml").decode())
     top = {n for n in modes if "/" not in n}
-    assert top == {"setup.sh", "run_autograder", "requirements.txt", "course.toml"}
+    assert top == {"setup.sh", "run_autograder", "requirements.txt", "course.toml", "exceptions.json"}
     assert modes["setup.sh"] == modes["run_autograder"] == 0o100755
     assert all(mode == 0o100644 for n, mode in modes.items() if n not in ("setup.sh", "run_autograder"))
     assert {n for n in modes if n.startswith("solutions/")} == {f"solutions/{name}/{a.notebook}",

@@ -4,7 +4,7 @@ release and the built Gradescope zips, each problem as FILE:LINE and what to cha
 course.toml is the one place points are edited: per part, `auto` (shared out over the part's hidden tests
 by their @test weights) and `manual` (the written answer's grade cell). The release writes them into the
 grade cells (`make release`), the gradebook and everything exported take them from course.toml, and a
-Gradescope zip carries the course.toml it was built with (`make gradescope`).
+Gradescope zip carries the course.toml and the exceptions.toml entries it was built with (`make gradescope`).
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def run(args) -> int:
     problems = []
     for a in args.course.assignments.values():
         problems += check_assignment(a, text)
+    problems += _zip_exceptions(args.course)
     for line in problems:
         print(line)
     names = ", ".join(args.course.assignments)
@@ -106,6 +107,28 @@ def _gradescope(a: Assignment, line: str) -> list[str]:
         return [f"{path.relative_to(ROOT)}: built with auto = {have[0]}, manual = {have[1]}; {line} gives "
                 f"auto = {a.auto}, manual = {a.manual}: run `make gradescope` and upload the zip again"]
     return []
+
+
+def _zip_exceptions(course) -> list[str]:
+    """Each built zip's exceptions.json against the one exceptions.toml and the roster give now."""
+    from ..lms.gradescope.allowances import FILE
+    from .gradescope import exceptions_json
+    built = {n: p for n in course.assignments if (p := GRADESCOPE / n / "autograder.zip").is_file()}
+    if not built:
+        return []
+    try:
+        now = exceptions_json(course, list(built))
+    except CourseError as e:
+        return [str(e)]
+    out = []
+    for name, path in built.items():
+        with zipfile.ZipFile(path) as zf:
+            carried = json.loads(zf.read(FILE))["students"] if FILE in zf.namelist() else []
+        if carried != json.loads(now[name])["students"]:
+            shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+            out.append(f"{shown}: built with other exceptions than instructor/exceptions.toml "
+                       "and the roster give now: run `make gradescope`, upload the zip again and regrade")
+    return out
 
 
 def grade_cells(notebook: Path) -> dict[str, dict]:

@@ -4,7 +4,7 @@
     python -m autograder gradescope-run [--student-user student] [ROOT ...]   # inside Gradescope's container
 
 gradescope writes OUT/ASSIGNMENT/autograder.zip for each assignment (all of course.toml's by
-default). gradescope-run is what the zip's run_autograder calls: it grades each ROOT
+default), with the instructor folder's exceptions.toml and roster to apply it by. gradescope-run is what the zip's run_autograder calls: it grades each ROOT
 (default $AUTOGRADER_ROOT, else /autograder) into ROOT/results/results.json. docs/gradescope.md.
 """
 from __future__ import annotations
@@ -36,10 +36,30 @@ def add_parser(commands) -> None:
 
 def run_build(args) -> int:
     from ..lms.gradescope.build import build
-    for name in args.assignments or list(args.course.assignments):
+    names = args.assignments or list(args.course.assignments)
+    for name in names:
         args.course.assignment(name)              # an unknown name stops here, listing the valid ones
-        print(f"wrote {build(args.course, name, args.out)}")
+    granted = exceptions_json(args.course, names)
+    for name in names:
+        print(f"wrote {build(args.course, name, args.out, granted[name])}")
     return 0
+
+
+def exceptions_json(course, names) -> dict[str, str]:
+    """{assignment: the exceptions.json its zip carries}, from the instructor folder's exceptions.toml and
+    roster (CourseError naming the line of a broken file)."""
+    from ..exceptions import load as load_exceptions
+    from ..lms.canvas.roster import CanvasError, load_roster
+    from ..lms.gradescope.allowances import bundle
+    from ..nbgrading.apply import exceptions_path
+    from ..nbgrading.run import nbgrader_config
+    db_url = nbgrader_config().CourseDirectory.db_url
+    try:
+        roster = load_roster(db_url)
+    except CanvasError:          # none imported: exceptions.toml, if any, cannot be applied (bundle says so)
+        roster = None
+    exceptions = load_exceptions(exceptions_path(db_url), course, roster.ids if roster else None)
+    return {name: bundle(name, exceptions.of(name), roster.students if roster else None) for name in names}
 
 
 def run_grade(args) -> int:

@@ -28,11 +28,10 @@ def run(args) -> int:
     from nbgrader.api import MissingEntry
     from nbgrader.coursedir import CourseDirectory
 
-    from ..exceptions import load as load_exceptions
     from ..lms.canvas.collect import load_collection
     from ..lms.canvas.pending import find_pending
     from ..lms.canvas.roster import CanvasError, load_roster
-    from ..nbgrading.apply import exceptions_path
+    from ..nbgrading.apply import class_exceptions
     from ..nbgrading.autograde import store_path
     from ..nbgrading.gradebook import beside_gradebook, open_gradebook
     from ..nbgrading.run import nbgrader_config
@@ -44,7 +43,7 @@ def run(args) -> int:
         print(shown(f"error: {e}"), file=sys.stderr)
         return 2
     names = {s.id: s.name for s in roster.students}
-    extended = load_exceptions(exceptions_path(coursedir.db_url), args.course, roster.ids).of(name)
+    extended = class_exceptions(args.course, coursedir.db_url, roster.ids).of(name)
 
     def who(ids) -> str:
         return ", ".join(f"{names.get(s, '?')} ({s})" for s in ids) or "none"
@@ -65,7 +64,7 @@ def run(args) -> int:
         f"submitted: {len(submitted)}; missing: {len(roster.students) - len(submitted)}: "
         f"{who(s.id for s in roster.students if s.id not in submitted)}",
         f"late: {len(late)}: " + (", ".join(f"{names[s]} ({s}) {lateness(late[s])}" for s in late) or "none")
-        + (f"; extended (exceptions.toml): {len(extended)}: " + ", ".join(
+        + (f"; extended (exceptions.toml, Canvas overrides): {len(extended)}: " + ", ".join(
             f"{names[s]} ({s}) {e.describe()}" for s, e in extended.items()) if extended else ""),
         f"autograded: {len(set(graded) & set(submitted))} of {len(submitted)}; not yet: {who(pending.not_autograded)}",
         f"manual grades pending: {len(pending.manual)} students, {sum(pending.manual.values())} cells: "

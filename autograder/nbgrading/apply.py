@@ -3,21 +3,23 @@ the results store: nothing is regraded. The step every path that shows a grade r
 generate_feedback, the class report, autograde's end), so formgrader's totals, the Canvas CSV and the
 feedback agree after any change to course.toml or exceptions.toml.
 
-    exceptions = load(exceptions_path(db_url), course, roster_ids)   # autograder/exceptions.py
+    exceptions = class_exceptions(course, db_url, roster_ids)   # exceptions.toml and Canvas's overrides
     apply_course(course, "residual-connections", db_url, students, exceptions)   # students: {id: notebook}
 
 Per grade cell its points (course.toml's auto for partN-tests, manual for partN-written); per submission
-its extension (exceptions.toml), each part's automatic score (the kept result at course.toml's points,
-Result.scaled) and its late penalty (course.toml's late_per_day from the student's own due date, with the
+its extension (exceptions.toml, else the student's Canvas override as canvas pull recorded it), each part's
+automatic score (the kept result at course.toml's points, Result.scaled) and its late penalty (course.toml's late_per_day from the student's own due date, with the
 student's grace, waiver and cap). Manual scores are left as graders gave them.
 """
 from __future__ import annotations
 
+import datetime as dt
+import json
 from pathlib import Path
 
 from ..core.extract import Template
 from ..course import SOLUTIONS, Course
-from ..exceptions import FILE, Exceptions
+from ..exceptions import FILE, Exceptions, load
 from .autograde import PART_CELL, class_store, part_cells, store_path, sync_gradebook
 from .gradebook import beside_gradebook, open_gradebook
 
@@ -25,6 +27,25 @@ from .gradebook import beside_gradebook, open_gradebook
 def exceptions_path(db_url) -> Path:
     """exceptions.toml, beside the gradebook."""
     return beside_gradebook(db_url) / FILE
+
+
+def pulled_path(db_url, assignment: str) -> Path:
+    """canvas pull's record of an assignment (lms/canvas/pull.py): Canvas's states and due date per student."""
+    return beside_gradebook(db_url) / "canvas" / f"pulled-{assignment}.json"
+
+
+def class_exceptions(course: Course, db_url, roster_ids: set[str] | None = None) -> Exceptions:
+    """exceptions.toml (checked against roster_ids when given), with each Canvas override that canvas pull
+    recorded as that student's deadline where the file moves none (Exceptions.with_due_dates)."""
+    exceptions = load(exceptions_path(db_url), course, roster_ids)
+    for name in course.assignments:
+        path = pulled_path(db_url, name)
+        if path.is_file():
+            students = json.loads(path.read_text(encoding="utf-8"))["students"]
+            exceptions = exceptions.with_due_dates(name, {
+                s: dt.datetime.fromisoformat(v["due_at"].replace("Z", "+00:00"))
+                for s, v in students.items() if v.get("due_at")})
+    return exceptions
 
 
 def apply_course(course: Course, assignment: str, db_url, students: dict[str, Path], exceptions: Exceptions) -> None:

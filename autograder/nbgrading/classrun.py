@@ -18,8 +18,7 @@ import tempfile
 from pathlib import Path
 
 from ..course import SOLUTIONS, Course, CourseError
-from ..exceptions import load as load_exceptions
-from .apply import apply_course, exceptions_path
+from .apply import apply_course, class_exceptions
 from ..results.terminal import shown
 from .autograde import class_store, part_cells, sync_gradebook
 from .gradebook import open_gradebook
@@ -41,7 +40,7 @@ def submitted(course: Course, coursedir, assignment: str) -> dict[str, Path]:
 def apply_class(course: Course, assignment: str, coursedir, roster_ids: set[str] | None = None) -> None:
     """apply_course for the class under nbgrader's submitted directory, with exceptions.toml (its students
     checked against roster_ids when given): points, scores and late penalties follow course.toml now."""
-    exceptions = load_exceptions(exceptions_path(coursedir.db_url), course, roster_ids)
+    exceptions = class_exceptions(course, coursedir.db_url, roster_ids)
     apply_course(course, assignment, coursedir.db_url, submitted(course, coursedir, assignment), exceptions)
 
 

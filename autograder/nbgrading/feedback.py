@@ -17,6 +17,7 @@ from nbgrader.preprocessors import GetGrades
 from ..course import CourseError
 from . import plugins
 from .autograde import write_grades
+from .apply import class_exceptions
 from .classrun import apply_class
 
 TEMPLATE = "course_feedback"        # a folder of templates/, after nbgrader's "feedback" (its conf.json)
@@ -32,17 +33,23 @@ def _applied(assignment: str, coursedir) -> None:
     apply_class(plugins.course(), assignment, coursedir)
 
 
+def _or_exit(log, step, *args):
+    """step(*args); a CourseError (a broken course.toml or exceptions.toml) is one line and exit 1, not a
+    traceback per student."""
+    try:
+        return step(*args)
+    except CourseError as e:
+        log.error("%s", e)
+        raise SystemExit(1) from None
+
+
 class GradesWithPending(GetGrades):
     """GetGrades, marking the grade cells not scored yet and summing their points; first, the gradebook and
     each part's test listing brought to course.toml's points (nbgrading/apply.py), from the kept result."""
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        try:
-            _applied(info["assignment"], self.parent.parent.coursedir)
-        except CourseError as e:      # a broken exceptions.toml or course.toml: one line, not one traceback each
-            self.log.error("%s", e)
-            raise SystemExit(1) from None
+        _or_exit(self.log, _applied, info["assignment"], self.parent.parent.coursedir)
         grading = plugins.grading_for(info["assignment"], info["db_url"])
         if (result := grading.kept(nb)) is not None:
             write_grades(nb, result.scaled(grading.points), grading.part_cells)
@@ -62,4 +69,11 @@ class GradesWithPending(GetGrades):
 class FeedbackExporter(HTMLExporter):
     """nbconvert's HTML exporter as generate_feedback's alone (nbgrader_config.py: GenerateFeedback.exporter_class),
     so that the course's feedback template (FeedbackExporter's settings there) leaves formgrader's views, which
-    render with HTMLExporter's, as nbgrader made them."""
+    render with HTMLExporter's, as nbgrader made them. Made before the first student's feedback folder is
+    touched, it checks course.toml and exceptions.toml first: nbgrader's --force removes each old folder before
+    the preprocessors run, and a broken file must change nothing."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if (coursedir := getattr(self.parent, "coursedir", None)) is not None:
+            _or_exit(self.log, lambda: class_exceptions(plugins.course(), coursedir.db_url))

@@ -17,9 +17,8 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .. import course as course_mod
 from ..core.seeds import SecretError
-from ..exceptions import load as load_exceptions
 from ..results.store import StoreError
-from .apply import exceptions_path
+from .apply import class_exceptions
 from .autograde import NotebookGrading, write_grades
 
 
@@ -84,7 +83,7 @@ class CourseLatePenalty(LateSubmissionPlugin):
     def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float) -> float | None:
         assignment = self.parent.assignment_id
         a = course().assignment(assignment)
-        allowance = load_exceptions(exceptions_path(self.parent.db_url), course()).get(assignment, student_id)
+        allowance = class_exceptions(course(), self.parent.db_url).get(assignment, student_id)
         submission = self.parent.gradebook.find_submission(assignment, student_id)
         submission.extension = allowance.extension(a) or None
         days, penalty = allowance.penalty(a, submission.total_seconds_late)

@@ -70,8 +70,7 @@ def from_class(course: Course, assignment: str) -> list[Student]:
     (the results store beside the gradebook, its review decisions applied), as nbgrader_config.py places
     them; named from the Canvas roster with the roster's non-submitters added, where one was imported."""
     from ..lms.canvas.roster import CanvasError, load_roster
-    from ..exceptions import load as load_exceptions
-    from ..nbgrading.apply import exceptions_path
+    from ..nbgrading.apply import class_exceptions
     from ..nbgrading.autograde import store_path
     from ..nbgrading.run import nbgrader_config
     config = nbgrader_config().CourseDirectory
@@ -84,7 +83,7 @@ def from_class(course: Course, assignment: str) -> list[Student]:
         roster = load_roster(config.db_url)
     except CanvasError:      # no roster imported: students stay named by their nbgrader id
         roster = None
-    granted = load_exceptions(exceptions_path(config.db_url), course, roster.ids if roster else None).of(assignment)
+    granted = class_exceptions(course, config.db_url, roster.ids if roster else None).of(assignment)
     due = {s: e.due(a) + dt.timedelta(hours=e.grace_hours) for s, e in granted.items()}
     students = from_nbgrader(Store(path, assignment), Template(a.notebook_path(SOLUTIONS)),
                              Path(config.submitted_directory), assignment, a.deadline, due)

@@ -5,10 +5,12 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 from nbgrader.api import Gradebook
 
+from ...nbgrading.apply import pulled_path
 from .collect import load_collection
 from .roster import FIELDS, ROSTER_COLUMNS, Roster, RosterStudent, canvas_dir, load_roster
 
@@ -26,7 +28,8 @@ def export_grades(gb: Gradebook, dest: str | Path | None = None,
     """Write the CSV Canvas's gradebook import takes; return it and notes for the instructor.
 
     One row per roster student (a missing submission is left blank, so that Canvas keeps an
-    "excused", or 0 when missing is "zero" (course.toml [lms] missing), and is named in the notes,
+    "excused", or 0 when missing is "zero" (course.toml [lms] missing), and is named in the notes; a
+    student Canvas marked excused at the last `canvas pull` is always left blank, named as excused,
     since Canvas would take any extra column for a new assignment); one column per assignment, headed
     "Title (canvas id)" when the imported export had that assignment, else its name (Canvas then
     matches an assignment of that exact title or creates one); a "Points Possible" row.
@@ -40,13 +43,14 @@ def export_grades(gb: Gradebook, dest: str | Path | None = None,
     chosen = [a for a in gb.assignments if not assignments or a.name in assignments]
     notes = [] if chosen else ["no assignments in the gradebook yet (`nbgrader autograde` adds them): "
                                "the CSV has no grade columns"]
-    scores = {}
+    scores, excused = {}, {}
     for a in chosen:
+        excused[a.name] = excused_in_canvas(url, a.name)
         submissions = gb.assignment_submissions(a.name)
         scores[a.name] = final_scores(gb, a.name)
         penalties = {s.student.id: s.late_submission_penalty for s in submissions if s.late_submission_penalty}
         notes += _assignment_notes(a.name, roster, rows, scores[a.name], penalties, load_collection(url, a.name),
-                                   MISSING[missing])
+                                   MISSING[missing], excused[a.name])
     dest.parent.mkdir(parents=True, exist_ok=True)
     with dest.open("w", newline="", encoding="utf-8") as f:
         out = csv.writer(f, lineterminator="\n")
@@ -56,7 +60,7 @@ def export_grades(gb: Gradebook, dest: str | Path | None = None,
         for s in rows:
             out.writerow([*(getattr(s, field) for field in FIELDS.values()),
                           *(score_text(scores[a.name][s.id]) if s.id in scores[a.name] else
-                            "0" * (missing == "zero") for a in chosen)])
+                            "0" * (missing == "zero" and s.id not in excused[a.name]) for a in chosen)])
     return dest, notes
 
 
@@ -66,12 +70,20 @@ def final_scores(gb: Gradebook, assignment: str) -> dict[str, float]:
             for s in gb.assignment_submissions(assignment)}
 
 
+def excused_in_canvas(db_url, assignment: str) -> set[str]:
+    """The students Canvas marked excused at the last `canvas pull` (its record, pull.py); none without one."""
+    path = pulled_path(db_url, assignment)
+    if not path.is_file():
+        return set()
+    return {s for s, state in json.loads(path.read_text(encoding="utf-8"))["students"].items() if state.get("excused")}
+
+
 def _assignment_notes(assignment: str, roster: Roster, rows: list[RosterStudent], scores: dict,
-                      penalties: dict[str, float], record: dict, exported: str) -> list[str]:
+                      penalties: dict[str, float], record: dict, exported: str, excused: set[str]) -> list[str]:
     def names(students):
         return ", ".join(f"{s.name} ({s.id})" for s in students)
     collected = record["students"]
-    missing = [s for s in rows if s.id not in scores]
+    missing = [s for s in rows if s.id not in scores and s.id not in excused]
     notes = []
     if strangers := sorted(set(scores) - roster.ids):
         notes.append(f"{assignment}: graded in nbgrader but not in the Canvas roster, so not exported: "
@@ -82,6 +94,8 @@ def _assignment_notes(assignment: str, roster: Roster, rows: list[RosterStudent]
                      f"exported {exported}: {names(unusable)}")
     if missing := [s for s in missing if s not in unusable]:
         notes.append(f"{assignment}: MISSING, exported {exported}: {names(missing)}")
+    if untouched := [s for s in rows if s.id in excused and s.id not in scores]:
+        notes.append(f"{assignment}: excused in Canvas, left untouched (blank): {names(untouched)}")
     if not_graded := [s for s in missing if s.id in collected]:
         notes.append(f"{assignment}: collected but not autograded (run `nbgrader autograde {assignment}`): "
                      f"{names(not_graded)}")

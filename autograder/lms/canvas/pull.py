@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...course import ROOT, Course
+from ...nbgrading.apply import pulled_path
 from ...nbgrading.run import nbgrader, nbgrader_config
 from .api import CanvasApiError, canvas_errors, connect
 from .collect import canvas_user_name
-from .roster import Roster, RosterStudent, canvas_dir, save_roster, write_json
+from .roster import Roster, RosterStudent, save_roster, write_json
 
 ARCHIVE = "canvas-api.zip"   # pull's zip in zip_collect's archive folder, replaced by each pull
 
@@ -50,7 +51,7 @@ def pull(course: Course, assignment: str, coursedir) -> Pulled:
         students = _write_archive(archive, roster, submissions, extensions)
     record = {"assignment": a.name, "canvas": f"{base_url}/courses/{remote.id}/assignments/{canvas_assignment.id}",
               "due_at": canvas_assignment.due_at, "students": students}
-    write_json(canvas_dir(coursedir.db_url) / f"pulled-{a.name}.json", record)
+    write_json(pulled_path(coursedir.db_url, a.name), record)   # its due dates: nbgrading/apply.py reads them
     if any(s["attachments"] for s in students.values()):
         nbgrader("zip_collect", a.name, "--force", "--log-level=ERROR")   # prints what it did not take
     return Pulled(roster, record, archive)

@@ -1,11 +1,13 @@
 """Build Gradescope's autograder zip for an assignment.
 
     build(course, "residual-connections", Path("dist/gradescope"))   # -> dist/gradescope/A/autograder.zip
+    build(course, name, out, exceptions=bundle(name, granted, roster.students))   # with exceptions.toml's
 
 The zip, unpacked as Gradescope's /autograder/source:
     setup.sh, run_autograder        templates/ here, mode 0755
     requirements.txt                pyproject.toml's own lines for what grading imports
     course.toml                     the course file with only this assignment's tables
+    exceptions.json                 exceptions.toml's for this assignment, with the roster (allowances.py)
     autograder/                     this package, with only this assignment's hidden suite
     nbtest/                         the student-side package: notebook reader, policy, monitor
     solutions/A/                    the source notebook and its contract.toml
@@ -21,6 +23,7 @@ import nbtest
 
 from ... import suites
 from ...course import COURSE_FILE, ROOT, SOLUTIONS, Course, CourseError
+from .allowances import FILE, bundle
 
 TEMPLATES = Path(__file__).parent / "templates"
 # what a Gradescope run imports: grading, and the written answers it shows
@@ -58,8 +61,9 @@ def course_toml(text: str, assignment: str) -> str:
     return trimmed
 
 
-def files(course: Course, assignment: str) -> dict[str, tuple[bytes, int]]:
-    """{path in the zip: (contents, mode)}."""
+def files(course: Course, assignment: str, exceptions: str | None = None) -> dict[str, tuple[bytes, int]]:
+    """{path in the zip: (contents, mode)}. exceptions: exceptions.json's text (allowances.bundle); none given:
+    no exceptions."""
     a = course.assignment(assignment)
     # another assignment's suite package, every module of it
     others = tuple(suites.package(n) + "." for n in course.assignments if n != assignment)
@@ -67,6 +71,7 @@ def files(course: Course, assignment: str) -> dict[str, tuple[bytes, int]]:
     out = {name: ((TEMPLATES / name).read_bytes(), EXECUTABLE) for name in ("setup.sh", "run_autograder")}
     out["requirements.txt"] = ("\n".join(requirements()) + "\n").encode(), PLAIN
     out["course.toml"] = course_toml(COURSE_FILE.read_text(encoding="utf-8"), assignment).encode(), PLAIN
+    out[FILE] = (exceptions or bundle(assignment, {}, None)).encode(), PLAIN
     for package in (ROOT / "autograder", Path(nbtest.__file__).parent):
         for path in sorted(package.rglob("*")):
             rel = path.relative_to(package.parent)
@@ -79,13 +84,14 @@ def files(course: Course, assignment: str) -> dict[str, tuple[bytes, int]]:
     return out
 
 
-def build(course: Course, assignment: str, out: Path) -> Path:
-    """Write out/ASSIGNMENT/autograder.zip (setup.sh and run_autograder at its root, executable)."""
+def build(course: Course, assignment: str, out: Path, exceptions: str | None = None) -> Path:
+    """Write out/ASSIGNMENT/autograder.zip (setup.sh and run_autograder at its root, executable); exceptions:
+    as files() takes it."""
     path = Path(out) / assignment / "autograder.zip"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, (data, mode) in files(course, assignment).items():
+        for name, (data, mode) in files(course, assignment, exceptions).items():
             info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))   # the same bytes on every build
             info.external_attr = (0o100000 | mode) << 16                      # a regular file and its mode
             info.compress_type = zipfile.ZIP_DEFLATED

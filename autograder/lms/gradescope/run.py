@@ -3,7 +3,7 @@
     grade_roots(course, [Path("/autograder")], student="student")
 
 Each root is laid out as Gradescope's /autograder:
-    source/                    the zip, unpacked: this package, course.toml, solutions/A/ (root-only)
+    source/                    the zip, unpacked: this package, course.toml, exceptions.json, solutions/A/ (root-only)
     submission/                what the student uploaded, any file names
     submission_metadata.json   the submission's id and time, the due date, earlier submissions
     results/results.json       written here in every case (root-only)
@@ -24,9 +24,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ...course import SOLUTIONS, Assignment, Course, CourseError
+from ...course import ROOT, SOLUTIONS, Assignment, Course, CourseError
 from ...grading.grader import Grader
 from ...nbgrading.answers import Questions
+from .allowances import FILE, Granted
 from .late import lateness
 from .results import not_graded, to_gradescope
 
@@ -96,6 +97,7 @@ def grade_roots(course: Course, roots: list[Path], student: str, assignment: str
         write_results(root, not_graded(name, KILLED))
     a = course.assignment(name)
     try:
+        granted = Granted.read(ROOT / FILE)        # the zip's: exceptions.toml's, with the roster to match by
         questions = Questions(a.notebook_path(SOLUTIONS), course.grading.max_cell_kb, a.cell_points)
         if closed := closed_folders():
             raise CourseError(f"student code runs as {student!r} but cannot enter {', '.join(map(str, closed))} "
@@ -109,12 +111,13 @@ def grade_roots(course: Course, roots: list[Path], student: str, assignment: str
         raise
     # several roots (the tests' class) are graded side by side, as grade_many does; Gradescope's one alone
     with grader, ThreadPoolExecutor(course.grading.graders()) as pool:
-        for line in pool.map(lambda root: _grade_root(grader, root, a, course, questions), roots):
+        for line in pool.map(lambda root: _grade_root(grader, root, a, course, questions, granted), roots):
             if line:
                 print(line, flush=True)
 
 
-def _grade_root(grader: Grader, root: Path, a: Assignment, course: Course, questions: Questions) -> str | None:
+def _grade_root(grader: Grader, root: Path, a: Assignment, course: Course, questions: Questions,
+                granted: Granted) -> str | None:
     """Grade one root into its results.json; the line the log shows, or None when there is no notebook."""
     start = time.monotonic()
     metadata = _metadata(root)
@@ -131,7 +134,7 @@ def _grade_root(grader: Grader, root: Path, a: Assignment, course: Course, quest
         write_results(root, not_graded(a.name, f"the grader failed ({type(e).__name__}); this is not your "
                                                "fault: ask your instructor to regrade"))
         raise
-    late = lateness(metadata, a, course.lms.gradescope.late)
+    late = lateness(metadata, a, course.lms.gradescope.late, granted.match(metadata.get("users")))
     write_results(root, to_gradescope(result, visibility=course.lms.visibility(a), late=late,
                                       answers=questions.answers(notebook),
                                       execution_time=time.monotonic() - start))
