@@ -35,6 +35,20 @@ def test_a_held_test_scores_0_and_keeps_what_its_check_earned():
     assert Result.from_json(json.loads(json.dumps(result.to_store()))).tests[0].held == 6
 
 
+@pytest.mark.parametrize("verdict, first_line", [
+    ("", "held for an instructor's review: 0 of 9 points now; 9 if an instructor releases them"),
+    ("release", "passed: released after an instructor's review, 9 of 9 points given back"),
+    ("confirm", "held, and confirmed after an instructor's review: 0 of 9 points; the 9 its check earned"),
+])
+def test_a_held_test_rescaled_to_course_toml_says_its_new_points(verdict, first_line):
+    """Part 1 at 15 points instead of 10 (course.toml edited after grading): the held test's 6 of 10 become
+    9, and its first line says 9, whether it is still held, released or confirmed."""
+    result = flagged().decided(verdict) if verdict else flagged()
+    held = result.scaled({1: 15}).tests[0]
+    assert (held.max_score, held.held) == (9, 9)
+    assert held.output.startswith(first_line) and FINDING in held.output
+
+
 @pytest.mark.parametrize("verdict, score, first_line", [
     ("release", 8, "passed: released after an instructor's review, 6 of 6 points given back"),
     ("confirm", 2, "held, and confirmed after an instructor's review: 0 of 6 points; the 6 its check earned"),

@@ -82,14 +82,9 @@ class TestResult:
         "confirm" keeps 0; either way the first line of its output says so."""
         if self.kind != "held":
             return self
-        why = self.output.split("\n", 1)[1:]
         if verdict == "release":
-            head = (f"passed: released after an instructor's review, {self.held:g} of {count(self.max_score, 'point')} "
-                    "given back (the test had been held; why is below)")
-            return dataclasses.replace(self, score=self.held, output="\n".join([head, *why]), kind="passed")
-        head = (f"held, and confirmed after an instructor's review: 0 of {count(self.max_score, 'point')}; the "
-                f"{self.held:g} its check earned {'is' if self.held == 1 else 'are'} not given")
-        return dataclasses.replace(self, output="\n".join([head, *why]))
+            return _headed(dataclasses.replace(self, score=self.held, kind="passed"), RELEASED)
+        return _headed(self, CONFIRMED)
 
 
 @dataclass(frozen=True)
@@ -173,8 +168,29 @@ class Result:
 def _rescaled(test: TestResult, share: float) -> TestResult:
     """A test at `share` points instead of its max_score, with the same fraction earned and held."""
     ratio = share / test.max_score
-    return dataclasses.replace(test, max_score=share, score=share if test.score == test.max_score
+    test = dataclasses.replace(test, max_score=share, score=share if test.score == test.max_score
                                else points(test.score * ratio), held=points(test.held * ratio))
+    head = next((h for h in HEADS if test.output.startswith(h)), None)
+    return _headed(test, head) if head and test.held else test     # its first line at the new points too
+
+
+# The first line of a held test's output, by what became of it: what it says of the points is written from
+# the test's fields (max_score, held), so a result rescaled to course.toml's points says the new ones.
+HELD, RELEASED, CONFIRMED = ("held for an instructor's review", "passed: released after an instructor's review",
+                             "held, and confirmed after an instructor's review")
+HEADS = (HELD, RELEASED, CONFIRMED)
+
+
+def _headed(test: TestResult, head: str) -> TestResult:
+    """test with its output's first line replaced by `head`'s sentence at its points; the rest (why) kept."""
+    top, earned = count(test.max_score, "point"), f"{test.held:g}"
+    line = {HELD: f"{HELD}: 0 of {top} now; {earned} if an instructor releases "
+                  f"{'it' if test.held == 1 else 'them'}",
+            RELEASED: f"{RELEASED}, {earned} of {top} given back (the test had been held; why is below)",
+            CONFIRMED: f"{CONFIRMED}: 0 of {top}; the {earned} its check earned "
+                       f"{'is' if test.held == 1 else 'are'} not given"}[head]
+    why = test.output.split("\n", 1)[1:]
+    return dataclasses.replace(test, output="\n".join([line, *why]))
 
 
 def entry(name: str, part: int, score: float, max_score: int, output: str, misconception: str | None = None,
@@ -190,9 +206,8 @@ def held_entry(name: str, part: int, max_score: int, why: str) -> TestResult:
     """The entry of a test whose check passed but is held for an instructor's review: 0 now, and its
     points kept in `held` for a release. The first line says what happened to the points (decided()
     rewrites it); `why` follows."""
-    head = (f"held for an instructor's review: 0 of {count(max_score, 'point')} now; {max_score} if an instructor "
-            f"releases {'it' if max_score == 1 else 'them'}")
-    return dataclasses.replace(entry(name, part, 0, max_score, f"{head}\n{why}", kind="held"), held=max_score)
+    return _headed(dataclasses.replace(entry(name, part, 0, max_score, f"{HELD}\n{why}", kind="held"),
+                                       held=max_score), HELD)
 
 
 def tidy(text: str, limit: int) -> str:
