@@ -137,7 +137,7 @@ class SampleClass:
             for t in result["tests"]:
                 leaked = [line for line in secret if line in t["output"]]
                 assert not leaked, f"{name} / {t['name']} shows source: {leaked}"
-                assert len(t["output"]) <= MAX_OUTPUT
+                assert len(t["output"]) <= MAX_OUTPUT, f"{name} / {t['name']}: {len(t['output'])} characters"
 
 
 def write_export(path: Path, submissions: dict[str, tuple[list[tuple[str, str]], dict | None, dict[str, bytes]]]) -> Path:

@@ -8,7 +8,7 @@ from jsonschema import Draft202012Validator
 
 from autograder.lms.gradescope.results import HELD_TAG, to_gradescope
 from autograder.results.render import feedback_text, review_summary, table
-from autograder.results.result import Result, held_entry
+from autograder.results.result import MAX_OUTPUT, Result, held_entry
 from autograder.results.result import TestResult as Entry   # not collected as a test class
 from autograder.results.store import Store, StoreError
 
@@ -62,6 +62,16 @@ def test_a_decision_restores_or_keeps_the_held_points_and_says_so(verdict, score
     text = feedback_text(decided, 1)
     assert first_line.split(",")[0] in text and ("HELD" in text) == (verdict == "confirm")
     assert ("given back" if verdict == "release" else "not given") in table(decided).splitlines()[3]
+
+
+@pytest.mark.parametrize("verdict", ["", "release", "confirm"])
+def test_a_held_test_with_a_long_reason_keeps_to_the_output_limit(verdict):
+    """The first line written from the points is longer than the word it replaces: the whole output is still
+    cut to MAX_OUTPUT, held, decided or rescaled."""
+    long = Result("residual-connections", 7, [held_entry("t", 1, 6, "why: " + "x" * 3 * MAX_OUTPUT)])
+    for result in (long, long.decided(verdict) if verdict else long, long.scaled({1: 15})):
+        output = result.tests[0].output
+        assert len(output) <= MAX_OUTPUT and output.endswith("x ... (cut)")
 
 
 def test_decisions_are_appended_kept_per_code_and_the_newest_wins(tmp_path):

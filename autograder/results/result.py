@@ -190,16 +190,18 @@ def _headed(test: TestResult, head: str) -> TestResult:
             CONFIRMED: f"{CONFIRMED}: 0 of {top}; the {earned} its check earned "
                        f"{'is' if test.held == 1 else 'are'} not given"}[head]
     why = test.output.split("\n", 1)[1:]
-    return dataclasses.replace(test, output="\n".join([line, *why]))
+    return dataclasses.replace(test, output=_cut("\n".join([line, *why])))   # the line is longer than the head
 
 
 def entry(name: str, part: int, score: float, max_score: int, output: str, misconception: str | None = None,
           kind: str = "") -> TestResult:
     """A test's result with its output tidied and cut to MAX_OUTPUT characters."""
-    output = tidy(output, 4 * MAX_OUTPUT)
-    if len(output) > MAX_OUTPUT:
-        output = output[:MAX_OUTPUT - 20] + " ... (cut)"
-    return TestResult(name, part, score, max_score, output, misconception, kind)
+    return TestResult(name, part, score, max_score, _cut(tidy(output, 4 * MAX_OUTPUT)), misconception, kind)
+
+
+def _cut(output: str) -> str:
+    """output cut to MAX_OUTPUT characters, saying so."""
+    return output if len(output) <= MAX_OUTPUT else output[:MAX_OUTPUT - 20] + " ... (cut)"
 
 
 def held_entry(name: str, part: int, max_score: int, why: str) -> TestResult:
