@@ -69,8 +69,14 @@ COMPILER_EVENTS = ("subprocess.", "os.", "ctypes.", "open", "import", "_posixsub
 # libraries whose functions hand frames back to their caller (logging.currentframe() is sys._getframe(1))
 FRAME_LIBRARIES = ("/inspect.py", "/traceback.py", "/logging/__init__.py")
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+FRAME_EVENTS = ("sys._getframe", "sys._current_frames", "object.__getattr__")
+# torch's anomaly mode (torch.autograd.detect_anomaly, set_detect_anomaly) records the stack of every autograd
+# op as text for its own error messages: its C++ calls traceback.format_stack(), so no torch frame stands
+# between the cell and the frames read, yet the reading is torch's, as torch.manual_seed's is
+ANOMALY_RECORDER = ("/traceback.py", "format_stack")
 _getframe, _write, _str, _isinstance, _type, _id = sys._getframe, os.write, str, isinstance, type, id
 _function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
+_anomaly = torch.is_anomaly_enabled
 
 
 @dataclass(frozen=True)
@@ -157,12 +163,13 @@ def _attribute(event: str, args: tuple, inside: tuple, cell_of: Callable[[str], 
     thread, a finaliser, the grader calling it)."""
     frame = _getframe(2)            # the frame that raised the event (0: _attribute, 1: the hook)
     site, direct, compiler, framing, library, loading = frame.f_code.co_filename, True, False, True, False, False
-    judged = False
+    judged, outer = False, None     # outer: the outermost library frame below the cell so far
     while frame is not None:
         name = frame.f_code.co_filename
         cell = cell_of(name)
         if cell is not None or not judged and (name.startswith(inside) or _id(frame.f_code) in generated):
             if not judged and (compiler and event.startswith(COMPILER_EVENTS) or loading and event != "import"
+                               or event in FRAME_EVENTS and framing and _recorded_by_anomaly_mode(outer)
                                or not _counts(event, args, site, direct, framing, inside, guarded, modules)):
                 return None
             if cell is not None:
@@ -178,8 +185,17 @@ def _attribute(event: str, args: tuple, inside: tuple, cell_of: Callable[[str], 
             library = library or not name.startswith(IMPORTER)
             direct, compiler = False, compiler or TRITON in name
             framing = framing and name.endswith(FRAME_LIBRARIES)
+            outer = frame
         frame = frame.f_back
     return ("", 0) if judged else None
+
+
+def _recorded_by_anomaly_mode(outer) -> bool:
+    """Whether the frames are read by torch's anomaly mode recording an op's stack: it is on, and the
+    frame library was entered at traceback.format_stack(), right below the cell (torch's C++ calls it there;
+    a cell calling it itself must reach traceback, which the static policy flags)."""
+    return outer is not None and _anomaly() and outer.f_code.co_filename.endswith(ANOMALY_RECORDER[0]) \
+        and outer.f_code.co_name == ANOMALY_RECORDER[1]
 
 
 def _counts(event: str, args: tuple, site: str, direct: bool, framing: bool, inside: tuple, guarded: tuple[str, ...],
@@ -191,7 +207,7 @@ def _counts(event: str, args: tuple, site: str, direct: bool, framing: bool, ins
         return direct           # typing checks a string annotation's syntax; evaluating it would be an exec
     if event in ("compile", "exec", "code.__new__", "marshal.loads"):
         return direct or not (site.endswith(GENERATORS) or site.startswith(IMPORTER))
-    if event in ("sys._getframe", "sys._current_frames", "object.__getattr__"):
+    if event in FRAME_EVENTS:
         return framing
     if event in ("object.__setattr__", "object.__delattr__"):
         target = args[0]

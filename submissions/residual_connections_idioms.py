@@ -217,6 +217,23 @@ IDIOMS = [
             grads = torch.autograd.grad(F.cross_entropy(h, y), list(inputs.values()))
             return [g.norm().item() for g in grads]
         '''),
+    # torch's anomaly mode records every op's stack through traceback, from C++ right below the cell: torch's doing
+    (("anomaly-mode-scoped", "optimizer-param-groups"), "train", '''
+        def train(model: nn.Module, X: Tensor, y: Tensor, steps: int, lr: float = 0.05, batch: int = 128,
+                  seed: int = 0) -> list:
+            opt = torch.optim.SGD([{"params": list(model.parameters())}], lr=lr, momentum=0.9)
+            gen = torch.Generator().manual_seed(seed)
+            losses = []
+            for _ in range(steps):
+                idx = torch.randperm(len(X), generator=gen)[:batch]
+                with torch.autograd.detect_anomaly(check_nan=True):   # stop where a NaN first appears
+                    loss = F.cross_entropy(model(X[idx]), y[idx]) * 1.0
+                    opt.zero_grad()
+                    loss.backward()
+                opt.step()
+                losses.append(loss.item())
+            return losses
+        '''),
     # how Jupyter reads a cell: Black breaks long lines before an operator (a continuation line that
     # starts with `%` or `!=` is Python, not a magic), and a cell's own __future__ import is honoured
     (("black-continuation-lines", "percent-format-continuation", "not-equal-continuation",

@@ -145,6 +145,30 @@ def test_a_reaching_event_is_charged_to_its_cell_and_line(reached, source, event
     assert (f"case{REACHING.index((source, event, line))}", line, event) in reached
 
 
+def test_torch_anomaly_mode_recording_each_ops_stack_is_torchs_doing():
+    """Anomaly mode's C++ calls traceback.format_stack() for every autograd op, right below the cell that ran
+    the op (no torch frame between): torch's reading, not the cell's, whether left on or scoped. The frames a
+    cell reads itself while it is on still count."""
+    found = events(left_on='''
+        import torch
+        torch.autograd.set_detect_anomaly(True)        # left on while debugging NaNs
+        x = torch.randn(3, requires_grad=True)
+        y = x + x
+        (2.0 * y).sum().backward()
+        ''', scoped='''
+        import torch
+        x = torch.randn(3, requires_grad=True)
+        with torch.autograd.detect_anomaly(check_nan=True):
+            y = torch.add(x, x) * 3
+            y.sum().backward()
+        ''', reads='''
+        import inspect, torch
+        with torch.autograd.detect_anomaly():
+            f = inspect.currentframe()
+        ''')
+    assert found == [("reads", 4, "sys._getframe")], found
+
+
 def test_a_library_building_its_own_code_at_its_first_import_is_not_the_cell():
     """mpmath compiles its number methods from strings when imported (sympy, under torch's first optimizer
     step, imports it): the import system runs that code, so it is the library's."""
