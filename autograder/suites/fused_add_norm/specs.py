@@ -125,7 +125,7 @@ def warm_up() -> None:
 
     from ...core import probe
 
-    nbtest.autotune_in_interpreter()   # as in the student's notebook: @triton.autotune runs here too
+    nbtest.interpreter_as_on_gpu()   # as in the student's notebook: autotune and tl.reduce as on a GPU
 
     kernel_types = (jit.KernelInterface,)
     for cls in (jit.JITFunction, interpreter.InterpretedFunction, autotuner.Autotuner, autotuner.Heuristics):
