@@ -624,7 +624,8 @@ def _rebound(ctx: _Notebook, names: set[str]) -> list[Violation]:
     holds that def when the cells have run. Flags every binding of these names after it (an assignment,
     an import, a loop or with target, a def nested in an if, a del), any binding of the wrapper where no
     def of it is checked, a `global` for them in any function, and a decorator on the wrapper or a
-    helper (it replaces the def by what it returns)."""
+    helper (it replaces the def by what it returns) unless it is a library's given plain data, and then
+    any use of the name but a call."""
     out = []
     for label, tree in ctx.trees.items():
         if not ctx.student[label]:
@@ -641,11 +642,45 @@ def _rebound(ctx: _Notebook, names: set[str]) -> list[Violation]:
             if isinstance(node, ast.Global) and names & set(node.names):
                 out.append(Violation(label, node.lineno, "rebound", FLAG, f"'global {', '.join(names & set(node.names))}'"
                                      " lets a function rebind a name the grader checked", quote(ctx.sources[label], node.lineno)))
+    decorated = set()
     for name, (label, fn) in ctx.functions.items():
-        if name in names and fn.decorator_list:
-            out.append(Violation(label, fn.decorator_list[0].lineno, "rebound", FLAG, f"a decorator on {name}: the name "
-                                 "then holds what the decorator returns, not the def the grader checked",
-                                 quote(ctx.sources[label], fn.decorator_list[0].lineno)))
+        if name not in names or not fn.decorator_list:
+            continue
+        own = next((d for d in fn.decorator_list if not _library_decorator(d, ctx)), None)
+        if own is not None:
+            out.append(Violation(label, own.lineno, "rebound", FLAG, f"a decorator on {name} that is not a library's "
+                                 "given plain data: the name then holds what it returns, not the def the grader "
+                                 "checked", quote(ctx.sources[label], own.lineno)))
+        else:
+            decorated.add(name)
+    return out + _not_called(ctx, decorated)
+
+
+def _library_decorator(d, ctx: _Notebook) -> bool:
+    """A decorator imported from a library and given plain data only (functools.lru_cache(maxsize=None),
+    torch.no_grad()): nothing of the notebook's reaches it but the def, so what it returns can only run
+    that def, with the library's own work around it."""
+    target = d.func if isinstance(d, ast.Call) else d
+    return ctx.resolve(target) is not None and (not isinstance(d, ast.Call) or all(
+        _is_literal(a, ctx) for a in [*d.args, *(k.value for k in d.keywords)]))
+
+
+def _not_called(ctx: _Notebook, names: set[str]) -> list[Violation]:
+    """What a library decorator returned may hold more than the def: a dispatch registry
+    (functools.singledispatch's register), attributes to replace. The notebook may only call it: any other
+    use of the name (an attribute, an alias, an argument) is flagged."""
+    out = []
+    for label, tree in ctx.trees.items():
+        if not (ctx.student[label] and names):
+            continue
+        called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load) and \
+                    id(node) not in called:
+                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{node.id}' is decorated, and used "
+                                     "here other than called: through it, what the decorator returned could run "
+                                     "something else than the def the grader checked; only call it",
+                                     quote(ctx.sources[label], node.lineno)))
     return out
 
 

@@ -608,10 +608,28 @@ def test_a_checked_name_bound_again_after_its_def_is_flagged(spelling):
     assert rules(policy.check_cells(cells, FUSED)) == {("rebound", FLAG)}
 
 
-def test_a_decorated_wrapper_is_flagged_and_a_name_bound_before_its_def_is_not():
-    decorated = WRAPPER_SOURCE.replace("def fused_add_layernorm(", "@functools.lru_cache\ndef fused_add_layernorm(")
-    cells = with_cells(FUSED_NB, fused_add_layernorm="import functools\n\n" + decorated)
-    assert rules(policy.check_cells(cells, FUSED)) == {("rebound", FLAG)}
+def decorated_wrapper(decorator: str, after: str = "") -> list[tuple[str, str, bool]]:
+    """The reference wrapper under a decorator, in a cell that imports functools first and ends with after."""
+    source = WRAPPER_SOURCE.replace("def fused_add_layernorm(", f"{decorator}\ndef fused_add_layernorm(")
+    return with_cells(FUSED_NB, fused_add_layernorm="import functools\n\n\n" + source + after)
+
+
+@pytest.mark.parametrize("decorator, after", [
+    ("def _replaced_by(other):\n    return lambda fn: other\n\n\n@_replaced_by(print)", ""),   # the notebook's own
+    ("@functools.wraps(print)", ""),                       # a library's, handed something of the notebook's
+    ("@functools.singledispatch", "\n\nfused_add_layernorm.register(list, print)\n"),   # reached into
+    ("@functools.lru_cache", "\n\nsame = fused_add_layernorm\n"),                       # aliased
+])
+def test_a_decorator_that_could_replace_the_checked_def_is_flagged(decorator, after):
+    assert rules(policy.check_cells(decorated_wrapper(decorator, after), FUSED)) == {("rebound", FLAG)}
+
+
+@pytest.mark.parametrize("decorator", ["@torch.no_grad()", "@functools.lru_cache", "@functools.lru_cache(maxsize=None)",
+                                       "@torch.inference_mode()\n@functools.cache"])
+def test_a_library_decorator_given_plain_data_keeps_the_def_and_a_name_bound_before_it_is_fine(decorator):
+    """What such a decorator returns runs the def the grader checked: an honest wrapper under
+    @torch.no_grad(), or a helper whose launch parameters are cached, trips nothing while only called."""
+    assert policy.check_cells(decorated_wrapper(decorator), FUSED) == []
     assert policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm="fused_add_layernorm = None\n\n"
                                          + WRAPPER_SOURCE), FUSED) == []
 
