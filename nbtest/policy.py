@@ -219,6 +219,9 @@ class _Notebook:
             self.trees[label] = tree
             for node in tree.body:
                 self._top_level(label, node, student)
+        # every name the student's cells bind at module level (a builtin such as int rebound among them)
+        self.bound = {name for label, tree in self.trees.items() if self.student[label]
+                      for _, name in _bindings(tree.body)}
 
     def _top_level(self, label, node, student):
         if isinstance(node, ast.Import):
@@ -599,6 +602,7 @@ PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueE
                     "NotImplementedError", "AssertionError", "torch.is_tensor", *PACKING}
 
 KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
+KERNEL_TYPES = {"int", "float", "bool"}          # the Python types Triton reads as i32, fp32 and u1
 KERNEL_BUILTINS = {"range", "min", "max", "abs", "int", "float", "len", "True", "False", "None"}
 KERNEL_METHODS = {"to", "dtype", "element_ty", "shape", "reshape", "view", "trans", "permute", "broadcast_to",
                   "expand_dims", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "exp", "log",
@@ -971,7 +975,7 @@ class _Kernel:
         args = fn.args
         self.locals = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
         self.constexpr = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
-                          if a.annotation is not None and ctx.resolve(a.annotation) == "triton.language.constexpr"}
+                          if a.annotation is not None and self.annotation(a.annotation) == "constexpr"}
         self.locals |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
     def flag(self, node, rule, message):
@@ -983,8 +987,9 @@ class _Kernel:
             self.decorator(d)
         args = fn.args
         for a in args.posonlyargs + args.args + args.kwonlyargs:
-            if a.annotation is not None and self.ctx.resolve(a.annotation) != "triton.language.constexpr":
-                self.flag(a, "kernel-signature", f"parameter {a.arg}: the only annotation a kernel takes is tl.constexpr")
+            if a.annotation is not None and self.annotation(a.annotation) is None:
+                self.flag(a, "kernel-signature", f"parameter {a.arg}: a kernel's annotations are tl.constexpr or a "
+                                                 "type Triton reads (int, float, bool, tl.int64, \"fp32\")")
         for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
             if not _is_literal(d, self.ctx):
                 self.flag(d, "kernel-signature", "a kernel parameter's default must be a plain constant")
@@ -996,6 +1001,20 @@ class _Kernel:
         for stmt in body:
             self.stmt(stmt)
         return self.found
+
+    def annotation(self, node) -> str | None:
+        """What Triton makes of a parameter's annotation: "constexpr", "type" (int, float, bool, a tl dtype, a
+        type string such as "*fp32": data, which Triton reads to specialise), or None, not one of these. Triton
+        takes any annotation whose name holds "constexpr" for one (runtime/jit.py's KernelParam.is_constexpr),
+        so such a string or path counts as constexpr here too."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return "constexpr" if "constexpr" in node.value else "type"
+        if isinstance(node, ast.Name) and node.id in KERNEL_TYPES and node.id not in self.ctx.bound:
+            return "type"
+        path = self.ctx.resolve(node)
+        if path is None or path.count(".") != 2 or not path.startswith("triton.language.") or not _tl_allowed(path):
+            return None
+        return "constexpr" if "constexpr" in path else "type"
 
     def decorator(self, d):
         target = d.func if isinstance(d, ast.Call) else d
@@ -1107,13 +1126,15 @@ class _Kernel:
         self.flag(node, "kernel-python", f"a {type(node).__name__} expression in a kernel")
 
     def tl_path(self, node, path: str):
-        parts = path.split(".")
-        if parts[:2] == ["triton", "language"]:
-            rest = parts[2:]
-            if not rest or (rest[0] not in TL_REFUSED and not rest[0].startswith("_") and
-                            (len(rest) == 1 or rest[0] in TL_MODULES) and
-                            not any(p.startswith("_") for p in rest)):
-                return
-        elif path in ("triton.cdiv", "triton.next_power_of_2"):
-            return
-        self.flag(node, "kernel-python", f"{path} in a kernel: only triton.language operations")
+        if not _tl_allowed(path):
+            self.flag(node, "kernel-python", f"{path} in a kernel: only triton.language operations")
+
+
+def _tl_allowed(path: str) -> bool:
+    """A path a kernel may use: triton.language's public names (tl.math.X, tl.extra.cuda.libdevice.X)."""
+    parts = path.split(".")
+    if parts[:2] == ["triton", "language"]:
+        rest = parts[2:]
+        return not rest or (rest[0] not in TL_REFUSED and not rest[0].startswith("_") and
+                            (len(rest) == 1 or rest[0] in TL_MODULES) and not any(p.startswith("_") for p in rest))
+    return path in ("triton.cdiv", "triton.next_power_of_2")

@@ -634,12 +634,33 @@ def test_a_library_decorator_given_plain_data_keeps_the_def_and_a_name_bound_bef
                                          + WRAPPER_SOURCE), FUSED) == []
 
 
+@pytest.mark.parametrize("annotation", ["tl.constexpr", '"constexpr"', '"tl.constexpr"'])
 @pytest.mark.parametrize("use", ["OPS.sum(x)", "OPS[0]", "alias = OPS\n    alias.sum(x)"])
-def test_a_constexpr_parameter_is_a_value_only(use):
-    kernel = ("@triton.jit\ndef helper_kernel(x_ptr, OPS: tl.constexpr):\n"
+def test_a_constexpr_parameter_is_a_value_only(use, annotation):
+    """Triton takes a parameter as constexpr when its annotation's name holds "constexpr", a string too."""
+    kernel = (f"@triton.jit\ndef helper_kernel(x_ptr, OPS: {annotation}):\n"
               "    x = tl.load(x_ptr + tl.arange(0, 4))\n    " + use + "\n")
     source = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"] + "\n\n" + kernel
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=source), FUSED)) == {("kernel-python", FLAG)}
+
+
+KERNEL_SOURCE = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"]
+
+
+@pytest.mark.parametrize("annotation, before, found", [
+    ("n_cols: int, eps: float", "", set()),                 # the Python types Triton reads as i32 and fp32
+    ("n_cols: tl.int64, eps: tl.float32", "", set()),       # triton.language's dtypes
+    ('n_cols: "i32", eps: "fp32"', "", set()),              # Triton's type strings
+    ("n_cols: int, eps", "int = tl.constexpr\n\n\n", {("kernel-signature", FLAG)}),   # int rebound first
+    ("n_cols: tl.pointer_type(tl.int32), eps", "", {("kernel-signature", FLAG)}),       # an annotation that calls
+    ("n_cols: tl.core.constexpr, eps", "", {("kernel-signature", FLAG)}),               # tl's internals
+])
+def test_a_kernel_parameter_may_carry_a_type_triton_reads(annotation, before, found):
+    """Triton specialises a parameter on its annotated type (runtime/jit.py): an honest kernel may annotate
+    n_cols: int. An annotation that runs code, or a name the notebook rebinds, is still flagged."""
+    kernel = before + KERNEL_SOURCE.replace("n_cols, eps,", annotation + ",", 1)
+    assert kernel != before + KERNEL_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=kernel), FUSED)) == found
 
 
 @pytest.mark.parametrize("source, found", [
