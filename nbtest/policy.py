@@ -933,7 +933,8 @@ class _Body:
         if name is not None:
             if name.startswith("numpy"):
                 self.w.flag(self.label, node, "numpy", f"{name} in the wrapper: the kernel computes h and y")
-            elif name in WRAPPER_ALLOC or name.startswith("math.") or name in ctx.containers:
+            elif name in WRAPPER_ALLOC or name.startswith("math.") or name in ctx.containers or \
+                    name.split(".")[0] in HONEST_MODULES:     # warnings.warn(...) reports, as print does
                 pass
             elif name in WRAPPER_SCALAR_FUNCS:
                 if name not in PASSIVE_BUILTINS and any(self.tensorish(a) for a in node.args):

@@ -663,6 +663,15 @@ def test_a_kernel_parameter_may_carry_a_type_triton_reads(annotation, before, fo
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=kernel), FUSED)) == found
 
 
+def test_warnings_in_the_wrapper_report_as_print_does():
+    """warnings, allowed in every cell, computes nothing: a wrapper may warn as it may print."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n    if weight.dtype != x.dtype:\n"
+                                  "        warnings.warn(f'weight is {weight.dtype}, x {x.dtype}', stacklevel=2)\n", 1)
+    assert body != WRAPPER_SOURCE
+    cells = with_cells(FUSED_NB, fused_add_layernorm="import warnings\n\n\n" + body)
+    assert policy.check_cells(cells, FUSED) == []
+
+
 @pytest.mark.parametrize("source, found", [
     ("x = " + "+".join(["1"] * 50000), set()),               # too deep to parse: the child cannot compile it either
     ("x = " + "+".join(["1"] * 900), {("too-deep", WITHHOLD)}),   # parsed, too deep to walk: held, not read
