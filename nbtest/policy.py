@@ -732,7 +732,7 @@ class _Wrapper:
         self.ctx, self.name = ctx, name
         self.found: list[Violation] = []
         self.launches: list[tuple[ast.AST, tuple]] = []   # (node, branch path)
-        self.seen: set[str] = set()
+        self.seen: set[tuple[str, frozenset]] = set()   # (function, the parameters holding tensors) walked
 
     def flag(self, label, node, rule, message):
         self.found.append(Violation(label, node.lineno, rule, FLAG, message, quote(self.ctx.sources[label], node.lineno)))
@@ -749,20 +749,29 @@ class _Wrapper:
                                                             "computes both h and y (one pass over memory)")
         return self.found
 
-    def _function(self, label: str, fn):
-        if fn.name in self.seen:
+    def _function(self, label: str, fn, tensors: set[str] | None = None):
+        """Walk fn's body. The wrapper's parameters hold tensors but for a scalar annotation or a constant
+        default; a helper's (tensors given) are those its call passes tensors to, as if its body stood at
+        the call: it is walked once for each set of them."""
+        if tensors is None:
+            tensors = set()
+            for arg, default in _parameters(fn):
+                scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
+                if not (scalar_type or isinstance(default, ast.Constant)):
+                    tensors.add(arg.arg)
+        key = (fn.name, frozenset(tensors))
+        if key in self.seen:
             return
-        self.seen.add(fn.name)
-        tensors = set()
-        args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
-        defaults = [None] * (len(fn.args.posonlyargs + fn.args.args) - len(fn.args.defaults)) + list(fn.args.defaults) \
-            + list(fn.args.kw_defaults)
-        for arg, default in zip(args, defaults):
-            scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
-            scalar_default = isinstance(default, ast.Constant)
-            if not (scalar_type or scalar_default):
-                tensors.add(arg.arg)
-        _Body(self, label, tensors).walk(fn.body, ())
+        self.seen.add(key)
+        _Body(self, label, set(tensors)).walk(fn.body, ())
+
+
+def _parameters(fn) -> list[tuple[ast.arg, ast.expr | None]]:
+    """(parameter, its default or None) for each named parameter of fn."""
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    return list(zip(positional, [None] * (len(positional) - len(a.defaults)) + list(a.defaults))) + \
+        list(zip(a.kwonlyargs, a.kw_defaults))
 
 
 def _exclusive(a: tuple, b: tuple) -> bool:
@@ -827,6 +836,26 @@ class _Body:
         else:
             self.w.flag(self.label, node, "wrapper-statement",
                         f"a {type(node).__name__} statement in the wrapper; it only checks, allocates and launches")
+
+    def passed(self, fn, node: ast.Call) -> set[str]:
+        """The parameters of fn that this call hands a tensor: an argument that may hold one, or a default
+        that is not a constant; every parameter when the call unpacks (*args, **kwargs)."""
+        a = fn.args
+        params = _parameters(fn)
+        everything = {p.arg for p, _ in params} | {v.arg for v in (a.vararg, a.kwarg) if v is not None}
+        if any(isinstance(v, ast.Starred) for v in node.args) or any(k.arg is None for k in node.keywords):
+            return everything
+        positional = [p.arg for p in a.posonlyargs + a.args]
+        tensors = {p for p, v in zip(positional, node.args) if self.tensorish(v)}
+        if a.vararg is not None and any(self.tensorish(v) for v in node.args[len(positional):]):
+            tensors.add(a.vararg.arg)
+        by_name = {p.arg for p in a.args + a.kwonlyargs}
+        for k in node.keywords:
+            if self.tensorish(k.value):
+                tensors.add(k.arg if k.arg in by_name or a.kwarg is None else a.kwarg.arg)
+        given = set(positional[:len(node.args)]) | {k.arg for k in node.keywords}
+        return tensors | {p.arg for p, d in params if p.arg not in given and d is not None
+                          and not isinstance(d, ast.Constant)}
 
     def bind(self, target, value):
         if isinstance(target, ast.Name):
@@ -924,7 +953,8 @@ class _Body:
                 if self.loops or in_comprehension:
                     self.w.flag(self.label, node, "wrapper-launch-loop", "a kernel launch inside a loop: one launch, "
                                                                          "grid = (n_rows,), one program per row")
-                self.w.launches.append((node, path))
+                if all(node is not seen for seen, _ in self.w.launches):   # a helper walked once more
+                    self.w.launches.append((node, path))
             else:
                 self.w.flag(self.label, node, "wrapper-no-launch",
                             f"{f.value.id}[...](...) is not a @triton.jit kernel defined in your solution cells")
@@ -951,7 +981,7 @@ class _Body:
         if isinstance(f, ast.Name):
             if f.id in ctx.functions:
                 label, fn = ctx.functions[f.id]
-                self.w._function(label, fn)
+                self.w._function(label, fn, self.passed(fn, node))
             else:
                 self.w.flag(self.label, node, "wrapper-no-launch", f"{f.id}(...) calls the kernel without a grid; "
                                                                    f"launch it as {f.id}[grid](...)")

@@ -672,6 +672,27 @@ def test_warnings_in_the_wrapper_report_as_print_does():
     assert policy.check_cells(cells, FUSED) == []
 
 
+HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
+
+
+@pytest.mark.parametrize("use, call, found", [
+    ("s = list(reversed(shape))", "_helper(x.shape, x)", set()),       # a shape passed: its sizes are Python's
+    ("s = sum(shape)", "_helper(x.shape, x)", set()),
+    ("s = t.shape[::-1]", "_helper(x.shape, x)", set()),
+    ("s = list(reversed(shape))", "_helper(x, x)", {("wrapper-arithmetic", FLAG)}),   # a tensor passed
+    ("s = scale * 2", "_helper(n, x, fx)", {("wrapper-arithmetic", FLAG)}),        # a constant default, given x
+    ("s = sum(rest)", "_helper(n, x, 1.0, fx)", {("wrapper-arithmetic", FLAG)}),   # *rest holds fx
+    ("s = named['a'] + 1", "_helper(n, x, a=fx)", {("wrapper-arithmetic", FLAG)}),  # **named holds fx
+    ("s = sum(shape)", "_helper(*(x, fx))", {("wrapper-arithmetic", FLAG)}),       # unpacked: any may
+])
+def test_a_helper_holds_tensors_where_its_call_passes_them(use, call, found):
+    """A helper the wrapper calls is checked as if its body stood at the call: a parameter given a shape
+    holds ints, one given a tensor holds a tensor, whatever its annotation or default."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {call}\n", 1)
+    cells = with_cells(FUSED_NB, fused_add_layernorm=HELPER.format(use) + body)
+    assert rules(policy.check_cells(cells, FUSED)) == found
+
+
 @pytest.mark.parametrize("source, found", [
     ("x = " + "+".join(["1"] * 50000), set()),               # too deep to parse: the child cannot compile it either
     ("x = " + "+".join(["1"] * 900), {("too-deep", WITHHOLD)}),   # parsed, too deep to walk: held, not read
