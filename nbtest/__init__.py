@@ -32,12 +32,12 @@ from .notebook import (MAX_NOTEBOOK_BYTES, NotebookError, cell_label, cell_part,
                        is_solution, load, nbgrader_meta, notebook_beside, open_file, read_bounded, read_file,
                        read_notebook, source_of, top_level_names)
 from .rules import follows_rules, rule_breaks
-from .warmup import autotune_in_interpreter, first_calls, names_optim
+from .warmup import first_calls, interpreter_as_on_gpu, names_optim
 
-__all__ = ["MAX_NOTEBOOK_BYTES", "NotebookError", "autotune_in_interpreter", "cell_label", "cell_part", "check",
-           "first_calls", "follows_rules", "grade_id", "is_module_cell", "is_solution", "load", "names_optim",
+__all__ = ["MAX_NOTEBOOK_BYTES", "NotebookError", "cell_label", "cell_part", "check", "first_calls",
+           "follows_rules", "grade_id", "interpreter_as_on_gpu", "is_module_cell", "is_solution", "load", "names_optim",
            "names_shape", "nbgrader_meta", "notebook_beside", "open_file", "read_bounded", "read_file",
            "read_notebook", "rule_breaks", "run_public", "source_of", "top_level_names", "value_error"]
 
 report_stubs_in_one_line()   # imported in a notebook: a stub a cell reaches is one line, not a traceback
-autotune_in_interpreter()   # in a notebook, its setup cell has imported Triton before this import
+interpreter_as_on_gpu()   # in a notebook, its setup cell has imported Triton before this import

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .cellsource import python_source
 from .policy import parse
-from .warmup import autotune_in_interpreter
+from .warmup import interpreter_as_on_gpu
 
 MODULE_TAG = "module"
 
@@ -186,7 +186,7 @@ def load(path: str | Path, name: str | None = None, partial: bool = False) -> ty
             problems.append(_cell_failure(label, e, filename))
     if problems:
         module.__getattr__ = functools.partial(_not_defined, "; ".join(problems))
-    autotune_in_interpreter()   # the setup cell may have just imported Triton for its interpreter
+    interpreter_as_on_gpu()   # the setup cell may have just imported Triton for its interpreter
     return module
 
 

@@ -219,6 +219,9 @@ class _Notebook:
             self.trees[label] = tree
             for node in tree.body:
                 self._top_level(label, node, student)
+        # every name the student's cells bind at module level (a builtin such as int rebound among them)
+        self.bound = {name for label, tree in self.trees.items() if self.student[label]
+                      for _, name in _bindings(tree.body)}
 
     def _top_level(self, label, node, student):
         if isinstance(node, ast.Import):
@@ -599,6 +602,7 @@ PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueE
                     "NotImplementedError", "AssertionError", "torch.is_tensor", *PACKING}
 
 KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
+KERNEL_TYPES = {"int", "float", "bool"}          # the Python types Triton reads as i32, fp32 and u1
 KERNEL_BUILTINS = {"range", "min", "max", "abs", "int", "float", "len", "True", "False", "None"}
 KERNEL_METHODS = {"to", "dtype", "element_ty", "shape", "reshape", "view", "trans", "permute", "broadcast_to",
                   "expand_dims", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "exp", "log",
@@ -624,7 +628,8 @@ def _rebound(ctx: _Notebook, names: set[str]) -> list[Violation]:
     holds that def when the cells have run. Flags every binding of these names after it (an assignment,
     an import, a loop or with target, a def nested in an if, a del), any binding of the wrapper where no
     def of it is checked, a `global` for them in any function, and a decorator on the wrapper or a
-    helper (it replaces the def by what it returns)."""
+    helper (it replaces the def by what it returns) unless it is a library's given plain data, and then
+    any use of the name but a call."""
     out = []
     for label, tree in ctx.trees.items():
         if not ctx.student[label]:
@@ -641,11 +646,45 @@ def _rebound(ctx: _Notebook, names: set[str]) -> list[Violation]:
             if isinstance(node, ast.Global) and names & set(node.names):
                 out.append(Violation(label, node.lineno, "rebound", FLAG, f"'global {', '.join(names & set(node.names))}'"
                                      " lets a function rebind a name the grader checked", quote(ctx.sources[label], node.lineno)))
+    decorated = set()
     for name, (label, fn) in ctx.functions.items():
-        if name in names and fn.decorator_list:
-            out.append(Violation(label, fn.decorator_list[0].lineno, "rebound", FLAG, f"a decorator on {name}: the name "
-                                 "then holds what the decorator returns, not the def the grader checked",
-                                 quote(ctx.sources[label], fn.decorator_list[0].lineno)))
+        if name not in names or not fn.decorator_list:
+            continue
+        own = next((d for d in fn.decorator_list if not _library_decorator(d, ctx)), None)
+        if own is not None:
+            out.append(Violation(label, own.lineno, "rebound", FLAG, f"a decorator on {name} that is not a library's "
+                                 "given plain data: the name then holds what it returns, not the def the grader "
+                                 "checked", quote(ctx.sources[label], own.lineno)))
+        else:
+            decorated.add(name)
+    return out + _not_called(ctx, decorated)
+
+
+def _library_decorator(d, ctx: _Notebook) -> bool:
+    """A decorator imported from a library and given plain data only (functools.lru_cache(maxsize=None),
+    torch.no_grad()): nothing of the notebook's reaches it but the def, so what it returns can only run
+    that def, with the library's own work around it."""
+    target = d.func if isinstance(d, ast.Call) else d
+    return ctx.resolve(target) is not None and (not isinstance(d, ast.Call) or all(
+        _is_literal(a, ctx) for a in [*d.args, *(k.value for k in d.keywords)]))
+
+
+def _not_called(ctx: _Notebook, names: set[str]) -> list[Violation]:
+    """What a library decorator returned may hold more than the def: a dispatch registry
+    (functools.singledispatch's register), attributes to replace. The notebook may only call it: any other
+    use of the name (an attribute, an alias, an argument) is flagged."""
+    out = []
+    for label, tree in ctx.trees.items():
+        if not (ctx.student[label] and names):
+            continue
+        called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load) and \
+                    id(node) not in called:
+                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{node.id}' is decorated, and used "
+                                     "here other than called: through it, what the decorator returned could run "
+                                     "something else than the def the grader checked; only call it",
+                                     quote(ctx.sources[label], node.lineno)))
     return out
 
 
@@ -693,7 +732,7 @@ class _Wrapper:
         self.ctx, self.name = ctx, name
         self.found: list[Violation] = []
         self.launches: list[tuple[ast.AST, tuple]] = []   # (node, branch path)
-        self.seen: set[str] = set()
+        self.seen: set[tuple[str, frozenset]] = set()   # (function, the parameters holding tensors) walked
 
     def flag(self, label, node, rule, message):
         self.found.append(Violation(label, node.lineno, rule, FLAG, message, quote(self.ctx.sources[label], node.lineno)))
@@ -710,20 +749,29 @@ class _Wrapper:
                                                             "computes both h and y (one pass over memory)")
         return self.found
 
-    def _function(self, label: str, fn):
-        if fn.name in self.seen:
+    def _function(self, label: str, fn, tensors: set[str] | None = None):
+        """Walk fn's body. The wrapper's parameters hold tensors but for a scalar annotation or a constant
+        default; a helper's (tensors given) are those its call passes tensors to, as if its body stood at
+        the call: it is walked once for each set of them."""
+        if tensors is None:
+            tensors = set()
+            for arg, default in _parameters(fn):
+                scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
+                if not (scalar_type or isinstance(default, ast.Constant)):
+                    tensors.add(arg.arg)
+        key = (fn.name, frozenset(tensors))
+        if key in self.seen:
             return
-        self.seen.add(fn.name)
-        tensors = set()
-        args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
-        defaults = [None] * (len(fn.args.posonlyargs + fn.args.args) - len(fn.args.defaults)) + list(fn.args.defaults) \
-            + list(fn.args.kw_defaults)
-        for arg, default in zip(args, defaults):
-            scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
-            scalar_default = isinstance(default, ast.Constant)
-            if not (scalar_type or scalar_default):
-                tensors.add(arg.arg)
-        _Body(self, label, tensors).walk(fn.body, ())
+        self.seen.add(key)
+        _Body(self, label, set(tensors)).walk(fn.body, ())
+
+
+def _parameters(fn) -> list[tuple[ast.arg, ast.expr | None]]:
+    """(parameter, its default or None) for each named parameter of fn."""
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    return list(zip(positional, [None] * (len(positional) - len(a.defaults)) + list(a.defaults))) + \
+        list(zip(a.kwonlyargs, a.kw_defaults))
 
 
 def _exclusive(a: tuple, b: tuple) -> bool:
@@ -788,6 +836,26 @@ class _Body:
         else:
             self.w.flag(self.label, node, "wrapper-statement",
                         f"a {type(node).__name__} statement in the wrapper; it only checks, allocates and launches")
+
+    def passed(self, fn, node: ast.Call) -> set[str]:
+        """The parameters of fn that this call hands a tensor: an argument that may hold one, or a default
+        that is not a constant; every parameter when the call unpacks (*args, **kwargs)."""
+        a = fn.args
+        params = _parameters(fn)
+        everything = {p.arg for p, _ in params} | {v.arg for v in (a.vararg, a.kwarg) if v is not None}
+        if any(isinstance(v, ast.Starred) for v in node.args) or any(k.arg is None for k in node.keywords):
+            return everything
+        positional = [p.arg for p in a.posonlyargs + a.args]
+        tensors = {p for p, v in zip(positional, node.args) if self.tensorish(v)}
+        if a.vararg is not None and any(self.tensorish(v) for v in node.args[len(positional):]):
+            tensors.add(a.vararg.arg)
+        by_name = {p.arg for p in a.args + a.kwonlyargs}
+        for k in node.keywords:
+            if self.tensorish(k.value):
+                tensors.add(k.arg if k.arg in by_name or a.kwarg is None else a.kwarg.arg)
+        given = set(positional[:len(node.args)]) | {k.arg for k in node.keywords}
+        return tensors | {p.arg for p, d in params if p.arg not in given and d is not None
+                          and not isinstance(d, ast.Constant)}
 
     def bind(self, target, value):
         if isinstance(target, ast.Name):
@@ -885,7 +953,8 @@ class _Body:
                 if self.loops or in_comprehension:
                     self.w.flag(self.label, node, "wrapper-launch-loop", "a kernel launch inside a loop: one launch, "
                                                                          "grid = (n_rows,), one program per row")
-                self.w.launches.append((node, path))
+                if all(node is not seen for seen, _ in self.w.launches):   # a helper walked once more
+                    self.w.launches.append((node, path))
             else:
                 self.w.flag(self.label, node, "wrapper-no-launch",
                             f"{f.value.id}[...](...) is not a @triton.jit kernel defined in your solution cells")
@@ -894,7 +963,8 @@ class _Body:
         if name is not None:
             if name.startswith("numpy"):
                 self.w.flag(self.label, node, "numpy", f"{name} in the wrapper: the kernel computes h and y")
-            elif name in WRAPPER_ALLOC or name.startswith("math.") or name in ctx.containers:
+            elif name in WRAPPER_ALLOC or name.startswith("math.") or name in ctx.containers or \
+                    name.split(".")[0] in HONEST_MODULES:     # warnings.warn(...) reports, as print does
                 pass
             elif name in WRAPPER_SCALAR_FUNCS:
                 if name not in PASSIVE_BUILTINS and any(self.tensorish(a) for a in node.args):
@@ -911,7 +981,7 @@ class _Body:
         if isinstance(f, ast.Name):
             if f.id in ctx.functions:
                 label, fn = ctx.functions[f.id]
-                self.w._function(label, fn)
+                self.w._function(label, fn, self.passed(fn, node))
             else:
                 self.w.flag(self.label, node, "wrapper-no-launch", f"{f.id}(...) calls the kernel without a grid; "
                                                                    f"launch it as {f.id}[grid](...)")
@@ -936,7 +1006,7 @@ class _Kernel:
         args = fn.args
         self.locals = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
         self.constexpr = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
-                          if a.annotation is not None and ctx.resolve(a.annotation) == "triton.language.constexpr"}
+                          if a.annotation is not None and self.annotation(a.annotation) == "constexpr"}
         self.locals |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
     def flag(self, node, rule, message):
@@ -948,8 +1018,9 @@ class _Kernel:
             self.decorator(d)
         args = fn.args
         for a in args.posonlyargs + args.args + args.kwonlyargs:
-            if a.annotation is not None and self.ctx.resolve(a.annotation) != "triton.language.constexpr":
-                self.flag(a, "kernel-signature", f"parameter {a.arg}: the only annotation a kernel takes is tl.constexpr")
+            if a.annotation is not None and self.annotation(a.annotation) is None:
+                self.flag(a, "kernel-signature", f"parameter {a.arg}: a kernel's annotations are tl.constexpr or a "
+                                                 "type Triton reads (int, float, bool, tl.int64, \"fp32\")")
         for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
             if not _is_literal(d, self.ctx):
                 self.flag(d, "kernel-signature", "a kernel parameter's default must be a plain constant")
@@ -961,6 +1032,20 @@ class _Kernel:
         for stmt in body:
             self.stmt(stmt)
         return self.found
+
+    def annotation(self, node) -> str | None:
+        """What Triton makes of a parameter's annotation: "constexpr", "type" (int, float, bool, a tl dtype, a
+        type string such as "*fp32": data, which Triton reads to specialise), or None, not one of these. Triton
+        takes any annotation whose name holds "constexpr" for one (runtime/jit.py's KernelParam.is_constexpr),
+        so such a string or path counts as constexpr here too."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return "constexpr" if "constexpr" in node.value else "type"
+        if isinstance(node, ast.Name) and node.id in KERNEL_TYPES and node.id not in self.ctx.bound:
+            return "type"
+        path = self.ctx.resolve(node)
+        if path is None or path.count(".") != 2 or not path.startswith("triton.language.") or not _tl_allowed(path):
+            return None
+        return "constexpr" if "constexpr" in path else "type"
 
     def decorator(self, d):
         target = d.func if isinstance(d, ast.Call) else d
@@ -1072,13 +1157,15 @@ class _Kernel:
         self.flag(node, "kernel-python", f"a {type(node).__name__} expression in a kernel")
 
     def tl_path(self, node, path: str):
-        parts = path.split(".")
-        if parts[:2] == ["triton", "language"]:
-            rest = parts[2:]
-            if not rest or (rest[0] not in TL_REFUSED and not rest[0].startswith("_") and
-                            (len(rest) == 1 or rest[0] in TL_MODULES) and
-                            not any(p.startswith("_") for p in rest)):
-                return
-        elif path in ("triton.cdiv", "triton.next_power_of_2"):
-            return
-        self.flag(node, "kernel-python", f"{path} in a kernel: only triton.language operations")
+        if not _tl_allowed(path):
+            self.flag(node, "kernel-python", f"{path} in a kernel: only triton.language operations")
+
+
+def _tl_allowed(path: str) -> bool:
+    """A path a kernel may use: triton.language's public names (tl.math.X, tl.extra.cuda.libdevice.X)."""
+    parts = path.split(".")
+    if parts[:2] == ["triton", "language"]:
+        rest = parts[2:]
+        return not rest or (rest[0] not in TL_REFUSED and not rest[0].startswith("_") and
+                            (len(rest) == 1 or rest[0] in TL_MODULES) and not any(p.startswith("_") for p in rest))
+    return path in ("triton.cdiv", "triton.next_power_of_2")

@@ -1,4 +1,4 @@
-"""What runs once per process before a notebook's code: Triton's autotuner made to work in its interpreter,
+"""What runs once per process before a notebook's code: Triton's interpreter made to autotune and reduce as a GPU does,
 and torch's first-call work done before the monitor watches (so none of it is charged to a cell)."""
 from __future__ import annotations
 
@@ -6,14 +6,23 @@ import os
 import sys
 
 
-def autotune_in_interpreter() -> None:
-    """Let @triton.autotune pick a config under Triton's interpreter (TRITON_INTERPRET=1 and
-    Triton imported), where Triton's own benchmarker needs a GPU driver and fails with
-    "0 active drivers": each config then runs once (one that cannot run fails there) and the
-    first is kept, so a grade never depends on the machine's load. On a GPU, or before Triton
-    is imported, it does nothing."""
+def interpreter_as_on_gpu() -> None:
+    """Make Triton's interpreter (TRITON_INTERPRET=1, Triton imported) run two things as a GPU would; on a
+    GPU, or before Triton is imported, it does nothing.
+
+    @triton.autotune: Triton's own benchmarker needs a GPU driver and fails with "0 active drivers". Each
+    config then runs once (one that cannot run fails there) and the first is kept, so a grade never
+    depends on the machine's load.
+
+    tl.reduce with a combine function of the kernel's own (tl.sum, tl.max and the like have NumPy's): the
+    interpreter folds the elements one after another, left to right, in the element's dtype, where a GPU
+    combines them as a tree. In fp32 a sum folded so over 4096 values near 1000 is off by about 0.005,
+    which a row's mean cannot afford; a tree's is not. The combine function runs here on halves of the
+    block, neighbouring elements paired in order, as a GPU's tree pairs them (and log2(n) calls of it
+    instead of n keep it fast)."""
     if os.environ.get("TRITON_INTERPRET") != "1" or "triton" not in sys.modules:
         return
+    from triton.runtime import interpreter
     from triton.runtime.autotuner import Autotuner
 
     def run_once(kernel_call, quantiles) -> list[float]:
@@ -21,6 +30,42 @@ def autotune_in_interpreter() -> None:
         return [0.0] * len(quantiles)   # all equal: the autotuner keeps the first config
 
     Autotuner.do_bench = property(lambda self: self._do_bench or run_once)
+    interpreter.ReduceOps.generic_reduce = _tree_reduce
+
+
+def _tree_reduce(self, input):
+    """ReduceOps.generic_reduce (Triton 3.9's interpreter), pairing neighbours level by level."""
+    import numpy as np
+    import triton.language as tl
+
+    original_axis = self.axis
+    input, axis = self.unravel(input, self.axis)
+    dtypes = [t.dtype for t in input]
+    data = [t.handle.data for t in input]
+    input_shape = data[0].shape
+    while data[0].shape[axis] > 1:
+        n = data[0].shape[axis]
+        pairs = n - n % 2
+        left = [self.to_tensor(np.take(d, range(0, pairs, 2), axis=axis), t) for d, t in zip(data, dtypes)]
+        right = [self.to_tensor(np.take(d, range(1, pairs, 2), axis=axis), t) for d, t in zip(data, dtypes)]
+        out = self.combine_fn.fn(*left, *right)
+        out = out if isinstance(out, tuple) else (out,)
+        shape = left[0].handle.data.shape
+        merged = [np.broadcast_to(o.handle.data if isinstance(o, tl.core.tensor) else np.asarray(o), shape)
+                  .astype(d.dtype) for o, d in zip(out, data)]
+        if n % 2:   # the odd one out goes up a level unpaired, after the others
+            merged = [np.concatenate([m, np.take(d, [n - 1], axis=axis)], axis=axis) for m, d in zip(merged, data)]
+        data = merged
+    ret = []
+    for d, t in zip(data, dtypes):
+        if not self.keep_dims:
+            d = np.squeeze(d, axis=axis)
+            if original_axis is None:
+                d = d.item()
+        elif original_axis is None:
+            d = d.reshape((1,) * len(input_shape) if input_shape else ())
+        ret.append(self.to_tensor(d, t))
+    return ret
 
 
 def first_calls(optimizer: bool = True) -> None:

@@ -14,8 +14,9 @@ PARTS = {1: ["fused_kernel", "fused_add_layernorm"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator"], "by-hand-wrapper"),
-         **dict.fromkeys(["constexpr-method", "constexpr-item-method"], "torch-only-wrapper")}
-MEASURED: set[str] = set()
+         **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method"], "torch-only-wrapper")}
+# torch computing inside the kernel's launch fails the fused tests whatever the policy says (part1.traced)
+MEASURED = {"object-method", "constexpr-method", "constexpr-item-method"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}
@@ -144,7 +145,7 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
 
 def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, object, set[str]]]:
     """Fusion shown to the launch tracer but not done by the kernel, each next to its honest twin (TWINS):
-    the graded name rebound after its checked def, and a kernel computing through a tl.constexpr object."""
+    the graded name rebound after its checked def, and a kernel computing through an object handed to it."""
     reference = s.bodies["fused_add_layernorm"][0]
     by_hand = edit(reference, "return h.view(x.shape), y.view(x.shape)\n", variants.BY_HAND.lstrip())
     helper = "def _by_hand(x, fx, weight, bias, eps=1e-5):\n" + textwrap.indent(by_hand, "    ") + "\n\n"
@@ -171,6 +172,13 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         "constexpr-method": ("the kernel calls OPS.sum(ARGS), OPS a tl.constexpr object whose sum computes h and y "
                              "with torch, ARGS a tl.constexpr tuple of the tensors", through("OPS.sum(ARGS)", "ROWS"),
                              fused),
+        "object-method": ("the kernel calls OPS.sum(n_cols), OPS a plain parameter holding an object that carries "
+                          "the tensors and whose sum computes h and y with torch",
+                          s.solved(fused_kernel=variants.OBJECT_ROWS.lstrip(), fused_add_layernorm=s.filled(
+                              "fused_add_layernorm", [edit(reference, launch, "rows = _Rows()\nrows.tensors = "
+                                                      "(rows_x, rows_fx, weight, bias, h, y, eps)\n" + edit(
+                                                          launch, "BLOCK=block,", "BLOCK=block, OPS=rows,"))])),
+                          fused),
         "constexpr-item-method": ("the kernel calls OPS[0].sum(ARGS), OPS a tl.constexpr tuple holding an object "
                                   "whose sum computes h and y with torch", through("OPS[0].sum(ARGS)", "(ROWS,)"),
                                   fused),

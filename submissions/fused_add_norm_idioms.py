@@ -94,4 +94,104 @@ IDIOMS = [
                                                            h, y, n, eps, BLOCK=triton.next_power_of_2(n))
             return AddNorm(h.view(x.shape), y.view(x.shape))
         '''),
+    # a sum through tl.reduce with the kernel's own combine function, and parameters annotated with the
+    # types Triton reads (the interpreter once folded such a reduction left to right: the mean of a row near
+    # 1000 came out off by 0.005; the policy once took tl.constexpr as the only annotation)
+    (("combine-function-reduce", "kernel-type-annotations"), "fused_kernel", '''
+        @triton.jit
+        def _add(a, b):
+            return a + b
+
+
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols: int, eps: float,
+                                       BLOCK: tl.constexpr):
+            """One program per row; sums through tl.reduce(..., _add)."""
+            base = tl.program_id(0).to(tl.int64) * n_cols
+            lanes = tl.arange(0, BLOCK)
+            keep = lanes < n_cols
+            h = (tl.load(x_ptr + base + lanes, mask=keep, other=0.0).to(tl.float32)
+                 + tl.load(fx_ptr + base + lanes, mask=keep, other=0.0).to(tl.float32))
+            tl.store(h_ptr + base + lanes, h.to(h_ptr.dtype.element_ty), mask=keep)
+            mean = tl.reduce(h, 0, _add) / n_cols
+            diff = tl.where(keep, h - mean, 0.0)
+            rstd = 1.0 / tl.sqrt(tl.reduce(diff * diff, 0, _add) / n_cols + eps)
+            w = tl.load(w_ptr + lanes, mask=keep, other=0.0).to(tl.float32)
+            b = tl.load(b_ptr + lanes, mask=keep, other=0.0).to(tl.float32)
+            tl.store(y_ptr + base + lanes, (diff * rstd * w + b).to(y_ptr.dtype.element_ty), mask=keep)
+        '''),
+    # Welford's (mean, M2, count) per lane, merged across the lanes by a tuple tl.reduce (Chan's formula)
+    (("welford-tuple-reduce", "tl-dtype-annotation"), "fused_kernel", '''
+        @triton.jit
+        def welford_merge(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
+            n = n_a + n_b
+            delta = mean_b - mean_a
+            frac_b = tl.where(n > 0, n_b / tl.where(n > 0, n, 1.0), 0.0)
+            return mean_a + delta * frac_b, m2_a + m2_b + delta * delta * n_a * frac_b, n
+
+
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols: tl.int32, eps,
+                                       BLOCK: tl.constexpr):
+            row = tl.program_id(0).to(tl.int64) * n_cols
+            cols = tl.arange(0, BLOCK)
+            m = cols < n_cols
+            h = tl.load(x_ptr + row + cols, mask=m, other=0.0).to(tl.float32) + \\
+                tl.load(fx_ptr + row + cols, mask=m, other=0.0).to(tl.float32)
+            tl.store(h_ptr + row + cols, h.to(h_ptr.dtype.element_ty), mask=m)
+            count = m.to(tl.float32)
+            mean, m2, _ = tl.reduce((tl.where(m, h, 0.0), tl.zeros([BLOCK], dtype=tl.float32), count), 0,
+                                    welford_merge)
+            rstd = 1.0 / tl.sqrt(m2 / n_cols + eps)
+            w = tl.load(w_ptr + cols, mask=m, other=0.0).to(tl.float32)
+            b = tl.load(b_ptr + cols, mask=m, other=0.0).to(tl.float32)
+            tl.store(y_ptr + row + cols, ((h - mean) * rstd * w + b).to(y_ptr.dtype.element_ty), mask=m)
+        '''),
+    # library decorators given plain data (the wrapper under torch.no_grad(), a cached helper), a warning, and
+    # a helper handed the shape (each once flagged: a decorator as a rebinding, warnings.warn as a torch op,
+    # the helper's parameter as a tensor)
+    (("no-grad-decorator", "lru-cache-helper", "warnings-warn", "shape-helper"), "fused_add_layernorm", '''
+        import functools
+        import warnings
+
+
+        @functools.lru_cache(maxsize=None)
+        def launch_params(n: int) -> tuple[int, int]:
+            block = triton.next_power_of_2(n)
+            return block, min(max(block // 256, 1), 16)
+
+
+        def _contiguous_strides(shape) -> tuple[int, ...]:
+            strides, step = [], 1
+            for size in reversed(shape):
+                strides.append(step)
+                step *= max(size, 1)
+            return tuple(reversed(strides))
+
+
+        @torch.no_grad()
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
+            n = x.shape[-1]
+            if x.shape != fx.shape:
+                raise ValueError(f"x {tuple(x.shape)} and fx {tuple(fx.shape)} must have the same shape")
+            if n > MAX_WIDTH:
+                raise ValueError(f"rows of {n} elements are wider than MAX_WIDTH = {MAX_WIDTH}")
+            if weight.shape != (n,) or bias.shape != (n,):
+                raise ValueError(f"weight and bias must have shape ({n},), got {tuple(weight.shape)}, "
+                                 f"{tuple(bias.shape)}")
+            if {x.dtype, fx.dtype, weight.dtype, bias.dtype} - DTYPES or x.dtype != fx.dtype:
+                raise ValueError(f"x {x.dtype}, fx {fx.dtype}, weight {weight.dtype}, bias {bias.dtype}: one "
+                                 "dtype for x and fx, each float16, bfloat16 or float32")
+            if weight.dtype != x.dtype:
+                warnings.warn(f"weight is {weight.dtype} and x {x.dtype}: the kernel reads both as fp32")
+            h = torch.empty_strided(x.shape, _contiguous_strides(x.shape), dtype=x.dtype, device=x.device)
+            y = torch.empty_strided(x.shape, _contiguous_strides(x.shape), dtype=x.dtype, device=x.device)
+            block, warps = launch_params(n)
+            fused_add_layernorm_kernel[(x.numel() // n,)](x.contiguous(), fx.contiguous(), weight.contiguous(),
+                                                          bias.contiguous(), h, y, n, eps, BLOCK=block,
+                                                          num_warps=warps)
+            return h, y
+        '''),
 ]

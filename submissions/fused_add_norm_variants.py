@@ -301,6 +301,24 @@ def _replaced_by(other):
 
 
 '''
+# the same through a plain parameter, the object carrying the tensors: Triton's interpreter hands a launch
+# any argument that is not a number, a tensor or a tuple as it is, constexpr or not
+OBJECT_ROWS = '''
+class _Rows:
+    """Holds (x, fx, weight, bias, h, y, eps); its sum computes h and y with torch."""
+
+    def sum(self, unused):
+        x, fx, weight, bias, h, y, eps = self.tensors
+        h.copy_(x + fx)
+        y.copy_(F.layer_norm(h, h.shape[-1:], weight, bias, eps))
+        return 0
+
+
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr, OPS):
+    """Computes through OPS."""
+    OPS.sum(n_cols)
+'''
 # a kernel that computes through a Python object passed as a tl.constexpr: in Triton's interpreter the
 # object's method runs inside the launch, where the tracer records no torch operator
 CONSTEXPR_ROWS = '''

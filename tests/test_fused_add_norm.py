@@ -152,3 +152,42 @@ def test_public_tests_catch_the_mistake(sample, tmp_path):
     for name in failed:
         message = results[name][1]
         assert "DID NOT RAISE" not in message, message
+
+
+def test_a_reduce_with_the_kernels_own_combine_sums_as_a_tree():
+    """tl.reduce(h, 0, add) with a combine function of the notebook's: Triton's interpreter folds it left to
+    right in fp32, so a two-pass kernel's mean of 4096 values near 1000 was off by 0.002 to 0.005, and an
+    honest kernel failed the large-mean tests that a GPU's tree reduction passes. nbtest runs it as a tree;
+    the one-pass variance, E[h^2] - mean^2, through the same reduction still fails them."""
+    script = '''
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch, triton, triton.language as tl
+import nbtest
+
+@triton.jit
+def _add(a, b):
+    return a + b
+
+@triton.jit
+def norm(h_ptr, y_ptr, n_cols, TWO_PASS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * n_cols + tl.arange(0, BLOCK)
+    h = tl.load(h_ptr + offs)
+    mean = tl.reduce(h, 0, _add) / n_cols
+    if TWO_PASS:
+        var = tl.reduce((h - mean) * (h - mean), 0, _add) / n_cols
+    else:
+        var = tl.reduce(h * h, 0, _add) / n_cols - mean * mean
+    tl.store(y_ptr + offs, (h - mean) / tl.sqrt(var + 1e-5))
+
+h = 1000 + torch.randn(8, 4096, generator=torch.Generator().manual_seed(0))
+want = torch.nn.functional.layer_norm(h.double(), (4096,))
+for two_pass in (True, False):
+    y = torch.empty_like(h)
+    norm[(8,)](h, y, 4096, TWO_PASS=two_pass, BLOCK=4096)
+    print((y.double() - want).abs().max().item())
+'''
+    proc = subprocess.run([sys.executable, "-c", script], env=NO_CUDA, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    two_pass, one_pass = map(float, proc.stdout.split())
+    assert two_pass < 1e-4 and one_pass > 1e-2, proc.stdout

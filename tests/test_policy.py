@@ -608,20 +608,89 @@ def test_a_checked_name_bound_again_after_its_def_is_flagged(spelling):
     assert rules(policy.check_cells(cells, FUSED)) == {("rebound", FLAG)}
 
 
-def test_a_decorated_wrapper_is_flagged_and_a_name_bound_before_its_def_is_not():
-    decorated = WRAPPER_SOURCE.replace("def fused_add_layernorm(", "@functools.lru_cache\ndef fused_add_layernorm(")
-    cells = with_cells(FUSED_NB, fused_add_layernorm="import functools\n\n" + decorated)
-    assert rules(policy.check_cells(cells, FUSED)) == {("rebound", FLAG)}
+def decorated_wrapper(decorator: str, after: str = "") -> list[tuple[str, str, bool]]:
+    """The reference wrapper under a decorator, in a cell that imports functools first and ends with after."""
+    source = WRAPPER_SOURCE.replace("def fused_add_layernorm(", f"{decorator}\ndef fused_add_layernorm(")
+    return with_cells(FUSED_NB, fused_add_layernorm="import functools\n\n\n" + source + after)
+
+
+@pytest.mark.parametrize("decorator, after", [
+    ("def _replaced_by(other):\n    return lambda fn: other\n\n\n@_replaced_by(print)", ""),   # the notebook's own
+    ("@functools.wraps(print)", ""),                       # a library's, handed something of the notebook's
+    ("@functools.singledispatch", "\n\nfused_add_layernorm.register(list, print)\n"),   # reached into
+    ("@functools.lru_cache", "\n\nsame = fused_add_layernorm\n"),                       # aliased
+])
+def test_a_decorator_that_could_replace_the_checked_def_is_flagged(decorator, after):
+    assert rules(policy.check_cells(decorated_wrapper(decorator, after), FUSED)) == {("rebound", FLAG)}
+
+
+@pytest.mark.parametrize("decorator", ["@torch.no_grad()", "@functools.lru_cache", "@functools.lru_cache(maxsize=None)",
+                                       "@torch.inference_mode()\n@functools.cache"])
+def test_a_library_decorator_given_plain_data_keeps_the_def_and_a_name_bound_before_it_is_fine(decorator):
+    """What such a decorator returns runs the def the grader checked: an honest wrapper under
+    @torch.no_grad(), or a helper whose launch parameters are cached, trips nothing while only called."""
+    assert policy.check_cells(decorated_wrapper(decorator), FUSED) == []
     assert policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm="fused_add_layernorm = None\n\n"
                                          + WRAPPER_SOURCE), FUSED) == []
 
 
+@pytest.mark.parametrize("annotation", ["tl.constexpr", '"constexpr"', '"tl.constexpr"'])
 @pytest.mark.parametrize("use", ["OPS.sum(x)", "OPS[0]", "alias = OPS\n    alias.sum(x)"])
-def test_a_constexpr_parameter_is_a_value_only(use):
-    kernel = ("@triton.jit\ndef helper_kernel(x_ptr, OPS: tl.constexpr):\n"
+def test_a_constexpr_parameter_is_a_value_only(use, annotation):
+    """Triton takes a parameter as constexpr when its annotation's name holds "constexpr", a string too."""
+    kernel = (f"@triton.jit\ndef helper_kernel(x_ptr, OPS: {annotation}):\n"
               "    x = tl.load(x_ptr + tl.arange(0, 4))\n    " + use + "\n")
     source = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"] + "\n\n" + kernel
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=source), FUSED)) == {("kernel-python", FLAG)}
+
+
+KERNEL_SOURCE = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"]
+
+
+@pytest.mark.parametrize("annotation, before, found", [
+    ("n_cols: int, eps: float", "", set()),                 # the Python types Triton reads as i32 and fp32
+    ("n_cols: tl.int64, eps: tl.float32", "", set()),       # triton.language's dtypes
+    ('n_cols: "i32", eps: "fp32"', "", set()),              # Triton's type strings
+    ("n_cols: int, eps", "int = tl.constexpr\n\n\n", {("kernel-signature", FLAG)}),   # int rebound first
+    ("n_cols: tl.pointer_type(tl.int32), eps", "", {("kernel-signature", FLAG)}),       # an annotation that calls
+    ("n_cols: tl.core.constexpr, eps", "", {("kernel-signature", FLAG)}),               # tl's internals
+])
+def test_a_kernel_parameter_may_carry_a_type_triton_reads(annotation, before, found):
+    """Triton specialises a parameter on its annotated type (runtime/jit.py): an honest kernel may annotate
+    n_cols: int. An annotation that runs code, or a name the notebook rebinds, is still flagged."""
+    kernel = before + KERNEL_SOURCE.replace("n_cols, eps,", annotation + ",", 1)
+    assert kernel != before + KERNEL_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=kernel), FUSED)) == found
+
+
+def test_warnings_in_the_wrapper_report_as_print_does():
+    """warnings, allowed in every cell, computes nothing: a wrapper may warn as it may print."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n    if weight.dtype != x.dtype:\n"
+                                  "        warnings.warn(f'weight is {weight.dtype}, x {x.dtype}', stacklevel=2)\n", 1)
+    assert body != WRAPPER_SOURCE
+    cells = with_cells(FUSED_NB, fused_add_layernorm="import warnings\n\n\n" + body)
+    assert policy.check_cells(cells, FUSED) == []
+
+
+HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
+
+
+@pytest.mark.parametrize("use, call, found", [
+    ("s = list(reversed(shape))", "_helper(x.shape, x)", set()),       # a shape passed: its sizes are Python's
+    ("s = sum(shape)", "_helper(x.shape, x)", set()),
+    ("s = t.shape[::-1]", "_helper(x.shape, x)", set()),
+    ("s = list(reversed(shape))", "_helper(x, x)", {("wrapper-arithmetic", FLAG)}),   # a tensor passed
+    ("s = scale * 2", "_helper(n, x, fx)", {("wrapper-arithmetic", FLAG)}),        # a constant default, given x
+    ("s = sum(rest)", "_helper(n, x, 1.0, fx)", {("wrapper-arithmetic", FLAG)}),   # *rest holds fx
+    ("s = named['a'] + 1", "_helper(n, x, a=fx)", {("wrapper-arithmetic", FLAG)}),  # **named holds fx
+    ("s = sum(shape)", "_helper(*(x, fx))", {("wrapper-arithmetic", FLAG)}),       # unpacked: any may
+])
+def test_a_helper_holds_tensors_where_its_call_passes_them(use, call, found):
+    """A helper the wrapper calls is checked as if its body stood at the call: a parameter given a shape
+    holds ints, one given a tensor holds a tensor, whatever its annotation or default."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {call}\n", 1)
+    cells = with_cells(FUSED_NB, fused_add_layernorm=HELPER.format(use) + body)
+    assert rules(policy.check_cells(cells, FUSED)) == found
 
 
 @pytest.mark.parametrize("source, found", [

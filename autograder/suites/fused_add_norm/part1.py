@@ -212,13 +212,20 @@ ARITHMETIC = {"add", "sub", "rsub", "mul", "div", "neg", "reciprocal", "sqrt", "
 
 def traced(t: Trial, *shape: int) -> tuple[str, list[dict], list[str], list[str]]:
     """One traced call: its label, the launches of kernels defined in the notebook, the arithmetic
-    torch operators that ran outside launches, and the notebook's kernels."""
+    torch operators that ran outside launches, and the notebook's kernels. Torch arithmetic inside a
+    launch fails the test here: the kernel's tl operations never run torch, so it is Python reached from
+    the kernel (an object handed to it whose method computes) doing the kernel's work."""
     x, fx, weight, bias = inputs(t, *shape)
     h, y, obs = run(t, x, fx, weight, bias, trace="launches")
     trace = obs.trace
     launches = [launch for launch in trace.get("launches", []) if isinstance(launch, dict)]
     mine = [launch for launch in launches if str(launch.get("file", "")).startswith("<cell ")]
-    arithmetic = [str(op) for op in trace.get("ops", []) if str(op).rstrip("_") in ARITHMETIC]
+    arithmetic, inside = ([str(op) for op in trace.get(key, []) if str(op).rstrip("_") in ARITHMETIC]
+                          for key in ("ops", "ops_in_launches"))
+    if inside:
+        t.fail(f"not your kernel: while {label(x)} ran its kernel, torch computed ({', '.join(inside)}). A "
+               "Triton kernel computes h and y with tl operations on what it loads; torch reached from inside "
+               "it, through an object handed to the kernel, is the wrapper computing, not the kernel.")
     return label(x), mine, arithmetic, [str(k) for k in trace.get("kernels", [])]
 
 

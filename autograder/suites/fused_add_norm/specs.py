@@ -18,6 +18,8 @@ student code) records, while a traced call runs:
                cell of the submission
     ops        the names of the torch operators (aten, as a TorchDispatchMode sees them) that ran
                outside launches, in order of first use
+    ops_in_launches  the same for those that ran inside a launch: a Triton kernel computes with tl
+               operations, so torch there is Python reached from the kernel (an object handed to it)
     kernels    the submission's module-level names that hold a Triton kernel
 
 Raw observations only: the grader decides what they mean.
@@ -70,6 +72,7 @@ class _Recorder:
     def __init__(self, module, kernel_types):
         self.launches: list[dict] = []
         self.ops: dict[str, None] = {}
+        self.inside: dict[str, None] = {}
         names = _getattr(module, "__dict__", {}) if module is not None else {}
         self.kernels = [_str(name) for name, value in _list(names.items())
                         if _isinstance(value, kernel_types)][:MAX_RECORDS]
@@ -82,12 +85,14 @@ class _Recorder:
                                   "file": _str(code.co_filename)[:200] if code is not None else "?",
                                   "grid": _repr(grid)[:100] if _type(grid) in (_tuple, _list) else "callable"})
 
-    def op(self, name: str) -> None:
-        if _len(self.ops) < MAX_RECORDS:
-            self.ops[name] = None
+    def op(self, name: str, inside: bool) -> None:
+        ops = self.inside if inside else self.ops
+        if _len(ops) < MAX_RECORDS:
+            ops[name] = None
 
     def report(self) -> dict:
-        return {"launches": self.launches, "ops": _list(self.ops), "kernels": self.kernels}
+        return {"launches": self.launches, "ops": _list(self.ops), "ops_in_launches": _list(self.inside),
+                "kernels": self.kernels}
 
 
 def _origin(kernel):
@@ -125,7 +130,7 @@ def warm_up() -> None:
 
     from ...core import probe
 
-    nbtest.autotune_in_interpreter()   # as in the student's notebook: @triton.autotune runs here too
+    nbtest.interpreter_as_on_gpu()   # as in the student's notebook: autotune and tl.reduce as on a GPU
 
     kernel_types = (jit.KernelInterface,)
     for cls in (jit.JITFunction, interpreter.InterpretedFunction, autotuner.Autotuner, autotuner.Heuristics):
@@ -138,8 +143,7 @@ def warm_up() -> None:
             self.recorder = recorder
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if _state["depth"] == 0:
-                self.recorder.op(_str(func.overloadpacket.__name__))
+            self.recorder.op(_str(func.overloadpacket.__name__), _state["depth"] > 0)
             return func(*args, **(kwargs or {}))
 
     @contextlib.contextmanager
