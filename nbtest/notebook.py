@@ -19,7 +19,7 @@ import types
 from collections.abc import Mapping
 from pathlib import Path
 
-from .cellsource import python_source
+from .cellsource import compile_cell, python_source
 from .policy import parse
 from .warmup import interpreter_as_on_gpu
 
@@ -177,7 +177,7 @@ def load(path: str | Path, name: str | None = None, partial: bool = False) -> ty
         # path keeps two notebooks with the same name (reference, submission) apart.
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         try:
-            exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+            exec(compile_cell(source, filename), module.__dict__)
         except Exception as e:
             if not partial:
                 detail = "".join(traceback.format_exception_only(type(e), e)).strip()

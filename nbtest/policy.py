@@ -33,6 +33,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .cellsource import PYTHON
+
 
 class Rules(Protocol):
     """An assignment's rules: course.toml's [assignments.NAME.policy] (course.Rules), or the release's rules.toml."""
@@ -79,7 +81,7 @@ def parse(source: str) -> ast.Module:
     (gh-106905): the grader's threads, parsing two notebooks at once, could fail with SystemError "AST
     constructor recursion depth mismatch" and lose a batch's results."""
     with _PARSING:
-        return ast.parse(source)
+        return ast.parse(source, feature_version=PYTHON)
 
 
 # Modules whose import is itself a way into the process (severity withhold); any other module

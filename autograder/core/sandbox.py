@@ -55,6 +55,7 @@ from typing import Callable
 import nbtest
 import torch
 from nbtest import monitor, policy, uncompiled
+from nbtest.cellsource import compile_cell
 from nbtest.sealed import seal
 
 from ..course import ROOT, SOLUTIONS
@@ -421,6 +422,7 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
 
 # the functions the child's loop calls, bound here: its sealed copy reads these, never a module's attribute
 _dumps, _loads, _child_map, _cells = codec.dumps, codec.loads, shared.child_map, linecache.cache
+_compile_cell = compile_cell
 
 
 def _run(conn: Connection, sock: socket.socket, events_fd: int, config: dict, module: types.ModuleType, specs: dict,
@@ -432,7 +434,7 @@ def _run(conn: Connection, sock: socket.socket, events_fd: int, config: dict, mo
         filename = f"<cell {label}>"
         _cells[filename] = (len(source), None, source.splitlines(True), filename)
         try:
-            exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+            exec(_compile_cell(source, filename), module.__dict__)
         except BaseException as e:       # SyntaxError, SystemExit, anything
             problems[label] = describe(e)
         modes = check_state(events_fd, f"cell '{label}' ran", label, modes)
