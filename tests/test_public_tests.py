@@ -180,6 +180,27 @@ def test_the_rules_test_shows_the_line_the_rule_and_what_to_do(tmp_path):
         nbtest.follows_rules(1, notebook)
 
 
+def test_a_stub_redefined_by_a_later_cell_is_done_as_the_grader_finds(tmp_path):
+    """A solution cell left as the stub, with the student's code in a cell of their own below it: the
+    grader calls the later def, so the rules test does not say the part is still a stub."""
+    reference, stubs = nbtest.read_notebook(SOURCE_NB), nbtest.read_notebook(RELEASE_NB)
+    index = next(i for i, c in enumerate(reference["cells"]) if nbtest.grade_id(c) == "residual_add")
+    solved = reference["cells"][index]
+    left = dict(solved, source=next(c for c in stubs["cells"] if nbtest.grade_id(c) == "residual_add")["source"])
+    own = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": solved["source"]}
+    for cells, done in ([left], False), ([left, own], True):
+        notebook = dict(reference, cells=reference["cells"][:index] + cells + reference["cells"][index + 1:])
+        path = tmp_path / f"{done}" / "residual-connections.ipynb"
+        path.parent.mkdir()
+        path.write_text(json.dumps(notebook))
+        path = _beside_release(tmp_path / f"release-{done}", "residual-connections", path)
+        if done:
+            assert nbtest.rule_breaks(1, path) == []
+        else:
+            with pytest.raises(NotImplementedError, match="part 1 still has a stub"):
+                nbtest.rule_breaks(1, path)
+
+
 def _release_copy(tmp_path, assignment: str, notebook: dict) -> Path:
     """The student release (its vendored nbtest package, pytest.ini, the assignments' folders) with this
     notebook in it: the folder to run `pytest` in."""
