@@ -74,6 +74,7 @@ FRAME_EVENTS = ("sys._getframe", "sys._current_frames", "object.__getattr__")
 # op as text for its own error messages: its C++ calls traceback.format_stack(), so no torch frame stands
 # between the cell and the frames read, yet the reading is torch's, as torch.manual_seed's is
 ANOMALY_RECORDER = ("/traceback.py", "format_stack")
+MAX_DISTINCT = 10_000      # events remembered as sent (the grader keeps its first 50)
 _getframe, _write, _str, _isinstance, _type, _id = sys._getframe, os.write, str, isinstance, type, id
 _function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
 _anomaly = torch.is_anomaly_enabled
@@ -100,6 +101,7 @@ def install(fd: int, scratch: str, own: tuple[str, ...], guarded: tuple[str, ...
     the student cell's label, None for any other code; modules: the names of the modules the cells run in (the
     student's own types may be changed)."""
     busy = [False]
+    sent: set[tuple] = set()      # each event once: a loop repeating one fills no pipe, whatever the grader reads
     prefixes = (os.path.realpath(scratch), os.devnull)
     generated: dict[int, CodeType] = {}   # id -> code a generator compiled (held, so that no id is reused)
 
@@ -112,8 +114,10 @@ def install(fd: int, scratch: str, own: tuple[str, ...], guarded: tuple[str, ...
             if event == "exec" and _type(args[0]) is CodeType and _getframe(1).f_code.co_filename.endswith(GENERATORS):
                 _remember(args[0], generated)
             where = _attribute(event, args, prefixes, cell_of, own, guarded, modules, generated)
-            if where is not None:
-                _send(fd, Event(*where, event, _detail(event, args)))
+            if where is not None and (key := (*where, event, _detail(event, args))) not in sent:
+                if len(sent) < MAX_DISTINCT:
+                    sent.add(key)
+                _send(fd, Event(*key))
         except Exception:       # never let the monitor break the code it watches; the event is lost
             pass
         finally:
