@@ -19,7 +19,7 @@ import types
 from collections.abc import Mapping
 from pathlib import Path
 
-from .cellsource import python_source
+from .cellsource import python_lines, python_source
 from .policy import parse
 from .warmup import autotune_in_interpreter
 
@@ -175,7 +175,7 @@ def load(path: str | Path, name: str | None = None, partial: bool = False) -> ty
         # Keep the cell's source where inspect finds it, as IPython does for its cells:
         # @triton.jit reads a kernel's source and refuses code it cannot find. The full
         # path keeps two notebooks with the same name (reference, submission) apart.
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        linecache.cache[filename] = (len(source), None, python_lines(source, keepends=True), filename)
         try:
             exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
         except Exception as e:

@@ -496,3 +496,14 @@ def test_no_cgroup_outlives_its_zygote():
             for kept in (live, young):
                 with contextlib.suppress(FileNotFoundError):
                     os.rmdir(os.path.join(parent, kept))
+
+
+def test_a_cells_lines_are_kept_as_python_numbers_them(zygote):
+    """linecache holds each cell's lines split where Python splits them: a U+2028 in a comment (kept in the
+    source, as IPython keeps it) shifts no line, so inspect, and Triton's jit compiling a kernel from the source
+    it finds there, read the function that Python ran."""
+    cell = ("import inspect\n# pasted:\u2028 a\u2028 b\ndef first():\n    return 0\n\n\ndef later():\n    return 1\n\n\n"
+            "def source():\n    return inspect.getsource(later)\n")
+    with Sandbox(zygote, [("a", cell)], None, Limits(10, 4096)) as box:
+        reply = box.request(_call("source"), Deadline.after(10))
+    assert reply["result"]["value"] == "def later():\n    return 1\n"

@@ -55,6 +55,7 @@ from typing import Callable
 import nbtest
 import torch
 from nbtest import monitor, policy, uncompiled
+from nbtest.cellsource import python_lines
 from nbtest.sealed import seal
 
 from ..course import ROOT, SOLUTIONS
@@ -420,7 +421,7 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
 
 
 # the functions the child's loop calls, bound here: its sealed copy reads these, never a module's attribute
-_dumps, _loads, _child_map, _cells = codec.dumps, codec.loads, shared.child_map, linecache.cache
+_dumps, _loads, _child_map, _cells, _lines = codec.dumps, codec.loads, shared.child_map, linecache.cache, python_lines
 
 
 def _run(conn: Connection, sock: socket.socket, events_fd: int, config: dict, module: types.ModuleType, specs: dict,
@@ -430,7 +431,7 @@ def _run(conn: Connection, sock: socket.socket, events_fd: int, config: dict, mo
     for label, source in config["cells"]:
         conn.send_bytes(_dumps({"cell": label}))
         filename = f"<cell {label}>"
-        _cells[filename] = (len(source), None, source.splitlines(True), filename)
+        _cells[filename] = (len(source), None, _lines(source, True), filename)   # lines as Python numbers them
         try:
             exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
         except BaseException as e:       # SyntaxError, SystemExit, anything
