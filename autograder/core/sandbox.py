@@ -751,6 +751,7 @@ class Sandbox:
             self.budget.start()
             current, loading = None, iter(label for label, _ in self.cells)
             expected = next(loading, None)
+            labels = {label for label, _ in self.cells}     # once per start, not per frame: cells can be many
             try:
                 child.send({"cells": self.cells, "specs": self.specs, "scratch": self._scratch,
                             "memory_mb": self.limits.memory_mb, "resident_mb": self.limits.resident_mb,
@@ -760,7 +761,7 @@ class Sandbox:
                 while True:
                     frame = child.receive(deadline)
                     try:
-                        label = replies.loading(frame, expected, {label for label, _ in self.cells})
+                        label = replies.loading(frame, expected, labels)
                     except replies.ReplyError as e:
                         child.kill()
                         raise Died(f"it sent a frame the grader cannot use ({e})") from None
