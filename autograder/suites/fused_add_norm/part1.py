@@ -219,6 +219,13 @@ def traced(t: Trial, *shape: int) -> tuple[str, list[dict], list[str], list[str]
     launches = [launch for launch in trace.get("launches", []) if isinstance(launch, dict)]
     mine = [launch for launch in launches if str(launch.get("file", "")).startswith("<cell ")]
     arithmetic = [str(op) for op in trace.get("ops", []) if str(op).rstrip("_") in ARITHMETIC]
+    foreign = sorted({excerpt(kind, 60) for launch in mine for kind in launch.get("foreign") or []})
+    if foreign:
+        # in Triton's interpreter a tl.constexpr parameter holds the object the launch passed: `if FLAG:` or
+        # `N < M` in the kernel runs that object's methods, Python inside the launch, unseen by the trace
+        t.fail(f"{label(x)} passed your kernel an object of type {', '.join(foreign)}: a kernel's arguments are "
+               "tensors and plain data (numbers, bools, strings, dtypes), so that nothing but the kernel computes "
+               "inside the launch. Pass the tensors, their sizes and constants; compute h and y in the kernel.")
     return label(x), mine, arithmetic, [str(k) for k in trace.get("kernels", [])]
 
 
