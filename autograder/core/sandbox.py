@@ -685,6 +685,7 @@ class Sandbox:
         self.problems: dict[str, str] = {}
         self.declared: dict = {}       # probe.declared() of the running child
         self.events: list[monitor.Event] = []   # what the monitor saw, in every child so far, in order
+        self.kept: list[shared.Arena] = []      # read-back arenas, kept until close (written_later)
         self.isolation = ""
         self.closed = False
         self._child: Child | None = None
@@ -724,6 +725,8 @@ class Sandbox:
                     raise Died(str(e)) from None
                 for i, tensor in after.items():
                     reply["args_after"][i] = {"kind": "tensor", "value": tensor, "requires_grad": False}
+                self.kept.append(arena)      # read again once the part's tests are done (written_later)
+                arena = None
             return reply
         except (Hung, Died):
             self._child = None
@@ -801,4 +804,7 @@ class Sandbox:
         if self._child is not None:
             self._child.close()
             self._child = None
+        for arena in self.kept:
+            arena.close()
+        self.kept = []
         shutil.rmtree(self._scratch, ignore_errors=True)
