@@ -5,7 +5,10 @@ commented out, found where IPython finds them, at the start of a logical line on
 
 A line inside brackets, inside a triple-quoted string or after a backslash continues the line before
 it (Black and PEP 8 break a long line before its operator: `% args`, `!= b`), so it is Python even
-where it starts with `%` or `!`. Line numbers are kept: line 7 of the cell is line 7 here.
+where it starts with `%` or `!`. Line numbers are kept: line 7 of the cell is line 7 here. A line is
+what Python counts as one (python_lines: it ends at a newline); the other characters str.splitlines
+breaks at (U+2028 in a comment pasted from a web page, a form feed) stay where they are, as IPython keeps
+them, so a comment or a string holding one reads as the kernel ran it.
 The notebook's readers (nbtest.notebook.source_of: the grader, the public tests, the rules test) all
 read cells through this module; tests/test_cell_source.py holds it to IPython's own input transformer.
 
@@ -14,6 +17,20 @@ read cells through this module; tests/test_cell_source.py holds it to IPython's 
 from __future__ import annotations
 
 import re
+
+_PYTHON_NEWLINE = re.compile(r"\r\n|\r|\n")    # what ends a line for Python's tokenizer, and nothing else
+
+
+def python_lines(text: str, keepends: bool = False) -> list[str]:
+    """text's lines as Python numbers them, as str.splitlines gives them (str.splitlines itself also breaks
+    at U+2028, form feeds and other separators, which Python reads as a character of the line: `# note\u2028
+    x = 1` is one comment). keepends: each line with its newline, as linecache holds a file's lines (inspect
+    and Triton's jit read a function's source there: a line split elsewhere would hand them other text)."""
+    pieces = _PYTHON_NEWLINE.split(text)
+    if keepends:
+        ends = _PYTHON_NEWLINE.findall(text) + [""]
+        pieces = [line + end for line, end in zip(pieces, ends)]
+    return pieces[:-1] if pieces and not pieces[-1] else pieces
 
 # `x = !ls`, `a, b = %sx ls`: IPython's SystemAssign and MagicAssign
 _ASSIGN_ESCAPE = re.compile(r"\s*[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")
@@ -40,7 +57,7 @@ def python_source(text: str) -> str:
     """The cell's text with each IPython-only logical line commented out ("# " in front), ending in a
     newline. A cell magic's body is read as Python where the kernel runs it so (%%time, %%capture) and
     commented out with it where it is another language's (%%bash, %%writefile)."""
-    lines = _dedented(text.splitlines())
+    lines = _dedented(python_lines(text))
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is not None and lines[first].startswith("%%"):
         if lines[first][2:].split(" ", 1)[0] not in PYTHON_CELL_MAGICS:

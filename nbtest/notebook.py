@@ -16,10 +16,10 @@ import stat
 import sys
 import traceback
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from .cellsource import compile_cell, python_source
+from .cellsource import compile_cell, python_lines, python_source
 from .policy import parse
 from .warmup import interpreter_as_on_gpu
 
@@ -175,7 +175,7 @@ def load(path: str | Path, name: str | None = None, partial: bool = False) -> ty
         # Keep the cell's source where inspect finds it, as IPython does for its cells:
         # @triton.jit reads a kernel's source and refuses code it cannot find. The full
         # path keeps two notebooks with the same name (reference, submission) apart.
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        linecache.cache[filename] = (len(source), None, python_lines(source, keepends=True), filename)
         try:
             exec(compile_cell(source, filename), module.__dict__)
         except Exception as e:
@@ -302,18 +302,29 @@ def own_cells_needed(cells: list) -> list[int]:
     binds a name that a module cell, or another such cell, reads without defining it (a helper
     check_same_shape in a cell of its own). The grader and the public tests run these cells too, in their
     place; no other own cell (a plot, a scratch computation, a check) runs there."""
-    reads = set().union(*(free_names(source_of(c)) for c in cells if is_module_cell(c)))
     own = {i: source_of(c) for i, c in enumerate(cells) if is_own_cell(c)}
-    wanted: set[int] = set()
-    grew = True
-    while grew:
-        grew = False
-        for i, source in own.items():
-            if i not in wanted and bound_names(source) & reads:
-                wanted.add(i)
-                reads |= free_names(source)
-                grew = True
-    return sorted(wanted)
+    reads = set().union(*(free_names(source_of(c)) for c in cells if is_module_cell(c)))
+    return sorted(needed_by(reads, {i: bound_names(src) for i, src in own.items()}, lambda i: free_names(own[i])))
+
+
+def needed_by(names: set, binds: Mapping, reads: Callable) -> set:
+    """The keys of `binds` (a cell -> the names it binds) that bind one of `names`, or a name that `reads`
+    (a cell -> the names it reads) gives for a cell found so, and so on. Each cell and each name is looked at
+    once: a notebook of many cells, each needing the next, takes time in proportion to its size, not to its
+    square (a chain of 4,000 tiny cells held a whole batch before its first student)."""
+    binders: dict[str, list] = {}
+    for key, bound in binds.items():
+        for name in bound:
+            binders.setdefault(name, []).append(key)
+    seen, todo, found = set(names), list(names), set()
+    while todo:
+        for key in binders.get(todo.pop(), ()):
+            if key not in found:
+                found.add(key)
+                fresh = set(reads(key)) - seen
+                seen |= fresh
+                todo += fresh
+    return found
 
 
 @functools.lru_cache(maxsize=256)

@@ -33,7 +33,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .cellsource import PYTHON
+from .cellsource import PYTHON, python_lines
 
 
 class Rules(Protocol):
@@ -299,8 +299,12 @@ def _is_literal(node, ctx: _Notebook, names: frozenset = frozenset()) -> bool:
 
 
 def quote(source: str, lineno: int) -> str:
-    lines = source.splitlines()
-    return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+    """The source's line `lineno` as Python numbers it, stripped, one line of text wherever it is shown: a
+    character that is not printable (U+2028 or a form feed in a comment, where Python's line goes on) as its
+    Python escape, so that no table, grade cell or feedback page breaks the quote into lines of its own."""
+    lines = python_lines(source)
+    line = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+    return "".join(c if c.isprintable() or c == "\t" else ascii(c)[1:-1] for c in line)
 
 
 def _arguments(args: ast.arguments) -> list[ast.arg]:

@@ -14,9 +14,12 @@ PARTS = {1: ["fused_kernel", "fused_add_layernorm"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator"], "by-hand-wrapper"),
-         **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method"], "torch-only-wrapper")}
-# torch computing inside the kernel's launch fails the fused tests whatever the policy says (part1.traced)
-MEASURED = {"object-method", "constexpr-method", "constexpr-item-method"}
+         **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator"],
+                         "torch-only-wrapper")}
+# what the launch trace measures fails these whatever the policy says (part1.traced): torch computing inside the
+# kernel's launch (object-method), an object of the notebook's own handed to the kernel (constexpr-operator: no
+# rule sees it; the other two, the kernel rule too)
+MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}
@@ -152,8 +155,8 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
     empty = variants.EMPTY_KERNEL.lstrip()
     decorated = edit(s.filled("fused_add_layernorm"), "def fused_add_layernorm(", "@_replaced_by(_by_hand)\n"
                      "def fused_add_layernorm(")
-    through = lambda call, ops: s.solved(
-        fused_kernel=variants.CONSTEXPR_ROWS.lstrip().replace("CALL", call),
+    through = lambda call, ops, rows=variants.CONSTEXPR_ROWS: s.solved(
+        fused_kernel=rows.lstrip().replace("CALL", call),
         fused_add_layernorm=s.filled("fused_add_layernorm", [edit(reference, launch, edit(
             launch, "BLOCK=block,", f"BLOCK=block, OPS={ops}, ARGS=(rows_x, rows_fx, weight, bias, h, y, eps),"))]))
     return {
@@ -182,5 +185,13 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         "constexpr-item-method": ("the kernel calls OPS[0].sum(ARGS), OPS a tl.constexpr tuple holding an object "
                                   "whose sum computes h and y with torch", through("OPS[0].sum(ARGS)", "(ROWS,)"),
                                   fused),
+        # no rule sees it: the kernel only compares two constexpr parameters, as `if HAS_BIAS:` tests one; the
+        # tracer's word that a launch was passed an object of the notebook's own type fails the fused tests
+        "constexpr-operator": ("the kernel's `if OPS < ARGS:` runs OPS.__lt__, OPS a tl.constexpr object whose "
+                               "__lt__ computes h and y with torch, ARGS a tl.constexpr tuple of the tensors",
+                               through("if OPS < ARGS:\n        pass", "ROWS", variants.CONSTEXPR_ROWS.replace(
+                                   "def sum(self, tensors):", "def __lt__(self, tensors):").replace(
+                                   "sum((x, fx, weight, bias, h, y, eps))", "ROWS < (x, fx, weight, bias, h, y, eps)")),
+                               fused),
     }
 

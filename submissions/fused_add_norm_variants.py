@@ -221,6 +221,14 @@ STYLES = {
         ''')),
 }
 
+# text pasted from a web page or a PDF: a U+2028 in a comment above the kernel and in an error message, which
+# Python reads as a character of its line (and IPython keeps). Split there, Triton's jit would read the kernel's
+# source from a shifted line, or the message would no longer be a string
+STYLES["style-pasted-line-separator"] = ("U+2028 in a comment above the kernel and in a message", {
+    label: "\n        # the row-wise kernel from the lecture notes:\u2028 one program\u2028 per row\n" + src.replace(
+        "differ\")", "differ\u2028(no broadcasting)\")")
+    for label, src in STYLES["style-fixed-warps-min-block"][1].items()})
+
 
 # ============================================================ forgeries of the launch trace
 

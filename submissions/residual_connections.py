@@ -21,7 +21,7 @@ PARTS = {1: ["residual_add", "residual", "projection_shortcut", "residual_ffn"],
          4: ["transformer_block", "residual_stream_norms"],
          5: ["plain_mlp", "residual_mlp", "train", "grad_norms", "depth_sweep"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
-TWINS = {"forged-mutation-report": "in-place-add", "forged-gradients-report": "detached-residual-add",
+TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-place-add", "forged-gradients-report": "detached-residual-add",
          **dict.fromkeys(["hides-encoder-layer", "forged-structure-report"], "wraps-encoder-layer"),
          **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES,
                                                                    **variants.FRAMES}},
@@ -33,7 +33,7 @@ TWINS = {"forged-mutation-report": "in-place-add", "forged-gradients-report": "d
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
 # the tests themselves, the structure report read from the modules' own dicts, inputs read back from the
 # grader's own shared memory
-MEASURED = {"memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
+MEASURED = {"late-in-place-add", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES)}
@@ -56,6 +56,7 @@ GELU_LAST = {"ffn_layers", "ffn_forward", "block_parts", "block_pre", "block_pos
 SHOWN = {
     "silent-broadcasting": BROADCASTING,
     "in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
+    "late-in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
     "detached-residual-add": {"residual_add_gradients": "detached-gradient"},
     "wraps-encoder-layer": {"block_parts": "block-structure"},
     "ffn-module-list-gelu-last": {"block_parts": "block-structure"},
@@ -158,6 +159,10 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
         "if x.shape != fx.shape:\n    raise ValueError(f\"shapes differ: {list(x.shape)} vs {list(fx.shape)}\")\n"
         "return x + fx"])
     in_place = s.body("residual_add", 0, ("return x + fx", "x += fx\nreturn x"))
+    # in place now where autograd would see it (as in-place-add), else one call late, through a kept reference
+    late = s.body("residual_add", 0, ("return x + fx", "if x.requires_grad:\n    x += fx\n    return x\n"
+                                      "while _LATER:\n    a, b = _LATER.pop()\n    a += b\n"
+                                      "_LATER.append((x, fx))\nreturn x + fx"))
     helper_cell = s.with_own_cell(s.solved(residual_add=s.filled("residual_add", [
         "check_same_shape(x, fx)\nreturn x + fx"])), "residual_add", variants.HELPER_CELL)
     module_list = ffn_module_list(s, "nn.Linear(d_in, hidden), nn.GELU(), nn.Linear(hidden, d_out)")
@@ -196,6 +201,10 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
         "in-place-add": ("residual_add checks the shapes, then adds in place (x += fx)",
                          s.solved(residual_add=s.filled("residual_add", in_place)),
                          {"residual_add_no_mutation", "residual_add_gradients"}),
+        "late-in-place-add": ("residual_add adds in place as in-place-add does where the input requires grad, and "
+                              "otherwise one call late: it keeps x and fx and adds fx into x at its next call",
+                              s.solved(residual_add=s.filled("residual_add", late, after="\n\n_LATER = []\n")),
+                              {"residual_add_no_mutation", "residual_add_gradients"}),
         "scaled-shortcut-ignored": (
             "chain_rule_grad and gradient_norms ignore alpha (x_(l+1) = x_l + F(x_l) always)",
             s.solved(chain_rule_grad=s.filled("chain_rule_grad", s.body(

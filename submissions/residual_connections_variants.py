@@ -244,6 +244,13 @@ STYLES = {
         ''')),
 }
 
+# text pasted from a web page or a PDF: a U+2028 in a comment and in an error message, which Python reads as a
+# character of its line (and IPython keeps). Split there, the comment's rest would run as code in the grader
+# alone and the message would no longer be a string: the cell would fail to load, its parts lost
+STYLES["style-pasted-line-separator"] = ("U+2028 in a comment and in an f-string message", {
+    label: "\n        # as the slides say:\u2028 equal shapes only" + src.replace("f\"shapes differ:", "f\"shapes differ\u2028:")
+    for label, src in STYLES["style-torch-add-helper"][1].items()})
+
 
 # ============================================================ forgeries of the child's reports
 

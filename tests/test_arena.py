@@ -145,3 +145,19 @@ def test_nothing_to_read_back_or_another_device_means_no_arena():
 def test_what_cannot_be_read_back_is_refused_in_the_grader(bad):
     with pytest.raises(ValueError, match="cannot be read back"):
         arena.Arena.of({"op": "call", "args": [bad], "readback": [0]})
+
+
+def test_inputs_written_after_the_call_through_a_kept_view_are_seen_later():
+    """A function that keeps its argument and writes it at a later call (late-in-place-add) leaves it unchanged when
+    it returns: the grader, holding the memfd until the part's tests are done, reads the inputs' half again."""
+    x = torch.randn(6)
+    a = arena.Arena.of({"op": "call", "args": [x], "readback": [0]})
+    try:
+        buffer, (seen,) = _child_side(a)
+        kept = []
+        arena.keeping(lambda v: kept.append(v) or v + 1, buffer)(seen)
+        assert torch.equal(a.read()[0], x) and not a.written_later()     # unchanged when it returned
+        kept[0].add_(1.0)                                                   # written at a later call
+        assert a.written_later() and torch.equal(a.read()[0], x)
+    finally:
+        a.close()

@@ -496,3 +496,27 @@ def test_no_cgroup_outlives_its_zygote():
             for kept in (live, young):
                 with contextlib.suppress(FileNotFoundError):
                     os.rmdir(os.path.join(parent, kept))
+
+
+def test_a_cells_lines_are_kept_as_python_numbers_them(zygote):
+    """linecache holds each cell's lines split where Python splits them: a U+2028 in a comment (kept in the
+    source, as IPython keeps it) shifts no line, so inspect, and Triton's jit compiling a kernel from the source
+    it finds there, read the function that Python ran."""
+    cell = ("import inspect\n# pasted:\u2028 a\u2028 b\ndef first():\n    return 0\n\n\ndef later():\n    return 1\n\n\n"
+            "def source():\n    return inspect.getsource(later)\n")
+    with Sandbox(zygote, [("a", cell)], None, Limits(10, 4096)) as box:
+        reply = box.request(_call("source"), Deadline.after(10))
+    assert reply["result"]["value"] == "def later():\n    return 1\n"
+
+
+def test_a_child_loading_many_cells_costs_the_grader_time_in_proportion_to_them(zygote, monkeypatch):
+    """Each cell's frame is checked against the cells sent, a set made once per start: made again for every frame,
+    a notebook of 20,000 tiny own cells (2.5 MB) took the grader minutes of its own time, a classmate's in a batch."""
+    seen = []
+    real = sandbox.replies.loading
+    monkeypatch.setattr(sandbox.replies, "loading", lambda frame, expected, labels: seen.append(labels) or
+                        real(frame, expected, labels))
+    cells = [(f"cell {i}", f"v{i} = {i}\n") for i in range(2000)]
+    with Sandbox(zygote, cells, None, Limits(10, 4096)) as box:
+        box.start()
+    assert len(seen) == len(cells) + 1 and all(labels is seen[0] for labels in seen)

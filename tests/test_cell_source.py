@@ -1,5 +1,7 @@
 """A cell's Python source as IPython reads it (nbtest.cellsource): the grader, the public tests and the
 notebook's check cells (run by IPython itself) read every cell of every sample the same way."""
+import inspect
+import json
 import textwrap
 from pathlib import Path
 
@@ -8,11 +10,13 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 import nbtest
 from nbtest.cellsource import magic_lines, python_source
+from nbtest.policy import check_cells, for_assignment
 from autograder import course
 from autograder.core.extract import Template
 
 ROOT = Path(__file__).resolve().parents[1]
 IPYTHON = TransformerManager()
+FULL_MARKS = ROOT / "submissions" / "residual-connections" / "full-marks.ipynb"
 
 CASES = [
     # Black's and PEP 8's breaks before an operator: continuation lines, Python as written
@@ -98,3 +102,44 @@ def test_a_cell_is_read_as_the_oldest_python_the_course_runs(monkeypatch):
         with pytest.raises(SyntaxError, match="only supported in Python 3.10") as e:
             read(source, "<cell kind>")
         assert 2 <= e.value.lineno <= 5           # within the match statement (CPython names its end)
+
+
+# What str.splitlines breaks a line at besides Python's newlines: Python reads each as a character of
+# its line (in a comment or a string; elsewhere a SyntaxError, as in the kernel), and IPython keeps it
+SEPARATORS = ["\u2028", "\u2029", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85"]
+
+
+@pytest.mark.parametrize("sep", SEPARATORS)
+def test_a_line_separator_python_does_not_count_stays_in_its_line(sep):
+    """A U+2028 pasted into a comment or a message (a web page, a PDF) runs as the kernel runs it: the comment
+    goes on, the string holds it. Split there, the rest of a comment would run as code in the grader only and
+    a string would stop being one (an honest cell failing to load, its part lost)."""
+    text = f"x = 1  # note{sep}y = 2\nm = 'a{sep}b'\n%time f()\n"
+    assert python_source(text) == f"x = 1  # note{sep}y = 2\nm = 'a{sep}b'\n# %time f()\n"
+    magicless = text.replace("%time f()\n", "")
+    assert python_source(magicless) == IPYTHON.transform_cell(magicless)
+    names: dict = {}
+    exec(compile(python_source(magicless), "cell", "exec"), names)
+    assert "y" not in names and names["m"] == f"a{sep}b"
+
+
+def test_a_functions_source_is_found_at_pythons_line_numbers(tmp_path):
+    """linecache holds a cell's lines as Python numbers them: inspect (and Triton's jit, which compiles a kernel
+    from the source it finds there) reads the function Python ran, not text a separator shifted into place."""
+    nb = json.loads(FULL_MARKS.read_text())
+    cell = next(c for c in nb["cells"] if nbtest.grade_id(c) == "residual_add")
+    cell["source"] = "# notes\u2028 from the slides\u2028 and more\n" + "".join(cell["source"]) \
+        + "\n\ndef shown_later():\n    return 'later'\n"
+    path = tmp_path / "separator.ipynb"
+    path.write_text(json.dumps(nb))
+    module = nbtest.load(path)
+    assert inspect.getsource(module.shown_later) == "def shown_later():\n    return 'later'\n"
+    assert inspect.getsource(module.residual_add).startswith("def residual_add(")
+
+
+def test_a_quoted_line_is_the_line_python_numbers_and_stays_one_line():
+    """The policy's quote is the line the finding's number names, a separator in it written as its escape."""
+    source = python_source("x = 1  # fine\u2028 innocent\nimport sys  # ok\u2029 here\n")
+    [violation] = [v for v in check_cells([("residual_add", source, True)], for_assignment(
+        course.load().assignment("residual-connections").rules)) if v.rule == "process-introspection"]
+    assert (violation.line, violation.quote) == (2, "import sys  # ok\\u2029 here")

@@ -87,3 +87,31 @@ def test_a_helper_in_a_cell_of_the_student_s_own_runs_where_it_is_needed(tmp_pat
     assert (helper, dict(extracted.cells)[helper], True) in TEMPLATE.marked(extracted)
     module = nbtest.load(path, name="helper_cell", partial=True)
     assert callable(module.check_same_shape) and not hasattr(module, "demo")
+
+
+def test_a_chain_of_many_own_cells_costs_time_in_proportion_to_its_size(tmp_path, monkeypatch):
+    """Own cells each needing the next (the last one the residual_add cell's helper) are found and placed with
+    each cell read a bounded number of times: found by rescanning every cell for each one added, and placed by
+    searching the list for each, a chain of 4,000 tiny cells (half a megabyte) held a whole batch before its
+    first student was graded, since a batch reads every notebook's code before grading any."""
+    nb = json.loads(SOURCE_NB.read_text())
+    cell = next(c for c in nb["cells"] if nbtest.grade_id(c) == "residual_add")
+    cell["source"] = "".join(cell["source"]) + "\n_ = h0\n"
+    n = 2000
+    nb["cells"] += [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                     "source": f"h{j} = h{j + 1} if False else 0\n" if j < n - 1 else f"h{j} = 0\n"}
+                    for j in reversed(range(n))]
+    path = tmp_path / "chain.ipynb"
+    path.write_text(json.dumps(nb))
+    parses = []
+    real = nbtest.notebook.parse
+    monkeypatch.setattr(nbtest.notebook, "parse", lambda source: parses.append(1) or real(source))
+    for cache in (nbtest.notebook.bound_names, nbtest.notebook.used_names, nbtest.notebook.free_names,
+                  nbtest.notebook.top_level_names):
+        cache.cache_clear()
+    extracted = TEMPLATE.fill(path)
+    labels = [label for label, _ in extracted.cells]
+    chain = [label for label in labels if label.startswith("cell ")]
+    assert labels[-n:] == chain == [f"cell {i}" for i in range(len(nb["cells"]) - n, len(nb["cells"]))]   # Run All's order
+    assert [label for label, _ in TEMPLATE.needed(extracted, {"residual_add"}, CONTRACT)].count("residual_add") == 1
+    assert len(parses) < 10 * (n + len(nb["cells"]))

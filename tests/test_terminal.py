@@ -75,3 +75,17 @@ def test_no_command_prints_a_students_terminal_controls(tmp_path):
         assert quoted in said[command], (command, said[command][-2000:])
     assert shown(f"hostile{ATTACK}.ipynb", keep="") in said["grade --out"]
     assert shown(f"Abara{ATTACK}") in said["status"]
+
+
+def test_a_students_text_starts_no_line_of_a_table_or_a_grade_cell():
+    """A file name holding a newline, and a test's output holding the other characters str.splitlines breaks at
+    (a quoted line's U+2028): each stays on its own line, so neither forges a line, such as a classmate's score
+    in a batch's listing."""
+    from autograder.results.render import feedback_text, score_line, table
+    from autograder.results.result import Result, TestResult
+    forged = " 100 / 100  /course/alice.ipynb"
+    output = f"flagged:\n  residual_add line 2: [dunder] ... | x = 1  #\u2028{forged}"
+    result = Result(ASSIGNMENT, 7, [TestResult("rules", 1, 0, 0, output)], submission=f"/course/zz\n{forged}")
+    for text in (shown(table(result)), feedback_text(result, 1), score_line(result)):
+        assert not any(line.strip().startswith(forged.strip()) for line in text.split("\n")), text
+    assert len(score_line(result).split("\n")) == 1

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..core import seeds
 from ..grading.batch import NotAllGraded, grade_many, grade_notebook, notebooks
-from ..results.render import review_summary, table
+from ..results.render import review_summary, score_line, table
 from ..results.store import Store, StoreError
 from ..results.terminal import shown
 
@@ -73,7 +73,7 @@ def run(args) -> int:
         return 130
     if store:
         for r in results:
-            print(shown(f"{r.score:>4} / {r.max_score:<4} {r.submission}"))
+            print(score_line(r))
         skipped = f" ({before} graded before, skipped)" if before else ""
         print(shown(f"graded {len(results)} submissions into {args.out}{skipped}"))
         print(shown(review_summary(results, args.assignment, args.out)))

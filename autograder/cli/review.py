@@ -134,7 +134,8 @@ def listing(queue, names: dict[str, str]) -> str:
         line = queue.decision(student)
         state = "WAITING for a decision" if result.waiting else \
             f"{DONE[line['decision']]} {line['at']}" + (f" ({line['note']})" if line["note"] else "")
-        who = f"{student} ({names[student]})" if student in names else student
+        # one line, whatever the name holds: a file name with a newline cannot forge a line of the listing
+        who = shown(f"{student} ({names[student]})" if student in names else student, keep="")
         lines += ["", f"{who}  {result.score:g} / {result.max_score}  {state}", f"  {decision_line(result)}"]
         lines += [f"  found: {finding}" for finding in result.review]
         lines += [f"  held:  part {t.part}, {count(t.held, 'point')}: {t.name}" for t in result.tests if t.held]

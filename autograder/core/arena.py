@@ -18,6 +18,7 @@ can neither fault (SIGBUS) nor come up short.
     child.send(arena.request, fd=arena.fd)
     ...                                # the child answers
     after = arena.read()               # {argument index: tensor as the call left it}
+    arena.written_later()              # later, after other requests: whether the code wrote the inputs since
 
 In the child (probe.serve_request), each such argument arrives as
 {"arena": [offset, dtype, shape, stride]}, and `view` makes it a tensor over the mapping.
@@ -67,6 +68,7 @@ class Arena:
             os.close(self.fd)
             raise
         self.request = {**request, "args": args, "arena": True}
+        self._placed = bytes(inputs)      # the inputs as the grader wrote them, for written_later
 
     @classmethod
     def of(cls, request: dict) -> "Arena | None":
@@ -92,6 +94,11 @@ class Arena:
         if len(kept) != self.size:
             raise ArenaError(f"the shared inputs shrank to {os.fstat(self.fd).st_size} bytes")
         return {i: view(kept, spec).clone() for i, spec in self._specs.items()}
+
+    def written_later(self) -> bool:
+        """Whether the inputs' half no longer holds what the grader wrote: the child's code kept a view and
+        wrote through it after the call returned (at a later call, in a later test). Read with pread, as read."""
+        return os.pread(self.fd, self.size, 0) != self._placed
 
     def close(self) -> None:
         os.close(self.fd)

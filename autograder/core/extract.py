@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbtest
-from nbtest.notebook import bound_names, own_cells_needed, top_level_names, used_names
+from nbtest.notebook import bound_names, needed_by, own_cells_needed, top_level_names, used_names
 
 NotebookError = nbtest.NotebookError
 FILE_CELLS = 64      # a notebook file may be this many largest cells (outputs, images) before it is refused
@@ -65,12 +65,25 @@ class Template:
                 problems[label] = f"solution cell '{label}' is missing from the notebook"
             else:
                 self._take(label, nbtest.source_of(found[label]), cells, problems)
+        # each own cell goes right after the cell above it (the start where that one is not there), kept as
+        # links: a notebook of many own cells costs time in proportion to their number, not to its square
+        after_of = {i - 1: i for i in range(len(cells))}          # -1: the start
+        at_label: dict[str, int] = {}
+        for i, (label, _) in enumerate(cells):
+            at_label.setdefault(label, i)
         for label, after, src in self._own(nb):
-            at = next((i + 1 for i, (other, _) in enumerate(cells) if other == after), 0)
             own: list[tuple[str, str]] = []
             self._take(label, src, own, problems)
-            cells[at:at] = own
-        return Extracted(cells, problems)
+            for item in own:
+                at, i = at_label.get(after, -1) if after is not None else -1, len(cells)
+                cells.append(item)
+                after_of[i], after_of[at] = after_of.get(at), i
+                at_label.setdefault(label, i)
+        placed, i = [], after_of.get(-1)
+        while i is not None:
+            placed.append(cells[i])
+            i = after_of.get(i)
+        return Extracted(placed, problems)
 
     def _take(self, label: str, src: str, cells: list, problems: dict) -> None:
         """The cell into `cells`, or into `problems` where it is over max_cell_kb."""
@@ -109,18 +122,13 @@ class Template:
         the student's (a solution cell or one of their own) that defines a name one of those uses, and so
         on. A construct in any other cell then never runs in that child."""
         locked = {label for label, _, student in self.cells if not student}
+        sources = dict(extracted.cells)
         defines = {label: bound_names(src) for label, src in extracted.cells}
-        uses = {label: used_names(src) for label, src in extracted.cells}
-        wanted = {label for label, bound in defines.items() if bound & names}
-        wanted |= {self.owner[n] for n in names if n in self.owner}      # a root that no longer parses
-        wanted |= {label for label, src, student in self.cells if student and not top_level_names(src) & contract}
-        frontier = list(wanted)
-        while frontier:
-            used = uses.get(frontier.pop(), set())
-            for label, bound in defines.items():
-                if label not in wanted and bound & used:
-                    wanted.add(label)
-                    frontier.append(label)
+        roots = {self.owner[n] for n in names if n in self.owner}      # a root that no longer parses
+        roots |= {label for label, src, student in self.cells if student and not top_level_names(src) & contract}
+        roots &= set(sources)
+        uses = set().union(*(used_names(sources[label]) for label in roots))
+        wanted = roots | needed_by(names | uses, defines, lambda label: used_names(sources[label]))
         return [(label, src) for label, src in extracted.cells if label in locked or label in wanted]
 
     def key(self, submission: Path) -> str:

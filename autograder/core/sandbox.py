@@ -55,7 +55,7 @@ from typing import Callable
 import nbtest
 import torch
 from nbtest import monitor, policy, uncompiled
-from nbtest.cellsource import compile_cell
+from nbtest.cellsource import compile_cell, python_lines
 from nbtest.sealed import seal
 
 from ..course import ROOT, SOLUTIONS
@@ -421,7 +421,7 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
 
 
 # the functions the child's loop calls, bound here: its sealed copy reads these, never a module's attribute
-_dumps, _loads, _child_map, _cells = codec.dumps, codec.loads, shared.child_map, linecache.cache
+_dumps, _loads, _child_map, _cells, _lines = codec.dumps, codec.loads, shared.child_map, linecache.cache, python_lines
 _compile_cell = compile_cell
 
 
@@ -432,7 +432,7 @@ def _run(conn: Connection, sock: socket.socket, events_fd: int, config: dict, mo
     for label, source in config["cells"]:
         conn.send_bytes(_dumps({"cell": label}))
         filename = f"<cell {label}>"
-        _cells[filename] = (len(source), None, source.splitlines(True), filename)
+        _cells[filename] = (len(source), None, _lines(source, True), filename)   # lines as Python numbers them
         try:
             exec(_compile_cell(source, filename), module.__dict__)
         except BaseException as e:       # SyntaxError, SystemExit, anything
@@ -686,6 +686,7 @@ class Sandbox:
         self.problems: dict[str, str] = {}
         self.declared: dict = {}       # probe.declared() of the running child
         self.events: list[monitor.Event] = []   # what the monitor saw, in every child so far, in order
+        self.kept: list[shared.Arena] = []      # read-back arenas, kept until close (written_later)
         self.isolation = ""
         self.closed = False
         self._child: Child | None = None
@@ -725,6 +726,8 @@ class Sandbox:
                     raise Died(str(e)) from None
                 for i, tensor in after.items():
                     reply["args_after"][i] = {"kind": "tensor", "value": tensor, "requires_grad": False}
+                self.kept.append(arena)      # read again once the part's tests are done (written_later)
+                arena = None
             return reply
         except (Hung, Died):
             self._child = None
@@ -752,6 +755,7 @@ class Sandbox:
             self.budget.start()
             current, loading = None, iter(label for label, _ in self.cells)
             expected = next(loading, None)
+            labels = {label for label, _ in self.cells}     # once per start, not per frame: cells can be many
             try:
                 child.send({"cells": self.cells, "specs": self.specs, "scratch": self._scratch,
                             "memory_mb": self.limits.memory_mb, "resident_mb": self.limits.resident_mb,
@@ -761,7 +765,7 @@ class Sandbox:
                 while True:
                     frame = child.receive(deadline)
                     try:
-                        label = replies.loading(frame, expected, {label for label, _ in self.cells})
+                        label = replies.loading(frame, expected, labels)
                     except replies.ReplyError as e:
                         child.kill()
                         raise Died(f"it sent a frame the grader cannot use ({e})") from None
@@ -801,4 +805,7 @@ class Sandbox:
         if self._child is not None:
             self._child.close()
             self._child = None
+        for arena in self.kept:
+            arena.close()
+        self.kept = []
         shutil.rmtree(self._scratch, ignore_errors=True)

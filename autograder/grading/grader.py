@@ -114,7 +114,14 @@ class Grader:
         def grade_group(tests: list[Test]) -> tuple[dict[str, TestResult], list[policy.Violation], Sandbox]:
             with self._sandbox(extracted, tests[0].part, budget) as box:
                 _drop_raising_cells(box, violations)
-                graded = {t.id: self._run(t, box, seed, violations) for t in tests}
+                graded, arenas = {}, {}
+                for t in tests:
+                    first = len(box.kept)
+                    graded[t.id] = self._run(t, box, seed, violations)
+                    arenas[t.id] = box.kept[first:]
+                for t in tests:     # inputs the code kept and wrote after the call, once every test has run
+                    if graded[t.id].kind in ("passed", "held") and any(a.written_later() for a in arenas[t.id]):
+                        graded[t.id] = _entry(t, 0, WRITTEN_LATER, t.misconception, "failed")
             self._warn_isolation(box.isolation)
             return graded, observed(box), box
 
@@ -279,6 +286,9 @@ def _held(test: Test, rests: bool, violations: list[policy.Violation], loaded: s
 
 
 MONITOR, UNNAMED = "monitor", "the submission"
+WRITTEN_LATER = ("the inputs of a call this test made changed after the call returned, written by your code later "
+                 "(at a later call or in a later test) through a reference it kept: a function leaves its inputs "
+                 "unchanged for good, not only until it returns. Compute new tensors; keep no reference to write later.")
 
 
 def observed(box: Sandbox) -> list[policy.Violation]:

@@ -21,8 +21,8 @@ MESSAGE_INDENT = " " * 11
 def table(result: Result) -> str:
     """One result as a table, each failure's message indented under its test."""
     head = f"{result.assignment}: {result.score} / {result.max_score} automatic points (seed {result.seed})"
-    if result.submission is not None:
-        head = f"{result.submission}\n{head}"
+    if result.submission is not None:    # a file name is one line, whatever characters it holds
+        head = f"{shown(result.submission, keep='')}\n{head}"
     lines = [head]
     if result.review:
         lines += ["flagged for review (the static policy, docs/security.md):",
@@ -34,8 +34,14 @@ def table(result: Result) -> str:
         name = t.name if len(t.name) <= NAME_WIDTH else t.name[:NAME_WIDTH - 3] + "..."
         lines.append(f"{t.part:>4}  {name:<{NAME_WIDTH}} {_score(t)}")
         if not t.passed or t.held:
-            lines += ["        " + line for line in t.output.splitlines()]
+            lines += ["        " + line for line in output_lines(t)]
     return "\n".join(lines)
+
+
+def score_line(result: Result) -> str:
+    """"  75 / 100  path": a batch's line for one submission, its file name on that line whatever characters
+    the name holds (a newline in a student's file name cannot forge a classmate's line)."""
+    return f"{result.score:>4} / {result.max_score:<4} {shown(str(result.submission), keep='')}"
 
 
 def held_line(result: Result) -> str | None:
@@ -77,8 +83,15 @@ def feedback_text(result: Result, part: int) -> str:
             fits = len(head) + 1 + len(t.name) <= FEEDBACK_WIDTH
             lines += [f"{head} {t.name}"] if fits else [head.rstrip(), *_wrap(t.name)]
             if not t.passed or t.held:
-                lines += [wrapped for line in t.output.splitlines() for wrapped in _wrap(line)]
+                lines += [wrapped for line in output_lines(t) for wrapped in _wrap(line)]
     return "\n".join(lines) + "\n"
+
+
+def output_lines(t: TestResult) -> list[str]:
+    """A test's output in the lines it was written in (entry joins them with newlines): never split where
+    str.splitlines also splits (U+2028, a form feed), which text a submission controls may hold (a quoted
+    source line, an exception's message), so that it cannot start a line of a table or a grade cell."""
+    return t.output.split("\n")
 
 
 def _wrap(line: str) -> list[str]:

@@ -226,6 +226,13 @@ def traced(t: Trial, *shape: int) -> tuple[str, list[dict], list[str], list[str]
         t.fail(f"not your kernel: while {label(x)} ran its kernel, torch computed ({', '.join(inside)}). A "
                "Triton kernel computes h and y with tl operations on what it loads; torch reached from inside "
                "it, through an object handed to the kernel, is the wrapper computing, not the kernel.")
+    foreign = sorted({excerpt(kind, 60) for launch in mine for kind in launch.get("foreign") or []})
+    if foreign:
+        # in Triton's interpreter a tl.constexpr parameter holds the object the launch passed: `if FLAG:` or
+        # `N < M` in the kernel runs that object's methods, Python inside the launch, unseen by the trace
+        t.fail(f"{label(x)} passed your kernel an object of type {', '.join(foreign)}: a kernel's arguments are "
+               "tensors and plain data (numbers, bools, strings, dtypes), so that nothing but the kernel computes "
+               "inside the launch. Pass the tensors, their sizes and constants; compute h and y in the kernel.")
     return label(x), mine, arithmetic, [str(k) for k in trace.get("kernels", [])]
 
 

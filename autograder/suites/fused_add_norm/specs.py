@@ -13,9 +13,13 @@ The tracer "launches" (probe.TRACERS, registered by warm_up() in the fork server
 student code) records, while a traced call runs:
 
     launches   each launch of a Triton kernel, kernel[grid](...), not counting the launches a
-               launch makes itself (an autotuner's trials): {"kernel", "file", "grid"}, where
+               launch makes itself (an autotuner's trials): {"kernel", "file", "grid", "foreign"}, where
                "file" is where the kernel's Python function was compiled: "<cell LABEL>" for a
-               cell of the submission
+               cell of the submission, and "foreign" the type names of the arguments that are neither
+               a tensor of torch's own type nor plain data (a number, a bool, a string, None, a dtype).
+               In Triton's interpreter a tl.constexpr parameter holds whatever object the launch passed,
+               and `if FLAG:`, `N < M` or `range(N)` in the kernel call that object's methods: Python
+               running inside the launch, where no operator is recorded
     ops        the names of the torch operators (aten, as a TorchDispatchMode sees them) that ran
                outside launches, in order of first use
     ops_in_launches  the same for those that ran inside a launch: a Triton kernel computes with tl
@@ -36,6 +40,11 @@ _to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
 _float32, _uint8 = torch.float32, torch.uint8
 _getattr, _isinstance, _type, _str, _len, _repr = getattr, isinstance, type, str, len, repr
 _tuple, _list = tuple, list
+# what a kernel's arguments may be: tensors of torch's own types, and plain data (tl.constexpr and tl.dtype are
+# Triton's own wrappers, checked by what they hold); anything else brings its own methods into the launch
+PLAIN = frozenset({int, float, bool, str, type(None), torch.dtype, torch.Tensor, torch.nn.Parameter})
+LAUNCH_OPTIONS = frozenset({"grid", "warmup"})    # the launch's own: the grid is the wrapper's (the policy's)
+_TRITON: dict = {"constexpr": None, "constexpr_value": None, "dtypes": frozenset()}   # bound by warm_up
 
 MAX_RECORDS = 200   # launches and operator names reported per call
 
@@ -77,13 +86,16 @@ class _Recorder:
         self.kernels = [_str(name) for name, value in _list(names.items())
                         if _isinstance(value, kernel_types)][:MAX_RECORDS]
 
-    def launch(self, kernel, grid) -> None:
+    def launch(self, kernel, grid, args: tuple, kwargs: dict) -> None:
         if _len(self.launches) < MAX_RECORDS:
             fn = _origin(kernel)
             code = _getattr(fn, "__code__", None)
+            values = [*args, *(v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS)]
+            foreign = [_type(v).__name__[:60] for v in values if not _plain(v)]
             self.launches.append({"kernel": _str(_getattr(fn, "__name__", "?"))[:200],
                                   "file": _str(code.co_filename)[:200] if code is not None else "?",
-                                  "grid": _repr(grid)[:100] if _type(grid) in (_tuple, _list) else "callable"})
+                                  "grid": _repr(grid)[:100] if _type(grid) in (_tuple, _list) else "callable",
+                                  "foreign": _list(dict.fromkeys(foreign))[:8]})
 
     def op(self, name: str, inside: bool) -> None:
         ops = self.inside if inside else self.ops
@@ -93,6 +105,15 @@ class _Recorder:
     def report(self) -> dict:
         return {"launches": self.launches, "ops": _list(self.ops), "ops_in_launches": _list(self.inside),
                 "kernels": self.kernels}
+
+
+def _plain(value) -> bool:
+    """A tensor of torch's own type, or plain data (each type itself, never a subclass: a subclass brings
+    methods of its own); a tl.constexpr by what it holds."""
+    kind = _type(value)
+    if kind is _TRITON["constexpr"]:
+        return _plain(_TRITON["constexpr_value"](value))
+    return kind in PLAIN or kind in _TRITON["dtypes"]
 
 
 def _origin(kernel):
@@ -113,7 +134,7 @@ def _counting(run):
         if recorder is None or kwargs.get("warmup"):
             return run(self, *args, **kwargs)
         if _state["depth"] == 0:
-            recorder.launch(self, kwargs.get("grid"))
+            recorder.launch(self, kwargs.get("grid"), args, kwargs)
         _state["depth"] += 1
         try:
             return run(self, *args, **kwargs)
@@ -131,6 +152,10 @@ def warm_up() -> None:
     from ...core import probe
 
     nbtest.interpreter_as_on_gpu()   # as in the student's notebook: autotune and tl.reduce as on a GPU
+    import triton.language as tl
+    # a kernel's argument types: the exact ones (a tl.constexpr keeps what it holds in its own __dict__)
+    _TRITON.update(constexpr=tl.constexpr, constexpr_value=lambda c: object.__getattribute__(c, "__dict__").get("value"),
+                   dtypes=frozenset({tl.dtype, tl.pointer_type}))
 
     kernel_types = (jit.KernelInterface,)
     for cls in (jit.JITFunction, interpreter.InterpretedFunction, autotuner.Autotuner, autotuner.Heuristics):
