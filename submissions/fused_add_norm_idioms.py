@@ -194,4 +194,45 @@ IDIOMS = [
                                                           num_warps=warps)
             return h, y
         '''),
+    (("module-class-delegate", "static-check-method", "attribute-on-self", "instance-call",
+      "problems-list-check"),
+     "fused_add_layernorm", '''
+        class FusedAddLayerNorm(torch.nn.Module):
+            """The module form: holds eps; forward(x, fx, weight, bias) checks and launches the kernel."""
+
+            def __init__(self, eps: float = 1e-5):
+                super().__init__()
+                self.eps = eps
+
+            def forward(self, x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor) -> tuple[Tensor, Tensor]:
+                n = self._check(x, fx, weight, bias)
+                self.rows = x.reshape(-1, n).contiguous()
+                fx_rows = fx.reshape(-1, n).contiguous()
+                h, y = torch.empty_like(self.rows), torch.empty_like(self.rows)
+                fused_add_layernorm_kernel[(self.rows.shape[0],)](self.rows, fx_rows, weight.contiguous(),
+                                                                  bias.contiguous(), h, y, n, self.eps,
+                                                                  BLOCK=triton.next_power_of_2(n))
+                return h.view(x.shape), y.view(x.shape)
+
+            @staticmethod
+            def _check(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor) -> int:
+                n = x.shape[-1]
+                problems = [f"x {tuple(x.shape)} and fx {tuple(fx.shape)} differ in shape"] * (x.shape != fx.shape)
+                problems += [f"width {n} is over MAX_WIDTH = {MAX_WIDTH}"] * (n > MAX_WIDTH)
+                problems += [f"{name} has shape {tuple(p.shape)}, not ({n},)"
+                             for name, p in dict(weight=weight, bias=bias).items() if p.shape != (n,)]
+                problems += [f"{name} is {t.dtype}, not float16, bfloat16 or float32"
+                             for name, t in dict(x=x, fx=fx, weight=weight, bias=bias).items() if t.dtype not in DTYPES]
+                problems += [f"x is {x.dtype} but fx is {fx.dtype}"] * (x.dtype != fx.dtype)
+                if problems:
+                    raise ValueError("; ".join(problems))
+                return n
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch, by the module above."""
+            norm = FusedAddLayerNorm(eps)
+            return norm(x, fx, weight, bias)
+        '''),
 ]
