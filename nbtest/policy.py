@@ -213,6 +213,7 @@ class _Notebook:
         self.constants: set[str] = set()          # module-level names bound to plain values
         self.containers: set[str] = set()         # student result types: a NamedTuple of fields, a namedtuple()
         self.classes: dict[str, tuple[str, ast.ClassDef]] = {}   # student classes of plain methods, by name
+        self.instances: dict[str, str] = {}       # module-level names bound once to C(...), C such a class
         for i, (label, source, student) in enumerate(cells):
             self.order[label], self.sources[label], self.student[label] = i, source, student
             try:
@@ -231,6 +232,7 @@ class _Notebook:
                     node.func.id in ("setattr", "delattr") and node.args else None
                 if isinstance(changed, ast.Name):
                     self.classes.pop(changed.id, None)
+        self._objects()
         # every name the student's cells bind at module level (a builtin such as int rebound among them)
         self.bound = {name for label, tree in self.trees.items() if self.student[label]
                       for _, name in _bindings(tree.body)}
@@ -255,6 +257,35 @@ class _Notebook:
         elif student and isinstance(node, ast.ClassDef) and _plain_class(node, self):
             self.classes[node.name] = (label, node)
 
+    def _objects(self):
+        """The module-level objects of the notebook's classes a wrapper may call: a name bound once, by
+        NAME = C(...), never named in a `global`, and no attribute set on it from outside (NAME.forward = f)
+        that could hide a def."""
+        bindings: dict[str, list] = {}
+        for label, tree in self.trees.items():
+            for node, name in _bindings(tree.body) if self.student[label] else ():
+                bindings.setdefault(name, []).append(node)
+        for name, nodes in bindings.items():
+            value = getattr(nodes[0], "value", None)
+            if len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and len(nodes[0].targets) == 1 and \
+                    isinstance(nodes[0].targets[0], ast.Name) and isinstance(value, ast.Call) and \
+                    isinstance(value.func, ast.Name) and value.func.id in self.classes:
+                self.instances[name] = value.func.id
+        for label, tree in self.trees.items():
+            for node in ast.walk(tree) if self.student[label] else ():
+                if isinstance(node, ast.Global):
+                    for name in node.names:
+                        self.instances.pop(name, None)
+                elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and \
+                        isinstance(node.value, ast.Name) and node.value.id in self.instances:
+                    cls = self.instances[node.value.id]
+                    if node.attr.startswith("__") or node.attr in {"forward", "__call__", *(
+                            s.name for s in self.classes[cls][1].body if isinstance(s, ast.FunctionDef))}:
+                        self.instances.pop(node.value.id)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                        node.func.id in ("setattr", "delattr") and node.args and isinstance(node.args[0], ast.Name):
+                    self.instances.pop(node.args[0].id, None)
+
     def method(self, cls: str, name: str) -> ast.FunctionDef | None:
         """The def that `name` finds on the notebook class cls, its own or a notebook base's, or None."""
         label, node = self.classes[cls]
@@ -271,6 +302,10 @@ class _Notebook:
     def cell_of(self, method: ast.FunctionDef) -> str:
         """The label of the cell whose class defines this method."""
         return next(label for label, node in self.classes.values() if method in node.body)
+
+    def is_function(self, cls: str) -> bool:
+        """Whether cls subclasses torch.autograd.Function, whose apply runs setup_context and forward."""
+        return any(self.resolve(b) == "torch.autograd.Function" for b in self.classes[cls][1].bases)
 
     def is_module(self, cls: str) -> bool:
         """Whether cls subclasses torch.nn.Module, whose __call__ runs forward."""
@@ -813,6 +848,7 @@ class _Wrapper:
         while True:       # again while the walk finds more attributes holding tensors (self.h = ...)
             fields = set(self.fields)
             self.found, self.launches, self.seen = [], [], set()
+            self._constructed()
             self._function(label, fn)
             if self.fields == fields:
                 break
@@ -825,6 +861,16 @@ class _Wrapper:
                     self.flag(label, b, "wrapper-launches", "a second kernel launch on the same path: one launch "
                                                             "computes both h and y (one pass over memory)")
         return self.found
+
+    def _constructed(self):
+        """The attributes that the __init__ of the notebook's module-level objects sets to tensors: walked
+        for those alone (it runs when the cell does, not in the wrapper), any argument taken as a tensor."""
+        for cls in sorted(set(self.ctx.instances.values())):
+            init = self.ctx.method(cls, "__init__")
+            if init is not None:
+                seen = set(self.seen)
+                self._function(self.ctx.cell_of(init), init, {p.arg for p, _ in _parameters(init)[1:]}, cls)
+                self.found, self.launches, self.seen = [], [], seen
 
     def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None):
         """Walk fn's body. The wrapper's parameters hold tensors but for a scalar annotation or a constant
@@ -843,7 +889,9 @@ class _Wrapper:
         self.seen.add(key)
         params = _parameters(fn)
         instances = {params[0][0].arg: cls} if cls is not None and params else {}
-        _Body(self, label, set(tensors), instances).walk(fn.body, ())
+        local = {p.arg for p, _ in params} | {v.arg for v in (fn.args.vararg, fn.args.kwarg) if v is not None} | \
+            {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        _Body(self, label, set(tensors), instances, local).walk(fn.body, ())
 
 
 def _parameters(fn) -> list[tuple[ast.arg, ast.expr | None]]:
@@ -862,14 +910,17 @@ def _exclusive(a: tuple, b: tuple) -> bool:
 class _Body:
     """Statements of a wrapper function, with the names known to hold tensors."""
 
-    def __init__(self, wrapper: _Wrapper, label: str, tensors: set[str], instances: dict[str, str] | None = None):
+    def __init__(self, wrapper: _Wrapper, label: str, tensors: set[str], instances: dict[str, str] | None = None,
+                 local: set[str] = frozenset()):
         self.w, self.label, self.tensors, self.loops = wrapper, label, tensors, 0
         self.instances = dict(instances or {})   # name -> the notebook class it holds an instance of
+        self.local = local                       # the names the function binds: they hide module-level ones
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
         if isinstance(node, ast.Name):
-            return self.instances.get(node.id)
+            return self.instances.get(node.id) or (
+                self.w.ctx.instances.get(node.id) if node.id not in self.local else None)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.w.ctx.classes:
             return node.func.id
         return None
@@ -889,6 +940,9 @@ class _Body:
             return None
         cls = self.instance_of(f.value)
         on_class = isinstance(f.value, ast.Name) and f.value.id in ctx.classes
+        if on_class and f.attr == "apply" and ctx.is_function(f.value.id) and ctx.method(f.value.id, "apply") is None:
+            # Function.apply(...) runs forward(ctx, ...), or forward(...) where setup_context takes the ctx
+            return None, ctx.method(f.value.id, "forward"), int(ctx.method(f.value.id, "setup_context") is None)
         fn = ctx.method(cls or f.value.id, f.attr) if cls is not None or on_class else None
         if fn is None:
             return None
@@ -1089,6 +1143,10 @@ class _Body:
             cls, fn, bound = method
             if fn is not None:
                 self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls)
+            context = ctx.method(f.value.id, "setup_context") if isinstance(f, ast.Attribute) and \
+                f.attr == "apply" and isinstance(f.value, ast.Name) and f.value.id in ctx.classes else None
+            if context is not None:     # it runs on apply's inputs and forward's output
+                self.w._function(ctx.cell_of(context), context, {p.arg for p, _ in _parameters(context)[1:]})
             return
         name = ctx.resolve(f) or (f.id if isinstance(f, ast.Name) and f.id not in ctx.functions | ctx.kernels else None)
         if name is not None:

@@ -693,6 +693,27 @@ def test_a_helper_holds_tensors_where_its_call_passes_them(use, call, found):
     assert rules(policy.check_cells(cells, FUSED)) == found
 
 
+FUNCTION_APPLY = """
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(x, fx, weight, bias, eps):
+        n = x.shape[-1]
+        rows, fx_rows = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+        h, y = torch.empty_like(rows), torch.empty_like(rows)
+        fused_add_layernorm_kernel[(rows.shape[0],)](rows, fx_rows, weight, bias, h, y, n, eps,
+                                                     BLOCK=triton.next_power_of_2(n))
+        PREPARE
+        return h.view(x.shape), y.view(x.shape)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        CONTEXT
+
+
+def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+    return Fn.apply(x, fx, weight, bias, eps)
+""".replace("PREPARE", "pass").replace("CONTEXT", "ctx.eps = inputs[-1]")
+
 CLASS_LAUNCH = """
 class Norm(BASE):
     def __init__(self, eps=1e-5):
@@ -732,6 +753,9 @@ def class_wrapper(base="torch.nn.Module", method="forward", prepare="pass", call
     class_wrapper(base="object", method="__call__"),                             # a plain callable class
     class_wrapper(base="object", method="run", call="return Norm(eps=eps).run(x, fx, weight, bias)"),
     class_wrapper(prepare="self.shape = x.shape"),                               # sizes kept on self
+    class_wrapper() + "\n\nNORM = Norm()\n",                                       # an object built once
+    class_wrapper(call="NORM.eps = eps\n    return NORM(x, fx, weight, bias)") + "\n\nNORM = Norm()\n",
+    FUNCTION_APPLY,                                                              # a torch.autograd.Function
 ])
 def test_a_class_the_wrapper_delegates_to_is_checked_as_a_helper_is(source):
     """The wrapper may build one of the notebook's classes and call it (an nn.Module's forward, __call__, a
@@ -758,6 +782,22 @@ def test_a_class_the_wrapper_delegates_to_is_checked_as_a_helper_is(source):
     (class_wrapper() + "\n\nNorm.forward = print\n", {("wrapper-no-launch", FLAG)}),  # a method replaced
     (class_wrapper() + "\n\nsetattr(Norm, 'forward', print)\n", {("wrapper-no-launch", FLAG)}),
     (class_wrapper() + "\n\nNorm = dict\n", {("rebound", FLAG)}),              # the class rebound
+    (FUNCTION_APPLY.replace("        pass\n", "        h = x + fx\n"), {("wrapper-arithmetic", FLAG)}),
+    (FUNCTION_APPLY.replace("ctx.eps = inputs[-1]", "inputs[0].add_(1)"), {("wrapper-torch-op", FLAG)}),
+    (FUNCTION_APPLY.replace("torch.autograd.Function", "object"), {("wrapper-no-launch", FLAG)}),
+    (FUNCTION_APPLY.replace("        pass\n", "        x.add_(1)\n"), {("wrapper-torch-op", FLAG)}),  # forward's x
+    (FUNCTION_APPLY.replace("forward(x,", "forward(ctx, x,").replace("        pass\n", "        x.add_(1)\n").replace(
+        "    @staticmethod\n    def setup_context(ctx, inputs, output):\n        ctx.eps = inputs[-1]\n", ""),
+     {("wrapper-torch-op", FLAG)}),                                             # forward(ctx, x, ...): x
+    (class_wrapper(call="return NORM(x, fx, weight, bias)") + "\n\nNORM = Norm()\nNORM.forward = print\n",
+     {("wrapper-no-launch", FLAG)}),                                            # the object's forward hidden
+    (class_wrapper(call="return NORM(x, fx, weight, bias)") + "\n\nNORM = Norm()\nNORM = Norm()\n",
+     {("wrapper-no-launch", FLAG)}),                                            # an object bound twice
+    (class_wrapper(call="NORM = print\n    return NORM(x, fx, weight, bias)") + "\n\nNORM = Norm()\n",
+     {("wrapper-no-launch", FLAG)}),                                            # a local name hides it
+    (class_wrapper(prepare="self.keep.add_(1)", call="return NORM(x, fx, weight, bias)").replace(
+        "        self.eps = eps\n", "        self.eps = eps\n        self.keep = torch.zeros(3)\n")
+     + "\n\nNORM = Norm()\n", {("wrapper-torch-op", FLAG)}),                 # a tensor its __init__ kept
 ])
 def test_a_class_the_wrapper_delegates_to_computes_no_more_than_a_helper(source, found):
     cells = with_cells(FUSED_NB, fused_add_layernorm=source)
