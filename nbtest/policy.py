@@ -212,6 +212,8 @@ class _Notebook:
         self.kernels: dict[str, tuple[str, ast.FunctionDef]] = {}     # student @triton.jit functions
         self.constants: set[str] = set()          # module-level names bound to plain values
         self.containers: set[str] = set()         # student result types: a NamedTuple of fields, a namedtuple()
+        self.classes: dict[str, tuple[str, ast.ClassDef]] = {}   # student classes of plain methods, by name
+        self.instances: dict[str, str] = {}       # module-level names bound once to C(...), C such a class
         for i, (label, source, student) in enumerate(cells):
             self.order[label], self.sources[label], self.student[label] = i, source, student
             try:
@@ -221,6 +223,16 @@ class _Notebook:
             self.trees[label] = tree
             for node in tree.body:
                 self._top_level(label, node, student)
+        # a class whose attributes some code sets (Norm.forward = f, setattr(Norm, ...)) may run other
+        # code than its defs: its methods are not followed
+        for label, tree in self.trees.items():
+            for node in ast.walk(tree) if self.student[label] else ():
+                changed = node.value if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) \
+                    else node.args[0] if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id in ("setattr", "delattr") and node.args else None
+                if isinstance(changed, ast.Name):
+                    self.classes.pop(changed.id, None)
+        self._objects()
         # every name the student's cells bind at module level (a builtin such as int rebound among them)
         self.bound = {name for label, tree in self.trees.items() if self.student[label]
                       for _, name in _bindings(tree.body)}
@@ -242,6 +254,64 @@ class _Notebook:
             self.constants |= {t.id for t in targets if isinstance(t, ast.Name)}
         elif student and _is_container(node, self):
             self.containers.add(node.name if isinstance(node, ast.ClassDef) else node.targets[0].id)
+        elif student and isinstance(node, ast.ClassDef) and _plain_class(node, self):
+            self.classes[node.name] = (label, node)
+
+    def _objects(self):
+        """The module-level objects of the notebook's classes a wrapper may call: a name bound once, by
+        NAME = C(...), never named in a `global`, and no attribute set on it from outside (NAME.forward = f)
+        that could hide a def."""
+        bindings: dict[str, list] = {}
+        for label, tree in self.trees.items():
+            for node, name in _bindings(tree.body) if self.student[label] else ():
+                bindings.setdefault(name, []).append(node)
+        for name, nodes in bindings.items():
+            value = getattr(nodes[0], "value", None)
+            if len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and len(nodes[0].targets) == 1 and \
+                    isinstance(nodes[0].targets[0], ast.Name) and isinstance(value, ast.Call) and \
+                    isinstance(value.func, ast.Name) and value.func.id in self.classes:
+                self.instances[name] = value.func.id
+        for label, tree in self.trees.items():
+            for node in ast.walk(tree) if self.student[label] else ():
+                if isinstance(node, ast.Global):
+                    for name in node.names:
+                        self.instances.pop(name, None)
+                elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and \
+                        isinstance(node.value, ast.Name) and node.value.id in self.instances:
+                    cls = self.instances[node.value.id]
+                    if node.attr.startswith("__") or node.attr in {"forward", "__call__", *(
+                            s.name for s in self.classes[cls][1].body if isinstance(s, ast.FunctionDef))}:
+                        self.instances.pop(node.value.id)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                        node.func.id in ("setattr", "delattr") and node.args and isinstance(node.args[0], ast.Name):
+                    self.instances.pop(node.args[0].id, None)
+
+    def method(self, cls: str, name: str) -> ast.FunctionDef | None:
+        """The def that `name` finds on the notebook class cls, its own or a notebook base's, or None."""
+        label, node = self.classes[cls]
+        own = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
+        if own is not None:
+            return own
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id in self.classes and base.id != cls:
+                found = self.method(base.id, name)
+                if found is not None:
+                    return found
+        return None
+
+    def cell_of(self, method: ast.FunctionDef) -> str:
+        """The label of the cell whose class defines this method."""
+        return next(label for label, node in self.classes.values() if method in node.body)
+
+    def is_function(self, cls: str) -> bool:
+        """Whether cls subclasses torch.autograd.Function, whose apply runs setup_context and forward."""
+        return any(self.resolve(b) == "torch.autograd.Function" for b in self.classes[cls][1].bases)
+
+    def is_module(self, cls: str) -> bool:
+        """Whether cls subclasses torch.nn.Module, whose __call__ runs forward."""
+        return any(self.resolve(b) == "torch.nn.Module" or (isinstance(b, ast.Name) and b.id in self.classes and
+                                                            b.id != cls and self.is_module(b.id))
+                   for b in self.classes[cls][1].bases)
 
     def resolve(self, node) -> str | None:
         """The dotted path of Name / Attribute chains rooted at an import ("F.gelu" -> torch.nn.functional.gelu)."""
@@ -266,6 +336,36 @@ def _is_container(node, ctx: _Notebook) -> bool:
                 isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in node.body)
     return isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and \
         isinstance(node.value, ast.Call) and ctx.resolve(node.value.func) in NAMED_TUPLES
+
+
+def _plain_class(node: ast.ClassDef, ctx: _Notebook) -> bool:
+    """A class whose methods the wrapper's check can follow: no decorator or keyword (metaclass), one base at
+    most, a library class or the notebook's, and a body of a docstring, defs (static and class methods among
+    them) and plain data bound to names that are not dunders, with no method setting an attribute that
+    would hide a def (self.forward = f), so that what a call or an attribute of it runs is one of these
+    defs or the library base's own."""
+    if node.decorator_list or node.keywords or len(node.bases) > 1 or not all(
+            ctx.resolve(b) is not None or (isinstance(b, ast.Name) and b.id in {*ctx.classes, "object"})
+            for b in node.bases):
+        return False
+    methods = {s.name for s in node.body if isinstance(s, ast.FunctionDef)} | {"forward", "__call__"}
+    for n in ast.walk(node):     # self.forward = f in a method: the instance's attribute hides the def
+        if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load) and \
+                (n.attr in methods or n.attr.startswith("__")):
+            return False
+    for s in node.body:
+        if isinstance(s, ast.FunctionDef):
+            if s.name == "__new__" or not all(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+                                              for d in s.decorator_list):
+                return False
+        elif isinstance(s, (ast.Assign, ast.AnnAssign)):
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            if not all(isinstance(t, ast.Name) and not t.id.startswith("__") for t in targets) or \
+                    (s.value is not None and not _is_literal(s.value, ctx)):
+                return False
+        elif not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)):
+            return False
+    return True
 
 
 def _is_jit(decorator, ctx: _Notebook) -> bool:
@@ -626,7 +726,7 @@ def _check_fused(ctx: _Notebook, rules: Fused) -> list[Violation]:
     if rules.wrapper in ctx.functions and not is_stub(ctx.functions[rules.wrapper][1]):
         label, fn = ctx.functions[rules.wrapper]
         out += _Wrapper(ctx, rules.wrapper).run(label, fn)
-    return out + _rebound(ctx, {rules.wrapper, *ctx.kernels, *ctx.functions})
+    return out + _rebound(ctx, {rules.wrapper, *ctx.kernels, *ctx.functions, *ctx.classes})
 
 
 def _rebound(ctx: _Notebook, names: set[str]) -> list[Violation]:
@@ -641,7 +741,7 @@ def _rebound(ctx: _Notebook, names: set[str]) -> list[Violation]:
         if not ctx.student[label]:
             continue
         for node, bound in _bindings(tree.body):
-            final = ctx.functions.get(bound) or ctx.kernels.get(bound)
+            final = ctx.functions.get(bound) or ctx.kernels.get(bound) or ctx.classes.get(bound)
             if bound not in names or (final is not None and final[1] is node):
                 continue
             if final is None or (ctx.order[final[0]], final[1].lineno) < (ctx.order[label], node.lineno):
@@ -738,13 +838,20 @@ class _Wrapper:
         self.ctx, self.name = ctx, name
         self.found: list[Violation] = []
         self.launches: list[tuple[ast.AST, tuple]] = []   # (node, branch path)
-        self.seen: set[tuple[str, frozenset]] = set()   # (function, the parameters holding tensors) walked
+        self.seen: set[tuple] = set()   # (class, function, the parameters holding tensors) walked
+        self.fields: set[str] = set()   # attributes of the notebook's objects that some walked code sets to a tensor
 
     def flag(self, label, node, rule, message):
         self.found.append(Violation(label, node.lineno, rule, FLAG, message, quote(self.ctx.sources[label], node.lineno)))
 
     def run(self, label: str, fn: ast.FunctionDef) -> list[Violation]:
-        self._function(label, fn)
+        while True:       # again while the walk finds more attributes holding tensors (self.h = ...)
+            fields = set(self.fields)
+            self.found, self.launches, self.seen = [], [], set()
+            self._constructed()
+            self._function(label, fn)
+            if self.fields == fields:
+                break
         if not self.launches:
             self.flag(label, fn, "wrapper-no-launch", f"{self.name} launches no @triton.jit kernel of the notebook "
                                                       "(kernel[grid](...)): h and y must be computed by your kernel")
@@ -755,21 +862,36 @@ class _Wrapper:
                                                             "computes both h and y (one pass over memory)")
         return self.found
 
-    def _function(self, label: str, fn, tensors: set[str] | None = None):
+    def _constructed(self):
+        """The attributes that the __init__ of the notebook's module-level objects sets to tensors: walked
+        for those alone (it runs when the cell does, not in the wrapper), any argument taken as a tensor."""
+        for cls in sorted(set(self.ctx.instances.values())):
+            init = self.ctx.method(cls, "__init__")
+            if init is not None:
+                seen = set(self.seen)
+                self._function(self.ctx.cell_of(init), init, {p.arg for p, _ in _parameters(init)[1:]}, cls)
+                self.found, self.launches, self.seen = [], [], seen
+
+    def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None):
         """Walk fn's body. The wrapper's parameters hold tensors but for a scalar annotation or a constant
         default; a helper's (tensors given) are those its call passes tensors to, as if its body stood at
-        the call: it is walked once for each set of them."""
+        the call: it is walked once for each set of them. A method of the notebook's class cls (called on
+        an instance) has its first parameter, self, bound to that instance."""
         if tensors is None:
             tensors = set()
             for arg, default in _parameters(fn):
                 scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
                 if not (scalar_type or isinstance(default, ast.Constant)):
                     tensors.add(arg.arg)
-        key = (fn.name, frozenset(tensors))
+        key = (cls, fn.name, frozenset(tensors))
         if key in self.seen:
             return
         self.seen.add(key)
-        _Body(self, label, set(tensors)).walk(fn.body, ())
+        params = _parameters(fn)
+        instances = {params[0][0].arg: cls} if cls is not None and params else {}
+        local = {p.arg for p, _ in params} | {v.arg for v in (fn.args.vararg, fn.args.kwarg) if v is not None} | \
+            {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        _Body(self, label, set(tensors), instances, local).walk(fn.body, ())
 
 
 def _parameters(fn) -> list[tuple[ast.arg, ast.expr | None]]:
@@ -788,8 +910,48 @@ def _exclusive(a: tuple, b: tuple) -> bool:
 class _Body:
     """Statements of a wrapper function, with the names known to hold tensors."""
 
-    def __init__(self, wrapper: _Wrapper, label: str, tensors: set[str]):
+    def __init__(self, wrapper: _Wrapper, label: str, tensors: set[str], instances: dict[str, str] | None = None,
+                 local: set[str] = frozenset()):
         self.w, self.label, self.tensors, self.loops = wrapper, label, tensors, 0
+        self.instances = dict(instances or {})   # name -> the notebook class it holds an instance of
+        self.local = local                       # the names the function binds: they hide module-level ones
+
+    def instance_of(self, node) -> str | None:
+        """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
+        if isinstance(node, ast.Name):
+            return self.instances.get(node.id) or (
+                self.w.ctx.instances.get(node.id) if node.id not in self.local else None)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.w.ctx.classes:
+            return node.func.id
+        return None
+
+    def method(self, f) -> tuple[str | None, ast.FunctionDef | None, int] | None:
+        """What calling f runs of the notebook's classes: (class of the instance it is bound to, or None; the
+        def; how many of its parameters the call fills without an argument, 1 for self), with def None for a
+        class built without an __init__ of its own; None where f is no class, instance or method of one."""
+        ctx = self.w.ctx
+        if isinstance(f, ast.Name) and f.id in ctx.classes:                  # C(...): its __init__
+            return f.id, ctx.method(f.id, "__init__"), 1
+        cls = self.instance_of(f)
+        if cls is not None:                                                  # obj(...): __call__, or forward
+            fn = ctx.method(cls, "__call__") or (ctx.method(cls, "forward") if ctx.is_module(cls) else None)
+            return (cls, fn, 1) if fn is not None else None
+        if not isinstance(f, ast.Attribute):
+            return None
+        cls = self.instance_of(f.value)
+        on_class = isinstance(f.value, ast.Name) and f.value.id in ctx.classes
+        if on_class and f.attr == "apply" and ctx.is_function(f.value.id) and ctx.method(f.value.id, "apply") is None:
+            # Function.apply(...) runs forward(ctx, ...), or forward(...) where setup_context takes the ctx
+            return None, ctx.method(f.value.id, "forward"), int(ctx.method(f.value.id, "setup_context") is None)
+        fn = ctx.method(cls or f.value.id, f.attr) if cls is not None or on_class else None
+        if fn is None:
+            return None
+        kinds = {d.id for d in fn.decorator_list}
+        if "staticmethod" in kinds:
+            return None, fn, 0
+        if "classmethod" in kinds:
+            return None, fn, 1
+        return (cls, fn, 1) if cls is not None else (None, fn, 0)     # C.method(obj, ...) names self itself
 
     def walk(self, stmts, path):
         for stmt in stmts:
@@ -843,15 +1005,16 @@ class _Body:
             self.w.flag(self.label, node, "wrapper-statement",
                         f"a {type(node).__name__} statement in the wrapper; it only checks, allocates and launches")
 
-    def passed(self, fn, node: ast.Call) -> set[str]:
+    def passed(self, fn, node: ast.Call, bound: int = 0) -> set[str]:
         """The parameters of fn that this call hands a tensor: an argument that may hold one, or a default
-        that is not a constant; every parameter when the call unpacks (*args, **kwargs)."""
+        that is not a constant; every parameter when the call unpacks (*args, **kwargs). The first `bound`
+        parameters (a method's self) take no argument of the call."""
         a = fn.args
-        params = _parameters(fn)
+        params = _parameters(fn)[bound:]
         everything = {p.arg for p, _ in params} | {v.arg for v in (a.vararg, a.kwarg) if v is not None}
         if any(isinstance(v, ast.Starred) for v in node.args) or any(k.arg is None for k in node.keywords):
             return everything
-        positional = [p.arg for p in a.posonlyargs + a.args]
+        positional = [p.arg for p in a.posonlyargs + a.args][bound:]
         tensors = {p for p, v in zip(positional, node.args) if self.tensorish(v)}
         if a.vararg is not None and any(self.tensorish(v) for v in node.args[len(positional):]):
             tensors.add(a.vararg.arg)
@@ -869,6 +1032,14 @@ class _Body:
                 self.tensors.add(target.id)
             else:
                 self.tensors.discard(target.id)
+            cls = self.instance_of(value)
+            if cls is not None:
+                self.instances[target.id] = cls
+            else:
+                self.instances.pop(target.id, None)
+        elif isinstance(target, ast.Attribute) and self.instance_of(target.value) is not None:
+            if self.tensorish(value) or _has_alloc(value, self.w.ctx):   # self.h = torch.empty_like(x)
+                self.w.fields.add(target.attr)
         elif isinstance(target, (ast.Tuple, ast.List)):
             values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
                 else [value] * len(target.elts)
@@ -916,6 +1087,8 @@ class _Body:
         if isinstance(node, ast.Name):
             return node.id in self.tensors
         if isinstance(node, ast.Attribute):
+            if self.instance_of(node.value) is not None:
+                return node.attr in self.w.fields
             return node.attr not in SCALAR_ATTRIBUTES and self.tensorish(node.value)
         if isinstance(node, ast.Subscript):
             return self.tensorish(node.value)
@@ -964,6 +1137,16 @@ class _Body:
             else:
                 self.w.flag(self.label, node, "wrapper-no-launch",
                             f"{f.value.id}[...](...) is not a @triton.jit kernel defined in your solution cells")
+            return
+        method = self.method(f)
+        if method is not None:          # the notebook's class: C(...), obj(...), obj.method(...), C.method(...)
+            cls, fn, bound = method
+            if fn is not None:
+                self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls)
+            context = ctx.method(f.value.id, "setup_context") if isinstance(f, ast.Attribute) and \
+                f.attr == "apply" and isinstance(f.value, ast.Name) and f.value.id in ctx.classes else None
+            if context is not None:     # it runs on apply's inputs and forward's output
+                self.w._function(ctx.cell_of(context), context, {p.arg for p, _ in _parameters(context)[1:]})
             return
         name = ctx.resolve(f) or (f.id if isinstance(f, ast.Name) and f.id not in ctx.functions | ctx.kernels else None)
         if name is not None:

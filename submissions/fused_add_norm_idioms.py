@@ -194,4 +194,97 @@ IDIOMS = [
                                                           num_warps=warps)
             return h, y
         '''),
+    (("module-class-delegate", "static-check-method", "attribute-on-self", "instance-call",
+      "problems-list-check"),
+     "fused_add_layernorm", '''
+        class FusedAddLayerNorm(torch.nn.Module):
+            """The module form: holds eps; forward(x, fx, weight, bias) checks and launches the kernel."""
+
+            def __init__(self, eps: float = 1e-5):
+                super().__init__()
+                self.eps = eps
+
+            def forward(self, x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor) -> tuple[Tensor, Tensor]:
+                n = self._check(x, fx, weight, bias)
+                self.rows = x.reshape(-1, n).contiguous()
+                fx_rows = fx.reshape(-1, n).contiguous()
+                h, y = torch.empty_like(self.rows), torch.empty_like(self.rows)
+                fused_add_layernorm_kernel[(self.rows.shape[0],)](self.rows, fx_rows, weight.contiguous(),
+                                                                  bias.contiguous(), h, y, n, self.eps,
+                                                                  BLOCK=triton.next_power_of_2(n))
+                return h.view(x.shape), y.view(x.shape)
+
+            @staticmethod
+            def _check(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor) -> int:
+                n = x.shape[-1]
+                problems = [f"x {tuple(x.shape)} and fx {tuple(fx.shape)} differ in shape"] * (x.shape != fx.shape)
+                problems += [f"width {n} is over MAX_WIDTH = {MAX_WIDTH}"] * (n > MAX_WIDTH)
+                problems += [f"{name} has shape {tuple(p.shape)}, not ({n},)"
+                             for name, p in dict(weight=weight, bias=bias).items() if p.shape != (n,)]
+                problems += [f"{name} is {t.dtype}, not float16, bfloat16 or float32"
+                             for name, t in dict(x=x, fx=fx, weight=weight, bias=bias).items() if t.dtype not in DTYPES]
+                problems += [f"x is {x.dtype} but fx is {fx.dtype}"] * (x.dtype != fx.dtype)
+                if problems:
+                    raise ValueError("; ".join(problems))
+                return n
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch, by the module above."""
+            norm = FusedAddLayerNorm(eps)
+            return norm(x, fx, weight, bias)
+        '''),
+    (("autograd-function-apply", "setup-context", "module-level-object", "module-object-attribute"),
+     "fused_add_layernorm", '''
+        class FusedAddLayerNormFn(torch.autograd.Function):
+            """Forward only: apply(x, fx, weight, bias, eps) launches the kernel once."""
+
+            @staticmethod
+            def forward(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps: float):
+                n = x.shape[-1]
+                x_rows, fx_rows = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+                h = torch.empty_like(x_rows)
+                y = torch.empty_like(x_rows)
+                fused_add_layernorm_kernel[(x_rows.shape[0],)](x_rows, fx_rows, weight.contiguous(),
+                                                               bias.contiguous(), h, y, n, eps,
+                                                               BLOCK=triton.next_power_of_2(n))
+                return h.view(x.shape), y.view(x.shape)
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.eps = inputs[-1]
+
+
+        class Limits:
+            """The checks, as an object built once below."""
+
+            def __init__(self, max_width: int = MAX_WIDTH):
+                self.max_width = max_width
+
+            def width(self, x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor) -> int:
+                n = x.shape[-1]
+                if fx.shape != x.shape:
+                    raise ValueError(f"fx is {tuple(fx.shape)}, x is {tuple(x.shape)}: one shape for both")
+                if n > self.max_width:
+                    raise ValueError(f"a width of {n} is more than MAX_WIDTH = {self.max_width}")
+                wrong = [f"{k} {tuple(v.shape)}" for k, v in dict(weight=weight, bias=bias).items() if v.shape != (n,)]
+                if wrong:
+                    raise ValueError(f"weight and bias are ({n},); got {', '.join(wrong)}")
+                kinds = {x.dtype, fx.dtype, weight.dtype, bias.dtype}
+                if kinds - DTYPES or x.dtype != fx.dtype:
+                    raise ValueError(f"dtypes {sorted(map(str, kinds))}: x and fx alike, each float16, bfloat16 "
+                                     "or float32")
+                return n
+
+
+        LIMITS = Limits()
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch, through the Function above."""
+            LIMITS.width(x, fx, weight, bias)
+            return FusedAddLayerNormFn.apply(x, fx, weight, bias, eps)
+        '''),
 ]

@@ -693,6 +693,117 @@ def test_a_helper_holds_tensors_where_its_call_passes_them(use, call, found):
     assert rules(policy.check_cells(cells, FUSED)) == found
 
 
+FUNCTION_APPLY = """
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(x, fx, weight, bias, eps):
+        n = x.shape[-1]
+        rows, fx_rows = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+        h, y = torch.empty_like(rows), torch.empty_like(rows)
+        fused_add_layernorm_kernel[(rows.shape[0],)](rows, fx_rows, weight, bias, h, y, n, eps,
+                                                     BLOCK=triton.next_power_of_2(n))
+        PREPARE
+        return h.view(x.shape), y.view(x.shape)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        CONTEXT
+
+
+def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+    return Fn.apply(x, fx, weight, bias, eps)
+""".replace("PREPARE", "pass").replace("CONTEXT", "ctx.eps = inputs[-1]")
+
+CLASS_LAUNCH = """
+class Norm(BASE):
+    def __init__(self, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+
+    def METHOD(self, x, fx, weight, bias):
+        n = self._width(x, fx)
+        PREPARE
+        rows, fx_rows = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+        h, y = torch.empty_like(rows), torch.empty_like(rows)
+        fused_add_layernorm_kernel[(rows.shape[0],)](rows, fx_rows, weight, bias, h, y, n, self.eps,
+                                                     BLOCK=triton.next_power_of_2(n))
+        return h.view(x.shape), y.view(x.shape)
+
+    @staticmethod
+    def _width(x, fx):
+        if x.shape != fx.shape:
+            raise ValueError(f"x {tuple(x.shape)} and fx {tuple(fx.shape)} differ")
+        return x.shape[-1]
+
+
+def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+    CALL
+"""
+
+
+def class_wrapper(base="torch.nn.Module", method="forward", prepare="pass", call="return Norm(eps)(x, fx, weight, bias)"):
+    return CLASS_LAUNCH.replace("BASE", base).replace("METHOD", method).replace("PREPARE", prepare) \
+        .replace("CALL", call)
+
+
+@pytest.mark.parametrize("source", [
+    class_wrapper(),                                                             # an nn.Module, called
+    class_wrapper(call="norm = Norm(eps)\n    return norm(x, fx, weight, bias)"),
+    class_wrapper(call="return Norm(eps).forward(x, fx, weight, bias)"),
+    class_wrapper(base="object", method="__call__"),                             # a plain callable class
+    class_wrapper(base="object", method="run", call="return Norm(eps=eps).run(x, fx, weight, bias)"),
+    class_wrapper(prepare="self.shape = x.shape"),                               # sizes kept on self
+    class_wrapper() + "\n\nNORM = Norm()\n",                                       # an object built once
+    class_wrapper(call="NORM.eps = eps\n    return NORM(x, fx, weight, bias)") + "\n\nNORM = Norm()\n",
+    FUNCTION_APPLY,                                                              # a torch.autograd.Function
+])
+def test_a_class_the_wrapper_delegates_to_is_checked_as_a_helper_is(source):
+    """The wrapper may build one of the notebook's classes and call it (an nn.Module's forward, __call__, a
+    method): what that runs is walked as a helper's body is, with self's attributes that hold tensors seen."""
+    assert policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=source), FUSED) == []
+
+
+@pytest.mark.parametrize("source, found", [
+    (class_wrapper(prepare="x = x + fx"), {("wrapper-arithmetic", FLAG)}),        # computing in forward
+    (class_wrapper(prepare="self.x = x\n        z = self.x * 2"), {("wrapper-arithmetic", FLAG)}),
+    (class_wrapper(prepare="self.h = torch.empty_like(x)\n        z = self.h.exp()"),
+     {("wrapper-torch-op", FLAG)}),                                             # a tensor kept on self
+    (class_wrapper(prepare="z = self._width(x + 1, fx)"), {("wrapper-arithmetic", FLAG)}),
+    (class_wrapper(call="return Norm(eps).other(x, fx, weight, bias)").replace(
+        "    @staticmethod", "    def other(self, x, fx, weight, bias):\n        return x + fx, x\n\n    @staticmethod"),
+     {("wrapper-arithmetic", FLAG), ("wrapper-no-launch", FLAG)}),             # the method called launches nothing
+    (class_wrapper(base="object"), {("wrapper-no-launch", FLAG)}),              # no nn.Module: forward is not run
+    (class_wrapper().replace("class Norm", "@functools.total_ordering\nclass Norm"),
+     {("wrapper-no-launch", FLAG)}),                                            # a decorated class is not followed
+    (class_wrapper().replace("        self.eps = eps\n", "        self.eps = eps\n\n    __call__ = print\n"),
+     {("wrapper-no-launch", FLAG)}),                                            # a class body binding a dunder
+    (class_wrapper().replace("        self.eps = eps\n", "        self.eps = eps\n        self.forward = print\n"),
+     {("wrapper-no-launch", FLAG)}),                                            # an attribute hiding forward
+    (class_wrapper() + "\n\nNorm.forward = print\n", {("wrapper-no-launch", FLAG)}),  # a method replaced
+    (class_wrapper() + "\n\nsetattr(Norm, 'forward', print)\n", {("wrapper-no-launch", FLAG)}),
+    (class_wrapper() + "\n\nNorm = dict\n", {("rebound", FLAG)}),              # the class rebound
+    (FUNCTION_APPLY.replace("        pass\n", "        h = x + fx\n"), {("wrapper-arithmetic", FLAG)}),
+    (FUNCTION_APPLY.replace("ctx.eps = inputs[-1]", "inputs[0].add_(1)"), {("wrapper-torch-op", FLAG)}),
+    (FUNCTION_APPLY.replace("torch.autograd.Function", "object"), {("wrapper-no-launch", FLAG)}),
+    (FUNCTION_APPLY.replace("        pass\n", "        x.add_(1)\n"), {("wrapper-torch-op", FLAG)}),  # forward's x
+    (FUNCTION_APPLY.replace("forward(x,", "forward(ctx, x,").replace("        pass\n", "        x.add_(1)\n").replace(
+        "    @staticmethod\n    def setup_context(ctx, inputs, output):\n        ctx.eps = inputs[-1]\n", ""),
+     {("wrapper-torch-op", FLAG)}),                                             # forward(ctx, x, ...): x
+    (class_wrapper(call="return NORM(x, fx, weight, bias)") + "\n\nNORM = Norm()\nNORM.forward = print\n",
+     {("wrapper-no-launch", FLAG)}),                                            # the object's forward hidden
+    (class_wrapper(call="return NORM(x, fx, weight, bias)") + "\n\nNORM = Norm()\nNORM = Norm()\n",
+     {("wrapper-no-launch", FLAG)}),                                            # an object bound twice
+    (class_wrapper(call="NORM = print\n    return NORM(x, fx, weight, bias)") + "\n\nNORM = Norm()\n",
+     {("wrapper-no-launch", FLAG)}),                                            # a local name hides it
+    (class_wrapper(prepare="self.keep.add_(1)", call="return NORM(x, fx, weight, bias)").replace(
+        "        self.eps = eps\n", "        self.eps = eps\n        self.keep = torch.zeros(3)\n")
+     + "\n\nNORM = Norm()\n", {("wrapper-torch-op", FLAG)}),                 # a tensor its __init__ kept
+])
+def test_a_class_the_wrapper_delegates_to_computes_no_more_than_a_helper(source, found):
+    cells = with_cells(FUSED_NB, fused_add_layernorm=source)
+    assert rules(policy.check_cells(cells, FUSED)) >= found
+
+
 @pytest.mark.parametrize("source, found", [
     ("x = " + "+".join(["1"] * 50000), set()),               # too deep to parse: the child cannot compile it either
     ("x = " + "+".join(["1"] * 900), {("too-deep", WITHHOLD)}),   # parsed, too deep to walk: held, not read
