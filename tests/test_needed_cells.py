@@ -138,3 +138,23 @@ def test_an_own_cell_that_first_looks_at_run_all_s_data_still_defines_its_helper
     path.write_text(json.dumps(nb))
     with pytest.raises(AttributeError, match="NameError"):
         nbtest.load(path, name="data_first_solution", partial=True).check_same_shape
+
+
+def test_a_solution_cell_split_in_two_is_taken_whole(tmp_path):
+    """JupyterLab's Split Cell gives both halves the cell's nbgrader metadata (jupyter/nbgrader#1083): Run All and
+    the public tests run both, so the grader takes both, in order, as the one cell; it took only the first half,
+    and a plain_mlp split from its PlainBlock scored nothing for plain_mlp."""
+    nb = nbtest.read_notebook(SOURCE_NB)
+    at = next(i for i, c in enumerate(nb["cells"]) if nbtest.grade_id(c) == "residual_add")
+    second = json.loads(json.dumps(nb["cells"][at]))
+    nb["cells"][at]["source"] = "def check_same_shape(a, b):\n    assert a.shape == b.shape\n"
+    second["source"] = "def residual_add(x, fx):\n    check_same_shape(x, fx)\n    return x + fx\n"
+    second["id"] = "residual_add-split"
+    nb["cells"].insert(at + 1, second)
+    path = tmp_path / "split.ipynb"
+    path.write_text(json.dumps(nb))
+    extracted = TEMPLATE.fill(path)
+    assert [label for label, _ in extracted.cells].count("residual_add") == 1 and not extracted.problems
+    assert dict(extracted.cells)["residual_add"] == nb["cells"][at]["source"] + second["source"]
+    module = nbtest.load(path, name="split_cell", partial=True)
+    assert callable(module.residual_add) and callable(module.check_same_shape)
