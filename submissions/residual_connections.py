@@ -191,6 +191,10 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
         "helper-cell-data-first": ("plain_mlp calls layer_widths, defined in a cell of the student's own that "
                                    "first prints the shape of the digits X (there in Run All, not in the grader)",
                                    data_first_helper, set()),
+        "split-cells": ("the plain_mlp and residual_mlp cells each split in two by JupyterLab's Split Cell (the "
+                        "block class, then the builder), both halves with the cell's grade_id",
+                        s.split_cell(s.split_cell(s.solved(), "plain_mlp", "def plain_mlp("), "residual_mlp",
+                                     "def residual_mlp("), set()),
         "ffn-module-list": ("every ffn is an nn.ModuleList of Linear, GELU, Linear that the blocks' forwards run "
                             "in order (a helper of the residual_ffn cell); the tests run it in order too",
                             s.solved(**module_list), set()),
