@@ -19,7 +19,7 @@ import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from .cellsource import compile_cell, python_lines, python_source
+from .cellsource import compile_cell, compile_statements, python_lines, python_source
 from .policy import parse
 from .warmup import interpreter_as_on_gpu
 
@@ -176,14 +176,24 @@ def load(path: str | Path, name: str | None = None, partial: bool = False) -> ty
         # @triton.jit reads a kernel's source and refuses code it cannot find. The full
         # path keeps two notebooks with the same name (reference, submission) apart.
         linecache.cache[filename] = (len(source), None, python_lines(source, keepends=True), filename)
-        try:
-            exec(compile_cell(source, filename), module.__dict__)
-        except Exception as e:
+        own, failed = is_own_cell(cell), None
+        try:    # an own cell (a helper) one statement at a time, as the grader runs it: compile_statements
+            codes = compile_statements(source, filename) if own else [compile_cell(source, filename)]
+        except SyntaxError as e:
+            codes, failed = [], e
+        for code in codes:
+            try:
+                exec(code, module.__dict__)
+            except Exception as e:
+                failed = failed or e
+                if not (own and partial):
+                    break
+        if failed is not None:
             if not partial:
-                detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+                detail = "".join(traceback.format_exception_only(type(failed), failed)).strip()
                 raise NotebookError(f"{path.name}: cell '{label}' fails when run on its own: "
-                                    f"{detail}") from e
-            problems.append(_cell_failure(label, e, filename))
+                                    f"{detail}") from failed
+            problems.append(_cell_failure(label, failed, filename))
     if problems:
         module.__getattr__ = functools.partial(_not_defined, "; ".join(problems))
     interpreter_as_on_gpu()   # the setup cell may have just imported Triton for its interpreter

@@ -165,6 +165,12 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                                       "_LATER.append((x, fx))\nreturn x + fx"))
     helper_cell = s.with_own_cell(s.solved(residual_add=s.filled("residual_add", [
         "check_same_shape(x, fx)\nreturn x + fx"])), "residual_add", variants.HELPER_CELL)
+    data_first_helper = s.with_own_cell(s.solved(plain_mlp=s.filled("plain_mlp", [
+        "self.ln = nn.LayerNorm(d_in)\nself.ffn = ResidualFFN(d_in, d_out, expansion=1).ffn",
+        "return self.ffn(self.ln(x))",
+        "blocks = [PlainBlock(w, width) for w in layer_widths(d_in, width, depth)]\n"
+        "return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))"])),
+        "plain_mlp", variants.DATA_FIRST_HELPER_CELL)
     module_list = ffn_module_list(s, "nn.Linear(d_in, hidden), nn.GELU(), nn.Linear(hidden, d_out)")
     gelu_last = ffn_module_list(s, "nn.Linear(d_in, hidden), nn.Linear(hidden, d_out), nn.GELU()")
     return {
@@ -182,6 +188,13 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                          s.solved(residual_add=list_message), set()),
         "helper-cell": ("residual_add calls check_same_shape, defined in a cell of the student's own above it",
                         helper_cell, set()),
+        "helper-cell-data-first": ("plain_mlp calls layer_widths, defined in a cell of the student's own that "
+                                   "first prints the shape of the digits X (there in Run All, not in the grader)",
+                                   data_first_helper, set()),
+        "split-cells": ("the plain_mlp and residual_mlp cells each split in two by JupyterLab's Split Cell (the "
+                        "block class, then the builder), both halves with the cell's grade_id",
+                        s.split_cell(s.split_cell(s.solved(), "plain_mlp", "def plain_mlp("), "residual_mlp",
+                                     "def residual_mlp("), set()),
         "ffn-module-list": ("every ffn is an nn.ModuleList of Linear, GELU, Linear that the blocks' forwards run "
                             "in order (a helper of the residual_ffn cell); the tests run it in order too",
                             s.solved(**module_list), set()),

@@ -17,6 +17,14 @@ HELPER_CELL = """def check_same_shape(x, fx):
     if x.shape != fx.shape:
         raise ValueError(f"x has shape {tuple(x.shape)} but fx has shape {tuple(fx.shape)}")
 """
+# a helper cell that first looks at the digits (made by part5-data, which Run All runs above it and the grader
+# does not), then defines the helper plain_mlp uses: the line fails in the grader, the def below it still runs
+DATA_FIRST_HELPER_CELL = """print("features:", X.shape[1], "classes:", int(y.max()) + 1)
+
+
+def layer_widths(d_in: int, width: int, depth: int) -> list:
+    return [d_in] + [width] * (depth - 1)
+"""
 
 STYLES = {
     "style-torch-add-helper": ("torch.add, helper, f-string with x.shape", dict(residual_add='''

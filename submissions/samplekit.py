@@ -123,6 +123,18 @@ class Samples:
         nb["cells"] = [c for c in nb["cells"] if not delete(c)]
         return nb
 
+    def split_cell(self, nb: dict, label: str, at: str) -> dict:
+        """The notebook with solution cell `label` split before the line that starts with `at`, as JupyterLab's
+        Split Cell does: both halves keep the cell's metadata, nbgrader's grade_id included."""
+        index = next(i for i, c in enumerate(nb["cells"]) if c["metadata"].get("nbgrader", {}).get("grade_id") == label)
+        cell = nb["cells"][index]
+        text = "".join(cell["source"])
+        cut = text.index("\n" + at) + 1
+        second = copy.deepcopy(cell)
+        cell["source"], second["source"], second["id"] = text[:cut].rstrip("\n") + "\n", text[cut:], f"{label}-split"
+        nb["cells"].insert(index + 1, second)
+        return nb
+
     def with_own_cell(self, nb: dict, before: str, source: str) -> dict:
         """The notebook with a code cell of the student's own (no nbgrader metadata) above cell `before`."""
         at = next(i for i, c in enumerate(nb["cells"]) if c["metadata"].get("nbgrader", {}).get("grade_id") == before)

@@ -520,3 +520,20 @@ def test_a_child_loading_many_cells_costs_the_grader_time_in_proportion_to_them(
     with Sandbox(zygote, cells, None, Limits(10, 4096)) as box:
         box.start()
     assert len(seen) == len(cells) + 1 and all(labels is seen[0] for labels in seen)
+
+
+def test_an_own_cell_runs_on_past_a_line_that_needs_run_all_s_data(zygote):
+    """A helper cell of the student's own that first looks at the notebook's data (made, in Run All, by a cell
+    the grader does not run) still defines the helper below that line: own cells run one statement at a time,
+    a __future__ import holding for the rest of the cell. A solution cell still stops at its first error, so a
+    mistake there costs what it costs."""
+    cell = ("from __future__ import annotations\nprint('features:', X.shape[1])\n\n\n"
+            "def helper(width: Undefined = 3) -> str:\n    return 'defined'\n")
+    with Sandbox(zygote, [("cell 7", cell)], None, Limits(10, 4096), own=frozenset({"cell 7"})) as box:
+        reply = box.request(_call("helper"), Deadline.after(10))
+        assert "NameError" in box.problems["cell 7"] and "'X'" in box.problems["cell 7"]
+    assert reply["result"]["value"] == "defined"
+    with Sandbox(zygote, [("plain_mlp", cell)], None, Limits(10, 4096)) as box:
+        reply = box.request(_call("helper"), Deadline.after(10))
+        assert "'X'" in box.problems["plain_mlp"]
+    assert reply.get("result", {}).get("value") != "defined", reply

@@ -88,8 +88,8 @@ def test_the_grader_the_public_tests_and_the_check_cells_read_every_cell_alike()
 
 def test_a_cell_is_read_as_the_oldest_python_the_course_runs(monkeypatch):
     """Syntax newer than cellsource.PYTHON fails wherever a cell is compiled (the public tests' load, the
-    grader's child: one function) or parsed (the rules), whatever Python reads it. Shown with 3.10's `match`
-    read as 3.9, as 3.12's `type X = ...` is read as 3.11."""
+    grader's child: compile_cell, or compile_statements for an own cell) or parsed (the rules), whatever Python
+    reads it. Shown with 3.10's `match` read as 3.9, as 3.12's `type X = ...` is read as 3.11."""
     from autograder.core import sandbox
     from nbtest import cellsource, policy
     source = "def kind(x):\n    match x:\n        case 0:\n            return 'zero'\n    return 'other'\n"
@@ -98,7 +98,8 @@ def test_a_cell_is_read_as_the_oldest_python_the_course_runs(monkeypatch):
     assert namespace["kind"](0) == "zero"
     monkeypatch.setattr(cellsource, "PYTHON", (3, 9))
     monkeypatch.setattr(policy, "PYTHON", (3, 9))
-    for read in (cellsource.compile_cell, sandbox._compile_cell, lambda s, _: policy.parse(s)):
+    for read in (cellsource.compile_cell, sandbox._compile_cell, cellsource.compile_statements,
+                 sandbox._compile_statements, lambda s, _: policy.parse(s)):
         with pytest.raises(SyntaxError, match="only supported in Python 3.10") as e:
             read(source, "<cell kind>")
         assert 2 <= e.value.lineno <= 5           # within the match statement (CPython names its end)

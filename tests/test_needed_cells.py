@@ -1,6 +1,8 @@
 """Template.needed: each part's child loads only the cells its names need (docs/security.md)."""
 import json
 
+import pytest
+
 import nbtest
 from helpers import SOURCE_NB
 
@@ -115,3 +117,44 @@ def test_a_chain_of_many_own_cells_costs_time_in_proportion_to_its_size(tmp_path
     assert labels[-n:] == chain == [f"cell {i}" for i in range(len(nb["cells"]) - n, len(nb["cells"]))]   # Run All's order
     assert [label for label, _ in TEMPLATE.needed(extracted, {"residual_add"}, CONTRACT)].count("residual_add") == 1
     assert len(parses) < 10 * (n + len(nb["cells"]))
+
+
+def test_an_own_cell_that_first_looks_at_run_all_s_data_still_defines_its_helper(tmp_path):
+    """In Run All a helper cell may read what a cell the grader does not run made (the digits X, above Part 5)
+    before its def; the public tests, like the grader, run an own cell on past that line, so the helper is
+    there. A solution cell that fails still stops where it fails."""
+    nb = nbtest.read_notebook(SOURCE_NB)
+    at = next(i for i, c in enumerate(nb["cells"]) if nbtest.grade_id(c) == "residual_add")
+    nb["cells"][at]["source"] = "def residual_add(x, fx):\n    check_same_shape(x, fx)\n    return x + fx\n"
+    nb["cells"].insert(at, {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                            "source": "print(X.shape)\n\ndef check_same_shape(a, b):\n    assert a.shape == b.shape\n"})
+    path = tmp_path / "data-first.ipynb"
+    path.write_text(json.dumps(nb))
+    assert f"cell {at}" in [label for label, _ in TEMPLATE.needed(TEMPLATE.fill(path), {"residual_add"}, CONTRACT)]
+    module = nbtest.load(path, name="data_first", partial=True)
+    assert callable(module.check_same_shape)
+    nb["cells"][at]["metadata"] = {"nbgrader": {"grade_id": "residual_add", "solution": True}}
+    nb["cells"][at + 1]["metadata"] = {}
+    path.write_text(json.dumps(nb))
+    with pytest.raises(AttributeError, match="NameError"):
+        nbtest.load(path, name="data_first_solution", partial=True).check_same_shape
+
+
+def test_a_solution_cell_split_in_two_is_taken_whole(tmp_path):
+    """JupyterLab's Split Cell gives both halves the cell's nbgrader metadata (jupyter/nbgrader#1083): Run All and
+    the public tests run both, so the grader takes both, in order, as the one cell; it took only the first half,
+    and a plain_mlp split from its PlainBlock scored nothing for plain_mlp."""
+    nb = nbtest.read_notebook(SOURCE_NB)
+    at = next(i for i, c in enumerate(nb["cells"]) if nbtest.grade_id(c) == "residual_add")
+    second = json.loads(json.dumps(nb["cells"][at]))
+    nb["cells"][at]["source"] = "def check_same_shape(a, b):\n    assert a.shape == b.shape\n"
+    second["source"] = "def residual_add(x, fx):\n    check_same_shape(x, fx)\n    return x + fx\n"
+    second["id"] = "residual_add-split"
+    nb["cells"].insert(at + 1, second)
+    path = tmp_path / "split.ipynb"
+    path.write_text(json.dumps(nb))
+    extracted = TEMPLATE.fill(path)
+    assert [label for label, _ in extracted.cells].count("residual_add") == 1 and not extracted.problems
+    assert dict(extracted.cells)["residual_add"] == nb["cells"][at]["source"] + second["source"]
+    module = nbtest.load(path, name="split_cell", partial=True)
+    assert callable(module.residual_add) and callable(module.check_same_shape)

@@ -63,8 +63,8 @@ class Template:
                 cells.append((label, src))
             elif label not in found:
                 problems[label] = f"solution cell '{label}' is missing from the notebook"
-            else:
-                self._take(label, nbtest.source_of(found[label]), cells, problems)
+            else:     # a cell split in two (JupyterLab copies its metadata to both halves): all of it
+                self._take(label, "".join(nbtest.source_of(cell) for cell in found[label]), cells, problems)
         # each own cell goes right after the cell above it (the start where that one is not there), kept as
         # links: a notebook of many own cells costs time in proportion to their number, not to its square
         after_of = {i - 1: i for i in range(len(cells))}          # -1: the start
@@ -148,11 +148,13 @@ def unreadable_key(path: Path) -> str:
         return hashlib.sha256(b"missing:" + str(path).encode()).hexdigest()
 
 
-def _code_cells_by_grade_id(nb: dict) -> dict[str, dict]:
-    """grade_id -> the first code cell carrying it."""
-    out = {}
+def _code_cells_by_grade_id(nb: dict) -> dict[str, list[dict]]:
+    """grade_id -> the code cells carrying it, in notebook order: one, unless the student split the cell
+    (JupyterLab's Split Cell, or a copy, gives each piece the cell's nbgrader metadata), whose pieces Run All
+    and the public tests (nbtest.load runs every solution cell) both run in turn."""
+    out: dict[str, list[dict]] = {}
     for cell in nb["cells"]:
         grade_id = nbtest.grade_id(cell)
         if grade_id is not None and cell.get("cell_type") == "code":
-            out.setdefault(grade_id, cell)
+            out.setdefault(grade_id, []).append(cell)
     return out

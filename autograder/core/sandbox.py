@@ -55,7 +55,7 @@ from typing import Callable
 import nbtest
 import torch
 from nbtest import monitor, policy, uncompiled
-from nbtest.cellsource import compile_cell, python_lines
+from nbtest.cellsource import compile_cell, compile_statements, python_lines
 from nbtest.sealed import seal
 
 from ..course import ROOT, SOLUTIONS
@@ -422,21 +422,29 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
 
 # the functions the child's loop calls, bound here: its sealed copy reads these, never a module's attribute
 _dumps, _loads, _child_map, _cells, _lines = codec.dumps, codec.loads, shared.child_map, linecache.cache, python_lines
-_compile_cell = compile_cell
+_compile_cell, _compile_statements = compile_cell, compile_statements
 
 
 def _run(conn: Connection, sock: socket.socket, events_fd: int, config: dict, module: types.ModuleType, specs: dict,
          isolation: str, serve, describe, declared, check_state) -> None:
     """The child's loop: the submission's cells, then requests until EOF (run sealed, by _child)."""
     problems, modes = {}, (0, 0)
+    own = frozenset(config.get("own") or ())    # the student's own cells: run one statement at a time
     for label, source in config["cells"]:
         conn.send_bytes(_dumps({"cell": label}))
         filename = f"<cell {label}>"
         _cells[filename] = (len(source), None, _lines(source, True), filename)   # lines as Python numbers them
         try:
-            exec(_compile_cell(source, filename), module.__dict__)
-        except BaseException as e:       # SyntaxError, SystemExit, anything
-            problems[label] = describe(e)
+            codes = _compile_statements(source, filename) if label in own else [_compile_cell(source, filename)]
+        except BaseException as e:       # SyntaxError
+            problems[label], codes = describe(e), []
+        for code in codes:
+            try:
+                exec(code, module.__dict__)
+            except BaseException as e:   # SystemExit, anything; an own cell's later statements still run
+                problems.setdefault(label, describe(e))
+                if label not in own:
+                    break
         modes = check_state(events_fd, f"cell '{label}' ran", label, modes)
     ready = declared(module, config.get("contract", {}))
     conn.send_bytes(_dumps({"ready": problems, "isolation": isolation, "declared": ready}))
@@ -675,10 +683,13 @@ class Sandbox:
     """
 
     def __init__(self, zygote: Zygote, cells: list[tuple[str, str]], specs: str | None, limits: Limits,
-                 contract: dict[str, str] | None = None, budget: "Budget | None" = None):
+                 contract: dict[str, str] | None = None, budget: "Budget | None" = None,
+                 own: frozenset[str] = frozenset()):
         """contract: {name: kind} to report on once the cells are loaded (`declared`); budget: the
-        submission's, shared with its other sandboxes (default: one of this sandbox's own)."""
+        submission's, shared with its other sandboxes (default: one of this sandbox's own); own: the labels
+        of the student's own cells (helpers), run one statement at a time (cellsource.compile_statements)."""
         self.zygote, self.specs, self.limits = zygote, specs, limits
+        self.own = frozenset(own)
         self.cells = list(cells)
         self.all_cells = list(cells)   # as sent, also those later left out (the monitor's events quote them)
         self.contract = dict(contract or {})
@@ -757,7 +768,7 @@ class Sandbox:
             expected = next(loading, None)
             labels = {label for label, _ in self.cells}     # once per start, not per frame: cells can be many
             try:
-                child.send({"cells": self.cells, "specs": self.specs, "scratch": self._scratch,
+                child.send({"cells": self.cells, "own": sorted(self.own), "specs": self.specs, "scratch": self._scratch,
                             "memory_mb": self.limits.memory_mb, "resident_mb": self.limits.resident_mb,
                             "cuda": self.limits.cuda, "user": self.limits.user,
                             "budget_s": self.limits.budget_s, "contract": self.contract})

@@ -159,7 +159,8 @@ class Grader:
         """The sandbox that runs one part's tests: a child of its own that loads only the cells the part's
         names need (Template.needed), so that what another cell does never runs beside these tests."""
         cells = self.template.needed(extracted, self.contract.used_by(part), set(self.contract))
-        with Sandbox(self.zygote, cells, self.specs_module, self.limits, self.contract.wire(), budget) as box:
+        own = {label for label, _ in cells} - {label for label, _, _ in self.template.cells}
+        with Sandbox(self.zygote, cells, self.specs_module, self.limits, self.contract.wire(), budget, own) as box:
             box.problems.update(extracted.problems)
             with self._lock:
                 self._open.add(box)

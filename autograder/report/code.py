@@ -21,7 +21,7 @@ def solution_ids(template: Template) -> list[str]:
 
 
 def solution_code(notebook: Path, ids: list[str]) -> str | None:
-    """The notebook's cells with those grade ids (the first of each, as the grader takes), in its own order."""
+    """The notebook's cells with those grade ids (every piece of a split one, as the grader takes), in its own order."""
     try:
         cells = nbtest.read_notebook(notebook)["cells"]
     except (NotebookError, OSError):
@@ -30,7 +30,6 @@ def solution_code(notebook: Path, ids: list[str]) -> str | None:
     for cell in cells:
         label = nbtest.grade_id(cell)
         if cell.get("cell_type") == "code" and label in wanted:
-            wanted.discard(label)
             try:
                 parts.append(nbtest.source_of(cell))
             except (TypeError, AttributeError):
