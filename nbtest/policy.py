@@ -224,6 +224,17 @@ class _Notebook:
         # every name the student's cells bind at module level (a builtin such as int rebound among them)
         self.bound = {name for label, tree in self.trees.items() if self.student[label]
                       for _, name in _bindings(tree.body)}
+        # a constant is plain data by every binding: `C = 0` then `C = torch` makes C the module
+        self.constants -= {name for label, tree in self.trees.items() if self.student[label]
+                           for node, name in _bindings(tree.body)
+                           if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self))}
+        # names bound to data by every binding: plain data, and what an import names read as a value
+        # (_SUPPORTED = (torch.float16, torch.float32)); a function read so can only be called by a name
+        self.data = {name for label, tree in self.trees.items() if self.student[label]
+                     for _, name in _bindings(tree.body)}
+        self.data -= {name for label, tree in self.trees.items() if self.student[label]
+                      for node, name in _bindings(tree.body)
+                      if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_data(node.value, self))}
 
     def _top_level(self, label, node, student):
         if isinstance(node, ast.Import):
@@ -266,6 +277,15 @@ def _is_container(node, ctx: _Notebook) -> bool:
                 isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in node.body)
     return isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and \
         isinstance(node.value, ast.Call) and ctx.resolve(node.value.func) in NAMED_TUPLES
+
+
+def _is_data(node, ctx: _Notebook) -> bool:
+    """Plain data, what an import names (torch.float16), and tuples, lists, sets and dicts of these."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_is_data(e, ctx) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _is_data(k, ctx) and _is_data(v, ctx) for k, v in zip(node.keys, node.values))
+    return _is_literal(node, ctx) or (isinstance(node, (ast.Name, ast.Attribute)) and ctx.resolve(node) is not None)
 
 
 def _is_jit(decorator, ctx: _Notebook) -> bool:
@@ -603,6 +623,10 @@ SCALAR_ANNOTATIONS = {"int", "float", "bool", "str"}
 # zip(names, tensors)); what they return holds the tensors, so computing on it is still seen
 PACKING = {"dict", "zip", "enumerate", "tuple", "list"}
 PACKING_METHODS = {"items", "values", "keys"}
+# methods of plain data (str, dict, list, tuple, torch.Size) a wrapper's checks and messages call on what is not
+# a tensor; a tensor's class or torch under another name has none of these that computes
+PLAIN_METHODS = {"join", "format", "get", "append", "extend", "count", "index", "startswith", "endswith", "lower",
+                 "upper", "strip", "removeprefix", "removesuffix", "issubset", "issuperset", "union", "difference"}
 # builtins that may take a tensor without reading its values
 PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueError", "TypeError", "RuntimeError",
                     "NotImplementedError", "AssertionError", "torch.is_tensor", *PACKING}
@@ -769,7 +793,17 @@ class _Wrapper:
         if key in self.seen:
             return
         self.seen.add(key)
-        _Body(self, label, set(tensors)).walk(fn.body, ())
+        _Body(self, label, set(tensors), _own_names(fn)).walk(fn.body, ())
+
+
+def _own_names(fn) -> set[str]:
+    """The names a function binds itself (parameters, assignments, loop and comprehension targets, a lambda's
+    parameters): Python never reads these from the module."""
+    names = {a.arg for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.Lambda))
+             for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs + [n.args.vararg, n.args.kwarg] if a}
+    names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    names |= {n.name for n in ast.walk(fn) if isinstance(n, ast.ExceptHandler) and n.name}
+    return names
 
 
 def _parameters(fn) -> list[tuple[ast.arg, ast.expr | None]]:
@@ -788,8 +822,8 @@ def _exclusive(a: tuple, b: tuple) -> bool:
 class _Body:
     """Statements of a wrapper function, with the names known to hold tensors."""
 
-    def __init__(self, wrapper: _Wrapper, label: str, tensors: set[str]):
-        self.w, self.label, self.tensors, self.loops = wrapper, label, tensors, 0
+    def __init__(self, wrapper: _Wrapper, label: str, tensors: set[str], own: set[str]):
+        self.w, self.label, self.tensors, self.loops, self.own = wrapper, label, tensors, 0, own
 
     def walk(self, stmts, path):
         for stmt in stmts:
@@ -941,6 +975,10 @@ class _Body:
             {id(n) for c in ast.walk(node) if isinstance(c, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp))
              for n in ast.walk(c)}
         for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and self.opaque_global(sub.id):
+                self.w.flag(self.label, sub, "wrapper-torch-op", f"'{sub.id}' in the wrapper is an object of the "
+                            "notebook's own (not a def, an import or plain data): what it runs is out of the "
+                            "policy's sight; the wrapper only checks shapes, allocates h and y, and launches the kernel")
             if isinstance(sub, ast.BinOp) and (self.tensorish(sub.left) or self.tensorish(sub.right)):
                 self.w.flag(self.label, sub, "wrapper-arithmetic",
                             "arithmetic on tensors in the wrapper (h = x + fx, a norm...): the kernel computes h and y")
@@ -952,8 +990,36 @@ class _Body:
             elif isinstance(sub, ast.Call):
                 self.call(sub, path, id(sub) in in_comprehension)
 
+    def opaque_global(self, name: str) -> bool:
+        """A module-level name bound by the student's cells to something other than a def, a kernel, an
+        import, plain data or a result type: a module under another name, an object, a lambda."""
+        ctx = self.w.ctx
+        return name not in self.own and name in ctx.bound and not (
+            name in ctx.functions or name in ctx.kernels or name in ctx.data or name in ctx.containers or
+            name in ctx.aliases)
+
+    def vouched_callee(self, f) -> bool:
+        """What a call in the wrapper may call: an import's path, a name (a builtin, a def, a kernel, a result
+        type; not one of the function's own, which may hold anything), a method of a tensor (checked below),
+        or a plain-data method (str.join, dict.items, torch.Size.numel) of anything else. Not a call's or an
+        item's result, nor a method a tensor's class or a module has under another name (type(x).numpy)."""
+        if self.w.ctx.resolve(f) is not None:
+            return True
+        if isinstance(f, ast.Name):     # not a data name either: _F = torch.add, then _F(*args)
+            ctx = self.w.ctx
+            return f.id not in self.own and (f.id not in ctx.bound or f.id in ctx.functions or f.id in ctx.kernels or
+                                             f.id in ctx.containers or f.id in ctx.aliases)
+        if isinstance(f, ast.Attribute):
+            return self.tensorish(f.value) or f.attr in SCALAR_METHODS | PACKING_METHODS | PLAIN_METHODS
+        return False
+
     def call(self, node, path, in_comprehension: bool):
         f, ctx = node.func, self.w.ctx
+        if not (isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name)) and not self.vouched_callee(f):
+            self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls "
+                        "what the policy cannot name (a computed callee, a local holding a function, a method under "
+                        "another name): the wrapper only checks shapes, allocates h and y, and launches the kernel")
+            return
         if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name):
             if f.value.id in ctx.kernels:
                 if self.loops or in_comprehension:
