@@ -349,3 +349,18 @@ def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols
     """Computes through OPS."""
     CALL
 '''
+
+# h and y computed around a launch of the empty kernel, through what the wrapper rules once could not name: torch
+# under a module-level name of the notebook's own, and NumPy reached through a tensor's class (type(x).numpy), where
+# no torch operator runs for the tracer to see
+UNDER_ANOTHER_NAME = '''
+h = _t.add(x, fx)
+return h, _t.nn.functional.layer_norm(h, (n,), weight, bias, eps)
+'''
+THROUGH_THE_CLASS = '''
+a = type(x).numpy(x.double()) + type(fx).numpy(fx.double())
+centred = a - a.mean(-1, keepdims=True)
+inv = ((centred * centred).mean(-1, keepdims=True) + eps) ** -0.5
+out = centred * inv * type(x).numpy(weight.double()) + type(x).numpy(bias.double())
+return type(x).new_tensor(x, a).to(x.dtype), type(x).new_tensor(x, out).to(x.dtype)
+'''
