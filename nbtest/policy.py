@@ -235,6 +235,10 @@ class _Notebook:
         self.data -= {name for label, tree in self.trees.items() if self.student[label]
                       for node, name in _bindings(tree.body)
                       if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_data(node.value, self))}
+        # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
+        self.mutables = {name for label, tree in self.trees.items() if self.student[label]
+                         for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
+                         isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))}
 
     def _top_level(self, label, node, student):
         if isinstance(node, ast.Import):
@@ -627,6 +631,8 @@ PACKING_METHODS = {"items", "values", "keys"}
 # a tensor; a tensor's class or torch under another name has none of these that computes
 PLAIN_METHODS = {"join", "format", "get", "append", "extend", "count", "index", "startswith", "endswith", "lower",
                  "upper", "strip", "removeprefix", "removesuffix", "issubset", "issuperset", "union", "difference"}
+# those a list, dict or set holding tensors answers with what it holds (a tensor has none of these methods)
+CONTAINER_METHODS = {"get", "append", "extend", "pop", "setdefault", "update", "insert", "copy", "clear"}
 # builtins that may take a tensor without reading its values
 PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueError", "TypeError", "RuntimeError",
                     "NotImplementedError", "AssertionError", "torch.is_tensor", *PACKING}
@@ -824,6 +830,7 @@ class _Body:
 
     def __init__(self, wrapper: _Wrapper, label: str, tensors: set[str], own: set[str]):
         self.w, self.label, self.tensors, self.loops, self.own = wrapper, label, tensors, 0, own
+        self.tensors |= wrapper.ctx.mutables - own     # items stored there by any function may be tensors
 
     def walk(self, stmts, path):
         for stmt in stmts:
@@ -846,7 +853,9 @@ class _Body:
                 self.expr(node.value, path)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
-                    if isinstance(t, (ast.Subscript, ast.Attribute)) and self.tensorish(t.value):
+                    stored = isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
+                        t.value.id in self.w.ctx.mutables and t.value.id not in self.own   # _CACHE[key] = ...
+                    if isinstance(t, (ast.Subscript, ast.Attribute)) and self.tensorish(t.value) and not stored:
                         self.w.flag(self.label, node, "wrapper-arithmetic", "writing values into a tensor in the "
                                                                             "wrapper: the kernel stores h and y")
                     self.bind(t, node.value)
@@ -945,7 +954,8 @@ class _Body:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PACKING and \
                 node.func.id not in self.w.ctx.functions:
             return any(self.holds(a) for a in [*node.args, *(k.value for k in node.keywords)])
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PACKING_METHODS:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in PACKING_METHODS | CONTAINER_METHODS:
             return self.tensorish(node.func.value)
         if isinstance(node, ast.Name):
             return node.id in self.tensors
@@ -1010,7 +1020,8 @@ class _Body:
             return f.id not in self.own and (f.id not in ctx.bound or f.id in ctx.functions or f.id in ctx.kernels or
                                              f.id in ctx.containers or f.id in ctx.aliases)
         if isinstance(f, ast.Attribute):
-            return self.tensorish(f.value) or f.attr in SCALAR_METHODS | PACKING_METHODS | PLAIN_METHODS
+            return self.tensorish(f.value) or f.attr in SCALAR_METHODS | PACKING_METHODS | PLAIN_METHODS | \
+                CONTAINER_METHODS
         return False
 
     def call(self, node, path, in_comprehension: bool):
@@ -1058,8 +1069,15 @@ class _Body:
                 self.w.flag(self.label, node, "wrapper-no-launch", f"{f.id}(...) calls the kernel without a grid; "
                                                                    f"launch it as {f.id}[grid](...)")
             return
-        if isinstance(f, ast.Attribute) and f.attr not in SCALAR_METHODS | TENSOR_VIEW_METHODS | PACKING_METHODS and \
-                self.tensorish(f.value):
+        if isinstance(f, ast.Attribute) and f.attr in CONTAINER_METHODS and \
+                any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+            root = f.value
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name):      # a list a tensor was put in holds a tensor: names.append(x)
+                self.tensors.add(root.id)
+        if isinstance(f, ast.Attribute) and f.attr not in SCALAR_METHODS | TENSOR_VIEW_METHODS | PACKING_METHODS | \
+                CONTAINER_METHODS and self.tensorish(f.value):
             self.w.flag(self.label, node, "wrapper-torch-op", f".{f.attr}(...) in the wrapper computes on the data; "
                                                               "the kernel computes h and y")
 

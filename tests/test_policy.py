@@ -578,6 +578,25 @@ FORGERIES_FUSED = {
             fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, y, n, eps, BLOCK=16)
             return _F(*(x, fx)), y
         '''), {("wrapper-torch-op", FLAG)}),
+    # tensors put in a list or dict, then computed on as its items: the walk once lost them there (launches_kernel
+    # paid around an empty kernel)
+    "tensors laundered through lists: a module-level one, a local one, a helper's": (dict(fused_add_layernorm='''
+        _S = []
+
+
+        def _stash(t):
+            _S.append(t)
+
+
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = x.shape[-1]
+            h, y = torch.empty_like(x), torch.empty_like(x)
+            fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, y, n, eps, BLOCK=16)
+            _stash(x)
+            kept = []
+            kept.append(fx)
+            return _S[-1] + kept[0], y
+        '''), {("wrapper-arithmetic", FLAG)}),
     "a local holding a bound method": (dict(fused_add_layernorm='''
         def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
             n = x.shape[-1]
