@@ -1156,13 +1156,20 @@ class _Kernel:
             return all(isinstance(k, ast.Constant) and self.heuristic(x) for k, x in zip(v.keys, v.values))
         if not isinstance(v, ast.Lambda) or len(v.args.args) != 1:
             return False
-        allowed = {v.args.args[0].arg}
+        # it runs inside the launch, on the launch's arguments (the tensors among them): it may read sizes and
+        # shapes and compute with numbers, never call a method that reads or writes the data (a["h_ptr"].copy_(...),
+        # a["x_ptr"].numpy(): NumPy runs no torch operator for the tracer to see)
+        allowed = {v.args.args[0].arg} | KERNEL_BUILTINS | self.ctx.constants
+        helpers = ("triton.next_power_of_2", "triton.cdiv")
         for n in ast.walk(v.body):
-            if isinstance(n, ast.Name) and n.id not in allowed | KERNEL_BUILTINS and \
-                    self.ctx.resolve(n) is None:
+            if isinstance(n, ast.Name) and n.id not in allowed and self.ctx.resolve(n) != "triton":
                 return False
-            if isinstance(n, ast.Attribute) and self.ctx.resolve(n) not in (None, "triton.next_power_of_2",
-                                                                            "triton.cdiv"):
+            if isinstance(n, ast.Attribute) and self.ctx.resolve(n) not in helpers and not (
+                    self.ctx.resolve(n) is None and n.attr in SCALAR_ATTRIBUTES | SCALAR_METHODS):
+                return False
+            if isinstance(n, ast.Call) and not (self.ctx.resolve(n.func) in helpers or (
+                    isinstance(n.func, ast.Name) and n.func.id in KERNEL_BUILTINS) or (
+                    isinstance(n.func, ast.Attribute) and n.func.attr in SCALAR_METHODS)):
                 return False
             if isinstance(n, (ast.Lambda, ast.comprehension, ast.NamedExpr)) and n is not v:
                 return False

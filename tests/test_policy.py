@@ -605,6 +605,22 @@ FORGERIES_FUSED = {
             get = x.numpy
             return get(), y
         '''), {("wrapper-torch-op", FLAG)}),
+    # a heuristic runs inside the launch on its arguments: computing h and y there in NumPy (no torch operator
+    # for the tracer) around an empty kernel once earned full marks
+    "a heuristic that computes on the launch's tensors": (dict(fused_kernel='''
+        @triton.heuristics({"BLOCK": lambda a: [a["h_ptr"].copy_(a["h_ptr"].new_tensor(
+            a["x_ptr"].double().numpy() + a["fx_ptr"].double().numpy())), 16][-1]})
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+            pass
+        '''), {("kernel-decorator", FLAG)}),
+    "an autotuner's hook that computes on the launch's tensors": (dict(fused_kernel='''
+        @triton.autotune(configs=[triton.Config({"BLOCK": 16})], key=["n_cols"],
+                         pre_hook=lambda a: a["h_ptr"].copy_(a["x_ptr"]))
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+            pass
+        '''), {("kernel-decorator", FLAG)}),
     "kernel reaches tl internals": (dict(fused_kernel='''
         @triton.jit
         def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
