@@ -15,7 +15,8 @@ HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator"], "by-hand-wrapper"),
          **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator",
-                          "torch-under-another-name", "numpy-through-the-class"], "torch-only-wrapper")}
+                          "torch-under-another-name", "numpy-through-the-class", "heuristic-computes"],
+                         "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.traced): torch computing inside the
 # kernel's launch (object-method), an object of the notebook's own handed to the kernel (constexpr-operator: no
 # rule sees it; the other two, the kernel rule too)
@@ -169,6 +170,9 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         "numpy-through-the-class": ("an empty kernel launched once, then the wrapper computes h and y in NumPy "
                                     "reached through the tensors' class (type(x).numpy): no torch operator runs",
                                     around_empty(variants.THROUGH_THE_CLASS), fused),
+        "heuristic-computes": ("an empty kernel whose triton.heuristics lambda for BLOCK computes h and y in NumPy "
+                               "on the launch's tensors; the reference wrapper launches it",
+                               s.solved(fused_kernel=variants.HEURISTIC_COMPUTES.lstrip()), fused),
         "by-hand-wrapper": ("an empty kernel launched once, then the wrapper computes h and y in Python lists",
                             s.solved(fused_kernel=empty, fused_add_layernorm=s.filled("fused_add_layernorm", [by_hand])),
                             fused),

@@ -364,3 +364,20 @@ inv = ((centred * centred).mean(-1, keepdims=True) + eps) ** -0.5
 out = centred * inv * type(x).numpy(weight.double()) + type(x).numpy(bias.double())
 return type(x).new_tensor(x, a).to(x.dtype), type(x).new_tensor(x, out).to(x.dtype)
 '''
+
+# an empty kernel whose heuristic for BLOCK computes h and y in NumPy on the launch's tensors before the launch: the
+# heuristic runs inside the launch, and NumPy runs no torch operator for the tracer to see
+HEURISTIC_COMPUTES = '''
+@triton.heuristics({"BLOCK": lambda a: [
+    a["h_ptr"].copy_(a["h_ptr"].new_tensor(a["x_ptr"].double().numpy() + a["fx_ptr"].double().numpy())),
+    a["y_ptr"].copy_(a["y_ptr"].new_tensor(
+        (a["h_ptr"].double().numpy() - a["h_ptr"].double().numpy().mean(-1, keepdims=True))
+        / (((a["h_ptr"].double().numpy() - a["h_ptr"].double().numpy().mean(-1, keepdims=True)) ** 2)
+           .mean(-1, keepdims=True) + a["eps"]) ** 0.5
+        * a["w_ptr"].double().numpy() + a["b_ptr"].double().numpy())),
+    16][-1]})
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    """Does nothing: its heuristic has computed h and y."""
+    pass
+'''
