@@ -630,7 +630,9 @@ PACKING_METHODS = {"items", "values", "keys"}
 # methods of plain data (str, dict, list, tuple, torch.Size) a wrapper's checks and messages call on what is not
 # a tensor; a tensor's class or torch under another name has none of these that computes
 PLAIN_METHODS = {"join", "format", "get", "append", "extend", "count", "index", "startswith", "endswith", "lower",
-                 "upper", "strip", "removeprefix", "removesuffix", "issubset", "issuperset", "union", "difference"}
+                 "upper", "strip", "lstrip", "rstrip", "split", "rsplit", "replace", "partition", "title",
+                 "capitalize", "zfill", "ljust", "rjust", "center", "removeprefix", "removesuffix", "issubset",
+                 "issuperset", "union", "difference", "intersection"}
 # those a list, dict or set holding tensors answers with what it holds (a tensor has none of these methods)
 CONTAINER_METHODS = {"get", "append", "extend", "pop", "setdefault", "update", "insert", "copy", "clear"}
 # builtins that may take a tensor without reading its values

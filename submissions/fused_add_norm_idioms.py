@@ -194,7 +194,8 @@ IDIOMS = [
                                                           num_warps=warps)
             return h, y
         '''),
-    (("module-level-dtype-table", "module-level-message-dict", "str-join-message", "size-numel"),
+    (("module-level-dtype-table", "module-level-message-dict", "str-join-message", "str-split-message",
+      "size-numel"),
      "fused_add_layernorm", '''
         _ACCEPTED = (torch.float16, torch.bfloat16, torch.float32)   # what the kernel reads and stores
         _NAMES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
@@ -213,7 +214,7 @@ IDIOMS = [
                 if param.shape != (n,):
                     problems.append(f"{label} is {tuple(param.shape)}, not ({n},)")
             if any(t.dtype not in _ACCEPTED for t in (x, fx, weight, bias)) or x.dtype != fx.dtype:
-                accepted = ", ".join(_NAMES.get(d, str(d)) for d in _ACCEPTED)
+                accepted = ", ".join(_NAMES.get(d, str(d).split(".")[-1].rstrip()) for d in _ACCEPTED)
                 problems.append(f"dtypes x {x.dtype}, fx {fx.dtype}, weight {weight.dtype}, bias {bias.dtype}: "
                                 f"one dtype for x and fx, each one of {accepted} (float64 is refused)")
             if problems:
