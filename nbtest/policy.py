@@ -236,6 +236,21 @@ class _Notebook:
         # every name the student's cells bind at module level (a builtin such as int rebound among them)
         self.bound = {name for label, tree in self.trees.items() if self.student[label]
                       for _, name in _bindings(tree.body)}
+        # a constant is plain data by every binding: `C = 0` then `C = torch` makes C the module
+        self.constants -= {name for label, tree in self.trees.items() if self.student[label]
+                           for node, name in _bindings(tree.body)
+                           if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self))}
+        # names bound to data by every binding: plain data, and what an import names read as a value
+        # (_SUPPORTED = (torch.float16, torch.float32)); a function read so can only be called by a name
+        self.data = {name for label, tree in self.trees.items() if self.student[label]
+                     for _, name in _bindings(tree.body)}
+        self.data -= {name for label, tree in self.trees.items() if self.student[label]
+                      for node, name in _bindings(tree.body)
+                      if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_data(node.value, self))}
+        # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
+        self.mutables = {name for label, tree in self.trees.items() if self.student[label]
+                         for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
+                         isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))}
 
     def _top_level(self, label, node, student):
         if isinstance(node, ast.Import):
@@ -366,6 +381,15 @@ def _plain_class(node: ast.ClassDef, ctx: _Notebook) -> bool:
         elif not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)):
             return False
     return True
+
+
+def _is_data(node, ctx: _Notebook) -> bool:
+    """Plain data, what an import names (torch.float16), and tuples, lists, sets and dicts of these."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_is_data(e, ctx) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _is_data(k, ctx) and _is_data(v, ctx) for k, v in zip(node.keys, node.values))
+    return _is_literal(node, ctx) or (isinstance(node, (ast.Name, ast.Attribute)) and ctx.resolve(node) is not None)
 
 
 def _is_jit(decorator, ctx: _Notebook) -> bool:
@@ -703,6 +727,14 @@ SCALAR_ANNOTATIONS = {"int", "float", "bool", "str"}
 # zip(names, tensors)); what they return holds the tensors, so computing on it is still seen
 PACKING = {"dict", "zip", "enumerate", "tuple", "list"}
 PACKING_METHODS = {"items", "values", "keys"}
+# methods of plain data (str, dict, list, tuple, torch.Size) a wrapper's checks and messages call on what is not
+# a tensor; a tensor's class or torch under another name has none of these that computes
+PLAIN_METHODS = {"join", "format", "get", "append", "extend", "count", "index", "startswith", "endswith", "lower",
+                 "upper", "strip", "lstrip", "rstrip", "split", "rsplit", "replace", "partition", "title",
+                 "capitalize", "zfill", "ljust", "rjust", "center", "removeprefix", "removesuffix", "issubset",
+                 "issuperset", "union", "difference", "intersection"}
+# those a list, dict or set holding tensors answers with what it holds (a tensor has none of these methods)
+CONTAINER_METHODS = {"get", "append", "extend", "pop", "setdefault", "update", "insert", "copy", "clear"}
 # builtins that may take a tensor without reading its values
 PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueError", "TypeError", "RuntimeError",
                     "NotImplementedError", "AssertionError", "torch.is_tensor", *PACKING}
@@ -889,9 +921,23 @@ class _Wrapper:
         self.seen.add(key)
         params = _parameters(fn)
         instances = {params[0][0].arg: cls} if cls is not None and params else {}
-        local = {p.arg for p, _ in params} | {v.arg for v in (fn.args.vararg, fn.args.kwarg) if v is not None} | \
-            {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-        _Body(self, label, set(tensors), instances, local).walk(fn.body, ())
+        _Body(self, label, set(tensors), instances, _own_names(fn)).walk(fn.body, ())
+
+
+def _super_init(f) -> bool:
+    """super().__init__: a plain class's base is a library class or the notebook's (_plain_class)."""
+    return isinstance(f, ast.Attribute) and f.attr == "__init__" and isinstance(f.value, ast.Call) and \
+        isinstance(f.value.func, ast.Name) and f.value.func.id == "super" and not f.value.args and not f.value.keywords
+
+
+def _own_names(fn) -> set[str]:
+    """The names a function binds itself (parameters, assignments, loop and comprehension targets, a lambda's
+    parameters): Python never reads these from the module."""
+    names = {a.arg for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.Lambda))
+             for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs + [n.args.vararg, n.args.kwarg] if a}
+    names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    names |= {n.name for n in ast.walk(fn) if isinstance(n, ast.ExceptHandler) and n.name}
+    return names
 
 
 def _parameters(fn) -> list[tuple[ast.arg, ast.expr | None]]:
@@ -914,13 +960,14 @@ class _Body:
                  local: set[str] = frozenset()):
         self.w, self.label, self.tensors, self.loops = wrapper, label, tensors, 0
         self.instances = dict(instances or {})   # name -> the notebook class it holds an instance of
-        self.local = local                       # the names the function binds: they hide module-level ones
+        self.own = local     # the names the function binds: they hide module-level ones
+        self.tensors |= wrapper.ctx.mutables - local     # items stored there by any function may be tensors
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
         if isinstance(node, ast.Name):
             return self.instances.get(node.id) or (
-                self.w.ctx.instances.get(node.id) if node.id not in self.local else None)
+                self.w.ctx.instances.get(node.id) if node.id not in self.own else None)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.w.ctx.classes:
             return node.func.id
         return None
@@ -974,7 +1021,9 @@ class _Body:
                 self.expr(node.value, path)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
-                    if isinstance(t, (ast.Subscript, ast.Attribute)) and self.tensorish(t.value):
+                    stored = isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
+                        t.value.id in self.w.ctx.mutables and t.value.id not in self.own   # _CACHE[key] = ...
+                    if isinstance(t, (ast.Subscript, ast.Attribute)) and self.tensorish(t.value) and not stored:
                         self.w.flag(self.label, node, "wrapper-arithmetic", "writing values into a tensor in the "
                                                                             "wrapper: the kernel stores h and y")
                     self.bind(t, node.value)
@@ -1082,7 +1131,8 @@ class _Body:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PACKING and \
                 node.func.id not in self.w.ctx.functions:
             return any(self.holds(a) for a in [*node.args, *(k.value for k in node.keywords)])
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PACKING_METHODS:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in PACKING_METHODS | CONTAINER_METHODS:
             return self.tensorish(node.func.value)
         if isinstance(node, ast.Name):
             return node.id in self.tensors
@@ -1113,7 +1163,16 @@ class _Body:
                             for n in ast.walk(c)} | \
             {id(n) for c in ast.walk(node) if isinstance(c, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp))
              for n in ast.walk(c)}
+        # a module-level object of the notebook's plain class may be called or have an attribute read or set
+        # (what that runs is followed, self.method); handed on anywhere else (a kernel's argument) it is opaque
+        used = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)} | \
+            {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute)}
         for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and self.opaque_global(sub.id) and \
+                    not (sub.id in self.w.ctx.instances and id(sub) in used):
+                self.w.flag(self.label, sub, "wrapper-torch-op", f"'{sub.id}' in the wrapper is an object of the "
+                            "notebook's own (not a def, an import or plain data): what it runs is out of the "
+                            "policy's sight; the wrapper only checks shapes, allocates h and y, and launches the kernel")
             if isinstance(sub, ast.BinOp) and (self.tensorish(sub.left) or self.tensorish(sub.right)):
                 self.w.flag(self.label, sub, "wrapper-arithmetic",
                             "arithmetic on tensors in the wrapper (h = x + fx, a norm...): the kernel computes h and y")
@@ -1125,10 +1184,46 @@ class _Body:
             elif isinstance(sub, ast.Call):
                 self.call(sub, path, id(sub) in in_comprehension)
 
+    def opaque_global(self, name: str) -> bool:
+        """A module-level name bound by the student's cells to something other than a def, a kernel, an
+        import, plain data or a result type: a module under another name, an object, a lambda."""
+        ctx = self.w.ctx
+        return name not in self.own and name in ctx.bound and not (
+            name in ctx.functions or name in ctx.kernels or name in ctx.data or name in ctx.containers or
+            name in ctx.aliases or name in ctx.classes)
+
+    def vouched_callee(self, f) -> bool:
+        """What a call in the wrapper may call: an import's path, a name (a builtin, a def, a kernel, a result
+        type; not one of the function's own, which may hold anything), a method of a tensor (checked below),
+        or a plain-data method (str.join, dict.items, torch.Size.numel) of anything else. Not a call's or an
+        item's result, nor a method a tensor's class or a module has under another name (type(x).numpy)."""
+        if self.w.ctx.resolve(f) is not None or self.method(f) is not None:   # or the notebook's plain class
+            return True
+        if _super_init(f) and "super" not in self.w.ctx.bound:     # a followed class's __init__ calling its base's
+            return True
+        if isinstance(f, ast.Name):     # not a data name either: _F = torch.add, then _F(*args)
+            ctx = self.w.ctx
+            return f.id not in self.own and (f.id not in ctx.bound or f.id in ctx.functions or f.id in ctx.kernels or
+                                             f.id in ctx.containers or f.id in ctx.aliases)
+        if isinstance(f, ast.Attribute):
+            return self.tensorish(f.value) or f.attr in SCALAR_METHODS | PACKING_METHODS | PLAIN_METHODS | \
+                CONTAINER_METHODS
+        return False
+
     def call(self, node, path, in_comprehension: bool):
         f, ctx = node.func, self.w.ctx
+        if not (isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name)) and not self.vouched_callee(f):
+            self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls "
+                        "what the policy cannot name (a computed callee, a local holding a function, a method under "
+                        "another name): the wrapper only checks shapes, allocates h and y, and launches the kernel")
+            return
         if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name):
             if f.value.id in ctx.kernels:
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    if self.instance_of(arg) is not None or isinstance(arg, ast.Name) and arg.id in ctx.classes:
+                        self.w.flag(self.label, arg, "wrapper-torch-op", f"'{ast.unparse(arg)[:40]}' hands the kernel "
+                                    "an object of the notebook's own class, whose methods would run inside the launch: "
+                                    "a kernel's arguments are tensors and plain data")
                 if self.loops or in_comprehension:
                     self.w.flag(self.label, node, "wrapper-launch-loop", "a kernel launch inside a loop: one launch, "
                                                                          "grid = (n_rows,), one program per row")
@@ -1175,8 +1270,15 @@ class _Body:
                 self.w.flag(self.label, node, "wrapper-no-launch", f"{f.id}(...) calls the kernel without a grid; "
                                                                    f"launch it as {f.id}[grid](...)")
             return
-        if isinstance(f, ast.Attribute) and f.attr not in SCALAR_METHODS | TENSOR_VIEW_METHODS | PACKING_METHODS and \
-                self.tensorish(f.value):
+        if isinstance(f, ast.Attribute) and f.attr in CONTAINER_METHODS and \
+                any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+            root = f.value
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name):      # a list a tensor was put in holds a tensor: names.append(x)
+                self.tensors.add(root.id)
+        if isinstance(f, ast.Attribute) and f.attr not in SCALAR_METHODS | TENSOR_VIEW_METHODS | PACKING_METHODS | \
+                CONTAINER_METHODS and self.tensorish(f.value):
             self.w.flag(self.label, node, "wrapper-torch-op", f".{f.attr}(...) in the wrapper computes on the data; "
                                                               "the kernel computes h and y")
 
@@ -1255,13 +1357,20 @@ class _Kernel:
             return all(isinstance(k, ast.Constant) and self.heuristic(x) for k, x in zip(v.keys, v.values))
         if not isinstance(v, ast.Lambda) or len(v.args.args) != 1:
             return False
-        allowed = {v.args.args[0].arg}
+        # it runs inside the launch, on the launch's arguments (the tensors among them): it may read sizes and
+        # shapes and compute with numbers, never call a method that reads or writes the data (a["h_ptr"].copy_(...),
+        # a["x_ptr"].numpy(): NumPy runs no torch operator for the tracer to see)
+        allowed = {v.args.args[0].arg} | KERNEL_BUILTINS | self.ctx.constants
+        helpers = ("triton.next_power_of_2", "triton.cdiv")
         for n in ast.walk(v.body):
-            if isinstance(n, ast.Name) and n.id not in allowed | KERNEL_BUILTINS and \
-                    self.ctx.resolve(n) is None:
+            if isinstance(n, ast.Name) and n.id not in allowed and self.ctx.resolve(n) != "triton":
                 return False
-            if isinstance(n, ast.Attribute) and self.ctx.resolve(n) not in (None, "triton.next_power_of_2",
-                                                                            "triton.cdiv"):
+            if isinstance(n, ast.Attribute) and self.ctx.resolve(n) not in helpers and not (
+                    self.ctx.resolve(n) is None and n.attr in SCALAR_ATTRIBUTES | SCALAR_METHODS):
+                return False
+            if isinstance(n, ast.Call) and not (self.ctx.resolve(n.func) in helpers or (
+                    isinstance(n.func, ast.Name) and n.func.id in KERNEL_BUILTINS) or (
+                    isinstance(n.func, ast.Attribute) and n.func.attr in SCALAR_METHODS)):
                 return False
             if isinstance(n, (ast.Lambda, ast.comprehension, ast.NamedExpr)) and n is not v:
                 return False

@@ -14,7 +14,8 @@ PARTS = {1: ["fused_kernel", "fused_add_layernorm"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator"], "by-hand-wrapper"),
-         **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator"],
+         **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator",
+                          "torch-under-another-name", "numpy-through-the-class", "heuristic-computes"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.traced): torch computing inside the
 # kernel's launch (object-method), an object of the notebook's own handed to the kernel (constexpr-operator: no
@@ -159,7 +160,19 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         fused_kernel=rows.lstrip().replace("CALL", call),
         fused_add_layernorm=s.filled("fused_add_layernorm", [edit(reference, launch, edit(
             launch, "BLOCK=block,", f"BLOCK=block, OPS={ops}, ARGS=(rows_x, rows_fx, weight, bias, h, y, eps),"))]))
+    around_empty = lambda body, before="": s.solved(fused_kernel=empty, fused_add_layernorm=s.filled(
+        "fused_add_layernorm", [edit(reference, "return h.view(x.shape), y.view(x.shape)\n", body.lstrip())],
+        before=before))
     return {
+        "torch-under-another-name": ("an empty kernel launched once, then the wrapper computes h and y with torch "
+                                     "bound to a module-level name of its own (_t = torch)",
+                                     around_empty(variants.UNDER_ANOTHER_NAME, "_t = torch\n\n\n"), fused),
+        "numpy-through-the-class": ("an empty kernel launched once, then the wrapper computes h and y in NumPy "
+                                    "reached through the tensors' class (type(x).numpy): no torch operator runs",
+                                    around_empty(variants.THROUGH_THE_CLASS), fused),
+        "heuristic-computes": ("an empty kernel whose triton.heuristics lambda for BLOCK computes h and y in NumPy "
+                               "on the launch's tensors; the reference wrapper launches it",
+                               s.solved(fused_kernel=variants.HEURISTIC_COMPUTES.lstrip()), fused),
         "by-hand-wrapper": ("an empty kernel launched once, then the wrapper computes h and y in Python lists",
                             s.solved(fused_kernel=empty, fused_add_layernorm=s.filled("fused_add_layernorm", [by_hand])),
                             fused),

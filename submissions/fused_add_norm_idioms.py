@@ -287,4 +287,36 @@ IDIOMS = [
             LIMITS.width(x, fx, weight, bias)
             return FusedAddLayerNormFn.apply(x, fx, weight, bias, eps)
         '''),
+    (("module-level-dtype-table", "module-level-message-dict", "str-join-message", "str-split-message",
+      "size-numel"),
+     "fused_add_layernorm", '''
+        _ACCEPTED = (torch.float16, torch.bfloat16, torch.float32)   # what the kernel reads and stores
+        _NAMES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
+            n = x.shape[-1]
+            problems = []
+            if fx.shape != x.shape:
+                problems.append(f"x is {tuple(x.shape)} but fx is {tuple(fx.shape)}")
+            if n > MAX_WIDTH:
+                problems.append(f"a width of {n} is past MAX_WIDTH ({MAX_WIDTH})")
+            for label, param in (("weight", weight), ("bias", bias)):
+                if param.shape != (n,):
+                    problems.append(f"{label} is {tuple(param.shape)}, not ({n},)")
+            if any(t.dtype not in _ACCEPTED for t in (x, fx, weight, bias)) or x.dtype != fx.dtype:
+                accepted = ", ".join(_NAMES.get(d, str(d).split(".")[-1].rstrip()) for d in _ACCEPTED)
+                problems.append(f"dtypes x {x.dtype}, fx {fx.dtype}, weight {weight.dtype}, bias {bias.dtype}: "
+                                f"one dtype for x and fx, each one of {accepted} (float64 is refused)")
+            if problems:
+                raise ValueError("; ".join(problems))
+            rows = x.shape.numel() // n
+            src, res = x.contiguous(), fx.contiguous()
+            h, y = torch.empty_like(src), torch.empty_like(src)
+            fused_add_layernorm_kernel[(rows,)](src, res, weight.contiguous(), bias.contiguous(), h, y, n, eps,
+                                                BLOCK=triton.next_power_of_2(n))
+            return h, y
+        '''),
 ]

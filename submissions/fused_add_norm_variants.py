@@ -349,3 +349,35 @@ def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols
     """Computes through OPS."""
     CALL
 '''
+
+# h and y computed around a launch of the empty kernel, through what the wrapper rules once could not name: torch
+# under a module-level name of the notebook's own, and NumPy reached through a tensor's class (type(x).numpy), where
+# no torch operator runs for the tracer to see
+UNDER_ANOTHER_NAME = '''
+h = _t.add(x, fx)
+return h, _t.nn.functional.layer_norm(h, (n,), weight, bias, eps)
+'''
+THROUGH_THE_CLASS = '''
+a = type(x).numpy(x.double()) + type(fx).numpy(fx.double())
+centred = a - a.mean(-1, keepdims=True)
+inv = ((centred * centred).mean(-1, keepdims=True) + eps) ** -0.5
+out = centred * inv * type(x).numpy(weight.double()) + type(x).numpy(bias.double())
+return type(x).new_tensor(x, a).to(x.dtype), type(x).new_tensor(x, out).to(x.dtype)
+'''
+
+# an empty kernel whose heuristic for BLOCK computes h and y in NumPy on the launch's tensors before the launch: the
+# heuristic runs inside the launch, and NumPy runs no torch operator for the tracer to see
+HEURISTIC_COMPUTES = '''
+@triton.heuristics({"BLOCK": lambda a: [
+    a["h_ptr"].copy_(a["h_ptr"].new_tensor(a["x_ptr"].double().numpy() + a["fx_ptr"].double().numpy())),
+    a["y_ptr"].copy_(a["y_ptr"].new_tensor(
+        (a["h_ptr"].double().numpy() - a["h_ptr"].double().numpy().mean(-1, keepdims=True))
+        / (((a["h_ptr"].double().numpy() - a["h_ptr"].double().numpy().mean(-1, keepdims=True)) ** 2)
+           .mean(-1, keepdims=True) + a["eps"]) ** 0.5
+        * a["w_ptr"].double().numpy() + a["b_ptr"].double().numpy())),
+    16][-1]})
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    """Does nothing: its heuristic has computed h and y."""
+    pass
+'''

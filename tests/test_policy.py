@@ -137,8 +137,15 @@ SAMPLE_RULES = {
     ("fused-add-norm", "by-hand-wrapper"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "rebound-by-assignment"): {("rebound", FLAG)},
     ("fused-add-norm", "rebound-by-decorator"): {("rebound", FLAG)},
-    ("fused-add-norm", "constexpr-method"): {("kernel-python", FLAG)},
-    ("fused-add-norm", "constexpr-item-method"): {("kernel-python", FLAG)},
+    # the object handed to the kernel is a module-level object of the notebook's own, read in the wrapper
+    ("fused-add-norm", "constexpr-method"): {("kernel-python", FLAG), ("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "constexpr-item-method"): {("kernel-python", FLAG), ("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "constexpr-operator"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "object-method"): {("wrapper-torch-op", FLAG)},
+    # an empty kernel, and h and y computed where the policy cannot name the callee, or in a heuristic
+    ("fused-add-norm", "torch-under-another-name"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "numpy-through-the-class"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "heuristic-computes"): {("kernel-decorator", FLAG)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", *(f"reach-{name}" for name in {**REACHES, **MODES})}
@@ -492,7 +499,7 @@ FORGERIES_FUSED = {
             total = sum(h)
             fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, h, n, eps, BLOCK=16)
             return h, h
-        '''), {("wrapper-arithmetic", FLAG)}),
+        '''), {("wrapper-torch-op", FLAG)}),
     "a result class whose construction computes: not a plain NamedTuple": (dict(fused_add_layernorm='''
         from typing import NamedTuple
 
@@ -506,7 +513,7 @@ FORGERIES_FUSED = {
             h, y = torch.empty_like(x), torch.empty_like(x)
             fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, y, n, eps, BLOCK=16)
             return AddNorm(h, y)
-        '''), {("wrapper-arithmetic", FLAG)}),
+        '''), {("wrapper-torch-op", FLAG)}),
     "two kernels: separate add and norm launches": (dict(fused_add_layernorm='''
         def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
             n = x.shape[-1]
@@ -538,6 +545,86 @@ FORGERIES_FUSED = {
                                        BLOCK: tl.constexpr, probe=print("hi")):
             pass
         '''), {("kernel-decorator", FLAG), ("kernel-signature", FLAG), ("dynamic-code", WITHHOLD)}),
+    # the wrapper computing through what the policy cannot name: torch under a module-level name, an object of the
+    # notebook's own, a method a tensor's class has (type(x).numpy: NumPy arithmetic, no torch operator runs), a
+    # computed callee, a constant bound again to a module (each earned both fused tests with an empty kernel)
+    "torch under another name, an object's method, a class's method, a computed callee": (dict(fused_add_layernorm='''
+        _t = torch
+        C = 0
+        C = torch
+
+
+        class _Impl:
+            def run(self, x, fx):
+                return x + fx
+
+
+        _IMPL = _Impl()
+
+
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = x.shape[-1]
+            h, y = torch.empty_like(x), torch.empty_like(x)
+            fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, y, n, eps, BLOCK=16)
+            a = type(x).numpy(x) + [torch.Tensor.numpy][0](fx)
+            b = getattr(torch, "add")(x, fx)
+            c = _t.add(x, fx)
+            d = C.add(x, fx)
+            return _IMPL.run(x, fx), a.mean()
+        '''), {("wrapper-torch-op", FLAG), ("wrapper-arithmetic", FLAG)}),   # _IMPL.run followed: its x + fx
+    "a module-level name bound to a torch function, called with unpacked tensors": (dict(fused_add_layernorm='''
+        _F = torch.add
+
+
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = x.shape[-1]
+            h, y = torch.empty_like(x), torch.empty_like(x)
+            fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, y, n, eps, BLOCK=16)
+            return _F(*(x, fx)), y
+        '''), {("wrapper-torch-op", FLAG)}),
+    # tensors put in a list or dict, then computed on as its items: the walk once lost them there (launches_kernel
+    # paid around an empty kernel)
+    "tensors laundered through lists: a module-level one, a local one, a helper's": (dict(fused_add_layernorm='''
+        _S = []
+
+
+        def _stash(t):
+            _S.append(t)
+
+
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = x.shape[-1]
+            h, y = torch.empty_like(x), torch.empty_like(x)
+            fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, y, n, eps, BLOCK=16)
+            _stash(x)
+            kept = []
+            kept.append(fx)
+            return _S[-1] + kept[0], y
+        '''), {("wrapper-arithmetic", FLAG)}),
+    "a local holding a bound method": (dict(fused_add_layernorm='''
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = x.shape[-1]
+            h, y = torch.empty_like(x), torch.empty_like(x)
+            fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, y, n, eps, BLOCK=16)
+            get = x.numpy
+            return get(), y
+        '''), {("wrapper-torch-op", FLAG)}),
+    # a heuristic runs inside the launch on its arguments: computing h and y there in NumPy (no torch operator
+    # for the tracer) around an empty kernel once earned full marks
+    "a heuristic that computes on the launch's tensors": (dict(fused_kernel='''
+        @triton.heuristics({"BLOCK": lambda a: [a["h_ptr"].copy_(a["h_ptr"].new_tensor(
+            a["x_ptr"].double().numpy() + a["fx_ptr"].double().numpy())), 16][-1]})
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+            pass
+        '''), {("kernel-decorator", FLAG)}),
+    "an autotuner's hook that computes on the launch's tensors": (dict(fused_kernel='''
+        @triton.autotune(configs=[triton.Config({"BLOCK": 16})], key=["n_cols"],
+                         pre_hook=lambda a: a["h_ptr"].copy_(a["x_ptr"]))
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+            pass
+        '''), {("kernel-decorator", FLAG)}),
     "kernel reaches tl internals": (dict(fused_kernel='''
         @triton.jit
         def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
