@@ -28,6 +28,7 @@ applied before uploading.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import threading
 from dataclasses import dataclass, field
@@ -727,12 +728,21 @@ SCALAR_ANNOTATIONS = {"int", "float", "bool", "str"}
 # zip(names, tensors)); what they return holds the tensors, so computing on it is still seen
 PACKING = {"dict", "zip", "enumerate", "tuple", "list"}
 PACKING_METHODS = {"items", "values", "keys"}
-# methods of plain data (str, dict, list, tuple, torch.Size) a wrapper's checks and messages call on what is not
-# a tensor; a tensor's class or torch under another name has none of these that computes
-PLAIN_METHODS = {"join", "format", "get", "append", "extend", "count", "index", "startswith", "endswith", "lower",
-                 "upper", "strip", "lstrip", "rstrip", "split", "rsplit", "replace", "partition", "title",
-                 "capitalize", "zfill", "ljust", "rjust", "center", "removeprefix", "removesuffix", "issubset",
-                 "issuperset", "union", "difference", "intersection"}
+# methods of plain data a wrapper's checks and messages call on what is not a tensor (max(n - 1, 0).bit_length(),
+# ", ".join(names)): every public method of Python's plain types that neither a tensor nor torch has, so that
+# none can compute on a tensor under another name (type(x).numpy), and of those both have, the ones that
+# read no values (str.split and Tensor.split, a view; str.index, torch.Size.numel, dict.values)
+PLAIN_TYPES = (int, float, bool, complex, str, bytes, tuple, list, dict, set, frozenset)
+VIEW_METHODS = {"split", "index", "numel", "values"}
+
+
+@functools.cache
+def plain_methods() -> frozenset[str]:
+    """PLAIN_TYPES' public methods less torch's and torch.Tensor's names, with VIEW_METHODS (torch is imported
+    here, when a wrapper is first checked, not with the policy)."""
+    import torch
+    return frozenset({m for t in PLAIN_TYPES for m in dir(t) if not m.startswith("_")}
+                     - set(dir(torch.Tensor)) - set(dir(torch)) | VIEW_METHODS)
 # those a list, dict or set holding tensors answers with what it holds (a tensor has none of these methods)
 CONTAINER_METHODS = {"get", "append", "extend", "pop", "setdefault", "update", "insert", "copy", "clear"}
 # builtins that may take a tensor without reading its values
@@ -1206,7 +1216,7 @@ class _Body:
             return f.id not in self.own and (f.id not in ctx.bound or f.id in ctx.functions or f.id in ctx.kernels or
                                              f.id in ctx.containers or f.id in ctx.aliases)
         if isinstance(f, ast.Attribute):
-            return self.tensorish(f.value) or f.attr in SCALAR_METHODS | PACKING_METHODS | PLAIN_METHODS | \
+            return self.tensorish(f.value) or f.attr in SCALAR_METHODS | PACKING_METHODS | plain_methods() | \
                 CONTAINER_METHODS
         return False
 

@@ -759,6 +759,16 @@ def test_warnings_in_the_wrapper_report_as_print_does():
     assert policy.check_cells(cells, FUSED) == []
 
 
+@pytest.mark.parametrize("line", ["block = 1 << max(n - 1, 0).bit_length()", "name = str(x.dtype).rsplit('.', 1)[-1].upper()",
+                                  "ok = float(eps).is_integer() or '{}'.format(n).isdigit()"])
+def test_a_plain_values_methods_in_the_wrapper_compute_nothing(line):
+    """Any public method of Python's plain types that no tensor and no torch module has reads no tensor
+    (int.bit_length, str.upper): a wrapper's checks may call them on what is not a tensor."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {line}\n", 1)
+    assert body != WRAPPER_SOURCE
+    assert policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED) == []
+
+
 HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
 
 
