@@ -49,10 +49,13 @@ def compile_cell(source: str, filename: str):
     """A cell's Python (python_source's) compiled as Jupyter compiles a cell: no compiler flag of the
     caller's leaks in (dont_inherit; `from __future__ import annotations` of ours would turn a cell's
     annotations into strings), and its syntax read as PYTHON's. Raises SyntaxError."""
-    # compile takes a feature version only when it stops at the tree (as ast.parse does); builtins alone,
-    # where the grader's child calls this between a submission's cells
-    tree = compile(source, filename, "exec", _ONLY_AST, dont_inherit=True, _feature_version=PYTHON[1])
-    return compile(tree, filename, "exec", dont_inherit=True)
+    return compile(_tree(source, filename), filename, "exec", dont_inherit=True)
+
+
+def _tree(source: str, filename: str):
+    """The cell's syntax tree, read as PYTHON's. compile takes a feature version only when it stops at the
+    tree (as ast.parse does); builtins alone, where the grader's child calls this between a submission's cells."""
+    return compile(source, filename, "exec", _ONLY_AST, dont_inherit=True, _feature_version=PYTHON[1])
 
 
 def compile_statements(source: str, filename: str) -> list:
@@ -61,7 +64,7 @@ def compile_statements(source: str, filename: str) -> list:
     tests without those that make its data (the digits X, y), so a line that looks at them (`print(X.shape)`)
     fails there; run one at a time, the definitions after it still run. A `from __future__` import holds
     for the statements after it, as in one cell. Raises SyntaxError where compile_cell does."""
-    tree = compile(source, filename, "exec", _ONLY_AST, dont_inherit=True, _feature_version=PYTHON[1])
+    tree = _tree(source, filename)
     compile(tree, filename, "exec", dont_inherit=True)    # the whole cell's errors (a late __future__ import)
     flags, codes = 0, []
     for node in tree.body:
