@@ -1,7 +1,9 @@
 """A code cell's text as the Python that IPython runs: its magics, shell escapes and help requests
-commented out, found where IPython finds them, at the start of a logical line only.
+commented out, its autocalls (`/f x`, `,f a b`, `;f a b`) written as the calls IPython makes of them,
+each found where IPython finds it, at the start of a logical line only.
 
     python_source("x = (a\\n     % b)\\n%time f()\\n")   # -> "x = (a\\n     % b)\\n# %time f()\\n"
+    python_source("/show x y\\n")                          # -> "show(x, y)\\n"
 
 A line inside brackets, inside a triple-quoted string or after a backslash continues the line before
 it (Black and PEP 8 break a long line before its operator: `% args`, `!= b`), so it is Python even
@@ -36,6 +38,14 @@ def python_lines(text: str, keepends: bool = False) -> list[str]:
 # `x = !ls`, `a, b = %sx ls`: IPython's SystemAssign and MagicAssign
 _ASSIGN_ESCAPE = re.compile(r"\s*[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")
 _ESCAPES = ("%", "!", "?")     # line magic, shell escape, help (`?name`, `??name`)
+# IPython's autocall escapes and the call each writes of `NAME ARGS` (inputtransformer2's _tr_paren,
+# _tr_quote, _tr_quote2): f(a, b), f("a", "b"), f("a b"); a `/` with no name stays as written (IPython's
+# SyntaxError there leaves the line to Python, which reports it)
+_AUTOCALLS = {
+    "/": lambda name, args: f"{name}({', '.join(args.split())})" if name else None,
+    ",": lambda name, args: name + '("' + '", "'.join(args.split()) + '")',
+    ";": lambda name, args: name + '("' + args + '")',
+}
 PYTHON_CELL_MAGICS = frozenset({"time", "capture"})   # their body runs as the kernel's own Python
 # The Python a cell must parse as, whatever Python reads it: the oldest the course runs (pyproject.toml's
 # requires-python, Gradescope's image). A student on a newer Python who writes its syntax (`type X = ...`,
@@ -76,19 +86,20 @@ def compile_statements(source: str, filename: str) -> list:
 
 
 def python_source(text: str) -> str:
-    """The cell's text with each IPython-only logical line commented out ("# " in front), ending in a
-    newline. A cell magic's body is read as Python where the kernel runs it so (%%time, %%capture) and
-    commented out with it where it is another language's (%%bash, %%writefile)."""
+    """The cell's text with each IPython-only logical line commented out ("# " in front) and each autocall
+    written as its call, ending in a newline. A cell magic's body is read as Python where the kernel runs it
+    so (%%time, %%capture) and commented out with it where it is another language's (%%bash, %%writefile)."""
     lines = _dedented(python_lines(text))
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is not None and lines[first].startswith("%%"):
         if lines[first][2:].split(" ", 1)[0] not in PYTHON_CELL_MAGICS:
             return "".join(f"# {line}\n" for line in lines)
-        commented = {first} | set(magic_lines(lines[:first] + [""] + lines[first + 1:]))
+        body = lines[:first] + [""] + lines[first + 1:]
+        commented, calls = {first} | set(magic_lines(body)), autocalls(body)
     else:
-        commented = set(magic_lines(lines))
-    return "".join(_commented(line, i - 1 in commented) + "\n" if i in commented else f"{line}\n"
-                   for i, line in enumerate(lines)) or "\n"
+        commented, calls = set(magic_lines(lines)), autocalls(lines)
+    return "".join(f"{calls[i]}\n" if i in calls else _commented(line, i - 1 in commented) + "\n"
+                   if i in commented else f"{line}\n" for i, line in enumerate(lines)) or "\n"
 
 
 def _commented(line: str, continued: bool) -> str:
@@ -103,25 +114,54 @@ def magic_lines(lines: list[str]) -> list[int]:
     """Indexes of the lines IPython reads as magics, shell escapes or help: a logical line starting
     with an escape (and the lines its backslashes join to it), `name = !cmd` / `name = %magic`, and a
     logical line that ends in `?` outside strings and comments (`torch.nn.Linear?`)."""
-    found: list[int] = []
-    depth, quote, joined, start, escape = 0, None, False, 0, False
+    return [i for start, end, autocall in _escaped(lines) if not autocall for i in range(start, end + 1)]
+
+
+def autocalls(lines: list[str]) -> dict[int, str]:
+    """{index: Python} for the lines of each logical line IPython reads as an autocall (`/f x`): its first
+    line the call, indented as it was, and the lines its backslashes join to it blank, so that line
+    numbers stay. IPython joins those lines with a space, as here."""
+    calls = {}
+    for start, end, autocall in _escaped(lines):
+        if not autocall:
+            continue
+        line = lines[start]
+        body = line.lstrip()
+        parts = [body, *lines[start + 1:end + 1]]
+        joined = " ".join([part.rstrip()[:-1] for part in parts[:-1]] + [parts[-1].rstrip()])
+        name, _, args = joined[1:].partition(" ")
+        call = _AUTOCALLS[joined[0]](name, args)
+        if call is not None:
+            calls.update({i: "" for i in range(start + 1, end + 1)})
+            calls[start] = line[:len(line) - len(body)] + call
+    return calls
+
+
+def _escaped(lines: list[str]) -> list[tuple[int, int, bool]]:
+    """(first, last, is an autocall) for each logical line IPython reads as other than Python."""
+    found: list[tuple[int, int, bool]] = []
+    depth, quote, joined, start, escape, autocall = 0, None, False, 0, False, False
     for i, line in enumerate(lines):
         at_start = depth == 0 and quote is None and not joined
         if at_start:
             start = i
             stripped = line.lstrip()
-            escape = stripped.startswith(_ESCAPES) or bool(_ASSIGN_ESCAPE.match(line))
+            autocall = stripped.startswith(tuple(_AUTOCALLS))
+            escape = autocall or stripped.startswith(_ESCAPES) or bool(_ASSIGN_ESCAPE.match(line))
         if escape:    # IPython takes the rest of the line as the magic's text, brackets and all
-            found.append(i)
             joined = line.endswith("\\")
             escape = joined
+            if not joined:
+                found.append((start, i, autocall))
             continue
         depth, quote, last = _scan(line, depth, quote)
         joined = line.endswith("\\") and (quote is None or len(quote) == 1)
         if quote is not None and len(quote) == 1 and not joined:
             quote = None          # an unclosed one-line string: a SyntaxError Python reports itself
         if depth == 0 and quote is None and not joined and last == "?":
-            found.extend(range(start, i + 1))
+            found.append((start, i, False))
+    if escape:                    # a cell ending in a backslash after an escape
+        found.append((start, len(lines) - 1, autocall))
     return found
 
 

@@ -36,6 +36,14 @@ CASES = [
     ("", "\n"),
     # a cell pasted with its indent runs dedented
     ("    x = 1\n    y = x\n", "x = 1\ny = x\n"),
+    # autocalls: the call IPython writes, inside a block too; `/` with no name left to Python
+    ("/show x y\n", "show(x, y)\n"),
+    (",show a b\n", 'show("a", "b")\n'),
+    (";show a  b\n", 'show("a  b")\n'),
+    ("if x:\n    /show x\n", "if x:\n    show(x)\n"),
+    ("%%time\n/show x\n", "# %%time\nshow(x)\n"),
+    ("/ show x\n", "/ show x\n"),
+    ("x = (1,\n/2)\n", "x = (1,\n/2)\n"),
 ]
 
 
@@ -57,6 +65,13 @@ def assert_as_ipython(text: str) -> None:
     # IPython drops a cell's leading blank lines; line numbers stay here
     assert _unpadded(kept) == _unpadded([line for line in theirs if "get_ipython()" not in line])
     assert bool(magic) == any("get_ipython()" in line for line in theirs)
+
+
+def test_an_autocall_joined_by_backslashes_keeps_the_line_numbers():
+    """IPython joins the lines into one call; here the joined lines stay, blank, so the line after is line 3."""
+    text = "/show x \\\n  y\nz = 1\n"
+    assert python_source(text) == "show(x, y)\n\nz = 1\n"
+    assert IPYTHON.transform_cell(text) == "show(x, y)\nz = 1\n"
 
 
 def _unpadded(lines: list[str]) -> list[str]:
