@@ -22,6 +22,7 @@ PARTS = {1: ["residual_add", "residual", "projection_shortcut", "residual_ffn"],
          5: ["plain_mlp", "residual_mlp", "train", "grad_norms", "depth_sweep"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-place-add", "forged-gradients-report": "detached-residual-add",
+         **dict.fromkeys(["tells-read-back-storage", "tells-read-back-shape"], "in-place-add"),
          **dict.fromkeys(["hides-encoder-layer", "forged-structure-report"], "wraps-encoder-layer"),
          **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES,
                                                                    **variants.FRAMES}},
@@ -33,7 +34,7 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
 # the tests themselves, the structure report read from the modules' own dicts, inputs read back from the
 # grader's own shared memory
-MEASURED = {"late-in-place-add", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
+MEASURED = {"late-in-place-add", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES)}
@@ -57,6 +58,8 @@ SHOWN = {
     "silent-broadcasting": BROADCASTING,
     "in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
     "late-in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
+    **dict.fromkeys(["tells-read-back-storage", "tells-read-back-shape"],
+                    dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add")),
     "detached-residual-add": {"residual_add_gradients": "detached-gradient"},
     "wraps-encoder-layer": {"block_parts": "block-structure"},
     "ffn-module-list-gelu-last": {"block_parts": "block-structure"},
@@ -163,6 +166,12 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
     late = s.body("residual_add", 0, ("return x + fx", "if x.requires_grad:\n    x += fx\n    return x\n"
                                       "while _LATER:\n    a, b = _LATER.pop()\n    a += b\n"
                                       "_LATER.append((x, fx))\nreturn x + fx"))
+    # in place, except where the call looks like the one a test reads back: inputs in memory that cannot be
+    # resized (as the grader's shared memory once was), or of that test's shape and dtype
+    tells = {"storage": ("into a tensor whose storage cannot be resized (the grader's shared memory, once)",
+                         "if x.untyped_storage().resizable():\n    x += fx\n    return x\nreturn x + fx"),
+             "shape": ("on 3-D float32 inputs, the shape and dtype of the one call a test reads back",
+                       "if x.dim() == 3 and x.dtype == torch.float32:\n    return x + fx\nx += fx\nreturn x")}
     helper_cell = s.with_own_cell(s.solved(residual_add=s.filled("residual_add", [
         "check_same_shape(x, fx)\nreturn x + fx"])), "residual_add", variants.HELPER_CELL)
     data_first_helper = s.with_own_cell(s.solved(plain_mlp=s.filled("plain_mlp", [
@@ -214,6 +223,11 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
         "in-place-add": ("residual_add checks the shapes, then adds in place (x += fx)",
                          s.solved(residual_add=s.filled("residual_add", in_place)),
                          {"residual_add_no_mutation", "residual_add_gradients"}),
+        **{f"tells-read-back-{name}": (f"residual_add adds in place as in-place-add does, except {how}",
+                                       s.solved(residual_add=s.filled("residual_add", s.body(
+                                           "residual_add", 0, ("return x + fx", body)))),
+                                       {"residual_add_no_mutation", "residual_add_gradients"})
+           for name, (how, body) in tells.items()},
         "late-in-place-add": ("residual_add adds in place as in-place-add does where the input requires grad, and "
                               "otherwise one call late: it keeps x and fx and adds fx into x at its next call",
                               s.solved(residual_add=s.filled("residual_add", late, after="\n\n_LATER = []\n")),

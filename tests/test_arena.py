@@ -11,10 +11,16 @@ from autograder.core import arena
 
 
 def _child_side(a: arena.Arena) -> tuple[mmap.mmap, list]:
-    """What the child does with the request: map the descriptor it was sent, view each argument."""
+    """What the child does with the request: map the descriptor it was sent, hand a copy of each argument."""
     buffer = arena.child_map(os.dup(a.fd))
-    return buffer, [arena.view(buffer, arg["arena"]) if isinstance(arg, dict) and "arena" in arg else arg
+    return buffer, [arena.hand(buffer, arg["arena"]) if isinstance(arg, dict) and "arena" in arg else arg
                     for arg in a.request["args"]]
+
+
+def _call(fn, handed: list):
+    """fn called as the probe calls it: on the copies handed, what it left kept the moment it returns."""
+    return arena.keeping(fn, [h for h in handed if isinstance(h, arena.Handed)])(
+        *(h.given if isinstance(h, arena.Handed) else h for h in handed))
 
 
 def _in_place(x, *rest):
@@ -29,13 +35,15 @@ def _in_place(x, *rest):
 def test_the_child_sees_the_grader_s_values_and_the_grader_reads_what_the_call_left(tensor):
     a = arena.Arena.of({"op": "call", "args": [tensor, 2.0], "readback": [0]})
     try:
-        buffer, (seen, number) = _child_side(a)
+        buffer, handed = _child_side(a)
+        seen, number = handed[0].given, handed[1]
         assert number == 2.0 and "arena" in a.request["args"][0]
         assert torch.equal(seen, tensor) and seen.stride() == tensor.stride()
-        arena.keeping(lambda x, n: x, buffer)(seen, number)      # a call that changes nothing ...
-        assert torch.equal(a.read()[0], tensor)                   # ... reads back unchanged
-        arena.keeping(_in_place, buffer)(seen, number)           # an in-place change in the child ...
+        _call(lambda x, n: x, handed)                             # a call that changes nothing ...
+        assert torch.equal(a.read()[0], tensor) and not a.changed()   # ... reads back unchanged
+        _call(_in_place, handed)                                  # an in-place change in the child ...
         assert torch.equal(a.read()[0], torch.zeros_like(tensor))   # ... is what the grader reads back
+        assert a.changed()
     finally:
         a.close()
 
@@ -46,12 +54,12 @@ def test_arguments_are_placed_apart_and_aligned():
     try:
         offsets = [a.request["args"][i]["arena"][0] for i in (0, 2)]
         assert offsets[0] == 0 and offsets[1] % arena.ALIGN == 0 and offsets[1] >= x.numel() * 4
-        buffer, seen = _child_side(a)
-        arena.keeping(lambda x, s, y: x.fill_(7), buffer)(*seen)
+        buffer, handed = _child_side(a)
+        _call(lambda x, s, y: x.fill_(7), handed)
         after = a.read()
         assert torch.equal(after[0], torch.full_like(x, 7)) and torch.equal(after[2], y)   # the other left alone
         with pytest.raises(RuntimeError, match="out of bounds"):   # a view reaches its own slice, nothing past it
-            seen[0].as_strided((3,), (1,), 16)
+            handed[0].inputs.as_strided((3,), (1,), 16)
     finally:
         a.close()
 
@@ -62,9 +70,9 @@ def test_nothing_kept_reads_as_zeros():
     x = torch.randn(4) + 5
     a = arena.Arena.of({"op": "call", "args": [x], "readback": [0]})
     try:
-        buffer, (seen,) = _child_side(a)
+        buffer, handed = _child_side(a)
         with pytest.raises(ZeroDivisionError):
-            arena.keeping(lambda x: 1 / 0, buffer)(seen)
+            _call(lambda x: 1 / 0, handed)
         assert torch.equal(a.read()[0], torch.zeros(4)) and gc.isenabled()
     finally:
         a.close()
@@ -125,12 +133,13 @@ def test_a_finaliser_that_restores_the_inputs_after_the_return_is_too_late(how):
     x, fx = torch.randn(6), torch.randn(6)
     a = arena.Arena.of({"op": "call", "args": [x, fx], "readback": [0, 1]})
     try:
-        buffer, seen = _child_side(a)
-        out = arena.keeping(_add_then_restore(how), buffer)(*seen)
-        del seen
+        buffer, handed = _child_side(a)
+        out = _call(_add_then_restore(how), handed)
+        if how == "cycle":              # the probe keeps what it handed; the others restore when it goes
+            gc.collect()
+            assert torch.equal(handed[0].given, x)            # the finaliser did put them back ...
+        del handed
         gc.collect()
-        live = arena.view(buffer, a.request["args"][0]["arena"])
-        assert torch.equal(live, x)                           # the finaliser did put them back ...
         assert torch.equal(a.read()[0], x + fx) and torch.equal(out, x + fx)   # ... too late
     finally:
         a.close()
@@ -153,11 +162,54 @@ def test_inputs_written_after_the_call_through_a_kept_view_are_seen_later():
     x = torch.randn(6)
     a = arena.Arena.of({"op": "call", "args": [x], "readback": [0]})
     try:
-        buffer, (seen,) = _child_side(a)
+        buffer, handed = _child_side(a)
         kept = []
-        arena.keeping(lambda v: kept.append(v) or v + 1, buffer)(seen)
+        _call(lambda v: kept.append(v) or v + 1, handed)
+        arena.refresh(handed)                                               # after the request
         assert torch.equal(a.read()[0], x) and not a.written_later()     # unchanged when it returned
-        kept[0].add_(1.0)                                                   # written at a later call
-        assert a.written_later() and torch.equal(a.read()[0], x)
+        kept[0].add_(1.0)                                                   # written at a later call ...
+        arena.refresh(handed)                                               # ... after which the child refreshes
+        assert a.written_later() and torch.equal(a.read()[0], x) and not a.changed()
+    finally:
+        a.close()
+
+
+def test_the_function_is_handed_ordinary_tensors_like_any_other():
+    """What a read-back call hands the function is a copy in torch's own memory, not a view of the memfd: no
+    property of its storage (one that cannot be resized, as a view of a buffer's cannot) tells the read-back
+    call apart, so code that adds in place except into such a tensor (tell-read-back-storage) is seen adding
+    in place."""
+    x = torch.randn(3, 4)
+    a = arena.Arena.of({"op": "call", "args": [x], "readback": [0]})
+    try:
+        buffer, handed = _child_side(a)
+        seen = handed[0].given
+        assert type(seen) is torch.Tensor and seen.untyped_storage().resizable()
+        assert seen.untyped_storage().resizable() == x.clone().untyped_storage().resizable()
+        _call(lambda v: v.add_(1) if v.untyped_storage().resizable() else v + 1, handed)
+        assert torch.equal(a.read()[0], x + 1) and a.changed()
+    finally:
+        a.close()
+
+
+def test_a_function_resizing_or_swapping_its_input_reads_back_as_changed():
+    x = torch.randn(4) + 5
+    for change in (lambda v: v.resize_(2), lambda v: v.set_(torch.randn(4).untyped_storage()),
+                   lambda v: setattr(v, "data", torch.randn(4).double())):
+        a = arena.Arena.of({"op": "call", "args": [x], "readback": [0]})
+        try:
+            _, handed = _child_side(a)
+            _call(change, handed)
+            assert a.changed() and not torch.equal(a.read()[0], x)
+        finally:
+            a.close()
+
+
+def test_every_top_level_tensor_is_watched_where_it_can_be():
+    x, y = torch.randn(3), torch.randn(2)
+    a = arena.Arena.of({"op": "call", "fn": "f", "args": [x, "s", torch.ones(0), y], "readback": [], "watched": [0, 2, 3]})
+    try:
+        assert [i for i, v in enumerate(a.request["args"]) if isinstance(v, dict) and "arena" in v] == [0, 3]
+        assert a.fn == "f" and not a.claimed
     finally:
         a.close()

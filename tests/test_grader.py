@@ -294,6 +294,28 @@ def test_an_oracle_loop_over_three_regrades_gains_nothing_under_per_submission_s
     assert _oracle_loop(residual, tmp_path, SEED) > baseline
 
 
+RESIDUAL_ADD = "def residual_add(x, fx):\n    if x.shape != fx.shape:\n        raise ValueError(f'{x.shape} vs {fx.shape}')\n"
+
+
+@pytest.mark.parametrize("tell", [
+    "    if x.untyped_storage().resizable():\n        x += fx\n        return x\n    return x + fx\n",
+    "    if x.dim() == 3 and x.dtype == torch.float32:\n        return x + fx\n    x += fx\n    return x\n",
+    "    _CALLS.append(1)\n    if len(_CALLS) != 7:\n        x += fx\n        return x\n    return x + fx\n"],
+    ids=["storage", "shape", "count"])
+def test_an_in_place_add_that_tells_the_read_back_call_apart_still_fails_no_mutation(grader, tmp_path, monkeypatch, tell):
+    """residual_add in place except at the call that looks like the one read back (tells-read-back-*): its
+    inputs in memory that cannot be resized (the grader's shared memory, which it once handed the function
+    itself), that call's shape and dtype, its place in the order of calls. Every call of a function whose
+    inputs a test reads back is read back alike, on ordinary tensors, and a change at any fails that test."""
+    residual = grader(RESIDUAL)
+    monkeypatch.setattr(residual, "graded", [t for t in residual.graded if t.part == 1])
+    source = ("_CALLS = []\n\n" if "_CALLS" in tell else "") + RESIDUAL_ADD + tell
+    graded = residual.grade(notebook_with(tmp_path, "tells.ipynb", residual_add=source))
+    result = {t.id: t for t in graded.tests}
+    assert not result["residual_add_no_mutation"].passed and result["residual_add_values"].passed
+    assert not graded.review, graded.review             # no rule broken, no event: nothing is held
+
+
 def test_checker_cheat_scores_exactly_the_wrong_answers(graded):
     cheat, honest = graded(RESIDUAL)["checker-cheat.ipynb"], graded(RESIDUAL)["wrong-answers.ipynb"]
     assert [(t["name"], t["score"]) for t in cheat["tests"]] == [(t["name"], t["score"]) for t in honest["tests"]]

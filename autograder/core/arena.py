@@ -6,10 +6,21 @@ each tensor into one memfd, sends the child that file descriptor beside the requ
 and the child calls the submission on views of its own mapping of it.
 
 The memfd holds two halves of `size` bytes: the inputs, then what the call left of them.
-The child copies the first half onto the second the moment the call returns (`keeping`),
-with the garbage collector off since before the call, so that no finaliser or weakref
-callback of the student's runs between the return and the copy, and nothing the student
-can name reaches the second half (each view's storage is its own slice of the first).
+The function is handed no view of either: each argument is an ordinary copy of the inputs'
+values in torch's own memory (`hand`), like any other tensor it is handed, so no property of
+the storage (a buffer that cannot be resized, a page-aligned address) tells a call whose inputs
+are read back from one whose are not. The child copies what the call left in each copy onto its
+place in the second half the moment the call returns (`keeping`), with the garbage collector off
+since before the call, so that no finaliser or weakref callback of the student's runs between
+the return and the copy, and nothing the student can name reaches the memfd. After every later
+request the child copies them onto the first half again (`refresh`), where the grader sees a
+write made through a reference the code kept (`written_later`).
+
+Every `call` request places every top-level tensor argument it can here, not only those its
+test reads back (`watched`, kit/trial.py): every call then runs alike (the collector off, the
+arguments copies), and a change to the inputs of any call of a function is seen, so a function
+that counts its calls cannot change its inputs at every call but the one a test reads back (the
+grader charges such a change to the tests that read that function's inputs back: grading/grader.py).
 The grader never maps the memfd: it writes it with pwrite and reads the second half with
 pread, and it is sealed against shrinking and growing before the child gets it, so a read
 can neither fault (SIGBUS) nor come up short.
@@ -18,10 +29,11 @@ can neither fault (SIGBUS) nor come up short.
     child.send(arena.request, fd=arena.fd)
     ...                                # the child answers
     after = arena.read()               # {argument index: tensor as the call left it}
+    arena.changed()                    # whether the call left any of them changed
     arena.written_later()              # later, after other requests: whether the code wrote the inputs since
 
 In the child (probe.serve_request), each such argument arrives as
-{"arena": [offset, dtype, shape, stride]}, and `view` makes it a tensor over the mapping.
+{"arena": [offset, dtype, shape, stride]}, and `hand` makes the copy the function is handed.
 """
 from __future__ import annotations
 
@@ -38,8 +50,10 @@ _DTYPES = {str(d): d for d in (torch.float64, torch.float32, torch.float16, torc
                                torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)}
 # the child's side, bound before any student code runs there
 _frombuffer, _as_strided = torch.frombuffer, torch.Tensor.as_strided
-_mmap, _fstat, _close, _move, _len = mmap.mmap, os.fstat, os.close, mmap.mmap.move, len
+_mmap, _fstat, _close, _len, _type = mmap.mmap, os.fstat, os.close, len, type
 _gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
+_Tensor, _clone, _copy, _zero, _no_grad = torch.Tensor, torch.Tensor.clone, torch.Tensor.copy_, torch.Tensor.zero_, torch.no_grad
+_shape_of, _dtype_of, _stride = torch._C.TensorBase.shape.__get__, torch._C.TensorBase.dtype.__get__, torch.Tensor.stride
 
 
 class ArenaError(Exception):
@@ -68,21 +82,27 @@ class Arena:
             os.close(self.fd)
             raise
         self.request = {**request, "args": args, "arena": True}
-        self._placed = bytes(inputs)      # the inputs as the grader wrote them, for written_later
+        self._placed = bytes(inputs)      # the inputs as the grader wrote them, for changed and written_later
+        self.fn = request.get("fn")      # the function called, and whether its test reads these inputs back
+        self.claimed = bool(request.get("readback"))
 
     @classmethod
     def of(cls, request: dict) -> "Arena | None":
-        """The arena for request["readback"] (indices of tensor arguments); None if there is nothing to
-        place: no such key, or the request runs on a device other than the CPU (the child copies there)."""
+        """The arena for request["readback"] (indices of tensor arguments, each one that can be read back)
+        and request["watched"] (indices of the others, those that can be); None if there is nothing to
+        place, or the request runs on a device other than the CPU (the child copies there)."""
         wanted, args = request.get("readback") or [], request.get("args", [])
-        if not wanted or request.get("device") not in (None, "cpu"):
+        if request.get("device") not in (None, "cpu"):
+            return None
+        for i in wanted:
+            if not readable(args[i]):
+                raise ValueError(f"argument {i} cannot be read back: a non-empty dense tensor is needed")
+        wanted = [*wanted, *(i for i in request.get("watched") or () if i not in wanted and readable(args[i]))]
+        if not wanted:
             return None
         places, size = {}, 0
         for i in wanted:
             tensor = args[i]
-            if type(tensor) is not torch.Tensor or str(tensor.dtype) not in _DTYPES or not tensor.numel() \
-                    or not _dense(tensor):
-                raise ValueError(f"argument {i} cannot be read back: a non-empty dense tensor is needed")
             places[i] = (size, tensor)
             size += -(-tensor.numel() * tensor.element_size() // ALIGN) * ALIGN
         return cls(request, places, size)
@@ -95,6 +115,11 @@ class Arena:
             raise ArenaError(f"the shared inputs shrank to {os.fstat(self.fd).st_size} bytes")
         return {i: view(kept, spec).clone() for i, spec in self._specs.items()}
 
+    def changed(self) -> bool:
+        """Whether what the call left of the inputs differs from what the grader wrote (zeros where the child
+        kept nothing): the call changed one. Read with pread, as read."""
+        return os.pread(self.fd, self.size, self.size) != self._placed
+
     def written_later(self) -> bool:
         """Whether the inputs' half no longer holds what the grader wrote: the child's code kept a view and
         wrote through it after the call returned (at a later call, in a later test). Read with pread, as read."""
@@ -102,6 +127,11 @@ class Arena:
 
     def close(self) -> None:
         os.close(self.fd)
+
+
+def readable(value) -> bool:
+    """Whether an argument can be placed here: a non-empty dense plain tensor of a dtype the arena knows."""
+    return type(value) is torch.Tensor and str(value.dtype) in _DTYPES and bool(value.numel()) and _dense(value)
 
 
 def _dense(tensor: torch.Tensor) -> bool:
@@ -134,20 +164,56 @@ def child_map(fd: int):
         _close(fd)
 
 
-def keeping(fn, buffer):
-    """fn, called with the garbage collector off, the inputs' half of `buffer` (the child's mapping) copied
-    onto the kept half as soon as it returns: before any code of the student's can run again (a finaliser,
-    a weakref callback, a backward pass, the views dying) and put the inputs back."""
-    half = _len(buffer) // 2
+class Handed:
+    """One read-back argument in the child: `given`, the ordinary tensor the function is handed (a copy of the
+    inputs' values in torch's own memory), and the views of its place in the inputs' half and the kept half."""
+    __slots__ = ("given", "inputs", "kept")
 
+    def __init__(self, given, inputs, kept):
+        self.given, self.inputs, self.kept = given, inputs, kept
+
+
+def hand(buffer, spec: list) -> Handed:
+    """The argument at `spec` of the child's mapping `buffer`: a copy to hand the function (its strides kept),
+    and the views it is copied onto."""
+    inputs = view(buffer, spec)
+    return Handed(_clone(inputs), inputs, view(buffer, [spec[0] + _len(buffer) // 2, *spec[1:]]))
+
+
+def _put(given, target) -> None:
+    """target := given, or zeros where given is no longer a plain tensor of target's shape, dtype and strides
+    (resized, retyped, swapped: changed, and zeros are not the grader's inputs)."""
+    with _no_grad():
+        try:
+            if _type(given) is _Tensor and _shape_of(given) == _shape_of(target) and \
+                    _dtype_of(given) == _dtype_of(target) and _stride(given) == _stride(target):
+                _copy(target, given)
+                return
+        except BaseException:
+            pass
+        _zero(target)
+
+
+def keeping(fn, handed: list):
+    """fn, called with the garbage collector off, what it left of each handed argument copied onto the kept
+    half as soon as it returns: before any code of the student's can run again (a finaliser, a weakref
+    callback, a backward pass, the arguments dying) and put the inputs back."""
     def called(*args, **kwargs):
         enabled = _gc_isenabled()
         _gc_disable()
         try:
             result = fn(*args, **kwargs)
-            _move(buffer, half, 0, half)
+            for h in handed:
+                _put(h.given, h.kept)
             return result
         finally:
             if enabled:
                 _gc_enable()
     return called
+
+
+def refresh(handed: list) -> None:
+    """Each handed argument copied onto the inputs' half, as it is now: after every request, so that a write
+    made later through a reference the code kept is where the grader reads the inputs again (written_later)."""
+    for h in handed:
+        _put(h.given, h.inputs)

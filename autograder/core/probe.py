@@ -28,8 +28,8 @@ Any of them may instead return {"error": {"type", "message", "is": [...]}}, and
 tensors (cloned before the call, and moved to the request's "device" when it names
 one), plain data, {"handle": H} for an object made by "new", {"spec": [KIND, ...]}
 for an object built by the assignment's SPECS table (branches, sublayers), or
-{"arena": [OFFSET, DTYPE, SHAPE, STRIDE]}: a tensor over shared memory the grader reads
-back after the call (core/arena.py), passed as it is and left out of "args_after".
+{"arena": [OFFSET, DTYPE, SHAPE, STRIDE]}: a tensor in shared memory the grader reads back after
+the call (core/arena.py), handed to the function as an ordinary copy and left out of "args_after".
 
 A "call" with "trace": NAME also returns {"trace": REPORT}: what the tracer
 TRACERS[NAME] (registered by the assignment's child-side module, e.g. kernel
@@ -48,8 +48,10 @@ from torch import nn
 
 from nbtest.layers import as_layer as _as_layer
 
+from .arena import Handed as _Handed
+from .arena import hand as _hand
 from .arena import keeping as _keeping
-from .arena import view as _view
+from .arena import refresh as _refresh
 
 _isinstance, _issubclass, _type = builtins.isinstance, builtins.issubclass, builtins.type
 _len, _str = builtins.len, builtins.str
@@ -103,16 +105,9 @@ MAX_TEXT = 500           # characters of any string reported
 TRACERS: dict = {}
 
 
-class _Shared:
-    """A read-back argument: a tensor over the arena (the child's mapping `buffer`), which the grader reads too."""
-    __slots__ = ("tensor", "buffer")
-
-    def __init__(self, tensor, buffer):
-        self.tensor, self.buffer = tensor, buffer
-
-
-def _arena_view(buffer, spec) -> _Shared:
-    return _Shared(_view(buffer, spec), buffer)
+# every read-back argument handed so far in this child, copied onto its arena's inputs' half after each request
+# (arena.refresh): a write through a reference the code kept shows there (Arena.written_later)
+_HANDED: list = []
 
 
 class Missing(Exception):
@@ -145,9 +140,10 @@ def serve_request(module, specs: dict, objects: dict, request: dict, arena=None)
     if _type(request.get("torch_seed")) is _int:
         _seed(request["torch_seed"], request.get("device"))
     try:
-        if arena is not None:       # each {"arena": [offset, dtype, shape, stride]} a view of the mapping
-            request = {**request, "args": [_arena_view(arena, a["arena"]) if _type(a) is _dict and "arena" in a
+        if arena is not None:       # each {"arena": [offset, dtype, shape, stride]} a copy of the mapping's
+            request = {**request, "args": [_hand(arena, a["arena"]) if _type(a) is _dict and "arena" in a
                                            else a for a in request.get("args", [])]}
+            _HANDED.extend(a for a in request["args"] if _type(a) is _Handed)
         return _OPS[request["op"]](module, specs, objects, request)
     except Missing as e:
         name = e.args[0]
@@ -155,6 +151,8 @@ def serve_request(module, specs: dict, objects: dict, request: dict, arena=None)
                                            "is": ["NameError"]}}
     except BaseException as e:       # SystemExit, KeyboardInterrupt and the like from student code too
         return {"error": describe_error(e)}
+    finally:
+        _refresh(_HANDED)
 
 
 def _seed(seed: int, device: str | None) -> None:
@@ -197,8 +195,8 @@ def _lookup(module, name: str):
 def _decode(value, specs: dict, objects: dict, device=None):
     """Request value -> argument: tensors cloned (onto `device`), specs and handles resolved; a tensor
     over the arena is passed as it is (the grader reads it back)."""
-    if _type(value) is _Shared:
-        return value.tensor
+    if _type(value) is _Handed:
+        return value.given
     if _type(value) is _Tensor:
         return _clone(value) if device is None else _to(value, device, copy=True)
     if _type(value) is _dict and "spec" in value:
@@ -240,9 +238,9 @@ def _observe(fn, request, specs, objects, module) -> dict:
     args, kwargs = _arguments(request, specs, objects)
     for i in request.get("grad_args", []):
         _requires_grad_(args[i], True)
-    arena = _next((a.buffer for a in request.get("args", []) if _type(a) is _Shared), None)
-    if arena is not None:       # what the call leaves of the inputs is kept the moment it returns
-        fn = _keeping(fn, arena)
+    handed = [a for a in request.get("args", []) if _type(a) is _Handed]
+    if handed:                  # what the call leaves of the inputs is kept the moment it returns
+        fn = _keeping(fn, handed)
     tracer = TRACERS.get(request.get("trace"))
     report = None
     if tracer is not None:
@@ -255,7 +253,7 @@ def _observe(fn, request, specs, objects, module) -> dict:
     else:
         result = fn(*args, **kwargs)
     result = _plain_tuple(result)
-    shared = [_type(a) is _Shared for a in request.get("args", [])]
+    shared = [_type(a) is _Handed for a in request.get("args", [])]
     out = {"result": encode(result),
            "args_after": [encode(a) if _type(a) is _Tensor and not shared[i] else None for i, a in _enumerate(args)],
            "shares_input": _shares_storage(result, [a for a in args if _type(a) is _Tensor])}

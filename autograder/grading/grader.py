@@ -111,29 +111,48 @@ class Grader:
         violations = policy.check_cells(self.template.marked(extracted), self.policy)
         budget = Budget(self.limits.budget_s)
 
-        def grade_group(tests: list[Test]) -> tuple[dict[str, TestResult], list[policy.Violation], Sandbox]:
+        def grade_group(tests: list[Test]):
+            """(entries, the monitor's events, the sandbox, {fn: how a call of it changed its inputs}, {test id:
+            the functions whose inputs it read back})."""
             with self._sandbox(extracted, tests[0].part, budget) as box:
                 _drop_raising_cells(box, violations)
-                graded, arenas = {}, {}
+                graded, claims = {}, {}
                 for t in tests:
                     first = len(box.kept)
                     graded[t.id] = self._run(t, box, seed, violations)
-                    arenas[t.id] = box.kept[first:]
-                for t in tests:     # inputs the code kept and wrote after the call, once every test has run
-                    if graded[t.id].kind in ("passed", "held") and any(a.written_later() for a in arenas[t.id]):
-                        graded[t.id] = _entry(t, 0, WRITTEN_LATER, t.misconception, "failed")
+                    claims[t.id] = {a.fn for a in box.kept[first:] if a.claimed}
+                # once every test has run: the inputs of each call, as it returned and as they are now
+                changed: dict[str, str] = {}
+                for a in box.kept:
+                    if a.changed():
+                        changed[a.fn] = CHANGED_ELSEWHERE
+                    elif a.written_later():
+                        changed.setdefault(a.fn, WRITTEN_LATER)
             self._warn_isolation(box.isolation)
-            return graded, observed(box), box
+            return graded, observed(box), box, changed, claims
 
         groups = self._groups()
         with ThreadPoolExecutor(min(self.parts_at_once, len(groups)) or 1) as pool:
             done = list(pool.map(grade_group, groups))          # in group order, however they finished
-        entries = {name: e for graded, _, _ in done for name, e in graded.items()}
+        entries = {name: e for graded, *_ in done for name, e in graded.items()}
+        # a test that read a function's inputs back vouches that it leaves them alone at every call its part made
+        # (in each of the part's children): a call of it that changed them, or a write through a reference kept
+        # from one, fails it, so that no call but the one read back may change them
+        changed = {}
+        for group, (_, _, _, touched, _) in zip(groups, done):
+            for fn, why in touched.items():
+                if changed.get((group[0].part, fn)) != CHANGED_ELSEWHERE:
+                    changed[(group[0].part, fn)] = why
+        for group, (_, _, _, _, claims) in zip(groups, done):
+            for t in group:
+                why = next((changed[(t.part, fn)] for fn in sorted(claims[t.id]) if (t.part, fn) in changed), None)
+                if why and entries[t.id].kind in ("passed", "held"):
+                    entries[t.id] = _entry(t, 0, why, t.misconception, "failed")
         # a cell several children load: its events once, in notebook order, however the tests were grouped
         order = {label: i for i, (label, _, _) in enumerate(self.template.cells)}
-        events = sorted(dict.fromkeys(e for _, seen, _ in done for e in seen),
+        events = sorted(dict.fromkeys(e for _, seen, *_ in done for e in seen),
                         key=lambda v: (order.get(v.cell, len(order)), v.line, v.message))
-        boxes = {group[0].part: box for group, (_, _, box) in zip(groups, done)}
+        boxes = {group[0].part: box for group, (_, _, box, *_) in zip(groups, done)}
         for test in self.graded:      # each part's rules test, once every child has run: it lists all they saw
             if test.reads_findings:
                 entries[test.id] = self._run(test, boxes[test.part], seed, violations + events)
@@ -287,7 +306,11 @@ def _held(test: Test, rests: bool, violations: list[policy.Violation], loaded: s
 
 
 MONITOR, UNNAMED = "monitor", "the submission"
-WRITTEN_LATER = ("the inputs of a call this test made changed after the call returned, written by your code later "
+CHANGED_ELSEWHERE = ("another call of the same function, in this test or another of this part, changed its inputs: "
+                     "a function leaves its inputs unchanged at every call, not only at the one this test reads back. "
+                     "Compute new tensors (x + fx, not x += fx).")
+WRITTEN_LATER = ("the inputs of a call of the function this test reads back (this test's call or another of this part) "
+                 "changed after the call returned, written by your code later "
                  "(at a later call or in a later test) through a reference it kept: a function leaves its inputs "
                  "unchanged for good, not only until it returns. Compute new tensors; keep no reference to write later.")
 

@@ -42,7 +42,7 @@ import torch
 from nbtest import names_shape as shape_in  # noqa: F401 (kit's name for the public tests' own reading)
 
 from ..contract import Contract
-from ..core import probe
+from ..core import arena, probe
 from ..core.sandbox import Deadline
 from ..course import CourseError, split_points
 
@@ -278,9 +278,13 @@ class Trial:
         """fn(*args, **kwargs) in the submission; with grad, also backward(grad) into args[grad_args];
         with trace, the report of that child-side tracer (probe.TRACERS) in obs.trace. The tensors at
         `readback` are passed in shared memory the grader reads back itself (core/arena.py): their
-        obs.args_after is what the call left there, not what the child reports."""
+        obs.args_after is what the call left there, not what the child reports, and the test then vouches
+        that fn leaves its inputs alone at every call the part makes (grading/grader.py). Every other
+        top-level tensor argument goes there too (watched), so that no call of fn runs otherwise than
+        the one read back."""
         request = {"op": "call", "fn": fn, "args": _wire(args), "kwargs": _wire(kwargs),
-                   "grad": grad, "grad_args": list(grad_args), "readback": list(readback)}
+                   "grad": grad, "grad_args": list(grad_args), "readback": list(readback),
+                   "watched": [i for i, a in enumerate(args) if i not in readback and arena.readable(a)]}
         if trace:
             request["trace"] = trace
         return self._ask(request, f"{fn}(...)", expect_error)
