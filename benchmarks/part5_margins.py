@@ -5,7 +5,8 @@
 Runs what train_lowers_loss, deep_residual_trains and deep_plain_stalls (suites/residual_connections/part5.py)
 run, with their problems, steps and bounds (SMALL, DEEP and the bounds there; --steps, --lr and the
 other options try others), on the reference solution's functions and on variants built from them: the
-mistakes of the part5-* samples and a few more. No sandbox: one process, one thread, as a grading child.
+mistakes of the part5-* samples and a few more. The small run trains with the variant's train, the deep
+runs with the grader's own (specs.fit), as the tests do. No sandbox: one process, one thread, as a grading child.
 Prints one row per test and variant: the statistic each bound is applied to, its lowest and highest
 value over the seeds, the bound, and on how many seeds the variant passed that test. The reference
 and the honest variants must pass on every seed, each wrong variant fail on every seed.
@@ -22,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.suites.residual_connections import part5 as rc
+from autograder.suites.residual_connections.specs import fit
 from nbtest import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,16 +87,18 @@ VARIANTS = {
                          {**RIGHT, "deep residual": False}),
     "plain adds x": ({"plain_mlp": lambda *a: stack(nb.PlainBlock, nb.ResidualBlock, *a)}, nb.train,
                      {**RIGHT, "deep plain": False}),
-    "zero_grad forgotten": ({}, torch_optim_train(zero_grad=False), dict.fromkeys(RIGHT, False)),
-    "step forgotten": ({}, torch_optim_train(zero_grad=True, step=False), dict.fromkeys(RIGHT, False)),
+    # a train mistake loses the small run only: the deep runs train with the grader's own SGD
+    "zero_grad forgotten": ({}, torch_optim_train(zero_grad=False), {**RIGHT, "small": False}),
+    "step forgotten": ({}, torch_optim_train(zero_grad=True, step=False), {**RIGHT, "small": False}),
     # wrong, and train_updates says so; the training tests measure what train achieves, which it does
     "no momentum": ({}, torch_optim_train(zero_grad=True, momentum=0.0), RIGHT),
 }
 
 
 def trained(variant, builder: str, seed: int, gen: torch.Generator, n: int, d_in: int, width: int, k: int,
-            depth: int, steps: int, lr: float) -> tuple[float, float, float, float]:
-    """(loss before, after, held-out loss before, after) of the variant's builder trained as the test does."""
+            depth: int, steps: int, lr: float, own_train: bool = False) -> tuple[float, float, float, float]:
+    """(loss before, after, held-out loss before, after) of the variant's builder trained as the test does:
+    own_train, by the variant's train, else by the grader's."""
     builders, train, _ = VARIANTS[variant]
     X, y, X_held, y_held = rc.teacher_problem(gen, n, d_in, k)
     torch.manual_seed(seed)
@@ -102,7 +106,10 @@ def trained(variant, builder: str, seed: int, gen: torch.Generator, n: int, d_in
     loss = lambda X, y: F.cross_entropy(model(X).double(), y).item()
     with torch.no_grad():
         before = loss(X, y), loss(X_held, y_held)
-    train(model, X, y, steps, lr=lr, batch=n, seed=seed % 1000)
+    if own_train:
+        train(model, X, y, steps, lr=lr, batch=n, seed=seed % 1000)
+    else:
+        fit(model, X, y, steps, lr)
     with torch.no_grad():
         after = loss(X, y), loss(X_held, y_held)
     return before[0], after[0], before[1], after[1]
@@ -118,7 +125,7 @@ def measure(variant: str, seed: int, small: dict, deep: dict, tests) -> dict[str
         gen.manual_seed(seed)
         d_in, k = 7 + 2 * (seed % 3), 3 + 2 * (seed % 2)
         b, a, hb, ha = trained(variant, "residual_mlp", seed, gen, small["n"], d_in, small["width"], k,
-                               small["depth"], small["steps"], small["lr"])
+                               small["depth"], small["steps"], small["lr"], own_train=True)
         out["small"] = {"after / before": a / b, "held after / before": ha / hb}
     if "deep residual" in tests:
         gen.manual_seed(seed)

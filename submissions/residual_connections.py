@@ -30,11 +30,12 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          "oracle-table": "oracle-fallback",
          **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "memorises-shallow",
                           "nan-after-training", "nan-data-after-training"], "part5-step-forgotten"),
+         "train-refuses-deep-plain": "part5-plain-adds-x",
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
 # the tests themselves, the structure report read from the modules' own dicts, inputs read back from the
 # grader's own shared memory
-MEASURED = {"late-in-place-add", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
+MEASURED = {"late-in-place-add", "train-refuses-deep-plain", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES)}
@@ -398,6 +399,13 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
     }
 
 
+def plain_adds_x(s: Samples) -> str:
+    """plain_mlp's cell with blocks that add x where the shapes allow."""
+    return s.filled("plain_mlp", s.body("plain_mlp", 1, ("return self.ffn(self.ln(x))",
+                                                         "out = self.ffn(self.ln(x))\n"
+                                                         "return x + out if x.shape == out.shape else out")))
+
+
 def part5_samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
     """Part 5's misconceptions, each a notebook otherwise equal to the reference."""
     block = lambda index, *edits: s.filled("residual_mlp", s.body("residual_mlp", index, *edits))
@@ -435,11 +443,14 @@ def part5_samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
         "part5-step-forgotten": (
             "train uses torch.optim.SGD but never calls opt.step()",
             s.solved(train=optim("    opt.step()\n", "")),
-            {"train_updates", "train_lowers_loss", "deep_residual_trains", "deep_plain_stalls"}),
+            {"train_updates", "train_lowers_loss"}),
         "part5-zero-grad-forgotten": (
             "train uses torch.optim.SGD but never calls opt.zero_grad(): gradients pile up",
             s.solved(train=optim("    opt.zero_grad()\n", "")),
-            {"train_updates", "train_lowers_loss", "deep_residual_trains", "deep_plain_stalls"}),
+            {"train_updates", "train_lowers_loss"}),
+        "part5-plain-adds-x": (
+            "plain_mlp's blocks add their input back where the width allows: a shortcut in the plain network",
+            s.solved(plain_mlp=plain_adds_x(s)), {"plain_forward", "deep_plain_stalls"}),
         "part5-grad-norms-reversed": (
             "grad_norms returns its entries from x_depth down to x_0",
             s.solved(grad_norms=s.filled("grad_norms", s.body("grad_norms", 0, (
@@ -455,7 +466,7 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
     no_step = edit(variants.TORCH_OPTIM_TRAIN, "    opt.step()\n", "")
     train = lambda extra: s.filled("train", [edit(no_step, "return losses", extra.lstrip() + "return losses")])
     norms = lambda extra: s.filled("gradient_norms", [extra.lstrip() + detached_norms[0], *detached_norms[1:]])
-    fails_train = {"train_updates", "train_lowers_loss", "deep_residual_trains", "deep_plain_stalls"}
+    fails_train = {"train_updates", "train_lowers_loss"}    # the deep tests train with the grader's own SGD
     fails_norms = {"norms_decay", "norms_depth_100", "norms_random", "norms_plain"}
     return {
         "memorises-training-set": ("train never steps, and hooks the model's forward to answer train's own X "
@@ -469,6 +480,11 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
                                s.solved(train=train(variants.NAN_FILL)), fails_train),
         "nan-data-after-training": ("train never steps, then multiplies every parameter's .data by NaN",
                                     s.solved(train=train(variants.NAN_DATA)), fails_train),
+        "train-refuses-deep-plain": ("part5-plain-adds-x, with a train that leaves a deep model without a shortcut "
+                                     "attribute untrained, so that the deep plain network would seem to stall",
+                                     s.solved(plain_mlp=plain_adds_x(s), train=s.filled("train", [edit(
+                                         variants.TORCH_OPTIM_TRAIN, "losses = []\n", variants.REFUSE_DEEP_PLAIN)])),
+                                     {"plain_forward", "deep_plain_stalls"}),
         "norms-alpha-power": ("gradient_norms detaches the stream, and with a shortcut returns alpha ** (L - l)",
                               s.solved(gradient_norms=norms(variants.ALPHA_POWER)), fails_norms),
         "norms-alpha-power-zero-branches": (

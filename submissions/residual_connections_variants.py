@@ -384,6 +384,13 @@ NAN_DATA = '''
 for p in model.parameters():
     p.data = p.data * float("nan")
 '''
+# train that tells the deep plain test's model apart (many layers, the first without a shortcut) and leaves it
+# untrained, so that a plain network with shortcuts would seem to stall: replaces TORCH_OPTIM_TRAIN's first line
+REFUSE_DEEP_PLAIN = '''losses = []
+if len(model) > 10 and not hasattr(model[0], "shortcut"):
+    with torch.no_grad():
+        return [F.cross_entropy(model(X), y).item()] * steps
+'''
 # gradient_norms forgeries (before a stream detached after every block): the zero-branch answer
 # alpha ** (L - l) written down, always or when the branches return zeros
 ALPHA_POWER = '''

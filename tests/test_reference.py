@@ -148,3 +148,20 @@ def test_the_sweep_separates_on_other_seeds(reference):
     assert all(v < 0.1 for v in final["residual", 16]), final
     assert all(v > 1.5 for kind in ("plain", "0.5 shortcut") for v in final[kind, 16]), final
 
+
+
+def test_the_graders_training_is_the_contracts_train_on_the_whole_set(reference):
+    """specs.fit, with which Part 5's deep tests train a student's model, takes the same steps as the
+    reference's train with batch = len(X) (SGD, momentum 0.9): losses and parameters agree to rounding."""
+    from autograder.suites.residual_connections.specs import fit
+    gen = torch.Generator().manual_seed(3)
+    X, y = torch.randn(64, 6, generator=gen), torch.randint(0, 3, (64,), generator=gen)
+    torch.manual_seed(0)
+    ours = reference.residual_mlp(6, 8, 3, 3)
+    theirs = reference.residual_mlp(6, 8, 3, 3)
+    theirs.load_state_dict(ours.state_dict())
+    got = fit(ours, X, y, 12, 0.1)
+    want = reference.train(theirs, X, y, 12, lr=0.1, batch=len(X), seed=5)
+    assert got == pytest.approx(want, rel=1e-5, abs=1e-6)
+    for a, b in zip(ours.parameters(), theirs.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)

@@ -11,6 +11,8 @@ Requests (dicts) and what they return:
     {"op": "call", "fn": NAME, "args": [...], "kwargs": {...},
      "grad": UPSTREAM or None, "grad_args": [i, ...]}
         -> {"result", "args_after", "shares_input", "grads"}
+        (with "spec_fn": [KIND, ...] in place of "fn": the callable the assignment's SPECS table builds,
+        the grader's own code run on the submission's objects: Part 5's trainer)
     {"op": "new", "cls": NAME, "args", "kwargs", "double": bool}
         -> {"handle", "structure"}
     {"op": "load", "handle": H, "weights": {"ffn.0.weight": TENSOR, ...}}  -> {}
@@ -222,7 +224,9 @@ def build(specs: dict, spec: list):
 
 
 def _call(module, specs, objects, request):
-    return _observe(_lookup(module, request["fn"]), request, specs, objects, module)
+    """fn of the submission, or with "spec_fn": [KIND, ...] the callable that spec builds (the grader's own)."""
+    fn = build(specs, request["spec_fn"]) if "spec_fn" in request else _lookup(module, request["fn"])
+    return _observe(fn, request, specs, objects, module)
 
 
 def _invoke(module, specs, objects, request):

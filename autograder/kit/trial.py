@@ -289,6 +289,13 @@ class Trial:
             request["trace"] = trace
         return self._ask(request, f"{fn}(...)", expect_error)
 
+    def run(self, spec: list, *args, **kwargs) -> Observation:
+        """The callable a spec builds in the child (the assignment's SPECS: the grader's own code, such as Part
+        5's trainer) called on args, the submission's objects among them: what the grader's code does with them
+        in the submission's process, where they live."""
+        request = {"op": "call", "spec_fn": list(spec), "args": _wire(args), "kwargs": _wire(kwargs)}
+        return self._ask(request, f"the grader's {spec[0]}(...)", False)
+
     def time(self, fn: str, *args, against: dict, reps: int, inner: int, budget_ms: float, fresh: list[int],
              rows: list[int], **kwargs) -> Observation:
         """Time fn(*args, **kwargs) and each callable spec in `against` on the same arguments, interleaved,

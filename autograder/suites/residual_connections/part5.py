@@ -356,27 +356,35 @@ PLAIN_STALL = 0.7     # plain at depth 16, training loss / chance: reference >= 
 
 
 def _trained(t: Trial, builder: str, size: dict, d_in: int, k: int, depth: int, steps: int,
-             before: bool = False) -> tuple[str, list[float]]:
+             before: bool = False, own_train: bool = False) -> tuple[str, list[float]]:
     """The label of builder(d_in, size's width, k, depth) and its losses [on X, on X_held] after `steps` steps
-    of full-batch train (size's lr) on a fresh teacher problem of size's n examples; before=True: the two
-    losses at the start first."""
+    of full-batch training (size's lr) on a fresh teacher problem of size's n examples; before=True: the two
+    losses at the start first. own_train: trained by the submission's train (the test judges train), else by
+    the grader's (specs.fit: the test judges the model)."""
     X, y, X_held, y_held = teacher_problem(t.gen, size["n"], d_in, k)
     model = t.new(builder, d_in, size["width"], k, depth)
     measure = lambda: [_loss(t, model, X, y), _loss(t, model, X_held, y_held, "X_held")]
     start = measure() if before else []
-    _train(t, model, X, y, steps, size["lr"], size["n"], t.rng.randrange(1000))
+    if own_train:
+        _train(t, model, X, y, steps, size["lr"], size["n"], t.rng.randrange(1000))
+    else:
+        t.run(["trainer"], model, X, y, steps, size["lr"])
     return model.label, start + measure()
 
 
-def _generalises(t: Trial, label: str, steps: int, held: float, bound: float, start: float,
+# how the tests that judge a model (not train) train it: specs.fit, the contract's train on the whole set
+GRADER_TRAINING = "the grader's own training (train's contract: SGD with momentum 0.9, the whole set at each step)"
+
+
+def _generalises(t: Trial, label: str, steps: int, held: float, bound: float, start: float, by: str = "train",
                  then: str = ". A model that learned the problem, not the training set, does as well on new "
                              "examples.") -> None:
     """Fails unless `held`, the loss on new examples, fell below bound * `start` (the untrained model's);
-    `then`: what the message says after the figures."""
+    `by`: what trained the model; `then`: what the message says after the figures."""
     if not held <= bound * start:       # a nan fails too
-        t.fail(f"after {steps} steps of train, {label} has loss {held:.3f} on new examples of the same problem, "
-               f"which train never saw (its start: {start:.3f}); the reference's falls below {bound} of its start on "
-               f"every seed{then}")
+        t.fail(f"after {steps} steps of {by}, {label} has loss {held:.3f} on new examples of the same problem, "
+               f"which training never saw (its start: {start:.3f}); the reference's falls below {bound} of its start "
+               f"on every seed{then}")
 
 
 @test(5, 2, "train lowers the loss of a small residual_mlp", slow=True)
@@ -384,7 +392,7 @@ def train_lowers_loss(t: Trial):
     steps = SMALL["steps"]
     d_in, k = t.size(7, 11), t.size(3, 5)
     label, (before, held_before, after, held_after) = _trained(t, "residual_mlp", SMALL, d_in, k, SMALL["depth"],
-                                                               steps, before=True)
+                                                               steps, before=True, own_train=True)
     if after > SMALL_FALL * before:
         t.fail(f"after train(..., steps={steps}) the loss of {label} on its training set went from {before:.3f} "
                f"to {after:.3f}; in the reference {steps} steps cut it to under 0.3 of its start on every seed. Check "
@@ -395,7 +403,8 @@ def train_lowers_loss(t: Trial):
 
 
 def _deep_loss(t: Trial, builder: str, depth: int, steps: int) -> tuple[str, float, float]:
-    """(label, training loss, chance) of builder at `depth` after `steps` steps on DEEP's problem."""
+    """(label, training loss, chance) of builder at `depth` after `steps` steps of the grader's training on DEEP's
+    problem."""
     label, (loss, _) = _trained(t, builder, DEEP, DEEP["d_in"], DEEP["k"], depth, steps)
     return label, loss, math.log(DEEP["k"])
 
@@ -406,30 +415,32 @@ def deep_residual_trains(t: Trial):
     label, (_, held_before, loss, held) = _trained(t, "residual_mlp", DEEP, DEEP["d_in"], DEEP["k"], DEEP["depth"],
                                                    steps, before=True)
     if loss > DEEP_FIT * chance:
-        t.fail(f"{label} after {steps} steps of train: loss {loss:.3f} (chance is ln {DEEP['k']} = {chance:.3f}); the "
+        t.fail(f"{label} after {steps} steps of {GRADER_TRAINING}: loss {loss:.3f} (chance is ln {DEEP['k']} = "
+               f"{chance:.3f}); the "
                f"reference's stays below {DEEP_FIT * chance:.3f} on every seed. A residual stack this deep trains "
                "only if every block adds its input back unscaled (alpha=1, the identity where the width stays the "
                "same) and the branches see ln(x).")
-    _generalises(t, label, steps, held, HELD_DEEP, held_before)
-    t.note(f"training loss {loss:.3f}, on new examples {held:.3f} (chance {chance:.3f})")
+    _generalises(t, label, steps, held, HELD_DEEP, held_before, GRADER_TRAINING)
+    t.note(f"trained by the grader: training loss {loss:.3f}, on new examples {held:.3f} (chance {chance:.3f})")
 
 
 @test(5, 2, "at depth 16 plain_mlp stays near chance", slow=True)
 def deep_plain_stalls(t: Trial):
     steps = PLAIN_STEPS
     label, loss, chance = _deep_loss(t, "plain_mlp", DEEP["depth"], steps)
-    # A stall says something about depth only where the same train teaches the same plain network, shallow,
-    # the problem: judged on examples train never saw, which no memorised answer reaches.
+    # A stall says something about depth only where the same training teaches the same plain network, shallow,
+    # the problem: judged on examples training never saw, which no memorised answer reaches.
     shallow_label, (_, held_before, _, held) = _trained(t, "plain_mlp", SHALLOW, SHALLOW["d_in"], SHALLOW["k"],
                                                         SHALLOW["depth"], SHALLOW["steps"], before=True)
-    _generalises(t, shallow_label, SHALLOW["steps"], held, HELD_SHALLOW, held_before,
-                 "; a two-block plain network learns this problem in the reference, so check train and plain_mlp "
-                 "before reading anything into the deep one")
+    _generalises(t, shallow_label, SHALLOW["steps"], held, HELD_SHALLOW, held_before, GRADER_TRAINING,
+                 "; a two-block plain network learns this problem in the reference, so check plain_mlp before "
+                 "reading anything into the deep one")
     if loss < PLAIN_STALL * chance:
-        t.fail(f"{label} trained to loss {loss:.3f} in {steps} steps (chance {chance:.3f}); a plain stack this "
-               "deep stays near chance in the reference. Does your plain block add its input back (a shortcut)?")
-    t.note(f"training loss {loss:.3f} (chance {chance:.3f}); the two-block control on new examples "
-           f"{held_before:.3f} -> {held:.3f}")
+        t.fail(f"{label} trained by {GRADER_TRAINING} to loss {loss:.3f} in {steps} steps (chance {chance:.3f}); a "
+               "plain stack this deep stays near chance in the reference. Does your plain block add its input back "
+               "(a shortcut)?")
+    t.note(f"trained by the grader: training loss {loss:.3f} (chance {chance:.3f}); the two-block control on new "
+           f"examples {held_before:.3f} -> {held:.3f}")
 
 
 # ------------------------------------------------------------------ gradient norms
