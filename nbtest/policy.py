@@ -252,6 +252,10 @@ class _Notebook:
         self.mutables = {name for label, tree in self.trees.items() if self.student[label]
                          for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
                          isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))}
+        # the private names the notebook gives its own objects, in any of its cells: a method of a base class
+        # in the cell above, or a helper class's constant, is read in another cell as Run All runs them
+        self.own_private = {name for label, tree in self.trees.items() if self.student[label]
+                            for name in _private_names(tree)}
 
     def _top_level(self, label, node, student):
         if isinstance(node, ast.Import):
@@ -341,6 +345,25 @@ class _Notebook:
 
 
 NAMED_TUPLES = {"typing.NamedTuple", "collections.namedtuple"}
+
+
+def _private_names(tree) -> set[str]:
+    """The private names a cell gives objects of its own: attributes it sets on self or cls, the functions,
+    methods and classes it defines, and the names a class body binds (class constants, dataclass fields),
+    never one of nn.Module's own (MODULE_PRIVATE)."""
+    own = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            own.add(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+                    [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+                own |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return {name for name in own if name.startswith("_") and not name.startswith("__") and name not in MODULE_PRIVATE}
 
 
 def _is_container(node, ctx: _Notebook) -> bool:
@@ -482,25 +505,19 @@ class _General(ast.NodeVisitor):
         return self.found
 
     def _survey(self, tree) -> None:
-        """What the visit needs to know ahead, in one walk: the private names the
-        student sets on their own objects (self._norm = ...) or defines as methods, which may be read back,
-        and the names bound only by `for NAME in ("ln1", "ln2")` (literal strings, none starting with _)."""
-        own, loops, loop_targets, stored = set(), set(), set(), []
+        """What the visit needs to know ahead, in one walk: the names bound only by
+        `for NAME in ("ln1", "ln2")` (literal strings, none starting with _). The private names the student
+        gives their own objects, which may be read back, are the notebook's (_Notebook.own_private)."""
+        loops, loop_targets, stored = set(), set(), []
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 stored.append(node)
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
-                    isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
-                own.add(node.attr)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                own.add(node.name)
             elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and \
                     isinstance(node.iter, (ast.Tuple, ast.List)) and node.iter.elts and \
                     all(isinstance(e, ast.Constant) and _plain(e.value) for e in node.iter.elts):
                 loops.add(node.target.id)
                 loop_targets.add(id(node.target))
-        self.own_private = {name for name in own if name.startswith("_") and not name.startswith("__")
-                            and name not in MODULE_PRIVATE}
+        self.own_private = self.ctx.own_private
         self.plain_names = loops - {node.id for node in stored if id(node) not in loop_targets}
 
     def flag(self, node, rule: str, severity: str, message: str) -> None:
