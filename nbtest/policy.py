@@ -28,6 +28,7 @@ applied before uploading.
 from __future__ import annotations
 
 import ast
+import collections
 import functools
 import re
 import threading
@@ -130,6 +131,10 @@ MODULE_PRIVATE = frozenset({
     "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks",
     "_load_state_dict_pre_hooks", "_version", "_apply", "_call_impl", "_get_name", "_named_members",
     "_C", "_dynamo", "_forward_hooks_with_kwargs", "_is_full_backward_hook"})
+# namedtuple's own methods and attributes (_asdict, _replace, _make, _fields, ...), public though they start
+# with an underscore, so that no field name can clash with them: taken from a namedtuple class itself
+NAMEDTUPLE_API = frozenset(name for name in dir(collections.namedtuple("Row", "field"))
+                           if name.startswith("_") and not name.startswith("__"))
 TRANSFORMER = re.compile(r"^(Transformer(Encoder|Decoder)?(Layer)?|transformer)$")
 ATTRIBUTE_FUNCS = ("getattr", "setattr", "delattr", "hasattr")
 MAX_LITERAL_NUMBERS = 24     # more numbers than this in one literal container is a lookup table
@@ -624,7 +629,8 @@ class _General(ast.NodeVisitor):
         elif attr in PROCESS_ATTRIBUTES:
             self.flag(node, "process-introspection", WITHHOLD,
                       f"'.{attr}' leads from this object to the grading process; a solution needs none of it")
-        elif attr.startswith("_") and not attr.startswith("__") and not self._own_private(node):
+        elif attr.startswith("_") and not attr.startswith("__") and not self._own_private(node) and \
+                not (attr in NAMEDTUPLE_API and library is None):
             self.flag(node, "private-attribute", WITHHOLD,
                       f"'.{attr}' is a private attribute of a library object; use its public interface")
         path = self.ctx.resolve(node)

@@ -310,4 +310,42 @@ IDIOMS = [
                 norms.append(_compiled_mean(_token_norms(x)).item())
             return norms
         '''),
+    # namedtuple's own API, public though it starts with an underscore: a running state updated with _replace,
+    # built with _make, rows turned into dicts with _asdict for a table printed by hand
+    (("namedtuple-replace-state", "namedtuple-make"), "chain_rule_grad", '''
+        from collections import namedtuple
+
+        Carry = namedtuple("Carry", "x grad")
+
+
+        def chain_rule_grad(x0: float, branches: list, upstream: float, alpha: float = 1.0) -> float:
+            state = Carry._make([x0, upstream])
+            for f, df in branches:
+                state = state._replace(x=alpha * state.x + f(state.x), grad=state.grad * (alpha + df(state.x)))
+            return state.grad
+        '''),
+    (("namedtuple-asdict-rows", "namedtuple-fields", "typing-namedtuple-record"), "depth_sweep", '''
+        from typing import NamedTuple
+
+
+        class Run(NamedTuple):
+            kind: str
+            depth: int
+            losses: list
+
+
+        def depth_sweep(X, y, depths, kinds, steps, seeds=(0,), width=64) -> dict:
+            rows = []
+            for kind, build in kinds.items():
+                for depth in depths:
+                    for seed in seeds:
+                        torch.manual_seed(seed)
+                        model = build(X.shape[1], width, int(y.max()) + 1, depth)
+                        rows.append(Run(kind, depth, train(model, X, y, steps, seed=seed)))
+            print(" | ".join(Run._fields))
+            table = {}
+            for row in map(Run._asdict, rows):
+                table.setdefault((row["kind"], row["depth"]), []).append(row["losses"])
+            return table
+        '''),
 ]

@@ -301,6 +301,11 @@ NARROWED = {
         def residual_add(x, fx):
             return x + fx
         """, {("private-attribute", WITHHOLD)}),
+    # namedtuple's _asdict, _replace, ... are public on what the notebook makes, never on a library's module
+    "namedtuple's API names read from a library module": ("""
+        def residual_add(x, fx):
+            return torch._replace if x is None else x + fx
+        """, {("private-attribute", WITHHOLD)}),
     "a frame-evaluation callback imported by name": ("""
         from torch._C._dynamo.eval_frame import set_eval_frame
         set_eval_frame(lambda frame, cache, state: None)
