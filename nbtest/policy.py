@@ -99,10 +99,12 @@ PROCESS_MODULES = frozenset({
 # logging stay outside: copy hands out copyreg's dispatch table, the child times and seeds with time
 # and random, logging opens files)
 HONEST_MODULES = frozenset({"__future__", "warnings"})
-# Names that run code, read files or expose a namespace.
+# Names that run code, read files or expose a namespace. help() is not among them: it prints an object's
+# documentation and hands nothing back; what pydoc may do for it (import a module named by a string, read
+# input) is the monitor's to see (a grader package's import, builtins.input).
 FORBIDDEN_NAMES = frozenset({
     "__import__", "exec", "eval", "compile", "open", "globals", "locals", "vars", "breakpoint",
-    "input", "__builtins__", "__loader__", "__spec__", "memoryview", "help", "exit", "quit"})
+    "input", "__builtins__", "__loader__", "__spec__", "memoryview", "exit", "quit"})
 # Attribute names that lead from an ordinary object to the process: torch.sys, torch.os,
 # a traceback's frames, a generator's frame, torch's dispatcher overrides.
 PROCESS_ATTRIBUTES = frozenset({

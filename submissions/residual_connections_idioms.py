@@ -348,4 +348,29 @@ IDIOMS = [
                 table.setdefault((row["kind"], row["depth"]), []).append(row["losses"])
             return table
         '''),
+    # help() on an API while writing the code that calls it, left in the solution cell (it prints the docs)
+    (("help-on-a-library-class",), "transformer_block", '''
+        help(nn.MultiheadAttention)      # which arguments does forward take?
+
+
+        class TransformerBlock(nn.Module):
+            def __init__(self, d_model: int, n_heads: int, norm: str = "pre"):
+                super().__init__()
+                if norm not in ("pre", "post"):
+                    raise ValueError(f"norm must be 'pre' or 'post', not {norm!r}")
+                self.norm = norm
+                self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+                self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+                self.ffn = ResidualFFN(d_model, d_model).ffn
+
+            def forward(self, x: Tensor, causal: bool = False) -> Tensor:
+                T = x.shape[1]
+                mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1) if causal else None
+                attend = lambda h: self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+                if self.norm == "pre":
+                    h = residual_add(x, attend(self.ln1(x)))
+                    return residual_add(h, self.ffn(self.ln2(h)))
+                h = self.ln1(residual_add(x, attend(x)))
+                return self.ln2(residual_add(h, self.ffn(h)))
+        '''),
 ]
