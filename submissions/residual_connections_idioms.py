@@ -373,4 +373,18 @@ IDIOMS = [
                 h = self.ln1(residual_add(x, attend(x)))
                 return self.ln2(residual_add(h, self.ffn(h)))
         '''),
+    # a debug print of a function's locals(), left in behind a flag that defaults to off
+    (("locals-debug-print",), "grad_norms", '''
+        def grad_norms(model: nn.Sequential, X: Tensor, y: Tensor, depth: int, verbose: bool = False) -> list:
+            h = X.detach().clone().requires_grad_(True)
+            inputs = []
+            for l, layer in enumerate(model):
+                if l <= depth:
+                    inputs.append(h)
+                h = layer(h)
+            loss = F.cross_entropy(h, y)
+            if verbose:
+                print("grad_norms:", locals())
+            return [g.norm().item() for g in torch.autograd.grad(loss, inputs)]
+        '''),
 ]

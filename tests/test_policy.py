@@ -301,6 +301,16 @@ NARROWED = {
         def residual_add(x, fx):
             return x + fx
         """, {("private-attribute", WITHHOLD)}),
+    # locals() called in a function is its own names; at module level it is the module's namespace, builtins too
+    "locals() at module level": ("""
+        names = locals()
+        def residual_add(x, fx):
+            return x + fx
+        """, {("dynamic-code", WITHHOLD)}),
+    "locals handed out of a function, to be called at module level": ("""
+        def residual_add(x, fx):
+            return locals if x is None else x + fx
+        """, {("dynamic-code", WITHHOLD)}),
     # namedtuple's _asdict, _replace, ... are public on what the notebook makes, never on a library's module
     "namedtuple's API names read from a library module": ("""
         def residual_add(x, fx):
