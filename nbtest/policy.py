@@ -28,6 +28,7 @@ applied before uploading.
 from __future__ import annotations
 
 import ast
+import collections
 import functools
 import re
 import threading
@@ -98,10 +99,12 @@ PROCESS_MODULES = frozenset({
 # logging stay outside: copy hands out copyreg's dispatch table, the child times and seeds with time
 # and random, logging opens files)
 HONEST_MODULES = frozenset({"__future__", "warnings"})
-# Names that run code, read files or expose a namespace.
+# Names that run code, read files or expose a namespace. help() is not among them: it prints an object's
+# documentation and hands nothing back; what pydoc may do for it (import a module named by a string, read
+# input) is the monitor's to see (a grader package's import, builtins.input).
 FORBIDDEN_NAMES = frozenset({
     "__import__", "exec", "eval", "compile", "open", "globals", "locals", "vars", "breakpoint",
-    "input", "__builtins__", "__loader__", "__spec__", "memoryview", "help", "exit", "quit"})
+    "input", "__builtins__", "__loader__", "__spec__", "memoryview", "exit", "quit"})
 # Attribute names that lead from an ordinary object to the process: torch.sys, torch.os,
 # a traceback's frames, a generator's frame, torch's dispatcher overrides.
 PROCESS_ATTRIBUTES = frozenset({
@@ -130,6 +133,10 @@ MODULE_PRIVATE = frozenset({
     "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks",
     "_load_state_dict_pre_hooks", "_version", "_apply", "_call_impl", "_get_name", "_named_members",
     "_C", "_dynamo", "_forward_hooks_with_kwargs", "_is_full_backward_hook"})
+# namedtuple's own methods and attributes (_asdict, _replace, _make, _fields, ...), public though they start
+# with an underscore, so that no field name can clash with them: taken from a namedtuple class itself
+NAMEDTUPLE_API = frozenset(name for name in dir(collections.namedtuple("Row", "field"))
+                           if name.startswith("_") and not name.startswith("__"))
 TRANSFORMER = re.compile(r"^(Transformer(Encoder|Decoder)?(Layer)?|transformer)$")
 ATTRIBUTE_FUNCS = ("getattr", "setattr", "delattr", "hasattr")
 MAX_LITERAL_NUMBERS = 24     # more numbers than this in one literal container is a lookup table
@@ -252,6 +259,10 @@ class _Notebook:
         self.mutables = {name for label, tree in self.trees.items() if self.student[label]
                          for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
                          isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))}
+        # the private names the notebook gives its own objects, in any of its cells: a method of a base class
+        # in the cell above, or a helper class's constant, is read in another cell as Run All runs them
+        self.own_private = {name for label, tree in self.trees.items() if self.student[label]
+                            for name in _private_names(tree)}
 
     def _top_level(self, label, node, student):
         if isinstance(node, ast.Import):
@@ -341,6 +352,25 @@ class _Notebook:
 
 
 NAMED_TUPLES = {"typing.NamedTuple", "collections.namedtuple"}
+
+
+def _private_names(tree) -> set[str]:
+    """The private names a cell gives objects of its own: attributes it sets on self or cls, the functions,
+    methods and classes it defines, and the names a class body binds (class constants, dataclass fields),
+    never one of nn.Module's own (MODULE_PRIVATE)."""
+    own = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            own.add(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+                    [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+                own |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return {name for name in own if name.startswith("_") and not name.startswith("__") and name not in MODULE_PRIVATE}
 
 
 def _is_container(node, ctx: _Notebook) -> bool:
@@ -482,25 +512,19 @@ class _General(ast.NodeVisitor):
         return self.found
 
     def _survey(self, tree) -> None:
-        """What the visit needs to know ahead, in one walk: the private names the
-        student sets on their own objects (self._norm = ...) or defines as methods, which may be read back,
-        and the names bound only by `for NAME in ("ln1", "ln2")` (literal strings, none starting with _)."""
-        own, loops, loop_targets, stored = set(), set(), set(), []
+        """What the visit needs to know ahead, in one walk: the names bound only by
+        `for NAME in ("ln1", "ln2")` (literal strings, none starting with _). The private names the student
+        gives their own objects, which may be read back, are the notebook's (_Notebook.own_private)."""
+        loops, loop_targets, stored = set(), set(), []
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 stored.append(node)
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
-                    isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
-                own.add(node.attr)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                own.add(node.name)
             elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and \
                     isinstance(node.iter, (ast.Tuple, ast.List)) and node.iter.elts and \
                     all(isinstance(e, ast.Constant) and _plain(e.value) for e in node.iter.elts):
                 loops.add(node.target.id)
                 loop_targets.add(id(node.target))
-        self.own_private = {name for name in own if name.startswith("_") and not name.startswith("__")
-                            and name not in MODULE_PRIVATE}
+        self.own_private = self.ctx.own_private
         self.plain_names = loops - {node.id for node in stored if id(node) not in loop_targets}
 
     def flag(self, node, rule: str, severity: str, message: str) -> None:
@@ -578,7 +602,7 @@ class _General(ast.NodeVisitor):
     def visit_Name(self, node):
         if self._local(node.id):
             pass
-        elif node.id in FORBIDDEN_NAMES:
+        elif node.id in FORBIDDEN_NAMES and not getattr(node, "function_locals", False):
             self.flag(node, "dynamic-code", WITHHOLD,
                       f"'{node.id}' runs code, opens files or exposes a namespace: not allowed in a solution")
         elif node.id == "__class__" and isinstance(node.ctx, ast.Load):
@@ -607,7 +631,8 @@ class _General(ast.NodeVisitor):
         elif attr in PROCESS_ATTRIBUTES:
             self.flag(node, "process-introspection", WITHHOLD,
                       f"'.{attr}' leads from this object to the grading process; a solution needs none of it")
-        elif attr.startswith("_") and not attr.startswith("__") and not self._own_private(node):
+        elif attr.startswith("_") and not attr.startswith("__") and not self._own_private(node) and \
+                not (attr in NAMEDTUPLE_API and library is None):
             self.flag(node, "private-attribute", WITHHOLD,
                       f"'.{attr}' is a private attribute of a library object; use its public interface")
         path = self.ctx.resolve(node)
@@ -645,6 +670,10 @@ class _General(ast.NodeVisitor):
     # -- calls: getattr family, object.__setattr__
     def visit_Call(self, node):
         func = node.func.id if isinstance(node.func, ast.Name) and not self._local(node.func.id) else None
+        if func == "locals" and self.scopes and not node.args and not node.keywords:
+            # locals() called in a function (a debug print) is that call's own names, never the module's
+            # namespace and its builtins, which module-level locals() is; the name itself is still flagged
+            node.func.function_locals = True
         if func in ATTRIBUTE_FUNCS:
             name = node.args[1] if len(node.args) > 1 else None
             if any(isinstance(a, ast.Starred) for a in node.args) or (

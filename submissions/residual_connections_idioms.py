@@ -310,4 +310,81 @@ IDIOMS = [
                 norms.append(_compiled_mean(_token_norms(x)).item())
             return norms
         '''),
+    # namedtuple's own API, public though it starts with an underscore: a running state updated with _replace,
+    # built with _make, rows turned into dicts with _asdict for a table printed by hand
+    (("namedtuple-replace-state", "namedtuple-make"), "chain_rule_grad", '''
+        from collections import namedtuple
+
+        Carry = namedtuple("Carry", "x grad")
+
+
+        def chain_rule_grad(x0: float, branches: list, upstream: float, alpha: float = 1.0) -> float:
+            state = Carry._make([x0, upstream])
+            for f, df in branches:
+                state = state._replace(x=alpha * state.x + f(state.x), grad=state.grad * (alpha + df(state.x)))
+            return state.grad
+        '''),
+    (("namedtuple-asdict-rows", "namedtuple-fields", "typing-namedtuple-record"), "depth_sweep", '''
+        from typing import NamedTuple
+
+
+        class Run(NamedTuple):
+            kind: str
+            depth: int
+            losses: list
+
+
+        def depth_sweep(X, y, depths, kinds, steps, seeds=(0,), width=64) -> dict:
+            rows = []
+            for kind, build in kinds.items():
+                for depth in depths:
+                    for seed in seeds:
+                        torch.manual_seed(seed)
+                        model = build(X.shape[1], width, int(y.max()) + 1, depth)
+                        rows.append(Run(kind, depth, train(model, X, y, steps, seed=seed)))
+            print(" | ".join(Run._fields))
+            table = {}
+            for row in map(Run._asdict, rows):
+                table.setdefault((row["kind"], row["depth"]), []).append(row["losses"])
+            return table
+        '''),
+    # help() on an API while writing the code that calls it, left in the solution cell (it prints the docs)
+    (("help-on-a-library-class",), "transformer_block", '''
+        help(nn.MultiheadAttention)      # which arguments does forward take?
+
+
+        class TransformerBlock(nn.Module):
+            def __init__(self, d_model: int, n_heads: int, norm: str = "pre"):
+                super().__init__()
+                if norm not in ("pre", "post"):
+                    raise ValueError(f"norm must be 'pre' or 'post', not {norm!r}")
+                self.norm = norm
+                self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+                self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+                self.ffn = ResidualFFN(d_model, d_model).ffn
+
+            def forward(self, x: Tensor, causal: bool = False) -> Tensor:
+                T = x.shape[1]
+                mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1) if causal else None
+                attend = lambda h: self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+                if self.norm == "pre":
+                    h = residual_add(x, attend(self.ln1(x)))
+                    return residual_add(h, self.ffn(self.ln2(h)))
+                h = self.ln1(residual_add(x, attend(x)))
+                return self.ln2(residual_add(h, self.ffn(h)))
+        '''),
+    # a debug print of a function's locals(), left in behind a flag that defaults to off
+    (("locals-debug-print",), "grad_norms", '''
+        def grad_norms(model: nn.Sequential, X: Tensor, y: Tensor, depth: int, verbose: bool = False) -> list:
+            h = X.detach().clone().requires_grad_(True)
+            inputs = []
+            for l, layer in enumerate(model):
+                if l <= depth:
+                    inputs.append(h)
+                h = layer(h)
+            loss = F.cross_entropy(h, y)
+            if verbose:
+                print("grad_norms:", locals())
+            return [g.norm().item() for g in torch.autograd.grad(loss, inputs)]
+        '''),
 ]

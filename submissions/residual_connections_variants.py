@@ -250,6 +250,75 @@ STYLES = {
                     norms.append(tokens.norm(dim=1).mean().item())
             return norms
         ''')),
+    "style-private-across-cells": ("a notebook's own private names read in other cells: a base class's _branch and "
+                                   "_d_out in its subclass's cell, a helper class's constants and staticmethod "
+                                   "in another cell, class-body constants read through self",
+                                   dict(residual_add='''
+        class _Shapes:
+            """Message helpers, private to this notebook."""
+            _SEP = ", "
+
+            @staticmethod
+            def _fmt(t: Tensor) -> str:
+                return "(" + _Shapes._SEP.join(str(n) for n in t.shape) + ")"
+
+
+        def residual_add(x: Tensor, fx: Tensor) -> Tensor:
+            if x.shape != fx.shape:
+                raise ValueError(f"residual_add: x {_Shapes._fmt(x)} and fx {_Shapes._fmt(fx)} differ")
+            return x + fx
+        ''', residual='''
+        class Residual(nn.Module):
+            def __init__(self, sublayer: nn.Module):
+                super().__init__()
+                self.sublayer = sublayer
+
+            def forward(self, x: Tensor) -> Tensor:
+                fx = self.sublayer(x)
+                if fx.shape != x.shape:
+                    raise ValueError(f"the sublayer maps {_Shapes._fmt(x)} to {_Shapes._fmt(fx)}")
+                return residual_add(x, fx)
+        ''', plain_mlp='''
+        class PlainBlock(nn.Module):
+            _EXPANSION = 1
+
+            def __init__(self, d_in: int, d_out: int):
+                super().__init__()
+                self._d_out = d_out
+                self.ln = nn.LayerNorm(d_in)
+                self.ffn = ResidualFFN(d_in, d_out, expansion=self._EXPANSION).ffn
+
+            def _branch(self, x: Tensor) -> Tensor:
+                return self.ffn(self.ln(x))
+
+            def forward(self, x: Tensor) -> Tensor:
+                return self._branch(x)
+
+
+        def plain_mlp(d_in: int, width: int, d_out: int, depth: int) -> nn.Sequential:
+            blocks = [PlainBlock(d_in if l == 0 else width, width) for l in range(depth)]
+            return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))
+        ''', residual_mlp='''
+        class ResidualBlock(PlainBlock):
+            """PlainBlock's _branch (the cell above) plus the shortcut."""
+
+            def __init__(self, d_in: int, d_out: int, alpha: float = 1.0, branch_scale: float = 1.0):
+                super().__init__(d_in, d_out)
+                self.shortcut = ProjectionShortcut(d_in, self._d_out)
+                self.alpha, self.branch_scale = alpha, branch_scale
+
+            def forward(self, x: Tensor) -> Tensor:
+                return residual_add(self.alpha * self.shortcut(x), self.branch_scale * self._branch(x))
+
+
+        def residual_mlp(d_in: int, width: int, d_out: int, depth: int, alpha: float = 1.0,
+                         branch_scale: float = 1.0, zero_init: bool = False) -> nn.Sequential:
+            blocks = [ResidualBlock(d_in if l == 0 else width, width, alpha, branch_scale) for l in range(depth)]
+            for block in blocks if zero_init else []:
+                nn.init.zeros_(block.ffn[2].weight)
+                nn.init.zeros_(block.ffn[2].bias)
+            return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))
+        ''')),
 }
 
 # text pasted from a web page or a PDF: a U+2028 in a comment and in an error message, which Python reads as a

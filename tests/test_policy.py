@@ -301,6 +301,21 @@ NARROWED = {
         def residual_add(x, fx):
             return x + fx
         """, {("private-attribute", WITHHOLD)}),
+    # locals() called in a function is its own names; at module level it is the module's namespace, builtins too
+    "locals() at module level": ("""
+        names = locals()
+        def residual_add(x, fx):
+            return x + fx
+        """, {("dynamic-code", WITHHOLD)}),
+    "locals handed out of a function, to be called at module level": ("""
+        def residual_add(x, fx):
+            return locals if x is None else x + fx
+        """, {("dynamic-code", WITHHOLD)}),
+    # namedtuple's _asdict, _replace, ... are public on what the notebook makes, never on a library's module
+    "namedtuple's API names read from a library module": ("""
+        def residual_add(x, fx):
+            return torch._replace if x is None else x + fx
+        """, {("private-attribute", WITHHOLD)}),
     "a frame-evaluation callback imported by name": ("""
         from torch._C._dynamo.eval_frame import set_eval_frame
         set_eval_frame(lambda frame, cache, state: None)
@@ -314,6 +329,21 @@ NARROWED = {
 def test_each_narrowing_still_catches_its_forgery(name):
     source, expected = NARROWED[name]
     assert rules(policy.check_cells(with_cells(RESIDUAL_NB, residual_add=source), RESIDUAL)) >= expected
+
+
+# A notebook's own private names are its own in every cell (the honest style-private-across-cells), but
+# only those it gives its own objects: a name set on another object, or one of nn.Module's, stays a library's
+@pytest.mark.parametrize("elsewhere, read", [
+    ("_probe = torch\n_probe._grads = None", "_grads"),     # set on an object not the notebook's own
+    ("def _modules():\n    pass", "_modules"),               # nn.Module's own never becomes the notebook's
+])
+def test_a_private_name_only_set_elsewhere_or_of_nn_module_stays_flagged(elsewhere, read):
+    cells = with_cells(RESIDUAL_NB, residual=elsewhere, residual_add=f'''
+        def residual_add(x, fx):
+            return x.{read} if fx is None else x + fx
+        ''')
+    found = {(v.cell, v.rule) for v in policy.check_cells(cells, RESIDUAL)}
+    assert ("residual_add", "private-attribute") in found
 
 
 # ============================================================ forgeries: each trips its rule
