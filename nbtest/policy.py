@@ -1014,17 +1014,33 @@ class _Body:
         for stmt in stmts:
             self.stmt(stmt, path)
 
+    def branches(self, bodies, path, start: set[str]) -> None:
+        """Walk each of these statement lists from the names holding tensors at `start`; after them a name
+        holds a tensor where any of them, or none (`start`), left one: `h, y = out` in one branch of an if
+        does not undo `h = torch.empty(...)` in the other."""
+        held = set(start)
+        for body, branch_path in bodies:
+            self.tensors = set(start)
+            self.walk(body, branch_path)
+            held |= self.tensors
+        self.tensors = held
+
     def stmt(self, node, path):
         if isinstance(node, ast.If):
             self.expr(node.test, path)
-            self.walk(node.body, path + ((id(node), 0),))
-            self.walk(node.orelse, path + ((id(node), 1),))
+            self.branches([(node.body, path + ((id(node), 0),)), (node.orelse, path + ((id(node), 1),))], path,
+                          set(self.tensors))
         elif isinstance(node, (ast.For, ast.While)):
             self.expr(node.iter if isinstance(node, ast.For) else node.test, path)
-            if isinstance(node, ast.For):
-                self.bind_items(node.target, node.iter)
             self.loops += 1
-            self.walk(node.body + node.orelse, path)
+            while True:     # a body runs again with what its last run left, or not at all: walked to a fixed point
+                start = set(self.tensors)
+                if isinstance(node, ast.For):
+                    self.bind_items(node.target, node.iter)
+                self.branches([(node.body + node.orelse, path)], path, set(self.tensors))
+                self.tensors |= start
+                if self.tensors == start:
+                    break
             self.loops -= 1
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             if node.value is not None:
@@ -1055,9 +1071,11 @@ class _Body:
                 self.expr(item.context_expr, path)
             self.walk(node.body, path)
         elif isinstance(node, ast.Try):
-            self.walk(node.body + node.orelse + node.finalbody, path)
-            for h in node.handlers:
-                self.walk(h.body, path)
+            # a handler may start anywhere in the body: from what the body held at any point
+            start = set(self.tensors)
+            self.branches([(node.body + node.orelse, path)], path, start)
+            self.branches([(h.body, path) for h in node.handlers], path, set(self.tensors))
+            self.walk(node.finalbody, path)
         elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
             pass
         else:

@@ -319,4 +319,36 @@ IDIOMS = [
                                                 BLOCK=triton.next_power_of_2(n))
             return h, y
         '''),
+    # h and y allocated in one branch of an if and taken from out= in the other (honest3-fan)
+    (("out-buffers-in-a-branch", "optional-tuple-keyword-only"), "fused_add_layernorm", '''
+        from typing import Optional, Tuple
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5, *,
+                                out: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch; out: optional contiguous (h, y) buffers."""
+            n = x.shape[-1]
+            if x.shape != fx.shape or n > MAX_WIDTH:
+                raise ValueError(f"x has shape {tuple(x.shape)}, fx has shape {tuple(fx.shape)}: they must be equal, "
+                                 f"and the width at most MAX_WIDTH = {MAX_WIDTH}")
+            for name, p in (("weight", weight), ("bias", bias)):
+                if p.shape != (n,):
+                    raise ValueError(f"{name} has shape {tuple(p.shape)}; expected ({n},)")
+            if any(t.dtype not in DTYPES for t in (x, fx, weight, bias)) or fx.dtype != x.dtype:
+                raise ValueError(f"dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}: float16, bfloat16 "
+                                 "or float32, with x and fx alike")
+            rows = x.numel() // n
+            if out is None:
+                h = torch.empty((rows, n), dtype=x.dtype, device=x.device)
+                y = torch.empty((rows, n), dtype=x.dtype, device=x.device)
+            else:
+                h, y = out
+                for name, t in (("out[0]", h), ("out[1]", y)):
+                    if t.shape != x.shape or t.dtype != x.dtype or not t.is_contiguous():
+                        raise ValueError(f"{name} must be a contiguous {x.dtype} tensor of shape {tuple(x.shape)}")
+            x2, fx2 = x.reshape(rows, n).contiguous(), fx.reshape(rows, n).contiguous()
+            fused_add_layernorm_kernel[(rows,)](x2, fx2, weight.contiguous(), bias.contiguous(), h, y, n, eps,
+                                                BLOCK=triton.next_power_of_2(n))
+            return h.view(x.shape), y.view(x.shape)
+        '''),
 ]

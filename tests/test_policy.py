@@ -769,6 +769,29 @@ def test_a_plain_values_methods_in_the_wrapper_compute_nothing(line):
     assert policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED) == []
 
 
+OUT_PARAMETER = WRAPPER_SOURCE.replace("eps: float = 1e-5)", "eps: float = 1e-5, out=None)").replace(
+    "    h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)\n",
+    "    if out is None:\n        h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)\n    else:\n"
+    "        h, y = out\n")
+
+
+@pytest.mark.parametrize("source, found", [
+    (OUT_PARAMETER, set()),       # h and y are tensors after the if, whichever branch ran
+    (WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n    t = x\n    if eps > 1:\n"
+                            "        t = 0\n    t2 = t * t\n"), {("wrapper-arithmetic", FLAG)}),
+    (WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n    a = 0\n    for _ in range(2):\n"
+                            "        b = a * 2\n        a = x\n"), {("wrapper-arithmetic", FLAG)}),
+    (WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n    a = x\n    try:\n        a = 0\n"
+                            "        n = int(n)\n    except ValueError:\n        b = a * 2\n"), {("wrapper-arithmetic", FLAG)}),
+])
+def test_a_name_holds_a_tensor_after_any_branch_that_left_one(source, found):
+    """Each branch of an if is walked from what held tensors before it, and a name holds one after the if
+    where any branch left one; a loop's body again with what its last run left, until nothing changes; a
+    handler from what the try's body held before or after it."""
+    assert source != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=source), FUSED)) == found
+
+
 HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
 
 
