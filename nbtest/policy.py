@@ -248,6 +248,13 @@ class _Notebook:
         self.data -= {name for label, tree in self.trees.items() if self.student[label]
                       for node, name in _bindings(tree.body)
                       if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_data(node.value, self))}
+        # names that hold one number, string, bool or None: bound so by every binding in any cell, never named in
+        # a `global` (eps=DEFAULT_EPS as a parameter's default holds no tensor)
+        self.scalars = {name for label, tree in self.trees.items() for _, name in _bindings(tree.body)}
+        self.scalars -= {name for label, tree in self.trees.items() for node, name in _bindings(tree.body)
+                         if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _scalar(node.value))}
+        self.scalars -= {name for tree in self.trees.values() for node in ast.walk(tree)
+                         if isinstance(node, ast.Global) for name in node.names}
         # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
         self.mutables = {name for label, tree in self.trees.items() if self.student[label]
                          for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
@@ -391,6 +398,20 @@ def _is_data(node, ctx: _Notebook) -> bool:
     if isinstance(node, ast.Dict):
         return all(k is not None and _is_data(k, ctx) and _is_data(v, ctx) for k, v in zip(node.keys, node.values))
     return _is_literal(node, ctx) or (isinstance(node, (ast.Name, ast.Attribute)) and ctx.resolve(node) is not None)
+
+
+def _scalar(node) -> bool:
+    """One number, string, bool or None, signed or not."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (int, float, str)))
+
+
+def _constant_default(node, ctx: _Notebook) -> bool:
+    """A parameter's default that holds no tensor: a constant, or a module-level name that only ever holds one
+    (eps=DEFAULT_EPS)."""
+    return node is not None and (_scalar(node) or isinstance(node, ast.Constant) or (
+        isinstance(node, ast.Name) and node.id in ctx.scalars))
 
 
 def _is_jit(decorator, ctx: _Notebook) -> bool:
@@ -923,7 +944,7 @@ class _Wrapper:
             tensors = set()
             for arg, default in _parameters(fn):
                 scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
-                if not (scalar_type or isinstance(default, ast.Constant)):
+                if not (scalar_type or _constant_default(default, self.ctx)):
                     tensors.add(arg.arg)
         key = (cls, fn.name, frozenset(tensors))
         if key in self.seen:
@@ -1101,7 +1122,7 @@ class _Body:
                 tensors.add(k.arg if k.arg in by_name or a.kwarg is None else a.kwarg.arg)
         given = set(positional[:len(node.args)]) | {k.arg for k in node.keywords}
         return tensors | {p.arg for p, d in params if p.arg not in given and d is not None
-                          and not isinstance(d, ast.Constant)}
+                          and not _constant_default(d, self.w.ctx)}
 
     def bind(self, target, value):
         if isinstance(target, ast.Name):

@@ -351,4 +351,30 @@ IDIOMS = [
                                                 BLOCK=triton.next_power_of_2(n))
             return h.view(x.shape), y.view(x.shape)
         '''),
+    # no annotations, eps defaulting to a module-level constant and handed on as float(eps) (honest3-fan)
+    (("named-constant-default", "float-of-eps", "kwargs-launch-options"), "fused_add_layernorm", '''
+        DEFAULT_EPS = 1e-5
+
+
+        def fused_add_layernorm(x, fx, weight, bias, eps=DEFAULT_EPS, **launch_options):
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch; launch_options go to the launch."""
+            if x.shape != fx.shape:
+                raise ValueError("x and fx must have the same shape, got {} and {}".format(tuple(x.shape),
+                                                                                         tuple(fx.shape)))
+            n = int(x.shape[-1])
+            if n > MAX_WIDTH:
+                raise ValueError("width {} exceeds MAX_WIDTH ({})".format(n, MAX_WIDTH))
+            if tuple(weight.shape) != (n,) or tuple(bias.shape) != (n,):
+                raise ValueError("weight {} and bias {}: expected ({},)".format(tuple(weight.shape),
+                                                                               tuple(bias.shape), n))
+            if any(t.dtype not in DTYPES for t in (x, fx, weight, bias)) or x.dtype != fx.dtype:
+                raise ValueError("dtypes {}, {}: float16, bfloat16 or float32, x and fx alike".format(x.dtype,
+                                                                                                     fx.dtype))
+            x2, fx2 = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(x2), torch.empty_like(x2)
+            launch_options.setdefault("num_warps", 4)
+            fused_add_layernorm_kernel[(x2.shape[0],)](x2, fx2, weight.contiguous(), bias.contiguous(), h, y, n,
+                                                       float(eps), BLOCK=triton.next_power_of_2(n), **launch_options)
+            return h.reshape(x.shape), y.reshape(x.shape)
+        '''),
 ]

@@ -792,6 +792,25 @@ def test_a_name_holds_a_tensor_after_any_branch_that_left_one(source, found):
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=source), FUSED)) == found
 
 
+NAMED_DEFAULT = WRAPPER_SOURCE.replace("eps: float = 1e-5)", "eps=DEFAULT_EPS, saved=_SAVED)").replace(
+    "h, y, n, eps,", "h, y, n, float(eps),")
+
+
+@pytest.mark.parametrize("before, source, found", [
+    ("DEFAULT_EPS = 1e-5\n_SAVED = {}\n\n\n", NAMED_DEFAULT, set()),      # a name holding a number
+    ("DEFAULT_EPS = 1e-5\n_SAVED = {}\n\n\n", NAMED_DEFAULT.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n"
+     "    saved['x'] = x\n    t = saved['x'] * 2\n"), {("wrapper-arithmetic", FLAG)}),   # one holding a dict
+    ("DEFAULT_EPS = 1e-5\n_SAVED = {}\n\n\ndef _keep(t):\n    global DEFAULT_EPS\n    DEFAULT_EPS = t\n\n\n",
+     NAMED_DEFAULT, {("wrapper-arithmetic", FLAG)}),                       # one a function may rebind
+])
+def test_a_default_naming_a_module_constant_holds_no_tensor(before, source, found):
+    """A wrapper's parameter whose default is a module-level name bound only to a number (eps=DEFAULT_EPS)
+    holds a number, as eps=1e-5 does: float(eps) reads no tensor. A name holding a dict, or one a `global`
+    lets a function rebind, may hold anything."""
+    cells = with_cells(FUSED_NB, fused_add_layernorm=before + source)
+    assert rules(policy.check_cells(cells, FUSED)) == found
+
+
 HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
 
 
