@@ -764,6 +764,16 @@ def plain_methods() -> frozenset[str]:
     import torch
     return frozenset({m for t in PLAIN_TYPES for m in dir(t) if not m.startswith("_")}
                      - set(dir(torch.Tensor)) - set(dir(torch)) | VIEW_METHODS)
+@functools.cache
+def function_forms() -> frozenset[str]:
+    """torch.NAME for each method of SCALAR_METHODS and TENSOR_VIEW_METHODS that torch also has as a function
+    (torch.reshape(x, s) is x.reshape(s), torch.numel(x) is x.numel()); not a dtype (torch.float) or a module
+    (torch.cuda), which share a method's name and are no function of it."""
+    import torch
+    return frozenset(f"torch.{m}" for m in SCALAR_METHODS | TENSOR_VIEW_METHODS
+                     if callable(getattr(torch, m, None)) and not isinstance(getattr(torch, m), (type, torch.dtype)))
+
+
 # those a list, dict or set holding tensors answers with what it holds (a tensor has none of these methods)
 CONTAINER_METHODS = {"get", "append", "extend", "pop", "setdefault", "update", "insert", "copy", "clear"}
 # builtins that may take a tensor without reading its values
@@ -1193,9 +1203,12 @@ class _Body:
             return self.tensorish(node.value)
         if isinstance(node, ast.Call):
             f = node.func
-            if isinstance(f, ast.Attribute) and f.attr in TENSOR_VIEW_METHODS:
+            path = self.w.ctx.resolve(f)
+            if path in function_forms() and path.split(".")[-1] in TENSOR_VIEW_METHODS:     # torch.reshape(x, s)
+                return any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)])
+            if path is None and isinstance(f, ast.Attribute) and f.attr in TENSOR_VIEW_METHODS:
                 return self.tensorish(f.value)
-            return self.w.ctx.resolve(f) in WRAPPER_ALLOC
+            return path in WRAPPER_ALLOC
         if isinstance(node, (ast.Tuple, ast.List)):
             return any(self.tensorish(e) for e in node.elts)
         if isinstance(node, ast.IfExp):
@@ -1297,8 +1310,8 @@ class _Body:
             if name.startswith("numpy"):
                 self.w.flag(self.label, node, "numpy", f"{name} in the wrapper: the kernel computes h and y")
             elif name in WRAPPER_ALLOC or name.startswith("math.") or name in ctx.containers or \
-                    name.split(".")[0] in HONEST_MODULES:     # warnings.warn(...) reports, as print does
-                pass
+                    name.split(".")[0] in HONEST_MODULES or name in function_forms():
+                pass      # warnings.warn(...) reports, as print does; torch.reshape(x, s) is x.reshape(s)
             elif name in WRAPPER_SCALAR_FUNCS:
                 if name not in PASSIVE_BUILTINS and any(self.tensorish(a) for a in node.args):
                     self.w.flag(self.label, node, "wrapper-arithmetic", f"{name}() of a tensor reads or reduces its "

@@ -377,4 +377,29 @@ IDIOMS = [
                                                        float(eps), BLOCK=triton.next_power_of_2(n), **launch_options)
             return h.reshape(x.shape), y.reshape(x.shape)
         '''),
+    # torch's function forms of the tensor methods a wrapper may call (honest3-fan)
+    (("torch-function-forms", "torch-is-floating-point"), "fused_add_layernorm", '''
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
+            if x.shape != fx.shape:
+                raise ValueError(f"x {tuple(x.shape)} and fx {tuple(fx.shape)} must match")
+            n = x.shape[-1]
+            if n > MAX_WIDTH:
+                raise ValueError(f"width {n} > MAX_WIDTH ({MAX_WIDTH})")
+            if weight.shape != (n,) or bias.shape != (n,):
+                raise ValueError(f"weight {tuple(weight.shape)} and bias {tuple(bias.shape)} must be ({n},)")
+            for t in (x, fx, weight, bias):
+                if not torch.is_floating_point(t) or t.dtype not in DTYPES:
+                    raise ValueError(f"dtype {t.dtype}: only float16, bfloat16 and float32")
+            if fx.dtype != x.dtype:
+                raise ValueError(f"x is {x.dtype}, fx is {fx.dtype}")
+            rows = torch.numel(x) // n
+            x2 = torch.reshape(x, (rows, n)).contiguous()
+            fx2 = torch.flatten(fx, 0, -2).contiguous() if fx.dim() > 1 else torch.reshape(fx, (1, n)).contiguous()
+            h, y = torch.empty_like(x2), torch.empty_like(x2)
+            fused_add_layernorm_kernel[(rows,)](x2, fx2, weight.contiguous(), bias.contiguous(), h, y, n, eps,
+                                                BLOCK=triton.next_power_of_2(n))
+            return torch.reshape(h, x.shape), torch.reshape(y, x.shape)
+        '''),
 ]

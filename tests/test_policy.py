@@ -811,6 +811,22 @@ def test_a_default_naming_a_module_constant_holds_no_tensor(before, source, foun
     assert rules(policy.check_cells(cells, FUSED)) == found
 
 
+@pytest.mark.parametrize("line, found", [
+    ("rows_x, rows_fx = torch.reshape(x, (-1, n)).contiguous(), torch.flatten(fx, 0, -2).contiguous()", set()),
+    ("rows_x, rows_fx = torch.reshape(x, (torch.numel(x) // n, n)), torch.reshape(fx, (-1, n))", set()),
+    ("ok = all(torch.is_floating_point(t) for t in (x, fx))", set()),
+    ("z = torch.reshape(x, (-1,)).exp()", {("wrapper-torch-op", FLAG)}),    # what it returns is still a tensor
+    ("z = torch.clone(x) * 2", {("wrapper-arithmetic", FLAG)}),
+    ("z = torch.exp(x)", {("wrapper-torch-op", FLAG)}),                     # no method of the wrapper's
+])
+def test_torchs_function_form_of_an_allowed_method_is_that_method(line, found):
+    """torch.reshape(x, s) is x.reshape(s) and torch.numel(x) is x.numel(): a method the wrapper may call is
+    allowed in torch's function form too, and a view it returns is still a tensor."""
+    body = WRAPPER_SOURCE.replace("    h, y = torch.empty_like(rows_x)", f"    {line}\n    h, y = torch.empty_like(rows_x)", 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
 HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
 
 
