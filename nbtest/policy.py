@@ -978,7 +978,18 @@ def _own_names(fn) -> set[str]:
              for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs + [n.args.vararg, n.args.kwarg] if a}
     names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
     names |= {n.name for n in ast.walk(fn) if isinstance(n, ast.ExceptHandler) and n.name}
+    names |= {n.name for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+              and n is not fn}
     return names
+
+
+def _lambda_like(node) -> bool:
+    """A nested def that a lambda could be: no decorator, and a body of one return of a value after an
+    optional docstring (def grid(meta): return (n_rows,) is grid = lambda meta: (n_rows,))."""
+    body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) and \
+        isinstance(node.body[0].value, ast.Constant) else node.body
+    return isinstance(node, ast.FunctionDef) and not node.decorator_list and len(body) == 1 and \
+        isinstance(body[0], ast.Return) and body[0].value is not None
 
 
 def _parameters(fn) -> list[tuple[ast.arg, ast.expr | None]]:
@@ -1109,6 +1120,14 @@ class _Body:
             self.walk(node.finalbody, path)
         elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
             pass
+        elif _lambda_like(node):
+            # walked as a lambda's body is (a grid function of meta): with the annotations and defaults, which run
+            # where the def stands; its name is the function's own, so calling it is calling a local
+            a = node.args
+            for part in [*a.defaults, *a.kw_defaults, node.returns, *(p.annotation for p in _arguments(a)),
+                         node.body[-1].value]:
+                if part is not None:
+                    self.expr(part, path)
         else:
             self.w.flag(self.label, node, "wrapper-statement",
                         f"a {type(node).__name__} statement in the wrapper; it only checks, allocates and launches")

@@ -402,4 +402,33 @@ IDIOMS = [
                                                 BLOCK=triton.next_power_of_2(n))
             return torch.reshape(h, x.shape), torch.reshape(y, x.shape)
         '''),
+    # a named grid function of META inside the wrapper, a keyword-only option with a default (honest3-fan)
+    (("nested-grid-def", "keyword-only-num-warps"), "fused_add_layernorm", '''
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5, *, num_warps: int | None = None) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch; num_warps overrides the default."""
+            N = x.shape[-1]
+            if x.shape != fx.shape:
+                raise ValueError(f"x.shape {tuple(x.shape)} != fx.shape {tuple(fx.shape)}")
+            elif N > MAX_WIDTH:
+                raise ValueError(f"N = {N} > MAX_WIDTH = {MAX_WIDTH}")
+            elif (weight.shape, bias.shape) != ((N,), (N,)):
+                raise ValueError(f"weight {tuple(weight.shape)} and bias {tuple(bias.shape)} must be ({N},)")
+            if not {x.dtype, weight.dtype, bias.dtype} <= DTYPES or fx.dtype != x.dtype:
+                raise ValueError(f"dtypes x={x.dtype}, fx={fx.dtype}, weight={weight.dtype}, bias={bias.dtype}: "
+                                 "only float16, bfloat16 and float32, x and fx alike")
+            x_, fx_ = x.reshape(-1, N).contiguous(), fx.reshape(-1, N).contiguous()
+            M = x_.shape[0]
+            h, y = torch.empty_like(x_), torch.empty_like(x_)
+            BLOCK = triton.next_power_of_2(N)
+            if num_warps is None:
+                num_warps = min(max(BLOCK // 256, 1), 16)
+
+            def grid(META):
+                return (M,)
+
+            fused_add_layernorm_kernel[grid](x_, fx_, weight.contiguous(), bias.contiguous(), h, y, N, eps,
+                                             BLOCK=BLOCK, num_warps=num_warps)
+            return h.view(x.shape), y.view(x.shape)
+        '''),
 ]

@@ -827,6 +827,29 @@ def test_torchs_function_form_of_an_allowed_method_is_that_method(line, found):
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
+GRID_DEF = WRAPPER_SOURCE.replace("    fused_add_layernorm_kernel[(rows_x.shape[0],)](",
+                                  "    DEF\n    fused_add_layernorm_kernel[grid](")
+
+
+@pytest.mark.parametrize("definition, found", [
+    ("def grid(meta):\n        return (rows_x.shape[0],)\n", set()),
+    ('def grid(META: dict) -> tuple:\n        """One program per row."""\n'
+     '        return (triton.cdiv(rows_x.shape[0], META["num_warps"] // META["num_warps"]),)\n', set()),
+    ("def grid(meta):\n        return (torch.add(x, fx).shape[0],)\n", {("wrapper-torch-op", FLAG)}),
+    ("def grid(meta, z=x * 2):\n        return (rows_x.shape[0],)\n", {("wrapper-arithmetic", FLAG)}),
+    ("def grid(meta: x.exp()):\n        return (rows_x.shape[0],)\n", {("wrapper-torch-op", FLAG)}),
+    ("def grid(meta):\n        h.copy_(x)\n        return (rows_x.shape[0],)\n", {("wrapper-statement", FLAG)}),
+    ("def grid(meta):\n        return (rows_x.shape[0],)\n    grid({})\n", {("wrapper-torch-op", FLAG)}),  # called
+])
+def test_a_nested_def_that_a_lambda_could_be_is_walked_as_one(definition, found):
+    """A def in the wrapper whose body is one return (a grid function of meta) is a lambda under a name: its
+    return value, defaults and annotations are walked as a lambda's body is; any other nested def stays a
+    statement the wrapper may not hold, and calling it is calling a local that holds a function."""
+    body = GRID_DEF.replace("DEF\n", definition, 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
 HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
 
 
