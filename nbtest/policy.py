@@ -731,7 +731,10 @@ class _General(ast.NodeVisitor):
 
 # ---------------------------------------------------------------------------- fused-add-norm
 
-WRAPPER_ALLOC = {"torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like"}
+# allocations that carry no value of the caller's: empty, zeros and ones (a weight of ones for weight=None), never
+# full or tensor, whose values the wrapper would give
+WRAPPER_ALLOC = {"torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like",
+                 "torch.ones", "torch.ones_like"}
 WRAPPER_SCALAR_FUNCS = {
     "len", "min", "max", "int", "float", "bool", "abs", "round", "tuple", "list", "range", "isinstance", "str",
     "repr", "print", "all", "any", "zip", "enumerate", "dict", "divmod", "type", "ValueError", "TypeError",
@@ -740,7 +743,8 @@ WRAPPER_SCALAR_FUNCS = {
     "triton.next_power_of_2", "triton.cdiv"}
 TENSOR_VIEW_METHODS = {"reshape", "view", "view_as", "reshape_as", "contiguous", "flatten", "unflatten", "squeeze",
                        "unsqueeze", "expand", "expand_as", "transpose", "permute", "movedim", "t", "to", "float",
-                       "half", "bfloat16", "double", "clone", "detach", "cpu", "cuda", "type_as", "new_empty"}
+                       "half", "bfloat16", "double", "clone", "detach", "cpu", "cuda", "type_as", "new_empty",
+                       "new_zeros", "new_ones"}
 SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", "ndimension", "is_contiguous",
                   "data_ptr", "get_device", "storage_offset", "is_floating_point"}
 SCALAR_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize"}

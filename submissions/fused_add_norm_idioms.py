@@ -431,4 +431,33 @@ IDIOMS = [
                                              BLOCK=BLOCK, num_warps=num_warps)
             return h.view(x.shape), y.view(x.shape)
         '''),
+    # weight or bias None: ones and zeros allocated in their place, as F.layer_norm reads None (honest3-fan)
+    (("optional-affine-ones-zeros",), "fused_add_layernorm", '''
+        from typing import Optional
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch; weight None is ones, bias None zeros."""
+            *lead, n = x.shape
+            if fx.shape != x.shape:
+                raise ValueError(f"x and fx shapes differ: {tuple(x.shape)} vs {tuple(fx.shape)}")
+            if n > MAX_WIDTH:
+                raise ValueError(f"the width {n} is over MAX_WIDTH {MAX_WIDTH} (rows {lead})")
+            if x.dtype not in DTYPES or fx.dtype != x.dtype:
+                raise ValueError(f"x is {x.dtype}, fx is {fx.dtype}: one of float16, bfloat16 and float32, the same")
+            if weight is None:
+                weight = torch.ones(n, dtype=x.dtype, device=x.device)
+            if bias is None:
+                bias = torch.zeros(n, dtype=x.dtype, device=x.device)
+            for name, p in (("weight", weight), ("bias", bias)):
+                if p.shape != (n,) or p.dtype not in DTYPES:
+                    raise ValueError(f"{name} must be ({n},) in float16, bfloat16 or float32, got "
+                                     f"{tuple(p.shape)} {p.dtype}")
+            x2, fx2 = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(x2), torch.empty_like(x2)
+            fused_add_layernorm_kernel[(x2.shape[0],)](x2, fx2, weight.contiguous(), bias.contiguous(), h, y, n,
+                                                       eps, BLOCK=triton.next_power_of_2(n))
+            return h.reshape(x.shape), y.reshape(x.shape)
+        '''),
 ]

@@ -850,6 +850,22 @@ def test_a_nested_def_that_a_lambda_could_be_is_walked_as_one(definition, found)
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
+@pytest.mark.parametrize("line, found", [
+    ("weight = torch.ones(n, dtype=x.dtype, device=x.device) if weight is None else weight", set()),
+    ("weight = torch.ones_like(bias) if weight is None else weight", set()),
+    ("bias = x.new_zeros(n) if bias is None else bias", set()),
+    ("weight = x.new_ones((n,)) if weight is None else weight", set()),
+    ("weight = torch.full_like(bias, 2.0)", {("wrapper-torch-op", FLAG)}),    # full carries a value of its own
+    ("z = torch.ones_like(x) * x", {("wrapper-arithmetic", FLAG)}),            # what it allocates is a tensor
+])
+def test_an_allocation_of_ones_carries_no_value_of_the_callers(line, found):
+    """torch.ones and ones_like (a weight of ones when weight is None), and x.new_zeros and new_ones, allocate
+    as torch.zeros and x.new_empty do; torch.full, which the wrapper would hand a value, stays a torch op."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {line}\n", 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
 HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
 
 
