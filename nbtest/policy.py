@@ -740,7 +740,11 @@ WRAPPER_SCALAR_FUNCS = {
     "repr", "print", "all", "any", "zip", "enumerate", "dict", "divmod", "type", "ValueError", "TypeError",
     "RuntimeError", "NotImplementedError", "AssertionError", "torch.Size", "torch.is_tensor",
     "torch.cuda.is_available", "torch.cuda.device", "torch.no_grad", "torch.finfo", "torch.iinfo",
-    "triton.next_power_of_2", "triton.cdiv"}
+    "triton.next_power_of_2", "triton.cdiv",
+    # the device a launch runs on, and how many programs it holds (a persistent kernel's grid), and the
+    # context managers that choose it or turn autograd off around the launch
+    "torch.cuda.current_device", "torch.cuda.device_count", "torch.cuda.get_device_capability",
+    "torch.cuda.get_device_name", "torch.cuda.get_device_properties", "torch.cuda.device_of", "torch.inference_mode"}
 TENSOR_VIEW_METHODS = {"reshape", "view", "view_as", "reshape_as", "contiguous", "flatten", "unflatten", "squeeze",
                        "unsqueeze", "expand", "expand_as", "transpose", "permute", "movedim", "t", "to", "float",
                        "half", "bfloat16", "double", "clone", "detach", "cpu", "cuda", "type_as", "new_empty",
@@ -782,7 +786,7 @@ def function_forms() -> frozenset[str]:
 CONTAINER_METHODS = {"get", "append", "extend", "pop", "setdefault", "update", "insert", "copy", "clear"}
 # builtins that may take a tensor without reading its values
 PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueError", "TypeError", "RuntimeError",
-                    "NotImplementedError", "AssertionError", "torch.is_tensor", *PACKING}
+                    "NotImplementedError", "AssertionError", "torch.is_tensor", "torch.cuda.device_of", *PACKING}
 
 KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
 KERNEL_TYPES = {"int", "float", "bool"}          # the Python types Triton reads as i32, fp32 and u1

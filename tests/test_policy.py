@@ -866,6 +866,23 @@ def test_an_allocation_of_ones_carries_no_value_of_the_callers(line, found):
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
+@pytest.mark.parametrize("line, found", [
+    ("programs = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4", set()),
+    ("major, minor = torch.cuda.get_device_capability() if torch.cuda.is_available() else (0, 0)", set()),
+    ("with torch.cuda.device_of(x), torch.inference_mode():\n        pass", set()),
+    ("with torch.cuda.device_of(x + fx):\n        pass", {("wrapper-arithmetic", FLAG)}),
+    ("props = torch.cuda.get_device_properties(x)", {("wrapper-arithmetic", FLAG)}),   # a tensor handed to it
+    ("torch.cuda.make_graphed_callables(print, ())", {("wrapper-torch-op", FLAG)}),     # not a device query
+])
+def test_the_wrapper_may_ask_which_device_it_launches_on(line, found):
+    """A persistent kernel's grid counts the device's multiprocessors; the launch may run under the tensor's
+    device (torch.cuda.device_of(x) reads only x's device) and torch.inference_mode(). Handed a tensor, a
+    device query is still reading it, and the rest of torch.cuda stays a torch op."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {line}\n", 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
 HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
 
 
