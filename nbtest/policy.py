@@ -970,7 +970,9 @@ class _Wrapper:
         self.seen.add(key)
         params = _parameters(fn)
         instances = {params[0][0].arg: cls} if cls is not None and params else {}
-        _Body(self, label, set(tensors), instances, _own_names(fn)).walk(fn.body, ())
+        body = _Body(self, label, set(tensors), instances, _own_names(fn))
+        body.launchers = _launchers(fn, self.ctx)
+        body.walk(fn.body, ())
 
 
 def _super_init(f) -> bool:
@@ -989,6 +991,23 @@ def _own_names(fn) -> set[str]:
     names |= {n.name for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
               and n is not fn}
     return names
+
+
+def _launchers(fn, ctx: _Notebook) -> dict[str, ast.Subscript]:
+    """The names fn binds once, to a notebook kernel's kernel[grid], and in no other way (no parameter, loop
+    target, second assignment or del): calling one is that launch (launch = kernel[grid]; launch(...))."""
+    stores: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    others = {a.arg for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+              for a in _arguments(n.args)} | {n.name for n in ast.walk(fn) if isinstance(
+                  n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) and n.name}
+    return {node.targets[0].id: node.value for node in ast.walk(fn)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name)
+            and node.value.value.id in ctx.kernels and stores[node.targets[0].id] == 1
+            and node.targets[0].id not in others}
 
 
 def _lambda_like(node) -> bool:
@@ -1022,6 +1041,7 @@ class _Body:
         self.instances = dict(instances or {})   # name -> the notebook class it holds an instance of
         self.own = local     # the names the function binds: they hide module-level ones
         self.tensors |= wrapper.ctx.mutables - local     # items stored there by any function may be tensors
+        self.launchers: dict[str, ast.Subscript] = {}      # launch = kernel[grid]: _launchers
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
@@ -1301,6 +1321,8 @@ class _Body:
 
     def call(self, node, path, in_comprehension: bool):
         f, ctx = node.func, self.w.ctx
+        if isinstance(f, ast.Name) and f.id in self.launchers:     # launch = kernel[grid]; launch(...)
+            f = self.launchers[f.id]
         if not (isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name)) and not self.vouched_callee(f):
             self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls "
                         "what the policy cannot name (a computed callee, a local holding a function, a method under "

@@ -460,4 +460,25 @@ IDIOMS = [
                                                        eps, BLOCK=triton.next_power_of_2(n))
             return h.reshape(x.shape), y.reshape(x.shape)
         '''),
+    # the launcher kernel[grid] kept in a local, then called (honest3-fan)
+    (("launcher-local",), "fused_add_layernorm", '''
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
+            if x.shape != fx.shape:
+                raise ValueError(f"x {tuple(x.shape)} and fx {tuple(fx.shape)} have different shapes")
+            width = x.shape[-1] if x.shape[-1] <= MAX_WIDTH else None
+            if width is None:
+                raise ValueError(f"width {x.shape[-1]} > {MAX_WIDTH} (MAX_WIDTH)")
+            if (tuple(weight.shape), tuple(bias.shape)) != ((width,), (width,)):
+                raise ValueError(f"weight {tuple(weight.shape)} and bias {tuple(bias.shape)} should be ({width},)")
+            if any(t.dtype not in DTYPES for t in (x, fx, weight, bias)) or x.dtype != fx.dtype:
+                raise ValueError(f"dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}: float16, bfloat16 or "
+                                 "float32, with x and fx alike")
+            x2, fx2 = x.reshape(-1, width).contiguous(), fx.reshape(-1, width).contiguous()
+            h, y = torch.empty_like(x2), torch.empty_like(x2)
+            launch = fused_add_layernorm_kernel[(x2.shape[0],)]
+            launch(x2, fx2, weight.contiguous(), bias.contiguous(), h, y, width, eps, BLOCK=triton.next_power_of_2(width))
+            return h.reshape(x.shape), y.reshape(x.shape)
+        '''),
 ]

@@ -883,6 +883,26 @@ def test_the_wrapper_may_ask_which_device_it_launches_on(line, found):
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
+LAUNCHER = WRAPPER_SOURCE.replace("    fused_add_layernorm_kernel[(rows_x.shape[0],)](",
+                                  "    launch = fused_add_layernorm_kernel[(rows_x.shape[0],)]\n    BEFORE\n    launch(")
+
+
+@pytest.mark.parametrize("before, found", [
+    ("pass", set()),
+    ("launch = torch.add", {("wrapper-torch-op", FLAG), ("wrapper-no-launch", FLAG)}),    # bound twice: anything
+    ("launch(rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)", {("wrapper-launches", FLAG)}),
+    ("for _ in range(2):\n        launch(rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)",
+     {("wrapper-launch-loop", FLAG), ("wrapper-launches", FLAG)}),
+])
+def test_a_name_bound_once_to_kernel_grid_launches_it(before, found):
+    """launch = kernel[grid]; launch(...) is the launch kernel[grid](...), counted as one: in a loop, or with a
+    second launch, it is flagged as that launch would be. A name bound to anything else as well may hold any
+    function."""
+    body = LAUNCHER.replace("BEFORE", before, 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
 HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
 
 
