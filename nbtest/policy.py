@@ -1013,10 +1013,12 @@ def _launchers(fn, ctx: _Notebook) -> dict[str, ast.Subscript]:
 def _lambda_like(node) -> bool:
     """A nested def that a lambda could be: no decorator, and a body of one return of a value after an
     optional docstring (def grid(meta): return (n_rows,) is grid = lambda meta: (n_rows,))."""
+    if not isinstance(node, ast.FunctionDef):
+        return False
     body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) and \
         isinstance(node.body[0].value, ast.Constant) else node.body
-    return isinstance(node, ast.FunctionDef) and not node.decorator_list and len(body) == 1 and \
-        isinstance(body[0], ast.Return) and body[0].value is not None
+    return not node.decorator_list and len(body) == 1 and isinstance(body[0], ast.Return) and \
+        body[0].value is not None
 
 
 def _parameters(fn) -> list[tuple[ast.arg, ast.expr | None]]:

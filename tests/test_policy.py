@@ -903,6 +903,18 @@ def test_a_name_bound_once_to_kernel_grid_launches_it(before, found):
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
+@pytest.mark.parametrize("statement", [
+    "match x.dtype:\n        case torch.float64:\n            raise ValueError(f'float64: {x.dtype}')\n        case _:\n"
+    "            pass",
+    "del n",
+])
+def test_a_statement_the_wrapper_may_not_hold_is_flagged_not_a_crash(statement):
+    """A statement the wrapper's walk does not know (match, del), with or without a body, is flagged as one."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {statement}\n    n = x.shape[-1]\n", 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == {("wrapper-statement", FLAG)}
+
+
 HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
 
 
