@@ -255,6 +255,13 @@ class _Notebook:
         self.data -= {name for label, tree in self.trees.items() if self.student[label]
                       for node, name in _bindings(tree.body)
                       if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_data(node.value, self))}
+        # names that hold one number, string, bool or None: bound so by every binding in any cell, never named in
+        # a `global` (eps=DEFAULT_EPS as a parameter's default holds no tensor)
+        self.scalars = {name for label, tree in self.trees.items() for _, name in _bindings(tree.body)}
+        self.scalars -= {name for label, tree in self.trees.items() for node, name in _bindings(tree.body)
+                         if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _scalar(node.value))}
+        self.scalars -= {name for tree in self.trees.values() for node in ast.walk(tree)
+                         if isinstance(node, ast.Global) for name in node.names}
         # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
         self.mutables = {name for label, tree in self.trees.items() if self.student[label]
                          for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
@@ -421,6 +428,20 @@ def _is_data(node, ctx: _Notebook) -> bool:
     if isinstance(node, ast.Dict):
         return all(k is not None and _is_data(k, ctx) and _is_data(v, ctx) for k, v in zip(node.keys, node.values))
     return _is_literal(node, ctx) or (isinstance(node, (ast.Name, ast.Attribute)) and ctx.resolve(node) is not None)
+
+
+def _scalar(node) -> bool:
+    """One number, string, bool or None, signed or not."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (int, float, str)))
+
+
+def _constant_default(node, ctx: _Notebook) -> bool:
+    """A parameter's default that holds no tensor: a constant, or a module-level name that only ever holds one
+    (eps=DEFAULT_EPS)."""
+    return node is not None and (_scalar(node) or isinstance(node, ast.Constant) or (
+        isinstance(node, ast.Name) and node.id in ctx.scalars))
 
 
 def _is_jit(decorator, ctx: _Notebook) -> bool:
@@ -739,16 +760,24 @@ class _General(ast.NodeVisitor):
 
 # ---------------------------------------------------------------------------- fused-add-norm
 
-WRAPPER_ALLOC = {"torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like"}
+# allocations that carry no value of the caller's: empty, zeros and ones (a weight of ones for weight=None), never
+# full or tensor, whose values the wrapper would give
+WRAPPER_ALLOC = {"torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like",
+                 "torch.ones", "torch.ones_like"}
 WRAPPER_SCALAR_FUNCS = {
     "len", "min", "max", "int", "float", "bool", "abs", "round", "tuple", "list", "range", "isinstance", "str",
     "repr", "print", "all", "any", "zip", "enumerate", "dict", "divmod", "type", "ValueError", "TypeError",
     "RuntimeError", "NotImplementedError", "AssertionError", "torch.Size", "torch.is_tensor",
     "torch.cuda.is_available", "torch.cuda.device", "torch.no_grad", "torch.finfo", "torch.iinfo",
-    "triton.next_power_of_2", "triton.cdiv"}
+    "triton.next_power_of_2", "triton.cdiv",
+    # the device a launch runs on, and how many programs it holds (a persistent kernel's grid), and the
+    # context managers that choose it or turn autograd off around the launch
+    "torch.cuda.current_device", "torch.cuda.device_count", "torch.cuda.get_device_capability",
+    "torch.cuda.get_device_name", "torch.cuda.get_device_properties", "torch.cuda.device_of", "torch.inference_mode"}
 TENSOR_VIEW_METHODS = {"reshape", "view", "view_as", "reshape_as", "contiguous", "flatten", "unflatten", "squeeze",
                        "unsqueeze", "expand", "expand_as", "transpose", "permute", "movedim", "t", "to", "float",
-                       "half", "bfloat16", "double", "clone", "detach", "cpu", "cuda", "type_as", "new_empty"}
+                       "half", "bfloat16", "double", "clone", "detach", "cpu", "cuda", "type_as", "new_empty",
+                       "new_zeros", "new_ones"}
 SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", "ndimension", "is_contiguous",
                   "data_ptr", "get_device", "storage_offset", "is_floating_point"}
 SCALAR_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize"}
@@ -772,11 +801,21 @@ def plain_methods() -> frozenset[str]:
     import torch
     return frozenset({m for t in PLAIN_TYPES for m in dir(t) if not m.startswith("_")}
                      - set(dir(torch.Tensor)) - set(dir(torch)) | VIEW_METHODS)
+@functools.cache
+def function_forms() -> frozenset[str]:
+    """torch.NAME for each method of SCALAR_METHODS and TENSOR_VIEW_METHODS that torch also has as a function
+    (torch.reshape(x, s) is x.reshape(s), torch.numel(x) is x.numel()); not a dtype (torch.float) or a module
+    (torch.cuda), which share a method's name and are no function of it."""
+    import torch
+    return frozenset(f"torch.{m}" for m in SCALAR_METHODS | TENSOR_VIEW_METHODS
+                     if callable(getattr(torch, m, None)) and not isinstance(getattr(torch, m), (type, torch.dtype)))
+
+
 # those a list, dict or set holding tensors answers with what it holds (a tensor has none of these methods)
 CONTAINER_METHODS = {"get", "append", "extend", "pop", "setdefault", "update", "insert", "copy", "clear"}
 # builtins that may take a tensor without reading its values
 PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueError", "TypeError", "RuntimeError",
-                    "NotImplementedError", "AssertionError", "torch.is_tensor", *PACKING}
+                    "NotImplementedError", "AssertionError", "torch.is_tensor", "torch.cuda.device_of", *PACKING}
 
 KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
 KERNEL_TYPES = {"int", "float", "bool"}          # the Python types Triton reads as i32, fp32 and u1
@@ -952,7 +991,7 @@ class _Wrapper:
             tensors = set()
             for arg, default in _parameters(fn):
                 scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
-                if not (scalar_type or isinstance(default, ast.Constant)):
+                if not (scalar_type or _constant_default(default, self.ctx)):
                     tensors.add(arg.arg)
         key = (cls, fn.name, frozenset(tensors))
         if key in self.seen:
@@ -960,7 +999,9 @@ class _Wrapper:
         self.seen.add(key)
         params = _parameters(fn)
         instances = {params[0][0].arg: cls} if cls is not None and params else {}
-        _Body(self, label, set(tensors), instances, _own_names(fn)).walk(fn.body, ())
+        body = _Body(self, label, set(tensors), instances, _own_names(fn))
+        body.launchers = _launchers(fn, self.ctx)
+        body.walk(fn.body, ())
 
 
 def _super_init(f) -> bool:
@@ -976,7 +1017,37 @@ def _own_names(fn) -> set[str]:
              for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs + [n.args.vararg, n.args.kwarg] if a}
     names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
     names |= {n.name for n in ast.walk(fn) if isinstance(n, ast.ExceptHandler) and n.name}
+    names |= {n.name for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+              and n is not fn}
     return names
+
+
+def _launchers(fn, ctx: _Notebook) -> dict[str, ast.Subscript]:
+    """The names fn binds once, to a notebook kernel's kernel[grid], and in no other way (no parameter, loop
+    target, second assignment or del): calling one is that launch (launch = kernel[grid]; launch(...))."""
+    stores: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    others = {a.arg for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+              for a in _arguments(n.args)} | {n.name for n in ast.walk(fn) if isinstance(
+                  n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) and n.name}
+    return {node.targets[0].id: node.value for node in ast.walk(fn)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name)
+            and node.value.value.id in ctx.kernels and stores[node.targets[0].id] == 1
+            and node.targets[0].id not in others}
+
+
+def _lambda_like(node) -> bool:
+    """A nested def that a lambda could be: no decorator, and a body of one return of a value after an
+    optional docstring (def grid(meta): return (n_rows,) is grid = lambda meta: (n_rows,))."""
+    if not isinstance(node, ast.FunctionDef):
+        return False
+    body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) and \
+        isinstance(node.body[0].value, ast.Constant) else node.body
+    return not node.decorator_list and len(body) == 1 and isinstance(body[0], ast.Return) and \
+        body[0].value is not None
 
 
 def _parameters(fn) -> list[tuple[ast.arg, ast.expr | None]]:
@@ -1001,6 +1072,7 @@ class _Body:
         self.instances = dict(instances or {})   # name -> the notebook class it holds an instance of
         self.own = local     # the names the function binds: they hide module-level ones
         self.tensors |= wrapper.ctx.mutables - local     # items stored there by any function may be tensors
+        self.launchers: dict[str, ast.Subscript] = {}      # launch = kernel[grid]: _launchers
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
@@ -1043,17 +1115,33 @@ class _Body:
         for stmt in stmts:
             self.stmt(stmt, path)
 
+    def branches(self, bodies, path, start: set[str]) -> None:
+        """Walk each of these statement lists from the names holding tensors at `start`; after them a name
+        holds a tensor where any of them, or none (`start`), left one: `h, y = out` in one branch of an if
+        does not undo `h = torch.empty(...)` in the other."""
+        held = set(start)
+        for body, branch_path in bodies:
+            self.tensors = set(start)
+            self.walk(body, branch_path)
+            held |= self.tensors
+        self.tensors = held
+
     def stmt(self, node, path):
         if isinstance(node, ast.If):
             self.expr(node.test, path)
-            self.walk(node.body, path + ((id(node), 0),))
-            self.walk(node.orelse, path + ((id(node), 1),))
+            self.branches([(node.body, path + ((id(node), 0),)), (node.orelse, path + ((id(node), 1),))], path,
+                          set(self.tensors))
         elif isinstance(node, (ast.For, ast.While)):
             self.expr(node.iter if isinstance(node, ast.For) else node.test, path)
-            if isinstance(node, ast.For):
-                self.bind_items(node.target, node.iter)
             self.loops += 1
-            self.walk(node.body + node.orelse, path)
+            while True:     # a body runs again with what its last run left, or not at all: walked to a fixed point
+                start = set(self.tensors)
+                if isinstance(node, ast.For):
+                    self.bind_items(node.target, node.iter)
+                self.branches([(node.body + node.orelse, path)], path, set(self.tensors))
+                self.tensors |= start
+                if self.tensors == start:
+                    break
             self.loops -= 1
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             if node.value is not None:
@@ -1084,11 +1172,21 @@ class _Body:
                 self.expr(item.context_expr, path)
             self.walk(node.body, path)
         elif isinstance(node, ast.Try):
-            self.walk(node.body + node.orelse + node.finalbody, path)
-            for h in node.handlers:
-                self.walk(h.body, path)
+            # a handler may start anywhere in the body: from what the body held at any point
+            start = set(self.tensors)
+            self.branches([(node.body + node.orelse, path)], path, start)
+            self.branches([(h.body, path) for h in node.handlers], path, set(self.tensors))
+            self.walk(node.finalbody, path)
         elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
             pass
+        elif _lambda_like(node):
+            # walked as a lambda's body is (a grid function of meta): with the annotations and defaults, which run
+            # where the def stands; its name is the function's own, so calling it is calling a local
+            a = node.args
+            for part in [*a.defaults, *a.kw_defaults, node.returns, *(p.annotation for p in _arguments(a)),
+                         node.body[-1].value]:
+                if part is not None:
+                    self.expr(part, path)
         else:
             self.w.flag(self.label, node, "wrapper-statement",
                         f"a {type(node).__name__} statement in the wrapper; it only checks, allocates and launches")
@@ -1112,7 +1210,7 @@ class _Body:
                 tensors.add(k.arg if k.arg in by_name or a.kwarg is None else a.kwarg.arg)
         given = set(positional[:len(node.args)]) | {k.arg for k in node.keywords}
         return tensors | {p.arg for p, d in params if p.arg not in given and d is not None
-                          and not isinstance(d, ast.Constant)}
+                          and not _constant_default(d, self.w.ctx)}
 
     def bind(self, target, value):
         if isinstance(target, ast.Name):
@@ -1183,9 +1281,12 @@ class _Body:
             return self.tensorish(node.value)
         if isinstance(node, ast.Call):
             f = node.func
-            if isinstance(f, ast.Attribute) and f.attr in TENSOR_VIEW_METHODS:
+            path = self.w.ctx.resolve(f)
+            if path in function_forms() and path.split(".")[-1] in TENSOR_VIEW_METHODS:     # torch.reshape(x, s)
+                return any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)])
+            if path is None and isinstance(f, ast.Attribute) and f.attr in TENSOR_VIEW_METHODS:
                 return self.tensorish(f.value)
-            return self.w.ctx.resolve(f) in WRAPPER_ALLOC
+            return path in WRAPPER_ALLOC
         if isinstance(node, (ast.Tuple, ast.List)):
             return any(self.tensorish(e) for e in node.elts)
         if isinstance(node, ast.IfExp):
@@ -1251,6 +1352,8 @@ class _Body:
 
     def call(self, node, path, in_comprehension: bool):
         f, ctx = node.func, self.w.ctx
+        if isinstance(f, ast.Name) and f.id in self.launchers:     # launch = kernel[grid]; launch(...)
+            f = self.launchers[f.id]
         if not (isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name)) and not self.vouched_callee(f):
             self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls "
                         "what the policy cannot name (a computed callee, a local holding a function, a method under "
@@ -1287,8 +1390,8 @@ class _Body:
             if name.startswith("numpy"):
                 self.w.flag(self.label, node, "numpy", f"{name} in the wrapper: the kernel computes h and y")
             elif name in WRAPPER_ALLOC or name.startswith("math.") or name in ctx.containers or \
-                    name.split(".")[0] in HONEST_MODULES:     # warnings.warn(...) reports, as print does
-                pass
+                    name.split(".")[0] in HONEST_MODULES or name in function_forms():
+                pass      # warnings.warn(...) reports, as print does; torch.reshape(x, s) is x.reshape(s)
             elif name in WRAPPER_SCALAR_FUNCS:
                 if name not in PASSIVE_BUILTINS and any(self.tensorish(a) for a in node.args):
                     self.w.flag(self.label, node, "wrapper-arithmetic", f"{name}() of a tensor reads or reduces its "

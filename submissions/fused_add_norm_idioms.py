@@ -319,4 +319,166 @@ IDIOMS = [
                                                 BLOCK=triton.next_power_of_2(n))
             return h, y
         '''),
+    # h and y allocated in one branch of an if and taken from out= in the other (honest3-fan)
+    (("out-buffers-in-a-branch", "optional-tuple-keyword-only"), "fused_add_layernorm", '''
+        from typing import Optional, Tuple
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5, *,
+                                out: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch; out: optional contiguous (h, y) buffers."""
+            n = x.shape[-1]
+            if x.shape != fx.shape or n > MAX_WIDTH:
+                raise ValueError(f"x has shape {tuple(x.shape)}, fx has shape {tuple(fx.shape)}: they must be equal, "
+                                 f"and the width at most MAX_WIDTH = {MAX_WIDTH}")
+            for name, p in (("weight", weight), ("bias", bias)):
+                if p.shape != (n,):
+                    raise ValueError(f"{name} has shape {tuple(p.shape)}; expected ({n},)")
+            if any(t.dtype not in DTYPES for t in (x, fx, weight, bias)) or fx.dtype != x.dtype:
+                raise ValueError(f"dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}: float16, bfloat16 "
+                                 "or float32, with x and fx alike")
+            rows = x.numel() // n
+            if out is None:
+                h = torch.empty((rows, n), dtype=x.dtype, device=x.device)
+                y = torch.empty((rows, n), dtype=x.dtype, device=x.device)
+            else:
+                h, y = out
+                for name, t in (("out[0]", h), ("out[1]", y)):
+                    if t.shape != x.shape or t.dtype != x.dtype or not t.is_contiguous():
+                        raise ValueError(f"{name} must be a contiguous {x.dtype} tensor of shape {tuple(x.shape)}")
+            x2, fx2 = x.reshape(rows, n).contiguous(), fx.reshape(rows, n).contiguous()
+            fused_add_layernorm_kernel[(rows,)](x2, fx2, weight.contiguous(), bias.contiguous(), h, y, n, eps,
+                                                BLOCK=triton.next_power_of_2(n))
+            return h.view(x.shape), y.view(x.shape)
+        '''),
+    # no annotations, eps defaulting to a module-level constant and handed on as float(eps) (honest3-fan)
+    (("named-constant-default", "float-of-eps", "kwargs-launch-options"), "fused_add_layernorm", '''
+        DEFAULT_EPS = 1e-5
+
+
+        def fused_add_layernorm(x, fx, weight, bias, eps=DEFAULT_EPS, **launch_options):
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch; launch_options go to the launch."""
+            if x.shape != fx.shape:
+                raise ValueError("x and fx must have the same shape, got {} and {}".format(tuple(x.shape),
+                                                                                         tuple(fx.shape)))
+            n = int(x.shape[-1])
+            if n > MAX_WIDTH:
+                raise ValueError("width {} exceeds MAX_WIDTH ({})".format(n, MAX_WIDTH))
+            if tuple(weight.shape) != (n,) or tuple(bias.shape) != (n,):
+                raise ValueError("weight {} and bias {}: expected ({},)".format(tuple(weight.shape),
+                                                                               tuple(bias.shape), n))
+            if any(t.dtype not in DTYPES for t in (x, fx, weight, bias)) or x.dtype != fx.dtype:
+                raise ValueError("dtypes {}, {}: float16, bfloat16 or float32, x and fx alike".format(x.dtype,
+                                                                                                     fx.dtype))
+            x2, fx2 = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(x2), torch.empty_like(x2)
+            launch_options.setdefault("num_warps", 4)
+            fused_add_layernorm_kernel[(x2.shape[0],)](x2, fx2, weight.contiguous(), bias.contiguous(), h, y, n,
+                                                       float(eps), BLOCK=triton.next_power_of_2(n), **launch_options)
+            return h.reshape(x.shape), y.reshape(x.shape)
+        '''),
+    # torch's function forms of the tensor methods a wrapper may call (honest3-fan)
+    (("torch-function-forms", "torch-is-floating-point"), "fused_add_layernorm", '''
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
+            if x.shape != fx.shape:
+                raise ValueError(f"x {tuple(x.shape)} and fx {tuple(fx.shape)} must match")
+            n = x.shape[-1]
+            if n > MAX_WIDTH:
+                raise ValueError(f"width {n} > MAX_WIDTH ({MAX_WIDTH})")
+            if weight.shape != (n,) or bias.shape != (n,):
+                raise ValueError(f"weight {tuple(weight.shape)} and bias {tuple(bias.shape)} must be ({n},)")
+            for t in (x, fx, weight, bias):
+                if not torch.is_floating_point(t) or t.dtype not in DTYPES:
+                    raise ValueError(f"dtype {t.dtype}: only float16, bfloat16 and float32")
+            if fx.dtype != x.dtype:
+                raise ValueError(f"x is {x.dtype}, fx is {fx.dtype}")
+            rows = torch.numel(x) // n
+            x2 = torch.reshape(x, (rows, n)).contiguous()
+            fx2 = torch.flatten(fx, 0, -2).contiguous() if fx.dim() > 1 else torch.reshape(fx, (1, n)).contiguous()
+            h, y = torch.empty_like(x2), torch.empty_like(x2)
+            fused_add_layernorm_kernel[(rows,)](x2, fx2, weight.contiguous(), bias.contiguous(), h, y, n, eps,
+                                                BLOCK=triton.next_power_of_2(n))
+            return torch.reshape(h, x.shape), torch.reshape(y, x.shape)
+        '''),
+    # a named grid function of META inside the wrapper, a keyword-only option with a default (honest3-fan)
+    (("nested-grid-def", "keyword-only-num-warps"), "fused_add_layernorm", '''
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5, *, num_warps: int | None = None) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch; num_warps overrides the default."""
+            N = x.shape[-1]
+            if x.shape != fx.shape:
+                raise ValueError(f"x.shape {tuple(x.shape)} != fx.shape {tuple(fx.shape)}")
+            elif N > MAX_WIDTH:
+                raise ValueError(f"N = {N} > MAX_WIDTH = {MAX_WIDTH}")
+            elif (weight.shape, bias.shape) != ((N,), (N,)):
+                raise ValueError(f"weight {tuple(weight.shape)} and bias {tuple(bias.shape)} must be ({N},)")
+            if not {x.dtype, weight.dtype, bias.dtype} <= DTYPES or fx.dtype != x.dtype:
+                raise ValueError(f"dtypes x={x.dtype}, fx={fx.dtype}, weight={weight.dtype}, bias={bias.dtype}: "
+                                 "only float16, bfloat16 and float32, x and fx alike")
+            x_, fx_ = x.reshape(-1, N).contiguous(), fx.reshape(-1, N).contiguous()
+            M = x_.shape[0]
+            h, y = torch.empty_like(x_), torch.empty_like(x_)
+            BLOCK = triton.next_power_of_2(N)
+            if num_warps is None:
+                num_warps = min(max(BLOCK // 256, 1), 16)
+
+            def grid(META):
+                return (M,)
+
+            fused_add_layernorm_kernel[grid](x_, fx_, weight.contiguous(), bias.contiguous(), h, y, N, eps,
+                                             BLOCK=BLOCK, num_warps=num_warps)
+            return h.view(x.shape), y.view(x.shape)
+        '''),
+    # weight or bias None: ones and zeros allocated in their place, as F.layer_norm reads None (honest3-fan)
+    (("optional-affine-ones-zeros",), "fused_add_layernorm", '''
+        from typing import Optional
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch; weight None is ones, bias None zeros."""
+            *lead, n = x.shape
+            if fx.shape != x.shape:
+                raise ValueError(f"x and fx shapes differ: {tuple(x.shape)} vs {tuple(fx.shape)}")
+            if n > MAX_WIDTH:
+                raise ValueError(f"the width {n} is over MAX_WIDTH {MAX_WIDTH} (rows {lead})")
+            if x.dtype not in DTYPES or fx.dtype != x.dtype:
+                raise ValueError(f"x is {x.dtype}, fx is {fx.dtype}: one of float16, bfloat16 and float32, the same")
+            if weight is None:
+                weight = torch.ones(n, dtype=x.dtype, device=x.device)
+            if bias is None:
+                bias = torch.zeros(n, dtype=x.dtype, device=x.device)
+            for name, p in (("weight", weight), ("bias", bias)):
+                if p.shape != (n,) or p.dtype not in DTYPES:
+                    raise ValueError(f"{name} must be ({n},) in float16, bfloat16 or float32, got "
+                                     f"{tuple(p.shape)} {p.dtype}")
+            x2, fx2 = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(x2), torch.empty_like(x2)
+            fused_add_layernorm_kernel[(x2.shape[0],)](x2, fx2, weight.contiguous(), bias.contiguous(), h, y, n,
+                                                       eps, BLOCK=triton.next_power_of_2(n))
+            return h.reshape(x.shape), y.reshape(x.shape)
+        '''),
+    # the launcher kernel[grid] kept in a local, then called (honest3-fan)
+    (("launcher-local",), "fused_add_layernorm", '''
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
+            if x.shape != fx.shape:
+                raise ValueError(f"x {tuple(x.shape)} and fx {tuple(fx.shape)} have different shapes")
+            width = x.shape[-1] if x.shape[-1] <= MAX_WIDTH else None
+            if width is None:
+                raise ValueError(f"width {x.shape[-1]} > {MAX_WIDTH} (MAX_WIDTH)")
+            if (tuple(weight.shape), tuple(bias.shape)) != ((width,), (width,)):
+                raise ValueError(f"weight {tuple(weight.shape)} and bias {tuple(bias.shape)} should be ({width},)")
+            if any(t.dtype not in DTYPES for t in (x, fx, weight, bias)) or x.dtype != fx.dtype:
+                raise ValueError(f"dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}: float16, bfloat16 or "
+                                 "float32, with x and fx alike")
+            x2, fx2 = x.reshape(-1, width).contiguous(), fx.reshape(-1, width).contiguous()
+            h, y = torch.empty_like(x2), torch.empty_like(x2)
+            launch = fused_add_layernorm_kernel[(x2.shape[0],)]
+            launch(x2, fx2, weight.contiguous(), bias.contiguous(), h, y, width, eps, BLOCK=triton.next_power_of_2(width))
+            return h.reshape(x.shape), y.reshape(x.shape)
+        '''),
 ]

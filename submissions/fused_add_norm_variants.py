@@ -219,6 +219,49 @@ STYLES = {
                                                       BLOCK=triton.next_power_of_2(n))
             return h.view(x.shape), y.view(x.shape)
         ''')),
+    "style-persistent-device-query": ("a persistent kernel: programs by the device's multiprocessors, each strides "
+                                      "over the rows; the launch under torch.cuda.device_of(x) and inference_mode",
+                                      dict(fused_kernel='''
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_rows, n_cols, eps,
+                                       BLOCK: tl.constexpr):
+            """Persistent: program p handles rows p, p + P, p + 2P, ... (P programs)."""
+            cols = tl.arange(0, BLOCK)
+            mask = cols < n_cols
+            w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+                offs = tl.cast(row, tl.int64) * n_cols + cols
+                h = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) + \\
+                    tl.load(fx_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+                tl.store(h_ptr + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
+                mean = tl.sum(h, axis=0) / n_cols
+                d = tl.where(mask, h - mean, 0.0)
+                rstd = tl.rsqrt(tl.sum(d * d, axis=0) / n_cols + eps)
+                tl.store(y_ptr + offs, (d * rstd * w + b).to(y_ptr.dtype.element_ty), mask=mask)
+        ''', fused_add_layernorm='''
+        @torch.inference_mode()
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            n = x.shape[-1]
+            bad = [f"x and fx shapes differ: {tuple(x.shape)} and {tuple(fx.shape)}"] if x.shape != fx.shape else []
+            bad += [f"rows of width {n}: MAX_WIDTH is {MAX_WIDTH}"] if n > MAX_WIDTH else []
+            bad += [f"{k} {tuple(p.shape)}: expected ({n},)" for k, p in (("weight", weight), ("bias", bias))
+                    if p.shape != (n,)]
+            if bad:
+                raise ValueError("; ".join(bad))
+            if any(t.dtype not in DTYPES for t in (x, fx, weight, bias)) or x.dtype != fx.dtype:
+                raise ValueError(f"dtypes {x.dtype} and {fx.dtype}: float16, bfloat16 or float32, the same")
+            x2, fx2 = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            rows = x2.shape[0]
+            h, y = torch.empty_like(x2), torch.empty_like(x2)
+            sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 1
+            grid = (max(1, min(rows, 4 * sms)),)
+            with torch.cuda.device_of(x):
+                fused_add_layernorm_kernel[grid](x2, fx2, weight.contiguous(), bias.contiguous(), h, y, rows, n,
+                                                 eps, BLOCK=triton.next_power_of_2(n))
+            return h.view(x.shape), y.view(x.shape)
+        ''')),
 }
 
 # text pasted from a web page or a PDF: a U+2028 in a comment above the kernel and in an error message, which

@@ -799,6 +799,152 @@ def test_a_plain_values_methods_in_the_wrapper_compute_nothing(line):
     assert policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED) == []
 
 
+OUT_PARAMETER = WRAPPER_SOURCE.replace("eps: float = 1e-5)", "eps: float = 1e-5, out=None)").replace(
+    "    h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)\n",
+    "    if out is None:\n        h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)\n    else:\n"
+    "        h, y = out\n")
+
+
+@pytest.mark.parametrize("source, found", [
+    (OUT_PARAMETER, set()),       # h and y are tensors after the if, whichever branch ran
+    (WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n    t = x\n    if eps > 1:\n"
+                            "        t = 0\n    t2 = t * t\n"), {("wrapper-arithmetic", FLAG)}),
+    (WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n    a = 0\n    for _ in range(2):\n"
+                            "        b = a * 2\n        a = x\n"), {("wrapper-arithmetic", FLAG)}),
+    (WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n    a = x\n    try:\n        a = 0\n"
+                            "        n = int(n)\n    except ValueError:\n        b = a * 2\n"), {("wrapper-arithmetic", FLAG)}),
+])
+def test_a_name_holds_a_tensor_after_any_branch_that_left_one(source, found):
+    """Each branch of an if is walked from what held tensors before it, and a name holds one after the if
+    where any branch left one; a loop's body again with what its last run left, until nothing changes; a
+    handler from what the try's body held before or after it."""
+    assert source != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=source), FUSED)) == found
+
+
+NAMED_DEFAULT = WRAPPER_SOURCE.replace("eps: float = 1e-5)", "eps=DEFAULT_EPS, saved=_SAVED)").replace(
+    "h, y, n, eps,", "h, y, n, float(eps),")
+
+
+@pytest.mark.parametrize("before, source, found", [
+    ("DEFAULT_EPS = 1e-5\n_SAVED = {}\n\n\n", NAMED_DEFAULT, set()),      # a name holding a number
+    ("DEFAULT_EPS = 1e-5\n_SAVED = {}\n\n\n", NAMED_DEFAULT.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n"
+     "    saved['x'] = x\n    t = saved['x'] * 2\n"), {("wrapper-arithmetic", FLAG)}),   # one holding a dict
+    ("DEFAULT_EPS = 1e-5\n_SAVED = {}\n\n\ndef _keep(t):\n    global DEFAULT_EPS\n    DEFAULT_EPS = t\n\n\n",
+     NAMED_DEFAULT, {("wrapper-arithmetic", FLAG)}),                       # one a function may rebind
+])
+def test_a_default_naming_a_module_constant_holds_no_tensor(before, source, found):
+    """A wrapper's parameter whose default is a module-level name bound only to a number (eps=DEFAULT_EPS)
+    holds a number, as eps=1e-5 does: float(eps) reads no tensor. A name holding a dict, or one a `global`
+    lets a function rebind, may hold anything."""
+    cells = with_cells(FUSED_NB, fused_add_layernorm=before + source)
+    assert rules(policy.check_cells(cells, FUSED)) == found
+
+
+@pytest.mark.parametrize("line, found", [
+    ("rows_x, rows_fx = torch.reshape(x, (-1, n)).contiguous(), torch.flatten(fx, 0, -2).contiguous()", set()),
+    ("rows_x, rows_fx = torch.reshape(x, (torch.numel(x) // n, n)), torch.reshape(fx, (-1, n))", set()),
+    ("ok = all(torch.is_floating_point(t) for t in (x, fx))", set()),
+    ("z = torch.reshape(x, (-1,)).exp()", {("wrapper-torch-op", FLAG)}),    # what it returns is still a tensor
+    ("z = torch.clone(x) * 2", {("wrapper-arithmetic", FLAG)}),
+    ("z = torch.exp(x)", {("wrapper-torch-op", FLAG)}),                     # no method of the wrapper's
+])
+def test_torchs_function_form_of_an_allowed_method_is_that_method(line, found):
+    """torch.reshape(x, s) is x.reshape(s) and torch.numel(x) is x.numel(): a method the wrapper may call is
+    allowed in torch's function form too, and a view it returns is still a tensor."""
+    body = WRAPPER_SOURCE.replace("    h, y = torch.empty_like(rows_x)", f"    {line}\n    h, y = torch.empty_like(rows_x)", 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
+GRID_DEF = WRAPPER_SOURCE.replace("    fused_add_layernorm_kernel[(rows_x.shape[0],)](",
+                                  "    DEF\n    fused_add_layernorm_kernel[grid](")
+
+
+@pytest.mark.parametrize("definition, found", [
+    ("def grid(meta):\n        return (rows_x.shape[0],)\n", set()),
+    ('def grid(META: dict) -> tuple:\n        """One program per row."""\n'
+     '        return (triton.cdiv(rows_x.shape[0], META["num_warps"] // META["num_warps"]),)\n', set()),
+    ("def grid(meta):\n        return (torch.add(x, fx).shape[0],)\n", {("wrapper-torch-op", FLAG)}),
+    ("def grid(meta, z=x * 2):\n        return (rows_x.shape[0],)\n", {("wrapper-arithmetic", FLAG)}),
+    ("def grid(meta: x.exp()):\n        return (rows_x.shape[0],)\n", {("wrapper-torch-op", FLAG)}),
+    ("def grid(meta):\n        h.copy_(x)\n        return (rows_x.shape[0],)\n", {("wrapper-statement", FLAG)}),
+    ("def grid(meta):\n        return (rows_x.shape[0],)\n    grid({})\n", {("wrapper-torch-op", FLAG)}),  # called
+])
+def test_a_nested_def_that_a_lambda_could_be_is_walked_as_one(definition, found):
+    """A def in the wrapper whose body is one return (a grid function of meta) is a lambda under a name: its
+    return value, defaults and annotations are walked as a lambda's body is; any other nested def stays a
+    statement the wrapper may not hold, and calling it is calling a local that holds a function."""
+    body = GRID_DEF.replace("DEF\n", definition, 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
+@pytest.mark.parametrize("line, found", [
+    ("weight = torch.ones(n, dtype=x.dtype, device=x.device) if weight is None else weight", set()),
+    ("weight = torch.ones_like(bias) if weight is None else weight", set()),
+    ("bias = x.new_zeros(n) if bias is None else bias", set()),
+    ("weight = x.new_ones((n,)) if weight is None else weight", set()),
+    ("weight = torch.full_like(bias, 2.0)", {("wrapper-torch-op", FLAG)}),    # full carries a value of its own
+    ("z = torch.ones_like(x) * x", {("wrapper-arithmetic", FLAG)}),            # what it allocates is a tensor
+])
+def test_an_allocation_of_ones_carries_no_value_of_the_callers(line, found):
+    """torch.ones and ones_like (a weight of ones when weight is None), and x.new_zeros and new_ones, allocate
+    as torch.zeros and x.new_empty do; torch.full, which the wrapper would hand a value, stays a torch op."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {line}\n", 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
+@pytest.mark.parametrize("line, found", [
+    ("programs = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4", set()),
+    ("major, minor = torch.cuda.get_device_capability() if torch.cuda.is_available() else (0, 0)", set()),
+    ("with torch.cuda.device_of(x), torch.inference_mode():\n        pass", set()),
+    ("with torch.cuda.device_of(x + fx):\n        pass", {("wrapper-arithmetic", FLAG)}),
+    ("props = torch.cuda.get_device_properties(x)", {("wrapper-arithmetic", FLAG)}),   # a tensor handed to it
+    ("torch.cuda.make_graphed_callables(print, ())", {("wrapper-torch-op", FLAG)}),     # not a device query
+])
+def test_the_wrapper_may_ask_which_device_it_launches_on(line, found):
+    """A persistent kernel's grid counts the device's multiprocessors; the launch may run under the tensor's
+    device (torch.cuda.device_of(x) reads only x's device) and torch.inference_mode(). Handed a tensor, a
+    device query is still reading it, and the rest of torch.cuda stays a torch op."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {line}\n", 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
+LAUNCHER = WRAPPER_SOURCE.replace("    fused_add_layernorm_kernel[(rows_x.shape[0],)](",
+                                  "    launch = fused_add_layernorm_kernel[(rows_x.shape[0],)]\n    BEFORE\n    launch(")
+
+
+@pytest.mark.parametrize("before, found", [
+    ("pass", set()),
+    ("launch = torch.add", {("wrapper-torch-op", FLAG), ("wrapper-no-launch", FLAG)}),    # bound twice: anything
+    ("launch(rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)", {("wrapper-launches", FLAG)}),
+    ("for _ in range(2):\n        launch(rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)",
+     {("wrapper-launch-loop", FLAG), ("wrapper-launches", FLAG)}),
+])
+def test_a_name_bound_once_to_kernel_grid_launches_it(before, found):
+    """launch = kernel[grid]; launch(...) is the launch kernel[grid](...), counted as one: in a loop, or with a
+    second launch, it is flagged as that launch would be. A name bound to anything else as well may hold any
+    function."""
+    body = LAUNCHER.replace("BEFORE", before, 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
+@pytest.mark.parametrize("statement", [
+    "match x.dtype:\n        case torch.float64:\n            raise ValueError(f'float64: {x.dtype}')\n        case _:\n"
+    "            pass",
+    "del n",
+])
+def test_a_statement_the_wrapper_may_not_hold_is_flagged_not_a_crash(statement):
+    """A statement the wrapper's walk does not know (match, del), with or without a body, is flagged as one."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {statement}\n    n = x.shape[-1]\n", 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == {("wrapper-statement", FLAG)}
+
+
 HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
 
 
