@@ -652,8 +652,9 @@ class _General(ast.NodeVisitor):
         elif attr in PROCESS_ATTRIBUTES:
             self.flag(node, "process-introspection", WITHHOLD,
                       f"'.{attr}' leads from this object to the grading process; a solution needs none of it")
-        elif attr.startswith("_") and not attr.startswith("__") and not self._own_private(node) and \
-                not (attr in NAMEDTUPLE_API and library is None):
+        elif attr.startswith("_") and not attr.startswith("__") and not (
+                library is None and (self._own_private(node) or attr in NAMEDTUPLE_API)):
+            # a private name read off an import's path (torch._foo) is the library's, whatever the notebook defines
             self.flag(node, "private-attribute", WITHHOLD,
                       f"'.{attr}' is a private attribute of a library object; use its public interface")
         path = self.ctx.resolve(node)

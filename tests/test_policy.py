@@ -346,6 +346,15 @@ def test_a_private_name_only_set_elsewhere_or_of_nn_module_stays_flagged(elsewhe
     assert ("residual_add", "private-attribute") in found
 
 
+def test_a_private_name_the_notebook_defines_is_still_a_librarys_off_its_path():
+    """`def _utils()` in any cell makes `obj._utils` the notebook's, never `torch._utils`."""
+    cells = with_cells(RESIDUAL_NB, residual="def _utils():\n    pass", residual_add='''
+        def residual_add(x, fx):
+            return torch._utils if fx is None else x + fx
+        ''')
+    assert ("residual_add", "private-attribute") in {(v.cell, v.rule) for v in policy.check_cells(cells, RESIDUAL)}
+
+
 # ============================================================ forgeries: each trips its rule
 
 IN_PLACE = '''
