@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from types import CodeType
 
 import torch
+import torch.utils._device  # torch.set_default_device's mode class (_DEFAULT_DEVICE)
 
 from .sealed import seal
 
@@ -75,8 +76,13 @@ FRAME_EVENTS = ("sys._getframe", "sys._current_frames", "object.__getattr__")
 # between the cell and the frames read, yet the reading is torch's, as torch.manual_seed's is
 ANOMALY_RECORDER = ("/traceback.py", "format_stack")
 MAX_DISTINCT = 10_000      # events remembered as sent (the grader keeps its first 50)
-_getframe, _write, _str, _isinstance, _type, _id = sys._getframe, os.write, str, isinstance, type, id
+_getframe, _write, _str, _isinstance, _type, _id, _sum = sys._getframe, os.write, str, isinstance, type, id, sum
 _function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
+_function_mode_at, _range = torch._C._get_function_stack_at, range
+# torch.set_default_device's mode (device-agnostic notebooks call it): torch's own class, which only fills in the
+# device of a tensor a factory function makes, so it answers no read of the probe's; one of the student's own
+# class, or this class changed (an audited write to a class), still counts
+_DEFAULT_DEVICE = torch.utils._device.DeviceContext
 _anomaly = torch.is_anomaly_enabled
 
 
@@ -133,7 +139,8 @@ def check_state(fd: int, where: str, cell: str = "", reported: tuple[int, int] =
     answers the probe's own tensor reads), checked when the code under test has returned. reported: the
     (function, dispatch) mode counts already reported, returned updated, so that a mode left active is
     one event, not one after every later cell and request."""
-    counts = (_function_modes(), _dispatch_modes())
+    counts = (_sum(1 for i in _range(_function_modes()) if _type(_function_mode_at(i)) is not _DEFAULT_DEVICE),
+              _dispatch_modes())
     for count, before, kind in zip(counts, reported, ("function", "dispatch")):
         if count > before:
             _send(fd, Event(cell, 0, f"torch.{kind}_mode", f"a torch {kind} mode is still active after {where}"))

@@ -27,6 +27,16 @@ def layer_widths(d_in: int, width: int, depth: int) -> list:
 """
 
 STYLES = {
+    "style-default-device": ("device-agnostic: torch.set_default_device at the top of the first solution cell",
+                             dict(residual_add='''
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        torch.set_default_device(device)
+
+        def residual_add(x, fx):
+            if x.shape != fx.shape:
+                raise ValueError(f"x has shape {tuple(x.shape)} but fx has shape {tuple(fx.shape)}")
+            return x + fx
+        ''')),
     "style-torch-add-helper": ("torch.add, helper, f-string with x.shape", dict(residual_add='''
         def _same_shape(x: Tensor, fx: Tensor) -> None:
             if x.shape != fx.shape:

@@ -233,3 +233,26 @@ def test_an_event_repeated_in_a_loop_is_sent_once():
     seen = events(loop="import sys\nfor _ in range(5000):\n    sys._getframe()\nsys._getframe()\n")
     assert seen.count(("loop", 3, "sys._getframe")) == 1
     assert ("loop", 4, "sys._getframe") in seen               # another line is another event
+
+
+def test_the_default_device_mode_is_torchs_own_and_no_other_class_is():
+    """torch.set_default_device leaves torch's DeviceContext active (device-agnostic notebooks call it): it only
+    fills in the device of a tensor a factory makes, so it is no event; a subclass of it, whose
+    __torch_function__ is the student's, still is."""
+    found = events(device='''
+        import torch
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        torch.set_default_device(device)
+        ''')
+    assert not [e for e in found if e[2].startswith("torch.")], found
+    found = events(device='''
+        import torch
+        from torch.utils._device import DeviceContext
+
+        class Mine(DeviceContext):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        Mine("cpu").__enter__()
+        ''')
+    assert ("device", 0, "torch.function_mode") in found, found
