@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .cellsource import compile_cell, compile_statements, python_lines, python_source
-from .policy import parse
+from .cellcode import parse
 from .warmup import interpreter_as_on_gpu
 
 MODULE_TAG = "module"

@@ -9,7 +9,7 @@ import tomllib
 import types
 from pathlib import Path
 
-from . import policy
+from . import cellcode, policy
 from .notebook import cell_label, cell_part, cells_run, is_module_cell, is_solution, notebook_beside, \
     read_notebook, source_of, top_level_names
 from .warmup import first_calls, names_optim
@@ -110,14 +110,14 @@ def rule_breaks(part: int, notebook: str | Path) -> list[str]:
         student = is_solution(cell) or not is_module_cell(cell)       # a solution cell, or one of the student's own
         cells.append((label, source, student))
         try:
-            tree = policy.parse(source)
+            tree = cellcode.parse(source)
         except (SyntaxError, ValueError):
             continue
         parts[label] = cell_part(top_level_names(source), contract_parts)
         # each top-level def or class: still the stub? the last one run is what the grader calls
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                stubs[node.name] = any(policy.is_stub(f) for f in ast.walk(node) if isinstance(f, ast.FunctionDef))
+                stubs[node.name] = any(cellcode.is_stub(f) for f in ast.walk(node) if isinstance(f, ast.FunctionDef))
                 if parts[label] == part and is_solution(cell):
                     asked.add(node.name)
     found = [str(v) for v in policy.check_cells(cells, policy.for_assignment(rules)) if parts.get(v.cell) == part]

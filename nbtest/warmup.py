@@ -91,7 +91,7 @@ def first_calls(optimizer: bool = True) -> None:
 
 def names_optim(sources, parse=None) -> bool:
     """Whether these cells name torch.optim in code (words in a docstring do not count). parse: ast.parse by
-    default; the grader's threads pass their shared one (policy.parse, one thread at a time)."""
+    default; the grader's threads pass their shared one (cellcode.parse, one thread at a time)."""
     import ast
     for source in sources:
         if "optim" in source:

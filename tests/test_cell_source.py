@@ -9,6 +9,7 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 import nbtest
+from nbtest import cellcode
 from nbtest.cellsource import magic_lines, python_source
 from nbtest.policy import check_cells, for_assignment
 from autograder import course
@@ -108,15 +109,15 @@ def test_a_cell_is_read_as_the_oldest_python_the_course_runs(monkeypatch):
     grader's child: compile_cell, or compile_statements for an own cell) or parsed (the rules), whatever Python
     reads it. Shown with 3.10's `match` read as 3.9, as 3.12's `type X = ...` is read as 3.11."""
     from autograder.core import sandbox
-    from nbtest import cellsource, policy
+    from nbtest import cellsource
     source = "def kind(x):\n    match x:\n        case 0:\n            return 'zero'\n    return 'other'\n"
     namespace = {}
     exec(cellsource.compile_cell(source, "<cell kind>"), namespace)
     assert namespace["kind"](0) == "zero"
     monkeypatch.setattr(cellsource, "PYTHON", (3, 9))
-    monkeypatch.setattr(policy, "PYTHON", (3, 9))
+    monkeypatch.setattr(cellcode, "PYTHON", (3, 9))
     for read in (cellsource.compile_cell, sandbox._compile_cell, cellsource.compile_statements,
-                 sandbox._compile_statements, lambda s, _: policy.parse(s)):
+                 sandbox._compile_statements, lambda s, _: cellcode.parse(s)):
         with pytest.raises(SyntaxError, match="only supported in Python 3.10") as e:
             read(source, "<cell kind>")
         assert 2 <= e.value.lineno <= 5           # within the match statement (CPython names its end)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder import course
-from nbtest import policy
+from nbtest import cellcode, policy
 from autograder.core.extract import Template
 from nbtest.policy import FLAG, WITHHOLD
 from autograder.course import ROOT, SOLUTIONS
@@ -1125,7 +1125,7 @@ def test_the_graders_threads_parse_one_at_a_time(monkeypatch):
         return real_parse(source, *args, **kwargs)
 
     monkeypatch.setattr(ast, "parse", slow_parse)
-    threads = [threading.Thread(target=policy.parse, args=("x = 1",)) for _ in range(4)]
+    threads = [threading.Thread(target=cellcode.parse, args=("x = 1",)) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:

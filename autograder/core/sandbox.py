@@ -54,7 +54,7 @@ from typing import Callable
 
 import nbtest
 import torch
-from nbtest import monitor, policy, uncompiled
+from nbtest import cellcode, monitor, uncompiled
 from nbtest.cellsource import compile_cell, compile_statements, python_lines
 from nbtest.sealed import seal
 
@@ -693,7 +693,7 @@ class Sandbox:
         self.cells = list(cells)
         self.all_cells = list(cells)   # as sent, also those later left out (the monitor's events quote them)
         self.contract = dict(contract or {})
-        self.optimizer = nbtest.names_optim((source for _, source in cells), policy.parse)   # Zygote.spawn
+        self.optimizer = nbtest.names_optim((source for _, source in cells), cellcode.parse)   # Zygote.spawn
         self.problems: dict[str, str] = {}
         self.declared: dict = {}       # probe.declared() of the running child
         self.events: list[monitor.Event] = []   # what the monitor saw, in every child so far, in order

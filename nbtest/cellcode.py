@@ -1,0 +1,406 @@
+"""What a notebook's cells define, read from their syntax trees (never run), and how a finding is written:
+the facts both the policy's rules (policy.py) and the kernel wrapper's (kernel_wrapper.py) read.
+
+    ctx = Notebook([("setup", SETUP, False), ("residual_add", SRC, True)])
+    ctx.functions["residual_add"]      # (cell label, its ast.FunctionDef)
+    ctx.resolve(node)                  # "torch.nn.functional.gelu" for the ast of `F.gelu`
+
+A cell is (label, source, is_student); the trusted (locked) cells are read for their imports and
+definitions, so that `tl`, `F` or `nn` resolve as they do when the notebook runs. The helpers named with a
+leading underscore are the two rule modules' own, not the package's interface.
+"""
+from __future__ import annotations
+
+import ast
+import threading
+from dataclasses import dataclass
+
+from .cellsource import PYTHON, python_lines
+
+WITHHOLD, FLAG = "withhold", "flag"
+
+_PARSING = threading.Lock()
+
+
+def parse(source: str) -> ast.Module:
+    """ast.parse, one thread at a time. CPython 3.11 keeps one AST-building depth counter per interpreter
+    (gh-106905): the grader's threads, parsing two notebooks at once, could fail with SystemError "AST
+    constructor recursion depth mismatch" and lose a batch's results."""
+    with _PARSING:
+        return ast.parse(source, feature_version=PYTHON)
+
+# Modules any cell may import, whatever the assignment's list: compiler directives Jupyter honours per
+# cell, and warnings, which neither the grader's child nor any score reads (copy, time, random and
+# logging stay outside: copy hands out copyreg's dispatch table, the child times and seeds with time
+# and random, logging opens files)
+HONEST_MODULES = frozenset({"__future__", "warnings"})
+# Private attributes of nn.Module: writing or reading them hides modules from the grader's view.
+MODULE_PRIVATE = frozenset({
+    "_modules", "_parameters", "_buffers", "_non_persistent_buffers_set", "_forward_hooks",
+    "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks",
+    "_load_state_dict_pre_hooks", "_version", "_apply", "_call_impl", "_get_name", "_named_members",
+    "_C", "_dynamo", "_forward_hooks_with_kwargs", "_is_full_backward_hook"})
+
+
+@dataclass(frozen=True)
+class Violation:
+    cell: str
+    line: int
+    rule: str
+    severity: str
+    message: str
+    quote: str     # the offending source line, stripped
+
+    def __str__(self) -> str:
+        return f"{self.cell} line {self.line}: [{self.rule}] {self.message} | {self.quote}"
+
+
+class Notebook:
+    """What the cells define: import aliases, module-level functions, Triton kernels, constants."""
+
+    def __init__(self, cells):
+        self.sources, self.trees, self.student, self.order = {}, {}, {}, {}
+        self.aliases: dict[str, str] = {}         # local name -> dotted module path ("F" -> torch.nn.functional)
+        self.functions: dict[str, tuple[str, ast.FunctionDef]] = {}   # student functions, by name
+        self.kernels: dict[str, tuple[str, ast.FunctionDef]] = {}     # student @triton.jit functions
+        self.constants: set[str] = set()          # module-level names bound to plain values
+        self.containers: set[str] = set()         # student result types: a NamedTuple of fields, a namedtuple()
+        self.classes: dict[str, tuple[str, ast.ClassDef]] = {}   # student classes of plain methods, by name
+        self.instances: dict[str, str] = {}       # module-level names bound once to C(...), C such a class
+        for i, (label, source, student) in enumerate(cells):
+            self.order[label], self.sources[label], self.student[label] = i, source, student
+            try:
+                tree = parse(source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue          # a cell that does not parse never runs (the child's compile fails alike)
+            self.trees[label] = tree
+            for node in tree.body:
+                self._top_level(label, node, student)
+        # a class whose attributes some code sets (Norm.forward = f, setattr(Norm, ...)) may run other
+        # code than its defs: its methods are not followed
+        for label, tree in self.trees.items():
+            for node in ast.walk(tree) if self.student[label] else ():
+                changed = node.value if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) \
+                    else node.args[0] if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id in ("setattr", "delattr") and node.args else None
+                if isinstance(changed, ast.Name):
+                    self.classes.pop(changed.id, None)
+        self._objects()
+        # every name the student's cells bind at module level (a builtin such as int rebound among them)
+        self.bound = {name for label, tree in self.trees.items() if self.student[label]
+                      for _, name in _bindings(tree.body)}
+        # a constant is plain data by every binding: `C = 0` then `C = torch` makes C the module
+        self.constants -= {name for label, tree in self.trees.items() if self.student[label]
+                           for node, name in _bindings(tree.body)
+                           if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self))}
+        # names bound to data by every binding: plain data, and what an import names read as a value
+        # (_SUPPORTED = (torch.float16, torch.float32)); a function read so can only be called by a name
+        self.data = {name for label, tree in self.trees.items() if self.student[label]
+                     for _, name in _bindings(tree.body)}
+        self.data -= {name for label, tree in self.trees.items() if self.student[label]
+                      for node, name in _bindings(tree.body)
+                      if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_data(node.value, self))}
+        # names that hold one number, string, bool or None: bound so by every binding in any cell, never named in
+        # a `global` (eps=DEFAULT_EPS as a parameter's default holds no tensor)
+        self.scalars = {name for label, tree in self.trees.items() for _, name in _bindings(tree.body)}
+        self.scalars -= {name for label, tree in self.trees.items() for node, name in _bindings(tree.body)
+                         if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _scalar(node.value))}
+        self.scalars -= {name for tree in self.trees.values() for node in ast.walk(tree)
+                         if isinstance(node, ast.Global) for name in node.names}
+        # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
+        self.mutables = {name for label, tree in self.trees.items() if self.student[label]
+                         for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
+                         isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))}
+        # the private names the notebook gives its own objects, in any of its cells: a method of a base class
+        # in the cell above, or a helper class's constant, is read in another cell as Run All runs them
+        self.own_private = {name for label, tree in self.trees.items() if self.student[label]
+                            for name in _private_names(tree)}
+
+    def _top_level(self, label, node, student):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.FunctionDef) and student:
+            if any(_is_jit(d, self) for d in node.decorator_list):
+                self.kernels[node.name] = (label, node)
+            else:
+                self.functions[node.name] = (label, node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            self.constants |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif student and _is_container(node, self):
+            self.containers.add(node.name if isinstance(node, ast.ClassDef) else node.targets[0].id)
+        elif student and isinstance(node, ast.ClassDef) and _plain_class(node, self):
+            self.classes[node.name] = (label, node)
+
+    def _objects(self):
+        """The module-level objects of the notebook's classes a wrapper may call: a name bound once, by
+        NAME = C(...), never named in a `global`, and no attribute set on it from outside (NAME.forward = f)
+        that could hide a def."""
+        bindings: dict[str, list] = {}
+        for label, tree in self.trees.items():
+            for node, name in _bindings(tree.body) if self.student[label] else ():
+                bindings.setdefault(name, []).append(node)
+        for name, nodes in bindings.items():
+            value = getattr(nodes[0], "value", None)
+            if len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and len(nodes[0].targets) == 1 and \
+                    isinstance(nodes[0].targets[0], ast.Name) and isinstance(value, ast.Call) and \
+                    isinstance(value.func, ast.Name) and value.func.id in self.classes:
+                self.instances[name] = value.func.id
+        for label, tree in self.trees.items():
+            for node in ast.walk(tree) if self.student[label] else ():
+                if isinstance(node, ast.Global):
+                    for name in node.names:
+                        self.instances.pop(name, None)
+                elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and \
+                        isinstance(node.value, ast.Name) and node.value.id in self.instances:
+                    cls = self.instances[node.value.id]
+                    if node.attr.startswith("__") or node.attr in {"forward", "__call__", *(
+                            s.name for s in self.classes[cls][1].body if isinstance(s, ast.FunctionDef))}:
+                        self.instances.pop(node.value.id)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                        node.func.id in ("setattr", "delattr") and node.args and isinstance(node.args[0], ast.Name):
+                    self.instances.pop(node.args[0].id, None)
+
+    def method(self, cls: str, name: str) -> ast.FunctionDef | None:
+        """The def that `name` finds on the notebook class cls, its own or a notebook base's, or None."""
+        label, node = self.classes[cls]
+        own = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
+        if own is not None:
+            return own
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id in self.classes and base.id != cls:
+                found = self.method(base.id, name)
+                if found is not None:
+                    return found
+        return None
+
+    def cell_of(self, method: ast.FunctionDef) -> str:
+        """The label of the cell whose class defines this method."""
+        return next(label for label, node in self.classes.values() if method in node.body)
+
+    def is_function(self, cls: str) -> bool:
+        """Whether cls subclasses torch.autograd.Function, whose apply runs setup_context and forward."""
+        return any(self.resolve(b) == "torch.autograd.Function" for b in self.classes[cls][1].bases)
+
+    def is_module(self, cls: str) -> bool:
+        """Whether cls subclasses torch.nn.Module, whose __call__ runs forward."""
+        return any(self.resolve(b) == "torch.nn.Module" or (isinstance(b, ast.Name) and b.id in self.classes and
+                                                            b.id != cls and self.is_module(b.id))
+                   for b in self.classes[cls][1].bases)
+
+    def resolve(self, node) -> str | None:
+        """The dotted path of Name / Attribute chains rooted at an import ("F.gelu" -> torch.nn.functional.gelu)."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id in self.aliases:
+            return ".".join([self.aliases[node.id], *reversed(parts)])
+        return None
+
+
+NAMED_TUPLES = {"typing.NamedTuple", "collections.namedtuple"}
+
+
+def _private_names(tree) -> set[str]:
+    """The private names a cell gives objects of its own: attributes it sets on self or cls, the functions,
+    methods and classes it defines, and the names a class body binds (class constants, dataclass fields),
+    never one of nn.Module's own (MODULE_PRIVATE)."""
+    own = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            own.add(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+                    [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+                own |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return {name for name in own if name.startswith("_") and not name.startswith("__") and name not in MODULE_PRIVATE}
+
+
+def _is_container(node, ctx: Notebook) -> bool:
+    """A result type that computes nothing when built: `class R(NamedTuple)` with only annotated fields
+    (typing refuses a __new__ or __init__ there), or `R = namedtuple("R", ...)`."""
+    if isinstance(node, ast.ClassDef):
+        return [ctx.resolve(b) for b in node.bases] == ["typing.NamedTuple"] and not node.keywords and \
+            all(isinstance(s, ast.AnnAssign) and s.value is None and isinstance(s.target, ast.Name) or
+                isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in node.body)
+    return isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and \
+        isinstance(node.value, ast.Call) and ctx.resolve(node.value.func) in NAMED_TUPLES
+
+
+def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
+    """A class whose methods the wrapper's check can follow: no decorator or keyword (metaclass), one base at
+    most, a library class or the notebook's, and a body of a docstring, defs (static and class methods among
+    them) and plain data bound to names that are not dunders, with no method setting an attribute that
+    would hide a def (self.forward = f), so that what a call or an attribute of it runs is one of these
+    defs or the library base's own."""
+    if node.decorator_list or node.keywords or len(node.bases) > 1 or not all(
+            ctx.resolve(b) is not None or (isinstance(b, ast.Name) and b.id in {*ctx.classes, "object"})
+            for b in node.bases):
+        return False
+    methods = {s.name for s in node.body if isinstance(s, ast.FunctionDef)} | {"forward", "__call__"}
+    for n in ast.walk(node):     # self.forward = f in a method: the instance's attribute hides the def
+        if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load) and \
+                (n.attr in methods or n.attr.startswith("__")):
+            return False
+    for s in node.body:
+        if isinstance(s, ast.FunctionDef):
+            if s.name == "__new__" or not all(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+                                              for d in s.decorator_list):
+                return False
+        elif isinstance(s, (ast.Assign, ast.AnnAssign)):
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            if not all(isinstance(t, ast.Name) and not t.id.startswith("__") for t in targets) or \
+                    (s.value is not None and not _is_literal(s.value, ctx)):
+                return False
+        elif not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)):
+            return False
+    return True
+
+
+def _is_data(node, ctx: Notebook) -> bool:
+    """Plain data, what an import names (torch.float16), and tuples, lists, sets and dicts of these."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_is_data(e, ctx) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _is_data(k, ctx) and _is_data(v, ctx) for k, v in zip(node.keys, node.values))
+    return _is_literal(node, ctx) or (isinstance(node, (ast.Name, ast.Attribute)) and ctx.resolve(node) is not None)
+
+
+def _scalar(node) -> bool:
+    """One number, string, bool or None, signed or not."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (int, float, str)))
+
+
+def _constant_default(node, ctx: Notebook) -> bool:
+    """A parameter's default that holds no tensor: a constant, or a module-level name that only ever holds one
+    (eps=DEFAULT_EPS)."""
+    return node is not None and (_scalar(node) or isinstance(node, ast.Constant) or (
+        isinstance(node, ast.Name) and node.id in ctx.scalars))
+
+
+def _is_jit(decorator, ctx: Notebook) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return ctx.resolve(target) in ("triton.jit", "triton.autotune", "triton.heuristics")
+
+
+def _is_literal(node, ctx: Notebook, names: frozenset = frozenset()) -> bool:
+    """Plain data: constants, containers of them, triton.Config(...) / tl.constexpr(...) of them, and
+    comprehensions over plain data ([triton.Config({}, num_warps=w) for w in (2, 4, 8)])."""
+    if node is None:
+        return False
+    if isinstance(node, ast.Constant) or (isinstance(node, ast.Name) and node.id in names):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _is_literal(node.operand, ctx, names)
+    if isinstance(node, ast.BinOp):
+        return _is_literal(node.left, ctx, names) and _is_literal(node.right, ctx, names)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_is_literal(e, ctx, names) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _is_literal(k, ctx, names) and _is_literal(v, ctx, names)
+                   for k, v in zip(node.keys, node.values))
+    if isinstance(node, ast.Call) and ctx.resolve(node.func) in ("triton.Config", "triton.language.constexpr"):
+        return all(_is_literal(a, ctx, names) for a in node.args) and \
+            all(_is_literal(k.value, ctx, names) for k in node.keywords)
+    if isinstance(node, ast.ListComp) and all(isinstance(g.target, ast.Name) and not g.ifs for g in node.generators):
+        bound = names | {g.target.id for g in node.generators}
+        return all(_is_literal(g.iter, ctx, names) for g in node.generators) and _is_literal(node.elt, ctx, bound)
+    return False
+
+
+def quote(source: str, lineno: int) -> str:
+    """The source's line `lineno` as Python numbers it, stripped, one line of text wherever it is shown: a
+    character that is not printable (U+2028 or a form feed in a comment, where Python's line goes on) as its
+    Python escape, so that no table, grade cell or feedback page breaks the quote into lines of its own."""
+    lines = python_lines(source)
+    line = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+    return "".join(c if c.isprintable() or c == "\t" else ascii(c)[1:-1] for c in line)
+
+
+def _arguments(args: ast.arguments) -> list[ast.arg]:
+    return [*args.posonlyargs, *args.args, *([args.vararg] if args.vararg else []), *args.kwonlyargs,
+            *([args.kwarg] if args.kwarg else [])]
+
+
+def _locals(fn) -> set[str]:
+    """The names local to a function or lambda: its parameters and every name its own body binds
+    (not a nested function's), less those it declares global or nonlocal."""
+    names, outer, todo = {a.arg for a in _arguments(fn.args)}, set(), list(
+        fn.body if isinstance(fn.body, list) else [fn.body])
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            outer |= set(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        todo += ast.iter_child_nodes(node)
+    return names - outer
+
+
+def _plain(text) -> bool:
+    """A name, or the start of one, that can be neither a dunder nor a private attribute."""
+    return isinstance(text, str) and text[:1].isalpha()
+
+
+def _bindings(stmts) -> list[tuple[ast.AST, str]]:
+    """(statement, name) for each name bound at module level by these statements, in order; the bodies of
+    if, for, while, try and with run at module level too, those of functions and classes do not."""
+    out = []
+    for node in stmts:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append((node, node.name))
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out += [(node, (a.asname or a.name).split(".")[0]) for a in node.names]
+            continue
+        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
+                   [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)) else
+                   [i.optional_vars for i in node.items if i.optional_vars is not None]
+                   if isinstance(node, (ast.With, ast.AsyncWith)) else [])
+        for target in targets:
+            out += [(node, n.id) for n in ast.walk(target) if isinstance(n, ast.Name)]
+        for expr in (c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)):   # x := ... anywhere
+            out += [(node, n.target.id) for n in ast.walk(expr) if isinstance(n, ast.NamedExpr)]
+        for handler in getattr(node, "handlers", []):
+            out += [(handler, handler.name)] if handler.name else []
+            out += _bindings(handler.body)
+        for body in ("body", "orelse", "finalbody"):
+            out += _bindings(getattr(node, body, []))
+    return out
+
+
+def is_stub(fn: ast.FunctionDef) -> bool:
+    """The release's stub, still unsolved: a docstring, then raise NotImplementedError()."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+def _parameters(fn) -> list[tuple[ast.arg, ast.expr | None]]:
+    """(parameter, its default or None) for each named parameter of fn."""
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    return list(zip(positional, [None] * (len(positional) - len(a.defaults)) + list(a.defaults))) + \
+        list(zip(a.kwonlyargs, a.kw_defaults))

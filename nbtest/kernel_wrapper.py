@@ -1,0 +1,824 @@
+"""fused-add-norm's kernel wrapper rules: the wrapper only checks its arguments, allocates, reshapes and
+launches one notebook kernel once; it computes nothing with torch; each kernel is Triton operations only;
+and each name they check is bound by its checked def alone.
+
+    out = check_fused(Notebook(cells), "fused_add_layernorm")    # [Violation, ...], severity flag
+
+policy.check_cells runs it when the assignment names a kernel wrapper (course.toml's kernel_wrapper).
+The wrapper's calls are followed into the notebook's own functions and plain classes, and each callee
+must be one the policy can name (docs/security.md lists what it allows).
+"""
+from __future__ import annotations
+
+import ast
+import functools
+
+from .cellcode import (FLAG, HONEST_MODULES, Notebook, Violation, _arguments, _bindings, _constant_default,
+                       _is_literal, _parameters, is_stub, quote)
+
+# allocations that carry no value of the caller's: empty, zeros and ones (a weight of ones for weight=None), never
+# full or tensor, whose values the wrapper would give
+WRAPPER_ALLOC = {"torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like",
+                 "torch.ones", "torch.ones_like"}
+WRAPPER_SCALAR_FUNCS = {
+    "len", "min", "max", "int", "float", "bool", "abs", "round", "tuple", "list", "range", "isinstance", "str",
+    "repr", "print", "all", "any", "zip", "enumerate", "dict", "divmod", "type", "ValueError", "TypeError",
+    "RuntimeError", "NotImplementedError", "AssertionError", "torch.Size", "torch.is_tensor",
+    "torch.cuda.is_available", "torch.cuda.device", "torch.no_grad", "torch.finfo", "torch.iinfo",
+    "triton.next_power_of_2", "triton.cdiv",
+    # the device a launch runs on, and how many programs it holds (a persistent kernel's grid), and the
+    # context managers that choose it or turn autograd off around the launch
+    "torch.cuda.current_device", "torch.cuda.device_count", "torch.cuda.get_device_capability",
+    "torch.cuda.get_device_name", "torch.cuda.get_device_properties", "torch.cuda.device_of", "torch.inference_mode"}
+TENSOR_VIEW_METHODS = {"reshape", "view", "view_as", "reshape_as", "contiguous", "flatten", "unflatten", "squeeze",
+                       "unsqueeze", "expand", "expand_as", "transpose", "permute", "movedim", "t", "to", "float",
+                       "half", "bfloat16", "double", "clone", "detach", "cpu", "cuda", "type_as", "new_empty",
+                       "new_zeros", "new_ones"}
+SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", "ndimension", "is_contiguous",
+                  "data_ptr", "get_device", "storage_offset", "is_floating_point"}
+SCALAR_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize"}
+SCALAR_ANNOTATIONS = {"int", "float", "bool", "str"}
+# builtins that pack tensors without reading their values (argument checks over dict(x=x, ...) or
+# zip(names, tensors)); what they return holds the tensors, so computing on it is still seen
+PACKING = {"dict", "zip", "enumerate", "tuple", "list"}
+PACKING_METHODS = {"items", "values", "keys"}
+# methods of plain data a wrapper's checks and messages call on what is not a tensor (max(n - 1, 0).bit_length(),
+# ", ".join(names)): every public method of Python's plain types that neither a tensor nor torch has, so that
+# none can compute on a tensor under another name (type(x).numpy), and of those both have, the ones that
+# read no values (str.split and Tensor.split, a view; str.index, torch.Size.numel, dict.values)
+PLAIN_TYPES = (int, float, bool, complex, str, bytes, tuple, list, dict, set, frozenset)
+VIEW_METHODS = {"split", "index", "numel", "values"}
+
+
+@functools.cache
+def plain_methods() -> frozenset[str]:
+    """PLAIN_TYPES' public methods less torch's and torch.Tensor's names, with VIEW_METHODS (torch is imported
+    here, when a wrapper is first checked, not with the policy)."""
+    import torch
+    return frozenset({m for t in PLAIN_TYPES for m in dir(t) if not m.startswith("_")}
+                     - set(dir(torch.Tensor)) - set(dir(torch)) | VIEW_METHODS)
+@functools.cache
+def function_forms() -> frozenset[str]:
+    """torch.NAME for each method of SCALAR_METHODS and TENSOR_VIEW_METHODS that torch also has as a function
+    (torch.reshape(x, s) is x.reshape(s), torch.numel(x) is x.numel()); not a dtype (torch.float) or a module
+    (torch.cuda), which share a method's name and are no function of it."""
+    import torch
+    return frozenset(f"torch.{m}" for m in SCALAR_METHODS | TENSOR_VIEW_METHODS
+                     if callable(getattr(torch, m, None)) and not isinstance(getattr(torch, m), (type, torch.dtype)))
+
+
+# those a list, dict or set holding tensors answers with what it holds (a tensor has none of these methods)
+CONTAINER_METHODS = {"get", "append", "extend", "pop", "setdefault", "update", "insert", "copy", "clear"}
+# builtins that may take a tensor without reading its values
+PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueError", "TypeError", "RuntimeError",
+                    "NotImplementedError", "AssertionError", "torch.is_tensor", "torch.cuda.device_of", *PACKING}
+
+KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
+KERNEL_TYPES = {"int", "float", "bool"}          # the Python types Triton reads as i32, fp32 and u1
+KERNEL_BUILTINS = {"range", "min", "max", "abs", "int", "float", "len", "True", "False", "None"}
+KERNEL_METHODS = {"to", "dtype", "element_ty", "shape", "reshape", "view", "trans", "permute", "broadcast_to",
+                  "expand_dims", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "exp", "log",
+                  "sqrt", "abs", "ravel", "split", "T", "value", "primitive_bitwidth", "is_floating",
+                  "is_fp16", "is_bf16", "is_fp32"}
+TL_MODULES = {"math", "extra"}                   # tl.math.X, tl.extra.cuda.libdevice.X
+TL_REFUSED = {"core", "semantic", "standard", "target_info", "inline_asm_elementwise", "random"}
+
+
+def check_fused(ctx: Notebook, wrapper: str) -> list[Violation]:
+    """The kernels' and the wrapper's violations, and every rebinding of a name they checked."""
+    out = []
+    for name, (label, fn) in ctx.kernels.items():
+        if not is_stub(fn):
+            out += _Kernel(label, ctx.sources[label], ctx, fn).run()
+    if wrapper in ctx.functions and not is_stub(ctx.functions[wrapper][1]):
+        label, fn = ctx.functions[wrapper]
+        out += _Wrapper(ctx, wrapper).run(label, fn)
+    return out + _rebound(ctx, {wrapper, *ctx.kernels, *ctx.functions, *ctx.classes})
+
+
+def _rebound(ctx: Notebook, names: set[str]) -> list[Violation]:
+    """The checks above read each function's last top-level def; they hold only while the name still
+    holds that def when the cells have run. Flags every binding of these names after it (an assignment,
+    an import, a loop or with target, a def nested in an if, a del), any binding of the wrapper where no
+    def of it is checked, a `global` for them in any function, and a decorator on the wrapper or a
+    helper (it replaces the def by what it returns) unless it is a library's given plain data, and then
+    any use of the name but a call."""
+    out = []
+    for label, tree in ctx.trees.items():
+        if not ctx.student[label]:
+            continue
+        for node, bound in _bindings(tree.body):
+            final = ctx.functions.get(bound) or ctx.kernels.get(bound) or ctx.classes.get(bound)
+            if bound not in names or (final is not None and final[1] is node):
+                continue
+            if final is None or (ctx.order[final[0]], final[1].lineno) < (ctx.order[label], node.lineno):
+                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound again here, so the "
+                                     "function the grader checked is not the one the tests call: define it once, "
+                                     "with def, and leave the name alone", quote(ctx.sources[label], node.lineno)))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global) and names & set(node.names):
+                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'global {', '.join(names & set(node.names))}'"
+                                     " lets a function rebind a name the grader checked", quote(ctx.sources[label], node.lineno)))
+    decorated = set()
+    for name, (label, fn) in ctx.functions.items():
+        if name not in names or not fn.decorator_list:
+            continue
+        own = next((d for d in fn.decorator_list if not _library_decorator(d, ctx)), None)
+        if own is not None:
+            out.append(Violation(label, own.lineno, "rebound", FLAG, f"a decorator on {name} that is not a library's "
+                                 "given plain data: the name then holds what it returns, not the def the grader "
+                                 "checked", quote(ctx.sources[label], own.lineno)))
+        else:
+            decorated.add(name)
+    return out + _not_called(ctx, decorated)
+
+
+def _library_decorator(d, ctx: Notebook) -> bool:
+    """A decorator imported from a library and given plain data only (functools.lru_cache(maxsize=None),
+    torch.no_grad()): nothing of the notebook's reaches it but the def, so what it returns can only run
+    that def, with the library's own work around it."""
+    target = d.func if isinstance(d, ast.Call) else d
+    return ctx.resolve(target) is not None and (not isinstance(d, ast.Call) or all(
+        _is_literal(a, ctx) for a in [*d.args, *(k.value for k in d.keywords)]))
+
+
+def _not_called(ctx: Notebook, names: set[str]) -> list[Violation]:
+    """What a library decorator returned may hold more than the def: a dispatch registry
+    (functools.singledispatch's register), attributes to replace. The notebook may only call it: any other
+    use of the name (an attribute, an alias, an argument) is flagged."""
+    out = []
+    for label, tree in ctx.trees.items():
+        if not (ctx.student[label] and names):
+            continue
+        called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load) and \
+                    id(node) not in called:
+                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{node.id}' is decorated, and used "
+                                     "here other than called: through it, what the decorator returned could run "
+                                     "something else than the def the grader checked; only call it",
+                                     quote(ctx.sources[label], node.lineno)))
+    return out
+
+
+class _Wrapper:
+    """The wrapper (and the notebook functions it calls) may check shapes, allocate, reshape and
+    launch one notebook kernel once; any computing on the data is the kernel's."""
+
+    def __init__(self, ctx: Notebook, name: str):
+        self.ctx, self.name = ctx, name
+        self.found: list[Violation] = []
+        self.launches: list[tuple[ast.AST, tuple]] = []   # (node, branch path)
+        self.seen: set[tuple] = set()   # (class, function, the parameters holding tensors) walked
+        self.fields: set[str] = set()   # attributes of the notebook's objects that some walked code sets to a tensor
+
+    def flag(self, label, node, rule, message):
+        self.found.append(Violation(label, node.lineno, rule, FLAG, message, quote(self.ctx.sources[label], node.lineno)))
+
+    def run(self, label: str, fn: ast.FunctionDef) -> list[Violation]:
+        while True:       # again while the walk finds more attributes holding tensors (self.h = ...)
+            fields = set(self.fields)
+            self.found, self.launches, self.seen = [], [], set()
+            self._constructed()
+            self._function(label, fn)
+            if self.fields == fields:
+                break
+        if not self.launches:
+            self.flag(label, fn, "wrapper-no-launch", f"{self.name} launches no @triton.jit kernel of the notebook "
+                                                      "(kernel[grid](...)): h and y must be computed by your kernel")
+        for i, (a, path_a) in enumerate(self.launches):
+            for b, path_b in self.launches[i + 1:]:
+                if not _exclusive(path_a, path_b):
+                    self.flag(label, b, "wrapper-launches", "a second kernel launch on the same path: one launch "
+                                                            "computes both h and y (one pass over memory)")
+        return self.found
+
+    def _constructed(self):
+        """The attributes that the __init__ of the notebook's module-level objects sets to tensors: walked
+        for those alone (it runs when the cell does, not in the wrapper), any argument taken as a tensor."""
+        for cls in sorted(set(self.ctx.instances.values())):
+            init = self.ctx.method(cls, "__init__")
+            if init is not None:
+                seen = set(self.seen)
+                self._function(self.ctx.cell_of(init), init, {p.arg for p, _ in _parameters(init)[1:]}, cls)
+                self.found, self.launches, self.seen = [], [], seen
+
+    def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None):
+        """Walk fn's body. The wrapper's parameters hold tensors but for a scalar annotation or a constant
+        default; a helper's (tensors given) are those its call passes tensors to, as if its body stood at
+        the call: it is walked once for each set of them. A method of the notebook's class cls (called on
+        an instance) has its first parameter, self, bound to that instance."""
+        if tensors is None:
+            tensors = set()
+            for arg, default in _parameters(fn):
+                scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
+                if not (scalar_type or _constant_default(default, self.ctx)):
+                    tensors.add(arg.arg)
+        key = (cls, fn.name, frozenset(tensors))
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        params = _parameters(fn)
+        instances = {params[0][0].arg: cls} if cls is not None and params else {}
+        body = _Body(self, label, set(tensors), instances, _own_names(fn))
+        body.launchers = _launchers(fn, self.ctx)
+        body.walk(fn.body, ())
+
+
+def _super_init(f) -> bool:
+    """super().__init__: a plain class's base is a library class or the notebook's (_plain_class)."""
+    return isinstance(f, ast.Attribute) and f.attr == "__init__" and isinstance(f.value, ast.Call) and \
+        isinstance(f.value.func, ast.Name) and f.value.func.id == "super" and not f.value.args and not f.value.keywords
+
+
+def _own_names(fn) -> set[str]:
+    """The names a function binds itself (parameters, assignments, loop and comprehension targets, a lambda's
+    parameters): Python never reads these from the module."""
+    names = {a.arg for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.Lambda))
+             for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs + [n.args.vararg, n.args.kwarg] if a}
+    names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    names |= {n.name for n in ast.walk(fn) if isinstance(n, ast.ExceptHandler) and n.name}
+    names |= {n.name for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+              and n is not fn}
+    return names
+
+
+def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript]:
+    """The names fn binds once, to a notebook kernel's kernel[grid], and in no other way (no parameter, loop
+    target, second assignment or del): calling one is that launch (launch = kernel[grid]; launch(...))."""
+    stores: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    others = {a.arg for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+              for a in _arguments(n.args)} | {n.name for n in ast.walk(fn) if isinstance(
+                  n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) and n.name}
+    return {node.targets[0].id: node.value for node in ast.walk(fn)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name)
+            and node.value.value.id in ctx.kernels and stores[node.targets[0].id] == 1
+            and node.targets[0].id not in others}
+
+
+def _lambda_like(node) -> bool:
+    """A nested def that a lambda could be: no decorator, and a body of one return of a value after an
+    optional docstring (def grid(meta): return (n_rows,) is grid = lambda meta: (n_rows,))."""
+    if not isinstance(node, ast.FunctionDef):
+        return False
+    body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) and \
+        isinstance(node.body[0].value, ast.Constant) else node.body
+    return not node.decorator_list and len(body) == 1 and isinstance(body[0], ast.Return) and \
+        body[0].value is not None
+
+
+def _exclusive(a: tuple, b: tuple) -> bool:
+    """Two launches on different branches of the same if statement never both run."""
+    return any(x[0] == y[0] and x[1] != y[1] for x in a for y in b)
+
+
+class _Body:
+    """Statements of a wrapper function, with the names known to hold tensors."""
+
+    def __init__(self, wrapper: _Wrapper, label: str, tensors: set[str], instances: dict[str, str] | None = None,
+                 local: set[str] = frozenset()):
+        self.w, self.label, self.tensors, self.loops = wrapper, label, tensors, 0
+        self.instances = dict(instances or {})   # name -> the notebook class it holds an instance of
+        self.own = local     # the names the function binds: they hide module-level ones
+        self.tensors |= wrapper.ctx.mutables - local     # items stored there by any function may be tensors
+        self.launchers: dict[str, ast.Subscript] = {}      # launch = kernel[grid]: _launchers
+
+    def instance_of(self, node) -> str | None:
+        """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
+        if isinstance(node, ast.Name):
+            return self.instances.get(node.id) or (
+                self.w.ctx.instances.get(node.id) if node.id not in self.own else None)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.w.ctx.classes:
+            return node.func.id
+        return None
+
+    def method(self, f) -> tuple[str | None, ast.FunctionDef | None, int] | None:
+        """What calling f runs of the notebook's classes: (class of the instance it is bound to, or None; the
+        def; how many of its parameters the call fills without an argument, 1 for self), with def None for a
+        class built without an __init__ of its own; None where f is no class, instance or method of one."""
+        ctx = self.w.ctx
+        if isinstance(f, ast.Name) and f.id in ctx.classes:                  # C(...): its __init__
+            return f.id, ctx.method(f.id, "__init__"), 1
+        cls = self.instance_of(f)
+        if cls is not None:                                                  # obj(...): __call__, or forward
+            fn = ctx.method(cls, "__call__") or (ctx.method(cls, "forward") if ctx.is_module(cls) else None)
+            return (cls, fn, 1) if fn is not None else None
+        if not isinstance(f, ast.Attribute):
+            return None
+        cls = self.instance_of(f.value)
+        on_class = isinstance(f.value, ast.Name) and f.value.id in ctx.classes
+        if on_class and f.attr == "apply" and ctx.is_function(f.value.id) and ctx.method(f.value.id, "apply") is None:
+            # Function.apply(...) runs forward(ctx, ...), or forward(...) where setup_context takes the ctx
+            return None, ctx.method(f.value.id, "forward"), int(ctx.method(f.value.id, "setup_context") is None)
+        fn = ctx.method(cls or f.value.id, f.attr) if cls is not None or on_class else None
+        if fn is None:
+            return None
+        kinds = {d.id for d in fn.decorator_list}
+        if "staticmethod" in kinds:
+            return None, fn, 0
+        if "classmethod" in kinds:
+            return None, fn, 1
+        return (cls, fn, 1) if cls is not None else (None, fn, 0)     # C.method(obj, ...) names self itself
+
+    def walk(self, stmts, path):
+        for stmt in stmts:
+            self.stmt(stmt, path)
+
+    def branches(self, bodies, path, start: set[str]) -> None:
+        """Walk each of these statement lists from the names holding tensors at `start`; after them a name
+        holds a tensor where any of them, or none (`start`), left one: `h, y = out` in one branch of an if
+        does not undo `h = torch.empty(...)` in the other."""
+        held = set(start)
+        for body, branch_path in bodies:
+            self.tensors = set(start)
+            self.walk(body, branch_path)
+            held |= self.tensors
+        self.tensors = held
+
+    def stmt(self, node, path):
+        if isinstance(node, ast.If):
+            self.expr(node.test, path)
+            self.branches([(node.body, path + ((id(node), 0),)), (node.orelse, path + ((id(node), 1),))], path,
+                          set(self.tensors))
+        elif isinstance(node, (ast.For, ast.While)):
+            self.expr(node.iter if isinstance(node, ast.For) else node.test, path)
+            self.loops += 1
+            while True:     # a body runs again with what its last run left, or not at all: walked to a fixed point
+                start = set(self.tensors)
+                if isinstance(node, ast.For):
+                    self.bind_items(node.target, node.iter)
+                self.branches([(node.body + node.orelse, path)], path, set(self.tensors))
+                self.tensors |= start
+                if self.tensors == start:
+                    break
+            self.loops -= 1
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            if node.value is not None:
+                self.expr(node.value, path)
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    stored = isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
+                        t.value.id in self.w.ctx.mutables and t.value.id not in self.own   # _CACHE[key] = ...
+                    if isinstance(t, (ast.Subscript, ast.Attribute)) and self.tensorish(t.value) and not stored:
+                        self.w.flag(self.label, node, "wrapper-arithmetic", "writing values into a tensor in the "
+                                                                            "wrapper: the kernel stores h and y")
+                    self.bind(t, node.value)
+        elif isinstance(node, ast.AugAssign):
+            if self.tensorish(node.target) or self.tensorish(node.value):
+                self.w.flag(self.label, node, "wrapper-arithmetic", "arithmetic on tensors in the wrapper: the "
+                                                                    "kernel computes h and y")
+            self.expr(node.value, path)
+        elif isinstance(node, (ast.Return, ast.Expr)):
+            if node.value is not None:
+                self.expr(node.value, path)
+        elif isinstance(node, ast.Raise):
+            if node.exc is not None:
+                self.expr(node.exc, path)
+        elif isinstance(node, ast.Assert):
+            self.expr(node.test, path)
+        elif isinstance(node, ast.With):
+            for item in node.items:
+                self.expr(item.context_expr, path)
+            self.walk(node.body, path)
+        elif isinstance(node, ast.Try):
+            # a handler may start anywhere in the body: from what the body held at any point
+            start = set(self.tensors)
+            self.branches([(node.body + node.orelse, path)], path, start)
+            self.branches([(h.body, path) for h in node.handlers], path, set(self.tensors))
+            self.walk(node.finalbody, path)
+        elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
+            pass
+        elif _lambda_like(node):
+            # walked as a lambda's body is (a grid function of meta): with the annotations and defaults, which run
+            # where the def stands; its name is the function's own, so calling it is calling a local
+            a = node.args
+            for part in [*a.defaults, *a.kw_defaults, node.returns, *(p.annotation for p in _arguments(a)),
+                         node.body[-1].value]:
+                if part is not None:
+                    self.expr(part, path)
+        else:
+            self.w.flag(self.label, node, "wrapper-statement",
+                        f"a {type(node).__name__} statement in the wrapper; it only checks, allocates and launches")
+
+    def passed(self, fn, node: ast.Call, bound: int = 0) -> set[str]:
+        """The parameters of fn that this call hands a tensor: an argument that may hold one, or a default
+        that is not a constant; every parameter when the call unpacks (*args, **kwargs). The first `bound`
+        parameters (a method's self) take no argument of the call."""
+        a = fn.args
+        params = _parameters(fn)[bound:]
+        everything = {p.arg for p, _ in params} | {v.arg for v in (a.vararg, a.kwarg) if v is not None}
+        if any(isinstance(v, ast.Starred) for v in node.args) or any(k.arg is None for k in node.keywords):
+            return everything
+        positional = [p.arg for p in a.posonlyargs + a.args][bound:]
+        tensors = {p for p, v in zip(positional, node.args) if self.tensorish(v)}
+        if a.vararg is not None and any(self.tensorish(v) for v in node.args[len(positional):]):
+            tensors.add(a.vararg.arg)
+        by_name = {p.arg for p in a.args + a.kwonlyargs}
+        for k in node.keywords:
+            if self.tensorish(k.value):
+                tensors.add(k.arg if k.arg in by_name or a.kwarg is None else a.kwarg.arg)
+        given = set(positional[:len(node.args)]) | {k.arg for k in node.keywords}
+        return tensors | {p.arg for p, d in params if p.arg not in given and d is not None
+                          and not _constant_default(d, self.w.ctx)}
+
+    def bind(self, target, value):
+        if isinstance(target, ast.Name):
+            if self.tensorish(value) or _has_alloc(value, self.w.ctx):
+                self.tensors.add(target.id)
+            else:
+                self.tensors.discard(target.id)
+            cls = self.instance_of(value)
+            if cls is not None:
+                self.instances[target.id] = cls
+            else:
+                self.instances.pop(target.id, None)
+        elif isinstance(target, ast.Attribute) and self.instance_of(target.value) is not None:
+            if self.tensorish(value) or _has_alloc(value, self.w.ctx):   # self.h = torch.empty_like(x)
+                self.w.fields.add(target.attr)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
+                else [value] * len(target.elts)
+            for t, v in zip(target.elts, values):
+                self.bind(t, v)
+
+    def bind_items(self, target, iterable):
+        """A loop's target takes the items of what it loops over: for name, t in zip(names, (x, fx)) binds
+        t to a tensor and name to a string."""
+        targets = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        for t, tensor in zip(targets, self.items(iterable, len(targets))):
+            for name in (n.id for n in ast.walk(t) if isinstance(n, ast.Name)):
+                (self.tensors.add if tensor else self.tensors.discard)(name)
+
+    def items(self, node, n: int) -> list[bool]:
+        """Whether each of the n fields of the items of `node` may hold a tensor."""
+        call = self.w.ctx.resolve(node.func) is None and isinstance(node.func, ast.Name) and node.func.id \
+            if isinstance(node, ast.Call) else None
+        if call == "zip" and len(node.args) == n:
+            return [self.holds(a) for a in node.args]
+        if call == "enumerate" and n == 2 and node.args:
+            return [False, self.holds(node.args[0])]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "items" \
+                and n == 2:
+            return [False, self.tensorish(node.func.value)]
+        if isinstance(node, (ast.Tuple, ast.List)) and all(isinstance(e, (ast.Tuple, ast.List)) and
+                                                           len(e.elts) == n for e in node.elts):
+            return [any(self.tensorish(e.elts[i]) for e in node.elts) for i in range(n)]
+        return [self.holds(node)] * n
+
+    def holds(self, node) -> bool:
+        """Whether the items of a sequence may be tensors."""
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(self.tensorish(e) for e in node.elts)
+        return self.tensorish(node)
+
+    def tensorish(self, node) -> bool:
+        if isinstance(node, ast.Dict):
+            return any(self.tensorish(v) for v in node.values)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PACKING and \
+                node.func.id not in self.w.ctx.functions:
+            return any(self.holds(a) for a in [*node.args, *(k.value for k in node.keywords)])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in PACKING_METHODS | CONTAINER_METHODS:
+            return self.tensorish(node.func.value)
+        if isinstance(node, ast.Name):
+            return node.id in self.tensors
+        if isinstance(node, ast.Attribute):
+            if self.instance_of(node.value) is not None:
+                return node.attr in self.w.fields
+            return node.attr not in SCALAR_ATTRIBUTES and self.tensorish(node.value)
+        if isinstance(node, ast.Subscript):
+            return self.tensorish(node.value)
+        if isinstance(node, ast.Call):
+            f = node.func
+            path = self.w.ctx.resolve(f)
+            if path in function_forms() and path.split(".")[-1] in TENSOR_VIEW_METHODS:     # torch.reshape(x, s)
+                return any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)])
+            if path is None and isinstance(f, ast.Attribute) and f.attr in TENSOR_VIEW_METHODS:
+                return self.tensorish(f.value)
+            return path in WRAPPER_ALLOC
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return any(self.tensorish(e) for e in node.elts)
+        if isinstance(node, ast.IfExp):
+            return self.tensorish(node.body) or self.tensorish(node.orelse)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+            return any(self.tensorish(c) for c in ast.iter_child_nodes(node))
+        return False
+
+    def expr(self, node, path):
+        for c in ast.walk(node):
+            if isinstance(c, ast.comprehension):
+                self.bind_items(c.target, c.iter)
+        in_comprehension = {id(n) for c in ast.walk(node) if isinstance(c, ast.comprehension)
+                            for n in ast.walk(c)} | \
+            {id(n) for c in ast.walk(node) if isinstance(c, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp))
+             for n in ast.walk(c)}
+        # a module-level object of the notebook's plain class may be called or have an attribute read or set
+        # (what that runs is followed, self.method); handed on anywhere else (a kernel's argument) it is opaque
+        used = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)} | \
+            {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and self.opaque_global(sub.id) and \
+                    not (sub.id in self.w.ctx.instances and id(sub) in used):
+                self.w.flag(self.label, sub, "wrapper-torch-op", f"'{sub.id}' in the wrapper is an object of the "
+                            "notebook's own (not a def, an import or plain data): what it runs is out of the "
+                            "policy's sight; the wrapper only checks shapes, allocates h and y, and launches the kernel")
+            if isinstance(sub, ast.BinOp) and (self.tensorish(sub.left) or self.tensorish(sub.right)):
+                self.w.flag(self.label, sub, "wrapper-arithmetic",
+                            "arithmetic on tensors in the wrapper (h = x + fx, a norm...): the kernel computes h and y")
+            elif isinstance(sub, ast.UnaryOp) and self.tensorish(sub.operand):
+                self.w.flag(self.label, sub, "wrapper-arithmetic", "arithmetic on a tensor in the wrapper")
+            elif isinstance(sub, ast.Compare) and sum(map(self.tensorish, [sub.left, *sub.comparators])) >= 2 and \
+                    not all(isinstance(op, (ast.Is, ast.IsNot)) for op in sub.ops):
+                self.w.flag(self.label, sub, "wrapper-arithmetic", "an elementwise comparison of tensors in the wrapper")
+            elif isinstance(sub, ast.Call):
+                self.call(sub, path, id(sub) in in_comprehension)
+
+    def opaque_global(self, name: str) -> bool:
+        """A module-level name bound by the student's cells to something other than a def, a kernel, an
+        import, plain data or a result type: a module under another name, an object, a lambda."""
+        ctx = self.w.ctx
+        return name not in self.own and name in ctx.bound and not (
+            name in ctx.functions or name in ctx.kernels or name in ctx.data or name in ctx.containers or
+            name in ctx.aliases or name in ctx.classes)
+
+    def vouched_callee(self, f) -> bool:
+        """What a call in the wrapper may call: an import's path, a name (a builtin, a def, a kernel, a result
+        type; not one of the function's own, which may hold anything), a method of a tensor (checked below),
+        or a plain-data method (str.join, dict.items, torch.Size.numel) of anything else. Not a call's or an
+        item's result, nor a method a tensor's class or a module has under another name (type(x).numpy)."""
+        if self.w.ctx.resolve(f) is not None or self.method(f) is not None:   # or the notebook's plain class
+            return True
+        if _super_init(f) and "super" not in self.w.ctx.bound:     # a followed class's __init__ calling its base's
+            return True
+        if isinstance(f, ast.Name):     # not a data name either: _F = torch.add, then _F(*args)
+            ctx = self.w.ctx
+            return f.id not in self.own and (f.id not in ctx.bound or f.id in ctx.functions or f.id in ctx.kernels or
+                                             f.id in ctx.containers or f.id in ctx.aliases)
+        if isinstance(f, ast.Attribute):
+            return self.tensorish(f.value) or f.attr in SCALAR_METHODS | PACKING_METHODS | plain_methods() | \
+                CONTAINER_METHODS
+        return False
+
+    def call(self, node, path, in_comprehension: bool):
+        f, ctx = node.func, self.w.ctx
+        if isinstance(f, ast.Name) and f.id in self.launchers:     # launch = kernel[grid]; launch(...)
+            f = self.launchers[f.id]
+        if not (isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name)) and not self.vouched_callee(f):
+            self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls "
+                        "what the policy cannot name (a computed callee, a local holding a function, a method under "
+                        "another name): the wrapper only checks shapes, allocates h and y, and launches the kernel")
+            return
+        if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name):
+            if f.value.id in ctx.kernels:
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    if self.instance_of(arg) is not None or isinstance(arg, ast.Name) and arg.id in ctx.classes:
+                        self.w.flag(self.label, arg, "wrapper-torch-op", f"'{ast.unparse(arg)[:40]}' hands the kernel "
+                                    "an object of the notebook's own class, whose methods would run inside the launch: "
+                                    "a kernel's arguments are tensors and plain data")
+                if self.loops or in_comprehension:
+                    self.w.flag(self.label, node, "wrapper-launch-loop", "a kernel launch inside a loop: one launch, "
+                                                                         "grid = (n_rows,), one program per row")
+                if all(node is not seen for seen, _ in self.w.launches):   # a helper walked once more
+                    self.w.launches.append((node, path))
+            else:
+                self.w.flag(self.label, node, "wrapper-no-launch",
+                            f"{f.value.id}[...](...) is not a @triton.jit kernel defined in your solution cells")
+            return
+        method = self.method(f)
+        if method is not None:          # the notebook's class: C(...), obj(...), obj.method(...), C.method(...)
+            cls, fn, bound = method
+            if fn is not None:
+                self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls)
+            context = ctx.method(f.value.id, "setup_context") if isinstance(f, ast.Attribute) and \
+                f.attr == "apply" and isinstance(f.value, ast.Name) and f.value.id in ctx.classes else None
+            if context is not None:     # it runs on apply's inputs and forward's output
+                self.w._function(ctx.cell_of(context), context, {p.arg for p, _ in _parameters(context)[1:]})
+            return
+        name = ctx.resolve(f) or (f.id if isinstance(f, ast.Name) and f.id not in ctx.functions | ctx.kernels else None)
+        if name is not None:
+            if name.startswith("numpy"):
+                self.w.flag(self.label, node, "numpy", f"{name} in the wrapper: the kernel computes h and y")
+            elif name in WRAPPER_ALLOC or name.startswith("math.") or name in ctx.containers or \
+                    name.split(".")[0] in HONEST_MODULES or name in function_forms():
+                pass      # warnings.warn(...) reports, as print does; torch.reshape(x, s) is x.reshape(s)
+            elif name in WRAPPER_SCALAR_FUNCS:
+                if name not in PASSIVE_BUILTINS and any(self.tensorish(a) for a in node.args):
+                    self.w.flag(self.label, node, "wrapper-arithmetic", f"{name}() of a tensor reads or reduces its "
+                                                                        "values in Python: the kernel computes h and y")
+            elif ctx.resolve(f) is not None:
+                self.w.flag(self.label, node, "wrapper-torch-op", f"{name}(...) in the wrapper: it only checks "
+                                                                  "shapes, allocates h and y, and launches the kernel")
+            elif any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+                # sum(x), sorted(x), a local lambda applied to tensors: computing outside the kernel
+                self.w.flag(self.label, node, "wrapper-arithmetic", f"{name}() applied to a tensor in the wrapper: "
+                                                                    "the kernel computes h and y")
+            return                      # a grid lambda of meta: its body is part of this walk
+        if isinstance(f, ast.Name):
+            if f.id in ctx.functions:
+                label, fn = ctx.functions[f.id]
+                self.w._function(label, fn, self.passed(fn, node))
+            else:
+                self.w.flag(self.label, node, "wrapper-no-launch", f"{f.id}(...) calls the kernel without a grid; "
+                                                                   f"launch it as {f.id}[grid](...)")
+            return
+        if isinstance(f, ast.Attribute) and f.attr in CONTAINER_METHODS and \
+                any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+            root = f.value
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name):      # a list a tensor was put in holds a tensor: names.append(x)
+                self.tensors.add(root.id)
+        if isinstance(f, ast.Attribute) and f.attr not in SCALAR_METHODS | TENSOR_VIEW_METHODS | PACKING_METHODS | \
+                CONTAINER_METHODS and self.tensorish(f.value):
+            self.w.flag(self.label, node, "wrapper-torch-op", f".{f.attr}(...) in the wrapper computes on the data; "
+                                                              "the kernel computes h and y")
+
+
+def _has_alloc(node, ctx) -> bool:
+    return any(isinstance(n, ast.Call) and ctx.resolve(n.func) in WRAPPER_ALLOC for n in ast.walk(node))
+
+
+class _Kernel:
+    """A @triton.jit function: decorators of plain data, constexpr annotations, literal defaults, and a
+    body of Triton operations and arithmetic on their values (in the interpreter it runs as Python)."""
+
+    def __init__(self, label: str, source: str, ctx: Notebook, fn: ast.FunctionDef):
+        self.label, self.source, self.ctx, self.fn = label, source, ctx, fn
+        self.found: list[Violation] = []
+        args = fn.args
+        self.locals = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        self.constexpr = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
+                          if a.annotation is not None and self.annotation(a.annotation) == "constexpr"}
+        self.locals |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+    def flag(self, node, rule, message):
+        self.found.append(Violation(self.label, node.lineno, rule, FLAG, message, quote(self.source, node.lineno)))
+
+    def run(self) -> list[Violation]:
+        fn = self.fn
+        for d in fn.decorator_list:
+            self.decorator(d)
+        args = fn.args
+        for a in args.posonlyargs + args.args + args.kwonlyargs:
+            if a.annotation is not None and self.annotation(a.annotation) is None:
+                self.flag(a, "kernel-signature", f"parameter {a.arg}: a kernel's annotations are tl.constexpr or a "
+                                                 "type Triton reads (int, float, bool, tl.int64, \"fp32\")")
+        for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
+            if not _is_literal(d, self.ctx):
+                self.flag(d, "kernel-signature", "a kernel parameter's default must be a plain constant")
+        if args.vararg or args.kwarg:
+            self.flag(fn, "kernel-signature", "*args / **kwargs in a kernel signature")
+        body = fn.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]          # the docstring
+        for stmt in body:
+            self.stmt(stmt)
+        return self.found
+
+    def annotation(self, node) -> str | None:
+        """What Triton makes of a parameter's annotation: "constexpr", "type" (int, float, bool, a tl dtype, a
+        type string such as "*fp32": data, which Triton reads to specialise), or None, not one of these. Triton
+        takes any annotation whose name holds "constexpr" for one (runtime/jit.py's KernelParam.is_constexpr),
+        so such a string or path counts as constexpr here too."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return "constexpr" if "constexpr" in node.value else "type"
+        if isinstance(node, ast.Name) and node.id in KERNEL_TYPES and node.id not in self.ctx.bound:
+            return "type"
+        path = self.ctx.resolve(node)
+        if path is None or path.count(".") != 2 or not path.startswith("triton.language.") or not _tl_allowed(path):
+            return None
+        return "constexpr" if "constexpr" in path else "type"
+
+    def decorator(self, d):
+        target = d.func if isinstance(d, ast.Call) else d
+        if self.ctx.resolve(target) not in KERNEL_DECORATORS:
+            self.flag(d, "kernel-decorator", "a kernel's decorators are triton.jit, triton.autotune and "
+                                             "triton.heuristics only")
+            return
+        if isinstance(d, ast.Call):
+            for v in [*d.args, *(k.value for k in d.keywords)]:
+                if not (_is_literal(v, self.ctx) or self.heuristic(v) or
+                        (isinstance(v, ast.Name) and v.id in self.ctx.constants)):
+                    self.flag(v, "kernel-decorator", "decorator arguments must be plain data (numbers, strings, "
+                                                     "triton.Config(...), lists of them, small lambdas of args)")
+
+    def heuristic(self, v) -> bool:
+        """triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])})."""
+        if isinstance(v, ast.Dict):
+            return all(isinstance(k, ast.Constant) and self.heuristic(x) for k, x in zip(v.keys, v.values))
+        if not isinstance(v, ast.Lambda) or len(v.args.args) != 1:
+            return False
+        # it runs inside the launch, on the launch's arguments (the tensors among them): it may read sizes and
+        # shapes and compute with numbers, never call a method that reads or writes the data (a["h_ptr"].copy_(...),
+        # a["x_ptr"].numpy(): NumPy runs no torch operator for the tracer to see)
+        allowed = {v.args.args[0].arg} | KERNEL_BUILTINS | self.ctx.constants
+        helpers = ("triton.next_power_of_2", "triton.cdiv")
+        for n in ast.walk(v.body):
+            if isinstance(n, ast.Name) and n.id not in allowed and self.ctx.resolve(n) != "triton":
+                return False
+            if isinstance(n, ast.Attribute) and self.ctx.resolve(n) not in helpers and not (
+                    self.ctx.resolve(n) is None and n.attr in SCALAR_ATTRIBUTES | SCALAR_METHODS):
+                return False
+            if isinstance(n, ast.Call) and not (self.ctx.resolve(n.func) in helpers or (
+                    isinstance(n.func, ast.Name) and n.func.id in KERNEL_BUILTINS) or (
+                    isinstance(n.func, ast.Attribute) and n.func.attr in SCALAR_METHODS)):
+                return False
+            if isinstance(n, (ast.Lambda, ast.comprehension, ast.NamedExpr)) and n is not v:
+                return False
+        return True
+
+    def stmt(self, node):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in self.constexpr:
+            self.constexpr |= {t.id for t in node.targets if isinstance(t, ast.Name)}    # an alias is one too
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr) and child is not getattr(node, "annotation", None):
+                    self.expr(child)
+        elif isinstance(node, ast.If):
+            self.expr(node.test)
+            for s in node.body + node.orelse:
+                self.stmt(s)
+        elif isinstance(node, ast.For):
+            it = node.iter
+            if not (isinstance(it, ast.Call) and (
+                    (isinstance(it.func, ast.Name) and it.func.id == "range") or
+                    self.ctx.resolve(it.func) in ("triton.language.range", "triton.language.static_range"))):
+                self.flag(node, "kernel-python", "a kernel loops over range, tl.range or tl.static_range only")
+            self.expr(it)
+            for s in node.body + node.orelse:
+                self.stmt(s)
+        elif isinstance(node, ast.While):
+            self.expr(node.test)
+            for s in node.body + node.orelse:
+                self.stmt(s)
+        elif isinstance(node, ast.Assert):
+            self.expr(node.test)
+        elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
+            pass
+        else:
+            self.flag(node, "kernel-python", f"a {type(node).__name__} statement in a kernel: a kernel body is "
+                                             "Triton operations and arithmetic on their values")
+
+    def expr(self, node):
+        if isinstance(node, ast.Constant):
+            return
+        if isinstance(node, ast.Name):
+            ok = node.id in self.locals or node.id in KERNEL_BUILTINS or node.id in self.ctx.kernels or \
+                node.id in self.ctx.constants or self.ctx.resolve(node) in ("triton", "triton.language")
+            if not ok:
+                self.flag(node, "kernel-python", f"'{node.id}' in a kernel: only its parameters, its own "
+                                                 "variables, tl, other kernels and plain constants")
+            return
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.value, ast.Name) and \
+                node.value.id in self.constexpr:
+            # in the interpreter a constexpr parameter holds whatever object the launch passed: its methods
+            # would run Python inside the launch, where nothing is traced
+            self.flag(node, "kernel-python", f"'{ast.unparse(node)}': a tl.constexpr parameter is a compile-time "
+                                             "constant (a number, a dtype, a flag); in a kernel it is used as a "
+                                             "value, never indexed or asked for attributes or methods")
+            return
+        if isinstance(node, ast.Attribute):
+            path = self.ctx.resolve(node)
+            if path is not None:
+                self.tl_path(node, path)
+                return
+            if node.attr not in KERNEL_METHODS:
+                self.flag(node, "kernel-python", f"'.{node.attr}' on a value in a kernel: only Triton's "
+                                                 "tensor methods (to, dtype, shape, reshape, sum, ...)")
+            self.expr(node.value)
+            return
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id not in KERNEL_BUILTINS and f.id not in self.ctx.kernels:
+                self.flag(node, "kernel-python", f"calling '{f.id}' in a kernel: only tl functions, other "
+                                                 "@triton.jit functions, range, min and max")
+            else:
+                self.expr(f)
+            for a in [*node.args, *(k.value for k in node.keywords)]:
+                self.expr(a)
+            return
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Tuple, ast.List,
+                             ast.Subscript, ast.Slice, ast.Starred)):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+            return
+        self.flag(node, "kernel-python", f"a {type(node).__name__} expression in a kernel")
+
+    def tl_path(self, node, path: str):
+        if not _tl_allowed(path):
+            self.flag(node, "kernel-python", f"{path} in a kernel: only triton.language operations")
+
+
+def _tl_allowed(path: str) -> bool:
+    """A path a kernel may use: triton.language's public names (tl.math.X, tl.extra.cuda.libdevice.X)."""
+    parts = path.split(".")
+    if parts[:2] == ["triton", "language"]:
+        rest = parts[2:]
+        return not rest or (rest[0] not in TL_REFUSED and not rest[0].startswith("_") and
+                            (len(rest) == 1 or rest[0] in TL_MODULES) and not any(p.startswith("_") for p in rest))
+    return path in ("triton.cdiv", "triton.next_power_of_2")
