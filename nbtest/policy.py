@@ -303,7 +303,7 @@ class _General(ast.NodeVisitor):
                 node.value.attr == "__class__" and isinstance(node.ctx, ast.Load):
             node.value.reads_name = True       # self.__class__.__name__: reading a name, not the class
         if attr.startswith("__") and attr.endswith("__") and attr not in SAFE_DUNDERS and \
-                not getattr(node, "reads_name", False):
+                not getattr(node, "reads_name", False) and not getattr(node, "frozen_field", False):
             self.flag(node, "dunder", WITHHOLD, f"'.{attr}' reaches an object's internals (its dict, class, code "
                                                 "or globals): not allowed in a solution")
         elif attr in PROCESS_ATTRIBUTES:
@@ -382,6 +382,45 @@ class _General(ast.NodeVisitor):
         ast.copy_location(fake, node)
         self.visit_Attribute(fake)
 
+    # -- a frozen dataclass's derived fields: object.__setattr__(self, "name", value) in __post_init__
+    def _frozen_dataclass(self, node: ast.ClassDef) -> bool:
+        """A class decorated @dataclass(frozen=True) alone, with no base, keyword or subclass in the notebook: its
+        __post_init__ runs only from its own generated __init__ (calling it by name is a dunder read), on an
+        instance of it, a plain object, so setting a field there with object.__setattr__ sets nothing else."""
+        if node.bases or node.keywords or len(node.decorator_list) != 1:
+            return False
+        d = node.decorator_list[0]
+        if not (isinstance(d, ast.Call) and self.ctx.resolve(d.func) == "dataclasses.dataclass" and not d.args and
+                any(k.arg == "frozen" and isinstance(k.value, ast.Constant) and k.value.value is True
+                    for k in d.keywords)):
+            return False
+        return not any(isinstance(c, ast.ClassDef) and any(
+            isinstance(b, (ast.Name, ast.Attribute)) and (getattr(b, "id", None) or getattr(b, "attr", None)) == node.name
+            for b in c.bases) for tree in self.ctx.trees.values() for c in ast.walk(tree))
+
+    def _frozen_fields(self, method: ast.FunctionDef) -> None:
+        """Marks each object.__setattr__(self, "field", value) in this __post_init__ (not in a nested def): self
+        its first parameter, never rebound, the name written out and plain, `object` the builtin."""
+        params = _arguments(method.args)
+        own = _locals(method)
+        if not params or "object" in own or "object" in self.ctx.bound:
+            return
+        first = params[0].arg
+        if any(isinstance(n, ast.Name) and n.id == first and not isinstance(n.ctx, ast.Load) for n in ast.walk(method)):
+            return
+        todo = list(method.body)
+        while todo:
+            n = todo.pop()
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__setattr__" and \
+                    isinstance(n.func.value, ast.Name) and n.func.value.id == "object" and not n.keywords and \
+                    len(n.args) == 3 and isinstance(n.args[0], ast.Name) and n.args[0].id == first and \
+                    isinstance(n.args[1], ast.Constant) and _plain(n.args[1].value) and \
+                    not any(isinstance(a, ast.Starred) for a in n.args):
+                n.func.frozen_field = True
+            todo += ast.iter_child_nodes(n)
+
     # -- literal tables: answers collected from feedback
     def _table(self, node):
         numbers = sum(isinstance(n, ast.Constant) and type(n.value) in (int, float) for n in ast.walk(node))
@@ -403,6 +442,10 @@ class _General(ast.NodeVisitor):
 
     # -- class bodies: type lies and dispatch overrides
     def visit_ClassDef(self, node):
+        if self._frozen_dataclass(node):
+            for stmt in node.body:
+                if isinstance(stmt, ast.FunctionDef) and stmt.name == "__post_init__":
+                    self._frozen_fields(stmt)
         for stmt in node.body:
             names = []
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -27,6 +27,27 @@ def layer_widths(d_in: int, width: int, depth: int) -> list:
 """
 
 STYLES = {
+    "style-frozen-dataclass": ("a frozen dataclass whose __post_init__ sets a derived field with object.__setattr__",
+                               dict(residual_add='''
+        import dataclasses
+
+
+        @dataclasses.dataclass(frozen=True)
+        class Shapes:
+            x: tuple
+            fx: tuple
+            same: bool = dataclasses.field(init=False)
+
+            def __post_init__(self):
+                object.__setattr__(self, "same", self.x == self.fx)
+
+
+        def residual_add(x, fx):
+            shapes = Shapes(tuple(x.shape), tuple(fx.shape))
+            if not shapes.same:
+                raise ValueError(f"x has shape {shapes.x} but fx has shape {shapes.fx}")
+            return x + fx
+        ''')),
     "style-default-device": ("device-agnostic: torch.set_default_device at the top of the first solution cell",
                              dict(residual_add='''
         device = "cuda" if torch.cuda.is_available() else "cpu"

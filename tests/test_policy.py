@@ -21,7 +21,7 @@ import fused_add_norm as fused_class  # noqa: E402  (the sample classes: honest 
 import residual_connections as residual_class  # noqa: E402
 from fused_add_norm_idioms import IDIOMS as FUSED_IDIOMS  # noqa: E402  (honest idioms, one solution cell each)
 from residual_connections_idioms import IDIOMS as RESIDUAL_IDIOMS  # noqa: E402
-from residual_connections_variants import MODES, REACHES  # noqa: E402  (forgery sources)
+from residual_connections_variants import MODES, REACHES, STYLES  # noqa: E402  (forgery sources, styles)
 
 RESIDUAL_NB = SOLUTIONS / "residual-connections/residual-connections.ipynb"
 FUSED_NB = SOLUTIONS / "fused-add-norm/fused-add-norm.ipynb"
@@ -1167,3 +1167,29 @@ def test_compilers_the_grader_runs_uncompiled_hold_nothing_and_the_rest_of_torch
     for held in ("torch.jit.trace(abs, 1)", "torch.jit.load('m.pt')", "torch.jit"):
         found = policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=f"x = {held}\n"), RESIDUAL)
         assert rules(found) == {("process-introspection", WITHHOLD)}, held
+
+
+# A frozen dataclass sets a derived field in __post_init__ with object.__setattr__, the one way Python leaves it:
+# that call, on that object, is no dunder reach; every other spelling or place of it still is
+FROZEN = textwrap.dedent(STYLES["style-frozen-dataclass"][1]["residual_add"])   # the honest sample's cell
+
+
+def test_a_frozen_dataclass_sets_its_derived_field_in_post_init():
+    assert policy.check_cells(with_cells(RESIDUAL_NB, residual_add=FROZEN), RESIDUAL) == []
+
+
+@pytest.mark.parametrize("edit", [
+    ("frozen=True", "frozen=False"),                                        # not frozen: plain assignment works
+    ("class Shapes:", "class Shapes(nn.Module):"),                          # a module: it would hide a layer
+    ("def residual_add(", "class Mine(Shapes):\n    pass\n\n\ndef residual_add("),   # subclassed: other instances
+    ("def __post_init__(self):", "def refresh(self):"),                     # callable on anything by name
+    ('object.__setattr__(self, "same"', 'object.__setattr__(self, "_same"'),          # private
+    ('object.__setattr__(self, "same"', 'object.__setattr__(self, "__class__"'),      # dunder
+    ("        object.__setattr__(self,", "        self = fx_holder\n        object.__setattr__(self,"),  # rebound
+    ("import dataclasses\n", "import dataclasses\nobject = dataclasses\n"),           # not the builtin
+])
+def test_object_setattr_elsewhere_stays_a_dunder_reach(edit):
+    source = FROZEN.replace(*edit)
+    assert source != FROZEN
+    found = {(v.rule, v.severity) for v in policy.check_cells(with_cells(RESIDUAL_NB, residual_add=source), RESIDUAL)}
+    assert ("dunder", WITHHOLD) in found, (edit, found)
