@@ -715,6 +715,15 @@ def test_a_cell_that_does_not_parse_is_not_policed():
 # ============================================================ fused-add-norm: what the checks read is what runs
 
 WRAPPER_SOURCE = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_add_layernorm"]
+
+
+def wrapper_with(line: str) -> str:
+    """The reference wrapper with `line` (indented here) right after its `n = x.shape[-1]`."""
+    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {line}\n", 1)
+    assert body != WRAPPER_SOURCE
+    return body
+
+
 REBINDINGS = {
     "assignment": "fused_add_layernorm = print\n",
     "def in an if": "if True:\n    def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):\n        return x, fx\n",
@@ -803,8 +812,7 @@ def test_warnings_in_the_wrapper_report_as_print_does():
 def test_a_plain_values_methods_in_the_wrapper_compute_nothing(line):
     """Any public method of Python's plain types that no tensor and no torch module has reads no tensor
     (int.bit_length, str.upper): a wrapper's checks may call them on what is not a tensor."""
-    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {line}\n", 1)
-    assert body != WRAPPER_SOURCE
+    body = wrapper_with(line)
     assert policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED) == []
 
 
@@ -900,8 +908,7 @@ def test_a_nested_def_that_a_lambda_could_be_is_walked_as_one(definition, found)
 def test_an_allocation_of_ones_carries_no_value_of_the_callers(line, found):
     """torch.ones and ones_like (a weight of ones when weight is None), and x.new_zeros and new_ones, allocate
     as torch.zeros and x.new_empty do; torch.full, which the wrapper would hand a value, stays a torch op."""
-    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {line}\n", 1)
-    assert body != WRAPPER_SOURCE
+    body = wrapper_with(line)
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
@@ -917,8 +924,7 @@ def test_the_wrapper_may_ask_which_device_it_launches_on(line, found):
     """A persistent kernel's grid counts the device's multiprocessors; the launch may run under the tensor's
     device (torch.cuda.device_of(x) reads only x's device) and torch.inference_mode(). Handed a tensor, a
     device query is still reading it, and the rest of torch.cuda stays a torch op."""
-    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {line}\n", 1)
-    assert body != WRAPPER_SOURCE
+    body = wrapper_with(line)
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
@@ -970,7 +976,7 @@ HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return 
 def test_a_helper_holds_tensors_where_its_call_passes_them(use, call, found):
     """A helper the wrapper calls is checked as if its body stood at the call: a parameter given a shape
     holds ints, one given a tensor holds a tensor, whatever its annotation or default."""
-    body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {call}\n", 1)
+    body = wrapper_with(call)
     cells = with_cells(FUSED_NB, fused_add_layernorm=HELPER.format(use) + body)
     assert rules(policy.check_cells(cells, FUSED)) == found
 
