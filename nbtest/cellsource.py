@@ -91,13 +91,12 @@ def python_source(text: str) -> str:
     so (%%time, %%capture) and commented out with it where it is another language's (%%bash, %%writefile)."""
     lines = _dedented(python_lines(text))
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is not None and lines[first].startswith("%%"):
-        if lines[first][2:].split(" ", 1)[0] not in PYTHON_CELL_MAGICS:
-            return "".join(f"# {line}\n" for line in lines)
-        body = lines[:first] + [""] + lines[first + 1:]
-        commented, calls = {first} | set(magic_lines(body)), autocalls(body)
-    else:
-        commented, calls = set(magic_lines(lines)), autocalls(lines)
+    cell_magic = first is not None and lines[first].startswith("%%")
+    if cell_magic and lines[first][2:].split(" ", 1)[0] not in PYTHON_CELL_MAGICS:
+        return "".join(f"# {line}\n" for line in lines)
+    read = lines[:first] + [""] + lines[first + 1:] if cell_magic else lines    # a Python body, read as Python
+    spans = _escaped(read)       # one scan of the cell for both
+    commented, calls = set(_magic(spans)) | ({first} if cell_magic else set()), _autocalls(read, spans)
     return "".join(f"{calls[i]}\n" if i in calls else _commented(line, i - 1 in commented) + "\n"
                    if i in commented else f"{line}\n" for i, line in enumerate(lines)) or "\n"
 
@@ -114,15 +113,19 @@ def magic_lines(lines: list[str]) -> list[int]:
     """Indexes of the lines IPython reads as magics, shell escapes or help: a logical line starting
     with an escape (and the lines its backslashes join to it), `name = !cmd` / `name = %magic`, and a
     logical line that ends in `?` outside strings and comments (`torch.nn.Linear?`)."""
-    return [i for start, end, autocall in _escaped(lines) if not autocall for i in range(start, end + 1)]
+    return _magic(_escaped(lines))
 
 
-def autocalls(lines: list[str]) -> dict[int, str]:
-    """{index: Python} for the lines of each logical line IPython reads as an autocall (`/f x`): its first
-    line the call, indented as it was, and the lines its backslashes join to it blank, so that line
-    numbers stay. IPython joins those lines with a space, as here."""
+def _magic(spans: list[tuple[int, int, bool]]) -> list[int]:
+    return [i for start, end, autocall in spans if not autocall for i in range(start, end + 1)]
+
+
+def _autocalls(lines: list[str], spans: list[tuple[int, int, bool]]) -> dict[int, str]:
+    """{index: Python} for the lines of each logical line IPython reads as an autocall (`/f x`; spans:
+    _escaped's): its first line the call, indented as it was, and the lines its backslashes join to it
+    blank, so that line numbers stay. IPython joins those lines with a space, as here."""
     calls = {}
-    for start, end, autocall in _escaped(lines):
+    for start, end, autocall in spans:
         if not autocall:
             continue
         line = lines[start]
