@@ -1,5 +1,5 @@
-"""What runs once per process before a notebook's code: Triton's interpreter made to autotune and reduce as a GPU does,
-and torch's first-call work done before the monitor watches (so none of it is charged to a cell)."""
+"""What runs once per process before a notebook's code: Triton's interpreter made to autotune, reduce and fault as a
+GPU does, and torch's first-call work done before the monitor watches (so none of it is charged to a cell)."""
 from __future__ import annotations
 
 import os
@@ -7,8 +7,8 @@ import sys
 
 
 def interpreter_as_on_gpu() -> None:
-    """Make Triton's interpreter (TRITON_INTERPRET=1, Triton imported) run two things as a GPU would; on a
-    GPU, or before Triton is imported, it does nothing.
+    """Make Triton's interpreter (TRITON_INTERPRET=1, Triton imported) run three things as a GPU would; on a
+    GPU, or before Triton is imported, it does nothing. Calling it again changes nothing.
 
     @triton.autotune: Triton's own benchmarker needs a GPU driver and fails with "0 active drivers". Each
     config then runs once (one that cannot run fails there) and the first is kept, so a grade never
@@ -19,7 +19,13 @@ def interpreter_as_on_gpu() -> None:
     combines them as a tree. In fp32 a sum folded so over 4096 values near 1000 is off by about 0.005,
     which a row's mean cannot afford; a tree's is not. The combine function runs here on halves of the
     block, neighbouring elements paired in order, as a GPU's tree pairs them (and log2(n) calls of it
-    instead of n keep it fast)."""
+    instead of n keep it fast).
+
+    A load or store outside the launch's tensors (a kernel without masks): the interpreter reads and writes
+    the raw addresses, past the tensors into whatever the process holds there, so what happens next depends
+    on the heap (a crash now, a wrong value or an unrelated error later). On a GPU it is an illegal memory
+    access or silent corruption. Each lane's address is checked against the storage of the launch's tensor
+    arguments, and the first lane outside them raises an IndexError, before anything is written."""
     if os.environ.get("TRITON_INTERPRET") != "1" or "triton" not in sys.modules:
         return
     from triton.runtime import interpreter
@@ -31,6 +37,77 @@ def interpreter_as_on_gpu() -> None:
 
     Autotuner.do_bench = property(lambda self: self._do_bench or run_once)
     interpreter.ReduceOps.generic_reduce = _tree_reduce
+    builder, executor = interpreter.InterpreterBuilder, interpreter.GridExecutor
+    originals = _ORIGINALS.setdefault("interpreter", (builder.create_masked_load, builder.create_masked_store,
+                                                      executor._init_args_hst))
+    load, store, init_args = originals
+
+    def create_masked_load(self, ptrs, mask, other, cache_policy, is_volatile):
+        _in_bounds(ptrs, mask, "tl.load reads")
+        return load(self, ptrs, mask, other, cache_policy, is_volatile)
+
+    def create_masked_store(self, ptrs, value, mask, cache_policy):
+        _in_bounds(ptrs, mask, "tl.store writes")
+        return store(self, ptrs, value, mask, cache_policy)
+
+    def _init_args_hst(self, args_dev, kwargs):
+        args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
+        _LAUNCH[0] = _storage_ranges([*args_hst, *kwargs_hst.values()])
+        return args_hst, kwargs_hst
+
+    builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
+    executor._init_args_hst = _init_args_hst
+
+
+# how the out-of-bounds fault begins (the hidden suite names the missing mask from it)
+OUT_OF_BOUNDS = "out of bounds (no mask?)"
+# the interpreter's own methods, kept once however often interpreter_as_on_gpu runs
+_ORIGINALS: dict = {}
+# the current launch's [(first byte, end)] of each storage it was handed; None: not known
+_LAUNCH: list = [None]
+
+
+def _storage_ranges(args) -> list | None:
+    """The byte ranges of the tensors among a launch's arguments as the interpreter hands them to the kernel
+    (its host copies; in tuples, a TensorDescriptor's base); None if one has a pointer and no storage."""
+    import torch
+    from triton.runtime.jit import TensorWrapper
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    ranges = []
+    for arg in args:
+        inner = (_storage_ranges(arg) if isinstance(arg, tuple) else
+                 _storage_ranges([arg.base]) if isinstance(arg, (TensorWrapper, TensorDescriptor)) else [])
+        if inner is None:
+            return None
+        ranges += inner
+        if isinstance(arg, torch.Tensor):
+            storage = arg.untyped_storage()
+            ranges.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
+        elif hasattr(arg, "data_ptr") and not isinstance(arg, (TensorWrapper, TensorDescriptor)):
+            return None      # nothing known of what its pointer may reach
+    return ranges
+
+
+def _in_bounds(ptrs, mask, what: str) -> None:
+    """Raise IndexError if an active lane's element lies outside every storage of the current launch."""
+    import numpy as np
+    from triton.runtime.interpreter import _get_np_dtype
+
+    ranges = _LAUNCH[0]
+    if ranges is None:
+        return
+    addresses, active = np.broadcast_arrays(np.asarray(ptrs.data, dtype=np.uint64), np.asarray(mask.data, dtype=bool))
+    size = _get_np_dtype(ptrs.get_element_ty()).itemsize
+    inside = np.zeros(addresses.shape, dtype=bool)
+    for first, end in ranges:
+        inside |= (addresses >= first) & (addresses + size <= end)
+    outside = active & ~inside
+    if outside.any():
+        lanes = np.flatnonzero(outside.ravel())
+        raise IndexError(f"{OUT_OF_BOUNDS}: {what} {lanes.size} of its {outside.size} lanes outside every "
+                         f"tensor passed to the kernel, the first at lane {lanes[0]}; a GPU faults there or corrupts "
+                         "memory. Mask the lanes past the end of the data (mask=offsets < n).")
 
 
 def _tree_reduce(self, input):

@@ -191,3 +191,37 @@ for two_pass in (True, False):
     assert proc.returncode == 0, proc.stderr[-2000:]
     two_pass, one_pass = map(float, proc.stdout.split())
     assert two_pass < 1e-4 and one_pass > 1e-2, proc.stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the check is the interpreter's; a GPU faults by itself")
+def test_a_lane_outside_the_launchs_tensors_is_stopped_before_it_reads_or_writes():
+    """Triton's interpreter reads and writes raw addresses: a kernel without masks wrote past its tensors into
+    the process's heap, and the grading child then crashed or raised something unrelated, by chance. nbtest
+    checks each active lane against the storage of the launch's tensors, as a GPU's illegal-address fault
+    would: a lane past a tensor stops the kernel before that load or store; a lane inside its storage
+    (past a view's end) or masked off is the kernel's business."""
+    import triton
+    import triton.language as tl
+    from nbtest.warmup import OUT_OF_BOUNDS
+    from triton.runtime.interpreter import InterpreterError
+    nbtest.interpreter_as_on_gpu()
+    nbtest.interpreter_as_on_gpu()      # a second call keeps one check (the fork server and a notebook both call)
+
+    @triton.jit
+    def copy(src_ptr, dst_ptr, n, MASKED: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n if MASKED else offs < BLOCK
+        tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask, other=0.0), mask=mask)
+
+    wide, short = torch.arange(64.0), torch.arange(39.0)
+    dst = torch.zeros(39)
+    with pytest.raises(InterpreterError, match=re.escape(OUT_OF_BOUNDS) + r": tl.store writes 25 of its 64 lanes"):
+        copy[(1,)](wide, dst, 39, MASKED=False, BLOCK=64)
+    assert torch.equal(dst, torch.zeros(39))          # stopped before the store wrote a lane
+    with pytest.raises(InterpreterError, match=r"tl.load reads 25 of its 64 lanes .* the first at lane 39"):
+        copy[(1,)](short, torch.zeros(64), 39, MASKED=False, BLOCK=64)
+    copy[(1,)](short, dst, 39, MASKED=True, BLOCK=64)
+    assert torch.equal(dst, short)
+    buffer = torch.zeros(64)
+    copy[(1,)](wide, buffer[:39], 39, MASKED=False, BLOCK=64)   # past the view, inside its storage: legal
+    assert torch.equal(buffer, wide)
