@@ -21,8 +21,8 @@ def interpreter_as_on_gpu() -> None:
     block, neighbouring elements paired in order, as a GPU's tree pairs them (and log2(n) calls of it
     instead of n keep it fast).
 
-    A load or store outside the launch's tensors (a kernel without masks): the interpreter reads and writes
-    the raw addresses, past the tensors into whatever the process holds there, so what happens next depends
+    A load, store or atomic outside the launch's tensors (a kernel without masks): the interpreter reads and
+    writes the raw addresses, past the tensors into whatever the process holds there, so what happens next depends
     on the heap (a crash now, a wrong value or an unrelated error later). On a GPU it is an illegal memory
     access or silent corruption. Each lane's address is checked against the storage of the launch's tensor
     arguments, and the first lane outside them raises an IndexError, before anything is written."""
@@ -38,25 +38,37 @@ def interpreter_as_on_gpu() -> None:
     Autotuner.do_bench = property(lambda self: self._do_bench or run_once)
     interpreter.ReduceOps.generic_reduce = _tree_reduce
     builder, executor = interpreter.InterpreterBuilder, interpreter.GridExecutor
-    originals = _ORIGINALS.setdefault("interpreter", (builder.create_masked_load, builder.create_masked_store,
-                                                      executor._init_args_hst))
-    load, store, init_args = originals
-
-    def create_masked_load(self, ptrs, mask, other, cache_policy, is_volatile):
-        _in_bounds(ptrs, mask, "tl.load reads")
-        return load(self, ptrs, mask, other, cache_policy, is_volatile)
-
-    def create_masked_store(self, ptrs, value, mask, cache_policy):
-        _in_bounds(ptrs, mask, "tl.store writes")
-        return store(self, ptrs, value, mask, cache_policy)
+    originals = _ORIGINALS.setdefault("interpreter", {name: getattr(builder, name) for name, *_ in _MEMORY_OPS})
+    for name, what, ptr, mask in _MEMORY_OPS:
+        setattr(builder, name, _checked(originals[name], what, ptr, mask))
+    init_args = _ORIGINALS.setdefault("init_args", executor._init_args_hst)
 
     def _init_args_hst(self, args_dev, kwargs):
         args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
         _LAUNCH[0] = _storage_ranges([*args_hst, *kwargs_hst.values()])
         return args_hst, kwargs_hst
 
-    builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
     executor._init_args_hst = _init_args_hst
+
+
+# The interpreter's methods that read or write memory at raw addresses (tl.load and tl.store, tensor
+# descriptors' and atomic loads and stores among them): (name, what it does, its pointer and mask arguments).
+_MEMORY_OPS = (("create_masked_load", "tl.load reads", "ptrs", "mask"),
+               ("create_masked_store", "tl.store writes", "ptrs", "mask"),
+               ("create_atomic_rmw", "an atomic writes", "ptr", "mask"),
+               ("create_atomic_cas", "tl.atomic_cas writes", "ptr", None))
+
+
+def _checked(method, what: str, ptr: str, mask: str | None):
+    """method, with its active lanes' addresses checked first."""
+    import inspect
+    signature = inspect.signature(method)
+
+    def check_then_run(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs).arguments
+        _in_bounds(bound[ptr], bound[mask] if mask else None, what)
+        return method(*args, **kwargs)
+    return check_then_run
 
 
 # how the out-of-bounds fault begins (the hidden suite names the missing mask from it)
@@ -90,18 +102,22 @@ def _storage_ranges(args) -> list | None:
 
 
 def _in_bounds(ptrs, mask, what: str) -> None:
-    """Raise IndexError if an active lane's element lies outside every storage of the current launch."""
+    """Raise IndexError if an active lane's element (all lanes', with no mask) lies outside every storage of
+    the current launch."""
     import numpy as np
     from triton.runtime.interpreter import _get_np_dtype
 
     ranges = _LAUNCH[0]
     if ranges is None:
         return
-    addresses, active = np.broadcast_arrays(np.asarray(ptrs.data, dtype=np.uint64), np.asarray(mask.data, dtype=bool))
+    addresses = np.asarray(ptrs.data, dtype=np.uint64)
+    active = np.ones(addresses.shape, dtype=bool) if mask is None else np.asarray(mask.data, dtype=bool)
+    addresses, active = np.broadcast_arrays(addresses, active)
     size = _get_np_dtype(ptrs.get_element_ty()).itemsize
     inside = np.zeros(addresses.shape, dtype=bool)
     for first, end in ranges:
-        inside |= (addresses >= first) & (addresses + size <= end)
+        if end - first >= size:     # compared as written, never summed: an address near 2**64 would wrap
+            inside |= (addresses >= np.uint64(first)) & (addresses <= np.uint64(end - size))
     outside = active & ~inside
     if outside.any():
         lanes = np.flatnonzero(outside.ravel())

@@ -196,7 +196,7 @@ for two_pass in (True, False):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the check is the interpreter's; a GPU faults by itself")
 def test_a_lane_outside_the_launchs_tensors_is_stopped_before_it_reads_or_writes():
     """Triton's interpreter reads and writes raw addresses: a kernel without masks wrote past its tensors into
-    the process's heap, and the grading child then crashed or raised something unrelated, by chance. nbtest
+    the process's heap (and an address computed from id() reached any object there), and the grading child then crashed or raised something unrelated, by chance. nbtest
     checks each active lane against the storage of the launch's tensors, as a GPU's illegal-address fault
     would: a lane past a tensor stops the kernel before that load or store; a lane inside its storage
     (past a view's end) or masked off is the kernel's business."""
@@ -225,3 +225,29 @@ def test_a_lane_outside_the_launchs_tensors_is_stopped_before_it_reads_or_writes
     buffer = torch.zeros(64)
     copy[(1,)](wide, buffer[:39], 39, MASKED=False, BLOCK=64)   # past the view, inside its storage: legal
     assert torch.equal(buffer, wide)
+
+    @triton.jit
+    def atomics(ptr, at, CAS: tl.constexpr):
+        if CAS:
+            tl.atomic_cas(ptr + at, 0.0, 1.0)
+        else:
+            tl.atomic_add(ptr + at + tl.arange(0, 4), 1.0)
+
+    with pytest.raises(InterpreterError, match=re.escape(f"{OUT_OF_BOUNDS}: tl.store writes")):
+        copy[(1,)](short, torch.empty(0), 2, MASKED=True, BLOCK=4)      # an empty tensor holds no lane
+
+    @triton.jit
+    def poke(ptr, at):
+        tl.store(ptr + at, 1.0)
+
+    aligned = torch.zeros(4, dtype=torch.float32)
+    assert aligned.data_ptr() % 4 == 0
+    with pytest.raises(InterpreterError, match=re.escape(f"{OUT_OF_BOUNDS}: tl.store writes")):
+        poke[(1,)](aligned, -(aligned.data_ptr() // 4) - 1)     # 2**64 - 4: its end wraps to 0, still outside
+    assert torch.equal(aligned, torch.zeros(4))
+    for cas, what in ((False, "an atomic writes 1 of its 4 lanes"), (True, "tl.atomic_cas writes 1 of its 1 lanes")):
+        target = torch.zeros(8)
+        atomics[(1,)](target, 4, CAS=cas)
+        assert target.sum() == (1 if cas else 4)
+        with pytest.raises(InterpreterError, match=re.escape(f"{OUT_OF_BOUNDS}: {what}")):
+            atomics[(1,)](target, 5 if not cas else 8, CAS=cas)
