@@ -174,6 +174,13 @@ def check(source: str, policy: Policy, label: str = "cell", trusted: list[tuple[
     return check_cells([*((lbl, src, False) for lbl, src in trusted), (label, source, True)], policy)
 
 
+
+def _constant(node) -> bool:
+    """A literal number, string, bool or None (a negative number too)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and not isinstance(node.value, bytes)
+
 # ---------------------------------------------------------------------------- rules for every cell
 
 class _General(ast.NodeVisitor):
@@ -287,11 +294,23 @@ class _General(ast.NodeVisitor):
             self.flag(node, "dunder", WITHHOLD, "'__class__' exposes the class object: not allowed")
         self.generic_visit(node)
 
+    def visit_Assign(self, node):
+        if _constant(node.value):
+            for target in node.targets:
+                target.constant_value = True
+        self.generic_visit(node)
+
     def visit_Attribute(self, node):
         attr = node.attr
         if attr == MASK_HELPER[1:]:
             node.value.mask_helper = True
         library = self.ctx.resolve(node.value)
+        if isinstance(node.ctx, ast.Store) and getattr(node, "constant_value", False) and \
+                (library or "").split(".")[:2] == ["torch", "backends"] and not attr.startswith("_"):
+            # torch.backends.cudnn.deterministic = True: a switch torch documents for its users to set
+            # (reproducibility, TF32), set to a literal, is configuration; it installs no code of the student's
+            self.generic_visit(node)
+            return
         if isinstance(node.ctx, (ast.Store, ast.Del)) and library is not None:
             # torch.allclose = ..., torch.Tensor.__eq__ = ...: it changes the library in this process only;
             # the grader's code in the child is bound to the originals, so it is a flag, not a way in

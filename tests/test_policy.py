@@ -355,6 +355,28 @@ def test_a_private_name_the_notebook_defines_is_still_a_librarys_off_its_path():
     assert ("residual_add", "private-attribute") in {(v.cell, v.rule) for v in policy.check_cells(cells, RESIDUAL)}
 
 
+
+@pytest.mark.parametrize("line, found", [
+    ("torch.backends.cudnn.deterministic = True", set()),         # reproducibility, as torch's notes say
+    ("torch.backends.cudnn.benchmark = False", set()),
+    ("torch.backends.cuda.matmul.allow_tf32 = False", set()),
+    ("torch.backends.cudnn.deterministic = lambda: True", {("monkeypatch", FLAG)}),   # code, not a setting
+    ("torch.backends.cudnn.deterministic = x = True", set()),
+    ("torch.backends.cudnn._flags = True", {("monkeypatch", FLAG)}),        # not a documented switch
+    ("torch.allclose = True", {("monkeypatch", FLAG)}),           # a literal, outside torch.backends
+    ("del torch.backends.cudnn.benchmark", {("monkeypatch", FLAG)}),
+])
+def test_a_literal_set_on_a_torch_backends_switch_is_configuration(line, found):
+    """Setting torch.backends' switches (cudnn.deterministic, allow_tf32) to a literal is how PyTorch's
+    reproducibility notes tell users to configure it: no monkeypatch of the student's code, no review."""
+    cells = with_cells(RESIDUAL_NB, residual_add=f'''
+        {line}
+        def residual_add(x, fx):
+            return x + fx
+        ''')
+    assert {(v.rule, v.severity) for v in policy.check_cells(cells, RESIDUAL) if v.cell == "residual_add"} == found
+
+
 # ============================================================ forgeries: each trips its rule
 
 IN_PLACE = '''
