@@ -324,6 +324,23 @@ IDIOMS = [
                 state = state._replace(x=alpha * state.x + f(state.x), grad=state.grad * (alpha + df(state.x)))
             return state.grad
         '''),
+    # PyTorch's reproducibility notes: its backends' switches set to a literal are configuration, not a patch
+    (("torch-backends-switches",), "depth_sweep", '''
+        torch.backends.cudnn.deterministic = True   # every run of the sweep repeats exactly
+        torch.backends.cudnn.benchmark = False
+
+
+        def depth_sweep(X, y, depths, kinds, steps, seeds=(0,), width=64):
+            results = {}
+            for kind, build in kinds.items():
+                for depth in depths:
+                    runs = []
+                    for seed in seeds:
+                        torch.manual_seed(seed)
+                        runs.append(train(build(X.shape[1], width, int(y.max()) + 1, depth), X, y, steps, seed=seed))
+                    results[(kind, depth)] = runs
+            return results
+        '''),
     (("namedtuple-asdict-rows", "namedtuple-fields", "typing-namedtuple-record"), "depth_sweep", '''
         from typing import NamedTuple
 
