@@ -1,6 +1,7 @@
 """course.toml is the one source of points, and policy changes (points, late_per_day, exceptions.toml) reach
 every path from the kept results: nothing is regraded (autograder/nbgrading/apply.py, autograder/exceptions.py)."""
 import csv
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -14,11 +15,12 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder import suites
 from autograder.course import COURSE_FILE, ROOT, load, split_points
 from autograder.lms.canvas.plugins import FINAL
 from autograder.lms.gradescope.allowances import FILE, Granted
 from autograder.nbgrading.run import nbgrader
-from autograder.results.result import Result
+from autograder.results.result import Result, not_run
 from autograder.results.result import TestResult as Entry
 from helpers import ASSIGNMENT, COURSE, SOURCE_NB, cli
 
@@ -38,6 +40,24 @@ def test_a_kept_result_takes_course_toml_points_keeping_what_it_earned():
     scaled = kept.scaled({1: 25, 2: 6})
     assert scaled.parts() == {1: (12.5, 25), 2: (3, 6)} and scaled.max_score == 31
     assert [t.output for t in scaled.tests] == [t.output for t in kept.tests]
+
+
+
+@pytest.mark.parametrize("graded_under, now", [("skip", "redistribute"), ("redistribute", "skip")])
+def test_a_kept_result_takes_course_toml_without_cuda_rule_keeping_what_it_earned(graded_under, now):
+    """fused-add-norm's timing test, not run without CUDA: its kept entry follows the rule course.toml
+    gives now, at the part's points now, from the fraction of the other tests earned (24 of 30)."""
+    fused = COURSE.assignment("fused-add-norm")
+    timing = next(t for t in suites.load(fused.name).tests if t.needs_cuda)
+    ran = [Entry("values", 1, 24, 30, "failed", id="values")]
+    kept = Result(fused.name, 1, [*ran, dataclasses.replace(not_run(timing.name, 2, 10, graded_under, ran), id=timing.id)])
+    rule = dataclasses.replace(fused.timing, without_cuda=now)
+    ruled = kept.under(dataclasses.replace(fused, timing=rule))
+    assert ruled.parts() == ({1: (24, 30), 2: (8, 10)} if now == "redistribute" else {1: (24, 30), 2: (0, 0)})
+    assert ruled.tests[1].id == timing.id and not ruled.tests[1].ran
+    assert f'without_cuda = "{now}"' in ruled.tests[1].output
+    doubled = kept.under(dataclasses.replace(fused, timing=rule, auto={1: 30, 2: 20}))
+    assert doubled.parts()[2] == ((16, 20) if now == "redistribute" else (0, 0))      # its points now
 
 
 def test_a_deleted_grade_cell_comes_back_with_course_toml_points():

@@ -60,8 +60,8 @@ def _run(args, unpacked: Path) -> int:
     except (StoreError, ExportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    # at course.toml's points now, whatever points the kept results were graded at
-    students = [dataclasses.replace(s, result=s.result.scaled(a.auto) if s.result else None) for s in students]
+    # under course.toml now (points, without_cuda), whatever the kept results were graded under
+    students = [dataclasses.replace(s, result=s.result.under(a) if s.result else None) for s in students]
     if not any(s.result for s in students):
         print(f"error: no graded submission of {args.assignment} found; grade the class first", file=sys.stderr)
         return 2

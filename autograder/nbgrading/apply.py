@@ -8,8 +8,9 @@ feedback agree after any change to course.toml or exceptions.toml.
 
 Per grade cell its points (course.toml's auto for partN-tests, manual for partN-written); per submission
 its extension (exceptions.toml, else the student's Canvas override as canvas pull recorded it), each part's
-automatic score (the kept result at course.toml's points, Result.scaled) and its late penalty (course.toml's late_per_day from the student's own due date, with the
-student's grace, waiver and cap). Manual scores are left as graders gave them.
+automatic score (the kept result under course.toml now, Result.under: its points and without_cuda) and its
+late penalty (course.toml's late_per_day from the student's own due date, with the student's grace, waiver
+and cap). Manual scores are left as graders gave them.
 """
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def apply_course(course: Course, assignment: str, db_url, students: dict[str, Pa
     results = {}
     if store_path(db_url, assignment).is_file():
         store, template = class_store(db_url, assignment), Template(source)
-        results = {s: r.scaled(a.auto) for s, nb in students.items() if (r := store.get(template.key(nb)))}
+        results = {s: r.under(a) for s, nb in students.items() if (r := store.get(template.key(nb)))}
     with open_gradebook(db_url) as gb:
         submissions = gb.assignment_submissions(assignment)
         for submission in submissions:

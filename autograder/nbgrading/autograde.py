@@ -69,7 +69,7 @@ class NotebookGrading:
         source = course.assignment(assignment).notebook_path(SOLUTIONS)
         self.template = Template(source)
         self.part_cells = part_cells(source, course.assignment(assignment).cell_points)  # for a deleted cell
-        self.points = course.assignment(assignment).auto     # course.toml's, whatever the kept results say
+        self.course_assignment = course.assignment(assignment)   # course.toml's now, whatever the kept results say
         self.store = class_store(db_url, assignment)
         self._grader = grader
         sync_gradebook(course, assignment, db_url, self.part_cells)

@@ -52,7 +52,7 @@ class GradesWithPending(GetGrades):
         _or_exit(self.log, _applied, info["assignment"], self.parent.parent.coursedir)
         grading = plugins.grading_for(info["assignment"], info["db_url"])
         if (result := grading.kept(nb)) is not None:
-            write_grades(nb, result.scaled(grading.points), grading.part_cells)
+            write_grades(nb, result.under(grading.course_assignment), grading.part_cells)
         resources["nbgrader"]["pending_points"] = 0.0
         return super().preprocess(nb, resources)
 

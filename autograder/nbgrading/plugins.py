@@ -68,7 +68,7 @@ class HiddenSuiteGrades(NbGraderPreprocessor):
             shutil.rmtree(converter._format_dest(info["assignment"], info["student"]), ignore_errors=True)
             self.log.error("%s", e)
             raise SystemExit(1) from None
-        result = grading.result_for(nb).scaled(grading.points)   # kept results at course.toml's points now
+        result = grading.result_for(nb).under(grading.course_assignment)   # kept results under course.toml now
         write_grades(nb, result, grading.part_cells)
         self.log.info("%s: %s / %s automatic points from the hidden suite",
                       info["student"], result.score, result.max_score)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..course import split_points
+from ..course import Assignment, split_points
 
 MAX_OUTPUT = 1500          # characters of feedback per test
 NOT_RUN = "skipped: "      # how the output of a test that was not run begins
@@ -144,6 +144,21 @@ class Result:
         tests = [t if shares.get(i, t.max_score) == t.max_score else _rescaled(t, shares[i])
                  for i, t in enumerate(self.tests)]
         return dataclasses.replace(self, tests=tests)
+
+    def under(self, a: Assignment) -> "Result":
+        """This kept result under course.toml as it is now (a: its assignment): each part at its `auto`
+        points (scaled), and each test that was not run for want of CUDA given its entry by the without_cuda
+        rule now, at its points now, from the fraction of the other tests earned. Nothing is regraded."""
+        result = self.scaled(a.auto)
+        if a.timing is None or all(t.ran for t in result.tests):
+            return result
+        from .. import suites      # only here: the suite's weights, for a test whose kept entry has none (skip)
+        weights = {key: t.points for t in suites.load(a.name).scaled(a.auto) for key in (t.id, t.name)}
+        ran = [t for t in result.tests if t.ran]
+        tests = [t if t.ran or t.key not in weights else
+                 dataclasses.replace(not_run(t.name, t.part, weights[t.key], a.timing.without_cuda, ran), id=t.id)
+                 for t in result.tests]
+        return dataclasses.replace(result, tests=tests)
 
     def to_json(self) -> dict:
         """The object docs/results.md fixes (and the command line prints): nothing more."""
