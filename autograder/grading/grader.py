@@ -112,7 +112,7 @@ class Grader:
         budget = Budget(self.limits.budget_s)
 
         def grade_group(tests: list[Test]):
-            """(entries, the monitor's events, the sandbox, {fn: how a call of it changed its inputs}, {test id:
+            """(entries, the monitor's events, the sandbox, [(fn, how a call of it changed its inputs)], {test id:
             the functions whose inputs it read back})."""
             with self._sandbox(extracted, tests[0].part, budget) as box:
                 _drop_raising_cells(box, violations)
@@ -122,14 +122,10 @@ class Grader:
                     graded[t.id] = self._run(t, box, seed, violations)
                     claims[t.id] = {a.fn for a in box.kept[first:] if a.claimed}
                 # once every test has run: the inputs of each call, as it returned and as they are now
-                changed: dict[str, str] = {}
-                for a in box.kept:
-                    if a.changed():
-                        changed[a.fn] = CHANGED_ELSEWHERE
-                    elif a.written_later():
-                        changed.setdefault(a.fn, WRITTEN_LATER)
+                touched = [(a.fn, why) for a in box.kept
+                           if (why := CHANGED_ELSEWHERE if a.changed() else WRITTEN_LATER if a.written_later() else None)]
             self._warn_isolation(box.isolation)
-            return graded, observed(box), box, changed, claims
+            return graded, observed(box), box, touched, claims
 
         groups = self._groups()
         with ThreadPoolExecutor(min(self.parts_at_once, len(groups)) or 1) as pool:
@@ -138,9 +134,9 @@ class Grader:
         # a test that read a function's inputs back vouches that it leaves them alone at every call its part made
         # (in each of the part's children): a call of it that changed them, or a write through a reference kept
         # from one, fails it, so that no call but the one read back may change them
-        changed = {}
+        changed = {}      # (part, fn) -> why; a change during a call outranks a write after one
         for group, (_, _, _, touched, _) in zip(groups, done):
-            for fn, why in touched.items():
+            for fn, why in touched:
                 if changed.get((group[0].part, fn)) != CHANGED_ELSEWHERE:
                     changed[(group[0].part, fn)] = why
         for group, (_, _, _, _, claims) in zip(groups, done):
