@@ -222,6 +222,7 @@ class _Wrapper:
         instances = {params[0][0].arg: cls} if cls is not None and params else {}
         body = _Body(self, label, set(tensors), instances, _own_names(fn))
         body.launchers = _launchers(fn, self.ctx)
+        body.kernel_aliases = _kernel_aliases(fn, self.ctx)
         body.walk(fn.body, ())
 
 
@@ -243,9 +244,9 @@ def _own_names(fn) -> set[str]:
     return names
 
 
-def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript]:
-    """The names fn binds once, to a notebook kernel's kernel[grid], and in no other way (no parameter, loop
-    target, second assignment or del): calling one is that launch (launch = kernel[grid]; launch(...))."""
+def _bound_once(fn) -> list[ast.Assign]:
+    """The plain assignments `name = value` of fn whose name fn binds in no other way (no parameter, loop
+    target, second assignment, del, nested def or class, or except target)."""
     stores: dict[str, int] = {}
     for n in ast.walk(fn):
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
@@ -253,11 +254,27 @@ def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript]:
     others = {a.arg for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
               for a in _arguments(n.args)} | {n.name for n in ast.walk(fn) if isinstance(
                   n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) and n.name}
-    return {node.targets[0].id: node.value for node in ast.walk(fn)
+    return [node for node in ast.walk(fn)
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name)
-            and node.value.value.id in ctx.kernels and stores[node.targets[0].id] == 1
-            and node.targets[0].id not in others}
+            and stores[node.targets[0].id] == 1 and node.targets[0].id not in others]
+
+
+def _kernel_aliases(fn, ctx: Notebook) -> dict[str, str]:
+    """The names fn binds once, to a notebook kernel's own name and in no other way, with the kernel each
+    names (kernel = fused_add_layernorm_kernel; kernel[grid](...)): the same object as the module's name,
+    which the rebinding check keeps on its checked def. Not where fn binds the kernel's name itself."""
+    own = _own_names(fn)
+    return {node.targets[0].id: node.value.id for node in _bound_once(fn)
+            if isinstance(node.value, ast.Name) and node.value.id in ctx.kernels and node.value.id not in own}
+
+
+def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript]:
+    """The names fn binds once, to a notebook kernel's kernel[grid] (or an alias's, _kernel_aliases), and in
+    no other way: calling one is that launch (launch = kernel[grid]; launch(...))."""
+    aliases = _kernel_aliases(fn, ctx)
+    return {node.targets[0].id: node.value for node in _bound_once(fn)
+            if isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name)
+            and (node.value.value.id in ctx.kernels or node.value.value.id in aliases)}
 
 
 def _lambda_like(node) -> bool:
@@ -286,6 +303,7 @@ class _Body:
         self.own = local     # the names the function binds: they hide module-level ones
         self.tensors |= wrapper.ctx.mutables - local     # items stored there by any function may be tensors
         self.launchers: dict[str, ast.Subscript] = {}      # launch = kernel[grid]: _launchers
+        self.kernel_aliases: dict[str, str] = {}          # kernel = the notebook's kernel: _kernel_aliases
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
@@ -573,7 +591,7 @@ class _Body:
                         "another name): the wrapper only checks shapes, allocates h and y, and launches the kernel")
             return
         if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name):
-            if f.value.id in ctx.kernels:
+            if self.kernel_aliases.get(f.value.id, f.value.id) in ctx.kernels:
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     if self.instance_of(arg) is not None or isinstance(arg, ast.Name) and arg.id in ctx.classes:
                         self.w.flag(self.label, arg, "wrapper-torch-op", f"'{ast.unparse(arg)[:40]}' hands the kernel "

@@ -481,4 +481,27 @@ IDIOMS = [
             launch(x2, fx2, weight.contiguous(), bias.contiguous(), h, y, width, eps, BLOCK=triton.next_power_of_2(width))
             return h.reshape(x.shape), y.reshape(x.shape)
         '''),
+    # the kernel under a local name, launched through it (honest4-fan10)
+    (("kernel-alias",), "fused_add_layernorm", '''
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
+            if x.shape != fx.shape:
+                raise ValueError(f"x.shape {tuple(x.shape)} and fx.shape {tuple(fx.shape)} must be equal")
+            n = x.shape[-1]
+            if n > MAX_WIDTH:
+                raise ValueError(f"the width {n} is above MAX_WIDTH ({MAX_WIDTH})")
+            for name, p in (("weight", weight), ("bias", bias)):
+                if p.shape != (n,):
+                    raise ValueError(f"{name} must be ({n},), got {tuple(p.shape)}")
+            if any(t.dtype not in DTYPES for t in (x, fx, weight, bias)) or x.dtype != fx.dtype:
+                raise ValueError(f"dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}: float16, bfloat16 or "
+                                 "float32, with x and fx alike")
+            xs, fs = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(xs), torch.empty_like(xs)
+            kernel = fused_add_layernorm_kernel
+            kernel[(xs.shape[0],)](xs, fs, weight.contiguous(), bias.contiguous(), h, y, n, eps,
+                                   BLOCK=triton.next_power_of_2(n))
+            return h.view(x.shape), y.view(x.shape)
+        '''),
 ]

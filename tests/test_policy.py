@@ -948,6 +948,39 @@ def test_a_name_bound_once_to_kernel_grid_launches_it(before, found):
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
+ALIASED = WRAPPER_SOURCE.replace("    fused_add_layernorm_kernel[(rows_x.shape[0],)](",
+                                 "    kernel = fused_add_layernorm_kernel\n    BEFORE\n    kernel[(rows_x.shape[0],)](")
+
+
+@pytest.mark.parametrize("before, found", [
+    ("pass", set()),
+    ("launch = kernel[(rows_x.shape[0],)]", set()),           # a launcher of the alias, never called
+    ("kernel = torch.add", {("wrapper-no-launch", FLAG)}),    # bound twice: it may hold anything
+    ("kernel[(1,)](rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)", {("wrapper-launches", FLAG)}),
+    ("for _ in range(2):\n        kernel[(1,)](rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)",
+     {("wrapper-launch-loop", FLAG), ("wrapper-launches", FLAG)}),
+    ("kernel[(1,)](x + fx, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)",
+     {("wrapper-arithmetic", FLAG), ("wrapper-launches", FLAG)}),
+])
+def test_a_name_bound_once_to_the_kernel_is_the_kernel(before, found):
+    """kernel = fused_add_layernorm_kernel; kernel[grid](...) launches the notebook's kernel, as its own name
+    does (honest4-fan10: the alias alone cost the two launch tests, held for review): a launch through it is
+    counted, in a loop or twice, and its arguments walked, as the kernel's own. A name bound to anything else
+    as well is no kernel."""
+    body = ALIASED.replace("BEFORE", before, 1)
+    assert body != WRAPPER_SOURCE
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
+def test_a_local_that_shadows_the_kernels_name_is_no_alias():
+    """An alias of a local that the wrapper itself binds under the kernel's name is that local, not the kernel."""
+    body = ALIASED.replace("BEFORE", "pass", 1).replace(
+        "    kernel = fused_add_layernorm_kernel\n",
+        "    fused_add_layernorm_kernel = print\n    kernel = fused_add_layernorm_kernel\n", 1)
+    assert ("wrapper-no-launch", FLAG) in rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body),
+                                                                   FUSED))
+
+
 @pytest.mark.parametrize("statement", [
     "match x.dtype:\n        case torch.float64:\n            raise ValueError(f'float64: {x.dtype}')\n        case _:\n"
     "            pass",
