@@ -33,7 +33,9 @@ WRAPPER_SCALAR_FUNCS = {
 TENSOR_VIEW_METHODS = {"reshape", "view", "view_as", "reshape_as", "contiguous", "flatten", "unflatten", "squeeze",
                        "unsqueeze", "expand", "expand_as", "transpose", "permute", "movedim", "t", "to", "float",
                        "half", "bfloat16", "double", "clone", "detach", "cpu", "cuda", "type_as", "new_empty",
-                       "new_zeros", "new_ones"}
+                       "new_zeros", "new_ones",
+                       # views of parts of a tensor: one buffer allocated for h and y, then h, y = out.unbind(0)
+                       "unbind", "split", "chunk", "narrow", "select"}
 SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", "ndimension", "is_contiguous",
                   "data_ptr", "get_device", "storage_offset", "is_floating_point"}
 SCALAR_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize"}
