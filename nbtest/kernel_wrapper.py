@@ -290,6 +290,14 @@ def _lambda_like(node) -> bool:
         body[0].value is not None
 
 
+def _plain_pattern(pattern) -> bool:
+    """A pattern of values, None/True/False, alternatives and captures only: matching it runs nothing of the
+    subject's but ==. Class, sequence and mapping patterns read attributes, lengths and items, which an
+    object of the notebook's could compute."""
+    return all(isinstance(p, (ast.MatchValue, ast.MatchSingleton, ast.MatchOr, ast.MatchAs)) or
+               not isinstance(p, ast.pattern) for p in ast.walk(pattern))
+
+
 def _exclusive(a: tuple, b: tuple) -> bool:
     """Two launches on different branches of the same if statement never both run."""
     return any(x[0] == y[0] and x[1] != y[1] for x in a for y in b)
@@ -412,6 +420,8 @@ class _Body:
             self.walk(node.finalbody, path)
         elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
             pass
+        elif isinstance(node, ast.Match) and all(_plain_pattern(case.pattern) for case in node.cases):
+            self.match(node, path)
         elif _lambda_like(node):
             # walked as a lambda's body is (a grid function of meta): with the annotations and defaults, which run
             # where the def stands; its name is the function's own, so calling it is calling a local
@@ -423,6 +433,26 @@ class _Body:
         else:
             self.w.flag(self.label, node, "wrapper-statement",
                         f"a {type(node).__name__} statement in the wrapper; it only checks, allocates and launches")
+
+    def match(self, node: ast.Match, path):
+        """A match of values (match x.dtype: case torch.float16 | torch.bfloat16: ...) is an if/elif chain:
+        each case's value is compared with the subject as `subject == value` would be, its guard and body are
+        walked on a branch of their own, and a capture (case other:) holds what the subject holds."""
+        self.expr(node.subject, path)
+        tensor = self.tensorish(node.subject)
+        start, held = set(self.tensors), set(self.tensors)
+        for i, case in enumerate(node.cases):
+            self.tensors = set(start)
+            for sub in ast.walk(case.pattern):
+                if isinstance(sub, ast.MatchValue):
+                    self.expr(ast.copy_location(ast.Compare(node.subject, [ast.Eq()], [sub.value]), sub), path)
+                elif isinstance(sub, ast.MatchAs) and sub.name:
+                    (self.tensors.add if tensor else self.tensors.discard)(sub.name)
+            if case.guard is not None:
+                self.expr(case.guard, path)
+            self.walk(case.body, path + ((id(node), i),))
+            held |= self.tensors
+        self.tensors = held
 
     def passed(self, fn, node: ast.Call, bound: int = 0) -> set[str]:
         """The parameters of fn that this call hands a tensor: an argument that may hold one, or a default

@@ -999,15 +999,40 @@ def test_a_local_that_shadows_the_kernels_name_is_no_alias():
 
 
 @pytest.mark.parametrize("statement", [
-    "match x.dtype:\n        case torch.float64:\n            raise ValueError(f'float64: {x.dtype}')\n        case _:\n"
-    "            pass",
+    "match x:\n        case torch.Tensor(dtype=torch.float64):\n            raise ValueError(f'float64: {x.dtype}')\n"
+    "        case _:\n            pass",
     "del n",
 ])
 def test_a_statement_the_wrapper_may_not_hold_is_flagged_not_a_crash(statement):
-    """A statement the wrapper's walk does not know (match, del), with or without a body, is flagged as one."""
+    """A statement the wrapper's walk does not know (a match with a class pattern, del), with or without a
+    body, is flagged as one."""
     body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {statement}\n    n = x.shape[-1]\n", 1)
     assert body != WRAPPER_SOURCE
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == {("wrapper-statement", FLAG)}
+
+
+MATCHED = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n    MATCH\n", 1)
+
+
+@pytest.mark.parametrize("statement, found", [
+    ("match x.dtype:\n        case torch.float16 | torch.bfloat16:\n            warps = 4\n        case torch.float64:\n"
+     "            raise ValueError(f'float64 {x.dtype}')\n        case other if other in DTYPES:\n            warps = 8\n"
+     "        case _:\n            raise ValueError(f'dtype {x.dtype}')", set()),
+    ("match n:\n        case 0:\n            pass\n        case None | True:\n            pass", set()),
+    ("match x.dtype:\n        case torch.float16:\n            z = x * 2", {("wrapper-arithmetic", FLAG)}),
+    ("match x:\n        case z:\n            z = z.exp()", {("wrapper-torch-op", FLAG)}),    # a capture of a tensor
+    ("match x.dtype:\n        case torch.float16:\n            fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, "
+     "x, x, n, eps, BLOCK=16)\n        case _:\n            pass", {("wrapper-launches", FLAG)}),  # two on one path
+    ("match (x, n):\n        case (a, b):\n            pass", {("wrapper-statement", FLAG)}),   # a sequence pattern
+    ("match x.shape:\n        case {'a': 1}:\n            pass", {("wrapper-statement", FLAG)}),  # a mapping pattern
+])
+def test_a_match_of_values_is_an_if_chain(statement, found):
+    """match x.dtype: case torch.float16 | torch.bfloat16: ... in the wrapper (honest4-fanp17: it cost the two
+    launch tests, held for review) is walked as the if/elif chain it is: each case is `subject == value`,
+    its body a branch of its own, a capture holds what the subject holds. Class, sequence and mapping
+    patterns, which read an object's attributes, length or items, stay a statement the wrapper may not hold."""
+    body = MATCHED.replace("MATCH", statement, 1)
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
 HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
