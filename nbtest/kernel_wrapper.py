@@ -205,26 +205,32 @@ class _Wrapper:
                 self._function(self.ctx.cell_of(init), init, {p.arg for p, _ in _parameters(init)[1:]}, cls)
                 self.found, self.launches, self.seen = [], [], seen
 
-    def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None):
+    def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None,
+                  outer: "_Body | None" = None):
         """Walk fn's body. The wrapper's parameters hold tensors but for a scalar annotation or a constant
         default; a helper's (tensors given) are those its call passes tensors to, as if its body stood at
         the call: it is walked once for each set of them. A method of the notebook's class cls (called on
-        an instance) has its first parameter, self, bound to that instance."""
+        an instance) has its first parameter, self, bound to that instance. A def nested in the function
+        `outer` walks (_nested_helpers) also reads outer's own names, as opaque as they are there, and may
+        call outer's other such defs."""
         if tensors is None:
             tensors = set()
             for arg, default in _parameters(fn):
                 scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
                 if not (scalar_type or _constant_default(default, self.ctx)):
                     tensors.add(arg.arg)
-        key = (cls, fn.name, frozenset(tensors))
+        key = (cls, id(fn), frozenset(tensors))
         if key in self.seen:
             return
         self.seen.add(key)
         params = _parameters(fn)
         instances = {params[0][0].arg: cls} if cls is not None and params else {}
-        body = _Body(self, label, set(tensors), instances, _own_names(fn))
+        own = _own_names(fn)
+        body = _Body(self, label, set(tensors), instances, own | (outer.own if outer is not None else set()))
         body.launchers = _launchers(fn, self.ctx)
         body.kernel_aliases = _kernel_aliases(fn, self.ctx)
+        body.helpers = {**({k: v for k, v in outer.helpers.items() if k not in own} if outer is not None else {}),
+                        **_nested_helpers(fn)}
         body.walk(fn.body, ())
 
 
@@ -279,6 +285,42 @@ def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript]:
             and (node.value.value.id in ctx.kernels or node.value.value.id in aliases)}
 
 
+def _nested_helpers(fn) -> dict[str, ast.FunctionDef]:
+    """The defs among fn's statements that are only ever called: undecorated, neither generators nor
+    async, with no nonlocal or global, their name bound by that def alone and read only as the callee of a
+    call (def require(ok, message): if not ok: raise ValueError(message); require(x.shape == fx.shape, ...)).
+    A call of one is walked as a module-level helper's is, its body with the tensors the call passes and those
+    of the caller that it reads."""
+    defs = [n for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                      ast.Lambda)) and n is not fn]
+    named = [n.name for n in defs if not isinstance(n, ast.Lambda)]
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    stored |= {a.arg for n in [fn, *defs] for a in _arguments(n.args) if not isinstance(n, ast.ClassDef)}
+    stored |= {n.name for n in ast.walk(fn) if isinstance(n, ast.ExceptHandler) and n.name}
+    stored |= {a.asname or a.name for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    callees = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
+    loads: dict[str, list] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            loads.setdefault(n.id, []).append(n)
+    return {node.name: node for node in _statements(fn.body)
+            if isinstance(node, ast.FunctionDef) and not node.decorator_list and named.count(node.name) == 1
+            and node.name not in stored and all(id(n) in callees for n in loads.get(node.name, []))
+            and not any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.Nonlocal, ast.Global))
+                        for n in ast.walk(node))}
+
+
+def _statements(stmts):
+    """The statements of a body and of the if, for, while, with and try bodies in it, not of nested defs."""
+    for stmt in stmts:
+        yield stmt
+        for field in ("body", "orelse", "finalbody"):
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield from _statements(getattr(stmt, field, []))
+        for handler in getattr(stmt, "handlers", []):
+            yield from _statements(handler.body)
+
+
 def _lambda_like(node) -> bool:
     """A nested def that a lambda could be: no decorator, and a body of one return of a value after an
     optional docstring (def grid(meta): return (n_rows,) is grid = lambda meta: (n_rows,))."""
@@ -314,6 +356,7 @@ class _Body:
         self.tensors |= wrapper.ctx.mutables - local     # items stored there by any function may be tensors
         self.launchers: dict[str, ast.Subscript] = {}      # launch = kernel[grid]: _launchers
         self.kernel_aliases: dict[str, str] = {}          # kernel = the notebook's kernel: _kernel_aliases
+        self.helpers: dict[str, ast.FunctionDef] = {}     # defs in the function, only called: _nested_helpers
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
@@ -422,6 +465,12 @@ class _Body:
             pass
         elif isinstance(node, ast.Match) and all(_plain_pattern(case.pattern) for case in node.cases):
             self.match(node, path)
+        elif isinstance(node, ast.FunctionDef) and self.helpers.get(node.name) is node:
+            # its defaults and annotations run where the def stands; its body runs where it is called
+            a = node.args
+            for part in [*a.defaults, *a.kw_defaults, node.returns, *(p.annotation for p in _arguments(a))]:
+                if part is not None:
+                    self.expr(part, path)
         elif _lambda_like(node):
             # walked as a lambda's body is (a grid function of meta): with the annotations and defaults, which run
             # where the def stands; its name is the function's own, so calling it is calling a local
@@ -542,6 +591,12 @@ class _Body:
             return node.attr not in SCALAR_ATTRIBUTES and self.tensorish(node.value)
         if isinstance(node, ast.Subscript):
             return self.tensorish(node.value)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.helpers:
+            # a def of the function's own: what it returns holds a tensor where it reads or allocates one
+            fn = self.helpers[node.func.id]
+            return any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)]) or \
+                _has_alloc(fn, self.w.ctx) or any(isinstance(n, ast.Name) and n.id in self.tensors
+                                                  for n in ast.walk(fn))
         if isinstance(node, ast.Call):
             f = node.func
             path = self.w.ctx.resolve(f)
@@ -617,6 +672,10 @@ class _Body:
         f, ctx = node.func, self.w.ctx
         if isinstance(f, ast.Name) and f.id in self.launchers:     # launch = kernel[grid]; launch(...)
             f = self.launchers[f.id]
+        if isinstance(f, ast.Name) and f.id in self.helpers:       # def require(...): ... in the function
+            fn = self.helpers[f.id]
+            self.w._function(self.label, fn, self.passed(fn, node) | (self.tensors - _own_names(fn)), outer=self)
+            return
         if not (isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name)) and not self.vouched_callee(f):
             self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls "
                         "what the policy cannot name (a computed callee, a local holding a function, a method under "
