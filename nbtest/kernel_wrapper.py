@@ -206,20 +206,20 @@ class _Wrapper:
                 self.found, self.launches, self.seen = [], [], seen
 
     def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None,
-                  outer: "_Body | None" = None):
+                  outer: "_Body | None" = None, named: str | None = None):
         """Walk fn's body. The wrapper's parameters hold tensors but for a scalar annotation or a constant
         default; a helper's (tensors given) are those its call passes tensors to, as if its body stood at
         the call: it is walked once for each set of them. A method of the notebook's class cls (called on
         an instance) has its first parameter, self, bound to that instance. A def nested in the function
         `outer` walks (_nested_helpers) also reads outer's own names, as opaque as they are there, and may
-        call outer's other such defs."""
+        call outer's other such defs. A classmethod's first parameter names the class `named`."""
         if tensors is None:
             tensors = set()
             for arg, default in _parameters(fn):
                 scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
                 if not (scalar_type or _constant_default(default, self.ctx)):
                     tensors.add(arg.arg)
-        key = (cls, id(fn), frozenset(tensors))
+        key = (cls, named, id(fn), frozenset(tensors))
         if key in self.seen:
             return
         self.seen.add(key)
@@ -229,6 +229,8 @@ class _Wrapper:
         body = _Body(self, label, set(tensors), instances, own | (outer.own if outer is not None else set()))
         body.launchers = _launchers(fn, self.ctx)
         body.kernel_aliases = _kernel_aliases(fn, self.ctx)
+        body.classes = {params[0][0].arg: named} if named is not None and params and \
+            params[0][0].arg not in _rebound_in(fn) else {}
         body.helpers = {**({k: v for k, v in outer.helpers.items() if k not in own} if outer is not None else {}),
                         **_nested_helpers(fn)}
         body.walk(fn.body, ())
@@ -283,6 +285,20 @@ def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript]:
     return {node.targets[0].id: node.value for node in _bound_once(fn)
             if isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name)
             and (node.value.value.id in ctx.kernels or node.value.value.id in aliases)}
+
+
+def _rebound_in(fn) -> set[str]:
+    """The names fn's body binds (assignments, loop, with and except targets, del, imports, nested defs and
+    classes, and their and lambdas' parameters): a parameter among them may hold anything."""
+    inner = [n for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                       ast.Lambda)) and n is not fn]
+    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    names |= {n.name for n in inner if not isinstance(n, ast.Lambda)}
+    names |= {a.arg for n in inner if not isinstance(n, ast.ClassDef) for a in _arguments(n.args)}
+    names |= {n.name for n in ast.walk(fn) if isinstance(n, ast.ExceptHandler) and n.name}
+    names |= {a.asname or a.name.split(".")[0] for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in n.names}
+    return names | {n.name for n in ast.walk(fn) if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name}
 
 
 def _nested_helpers(fn) -> dict[str, ast.FunctionDef]:
@@ -357,43 +373,52 @@ class _Body:
         self.launchers: dict[str, ast.Subscript] = {}      # launch = kernel[grid]: _launchers
         self.kernel_aliases: dict[str, str] = {}          # kernel = the notebook's kernel: _kernel_aliases
         self.helpers: dict[str, ast.FunctionDef] = {}     # defs in the function, only called: _nested_helpers
+        self.classes: dict[str, str] = {}                 # a classmethod's cls -> the notebook class it names
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
         if isinstance(node, ast.Name):
             return self.instances.get(node.id) or (
                 self.w.ctx.instances.get(node.id) if node.id not in self.own else None)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.w.ctx.classes:
-            return node.func.id
+        if isinstance(node, ast.Call) and self.class_named(node.func) is not None:
+            return self.class_named(node.func)
         return None
 
-    def method(self, f) -> tuple[str | None, ast.FunctionDef | None, int] | None:
+    def class_named(self, node) -> str | None:
+        """The notebook class that node names: the class's own name, or a classmethod's first parameter (cls)."""
+        if not isinstance(node, ast.Name):
+            return None
+        return self.classes.get(node.id) or (node.id if node.id in self.w.ctx.classes else None)
+
+    def method(self, f) -> tuple[str | None, ast.FunctionDef | None, int, str | None] | None:
         """What calling f runs of the notebook's classes: (class of the instance it is bound to, or None; the
-        def; how many of its parameters the call fills without an argument, 1 for self), with def None for a
-        class built without an __init__ of its own; None where f is no class, instance or method of one."""
+        def; how many of its parameters the call fills without an argument, 1 for self; for a classmethod, the
+        class its first parameter names), with def None for a class built without an __init__ of its own;
+        None where f is no class, instance or method of one."""
         ctx = self.w.ctx
-        if isinstance(f, ast.Name) and f.id in ctx.classes:                  # C(...): its __init__
-            return f.id, ctx.method(f.id, "__init__"), 1
+        named = self.class_named(f)
+        if named is not None:                                                # C(...): its __init__
+            return named, ctx.method(named, "__init__"), 1, None
         cls = self.instance_of(f)
         if cls is not None:                                                  # obj(...): __call__, or forward
             fn = ctx.method(cls, "__call__") or (ctx.method(cls, "forward") if ctx.is_module(cls) else None)
-            return (cls, fn, 1) if fn is not None else None
+            return (cls, fn, 1, None) if fn is not None else None
         if not isinstance(f, ast.Attribute):
             return None
         cls = self.instance_of(f.value)
-        on_class = isinstance(f.value, ast.Name) and f.value.id in ctx.classes
-        if on_class and f.attr == "apply" and ctx.is_function(f.value.id) and ctx.method(f.value.id, "apply") is None:
+        named = self.class_named(f.value)
+        if named is not None and f.attr == "apply" and ctx.is_function(named) and ctx.method(named, "apply") is None:
             # Function.apply(...) runs forward(ctx, ...), or forward(...) where setup_context takes the ctx
-            return None, ctx.method(f.value.id, "forward"), int(ctx.method(f.value.id, "setup_context") is None)
-        fn = ctx.method(cls or f.value.id, f.attr) if cls is not None or on_class else None
+            return None, ctx.method(named, "forward"), int(ctx.method(named, "setup_context") is None), None
+        fn = ctx.method(cls or named, f.attr) if cls is not None or named is not None else None
         if fn is None:
             return None
         kinds = {d.id for d in fn.decorator_list}
         if "staticmethod" in kinds:
-            return None, fn, 0
-        if "classmethod" in kinds:
-            return None, fn, 1
-        return (cls, fn, 1) if cls is not None else (None, fn, 0)     # C.method(obj, ...) names self itself
+            return None, fn, 0, None
+        if "classmethod" in kinds:      # its first parameter names the class it is called on
+            return None, fn, 1, cls or named
+        return (cls, fn, 1, None) if cls is not None else (None, fn, 0, None)   # C.method(obj, ...) names self
 
     def walk(self, stmts, path):
         for stmt in stmts:
@@ -699,9 +724,9 @@ class _Body:
             return
         method = self.method(f)
         if method is not None:          # the notebook's class: C(...), obj(...), obj.method(...), C.method(...)
-            cls, fn, bound = method
+            cls, fn, bound, named = method
             if fn is not None:
-                self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls)
+                self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls, named=named)
             context = ctx.method(f.value.id, "setup_context") if isinstance(f, ast.Attribute) and \
                 f.attr == "apply" and isinstance(f.value, ast.Name) and f.value.id in ctx.classes else None
             if context is not None:     # it runs on apply's inputs and forward's output

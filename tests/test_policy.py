@@ -1062,6 +1062,37 @@ def test_a_def_in_the_wrapper_that_is_only_called_is_a_helper(lines, found):
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
+FACTORY = """
+class Cfg:
+    def __init__(self, block, warps):
+        self.block = INIT
+        self.warps = warps
+
+    @classmethod
+    def make(cls, n):
+        BODY
+
+
+"""
+
+
+@pytest.mark.parametrize("init, body, call, found", [
+    ("block", "return cls(triton.next_power_of_2(n), 4)", "cfg = Cfg.make(n)", set()),
+    ("block", "return cls(triton.next_power_of_2(n), 4)", "cfg = Cfg(16, 4).make(n)", set()),   # on an instance
+    ("block", "return cls(n * 2, 4)", "cfg = Cfg.make(x)", {("wrapper-arithmetic", FLAG)}),      # a tensor passed
+    ("block * 2", "return cls(n, 4)", "cfg = Cfg.make(x)", {("wrapper-arithmetic", FLAG)}),      # cls(...) runs __init__
+    ("block", "cls = torch.add\n        return cls(n, n)", "cfg = Cfg.make(x)", {("wrapper-torch-op", FLAG)}),
+    ("block", "for cls in [torch.exp]:\n            return cls(n)", "cfg = Cfg.make(x)", {("wrapper-torch-op", FLAG)}),
+])
+def test_a_classmethods_first_parameter_names_its_class(init, body, call, found):
+    """In a classmethod the wrapper calls (LaunchConfig.for_width(n), honest4-fanp28: its `cls(...)` cost the
+    two launch tests, held for review), `cls` names the class it is called on: cls(...) builds one, its
+    __init__ walked with what the call passes. A cls the method binds again may hold anything."""
+    cells = with_cells(FUSED_NB, fused_add_layernorm=FACTORY.replace("INIT", init).replace("BODY", body) +
+                       wrapper_with(call))
+    assert rules(policy.check_cells(cells, FUSED)) == found
+
+
 HELPER = "def _helper(shape, t, scale=1.0, *rest, **named):\n    {}\n    return shape\n\n\n"
 
 
