@@ -304,9 +304,10 @@ def _rebound_in(fn) -> set[str]:
 def _nested_helpers(fn) -> dict[str, ast.FunctionDef]:
     """The defs among fn's statements that are only ever called: undecorated, neither generators nor
     async, with no nonlocal or global, their name bound by that def alone and read only as the callee of a
-    call (def require(ok, message): if not ok: raise ValueError(message); require(x.shape == fx.shape, ...)).
-    A call of one is walked as a module-level helper's is, its body with the tensors the call passes and those
-    of the caller that it reads."""
+    call (def require(ok, message): if not ok: raise ValueError(message); require(x.shape == fx.shape, ...)),
+    and the lambdas a statement binds to a name in the same way (as_rows = lambda t: t.reshape(-1, n)), as
+    the def `return` of its body. A call of one is walked as a module-level helper's is, its body with the
+    tensors the call passes and those of the caller that it reads."""
     defs = [n for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                                       ast.Lambda)) and n is not fn]
     named = [n.name for n in defs if not isinstance(n, ast.Lambda)]
@@ -319,11 +320,27 @@ def _nested_helpers(fn) -> dict[str, ast.FunctionDef]:
     for n in ast.walk(fn):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             loads.setdefault(n.id, []).append(n)
-    return {node.name: node for node in _statements(fn.body)
-            if isinstance(node, ast.FunctionDef) and not node.decorator_list and named.count(node.name) == 1
-            and node.name not in stored and all(id(n) in callees for n in loads.get(node.name, []))
-            and not any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.Nonlocal, ast.Global))
-                        for n in ast.walk(node))}
+    only_called = lambda name: all(id(n) in callees for n in loads.get(name, []))
+    plain = lambda node: not any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.Nonlocal, ast.Global))
+                                 for n in ast.walk(node))
+    helpers = {node.name: node for node in _statements(fn.body)
+               if isinstance(node, ast.FunctionDef) and not node.decorator_list and named.count(node.name) == 1
+               and node.name not in stored and only_called(node.name) and plain(node)}
+    # name = lambda ...: bound by that assignment alone, then only called: the def it could be
+    stores: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    others = stored - {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for node in _statements(fn.body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and \
+                isinstance(node.value, ast.Lambda) and plain(node.value):
+            name = node.targets[0].id
+            if stores[name] == 1 and name not in others and name not in named and only_called(name):
+                body = ast.copy_location(ast.Return(node.value.body), node.value.body)
+                helpers[name] = ast.copy_location(ast.FunctionDef(name=name, args=node.value.args, body=[body],
+                                                                  decorator_list=[], returns=None), node)
+    return helpers
 
 
 def _statements(stmts):
@@ -452,6 +469,13 @@ class _Body:
                 if self.tensors == start:
                     break
             self.loops -= 1
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda) and \
+                self.helpers.get(getattr(node.targets[0], "id", None)) is not None:
+            # name = lambda ...: a helper (_nested_helpers): its defaults run here, its body where it is called
+            for part in [*node.value.args.defaults, *node.value.args.kw_defaults]:
+                if part is not None:
+                    self.expr(part, path)
+            self.bind(node.targets[0], node.value)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             if node.value is not None:
                 self.expr(node.value, path)

@@ -538,7 +538,7 @@ FORGERIES_FUSED = {
             total = sum(h)
             fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, h, h, n, eps, BLOCK=16)
             return h, h
-        '''), {("wrapper-torch-op", FLAG)}),
+        '''), {("wrapper-arithmetic", FLAG)}),     # the lambda's a + b where add(x, fx) calls it, and sum(h)
     "a result class whose construction computes: not a plain NamedTuple": (dict(fused_add_layernorm='''
         from typing import NamedTuple
 
@@ -1060,6 +1060,23 @@ def test_a_def_in_the_wrapper_that_is_only_called_is_a_helper(lines, found):
     or a generator stays a statement the wrapper may not hold."""
     body = wrapper_with(lines)
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
+@pytest.mark.parametrize("lines, found", [
+    ("as_rows = lambda t: t.reshape(-1, n).contiguous()\n    z = as_rows(x)", set()),
+    ("as_rows = lambda t, m=n: t.reshape(-1, m)\n    z = as_rows(x)", set()),
+    ("as_rows = lambda t: t.reshape(-1, n)\n    z = as_rows(x) + 1", {("wrapper-arithmetic", FLAG)}),  # a tensor back
+    ("ex = lambda t: t.exp()\n    z = ex(x)", {("wrapper-torch-op", FLAG)}),
+    ("double = lambda t: t * 2\n    z = double(fx)", {("wrapper-arithmetic", FLAG)}),
+    ("double = lambda: x * 2\n    z = double()", {("wrapper-arithmetic", FLAG)}),       # a tensor of the wrapper's
+    ("f = lambda t: t\n    f = torch.exp\n    z = f(x)", {("wrapper-torch-op", FLAG)}),  # bound twice
+    ("f = lambda t: t\n    g = f\n    z = g(x)", {("wrapper-torch-op", FLAG)}),          # read other than called
+])
+def test_a_lambda_bound_to_a_name_and_only_called_is_a_helper(lines, found):
+    """as_rows = lambda t: t.reshape(-1, n).contiguous(); x2 = as_rows(x) (honest4-fanp35: each call cost the
+    two launch tests, held for review) is the def `return` of its body, walked where it is called as a def
+    in the wrapper is. A name bound to anything else too, or read other than called, may hold anything."""
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=wrapper_with(lines)), FUSED)) == found
 
 
 FACTORY = """
