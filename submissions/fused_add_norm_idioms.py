@@ -481,27 +481,51 @@ IDIOMS = [
             launch(x2, fx2, weight.contiguous(), bias.contiguous(), h, y, width, eps, BLOCK=triton.next_power_of_2(width))
             return h.reshape(x.shape), y.reshape(x.shape)
         '''),
-    # the kernel under a local name, launched through it (honest4-fan10)
-    (("kernel-alias",), "fused_add_layernorm", '''
+    # the kernel under a local name; a classmethod factory; match on the dtype; a nested check def; a lambda
+    # bound to a name; one buffer unbound into h and y (honest4: fan10, fanp28, fanp17, fanp23, fanp35, fanp14)
+    (("kernel-alias", "classmethod-config", "match-dtype", "nested-check-def", "named-lambda", "unbind-buffer"),
+     "fused_add_layernorm", '''
+        class LaunchConfig:
+            """BLOCK and num_warps for rows of one width."""
+
+            def __init__(self, block: int, num_warps: int):
+                self.block, self.num_warps = block, num_warps
+
+            @classmethod
+            def for_width(cls, n: int, dtype) -> "LaunchConfig":
+                block = triton.next_power_of_2(n)
+                match dtype:
+                    case torch.float16 | torch.bfloat16:
+                        return cls(block, min(max(block // 512, 1), 8))
+                    case _:
+                        return cls(block, min(max(block // 256, 1), 16))
+
+
         def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
                                 eps: float = 1e-5) -> tuple[Tensor, Tensor]:
             """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
-            if x.shape != fx.shape:
-                raise ValueError(f"x.shape {tuple(x.shape)} and fx.shape {tuple(fx.shape)} must be equal")
+            def require(ok: bool, message: str) -> None:
+                if not ok:
+                    raise ValueError(message)
+
             n = x.shape[-1]
-            if n > MAX_WIDTH:
-                raise ValueError(f"the width {n} is above MAX_WIDTH ({MAX_WIDTH})")
+            require(x.shape == fx.shape, f"x.shape {tuple(x.shape)} and fx.shape {tuple(fx.shape)} must be equal")
+            require(n <= MAX_WIDTH, f"the width {n} is above MAX_WIDTH ({MAX_WIDTH})")
             for name, p in (("weight", weight), ("bias", bias)):
-                if p.shape != (n,):
-                    raise ValueError(f"{name} must be ({n},), got {tuple(p.shape)}")
-            if any(t.dtype not in DTYPES for t in (x, fx, weight, bias)) or x.dtype != fx.dtype:
-                raise ValueError(f"dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}: float16, bfloat16 or "
-                                 "float32, with x and fx alike")
-            xs, fs = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
-            h, y = torch.empty_like(xs), torch.empty_like(xs)
+                require(p.shape == (n,), f"{name} must be ({n},), got {tuple(p.shape)}")
+            match x.dtype:
+                case torch.float64:
+                    raise ValueError("float64 is refused: the kernel computes in fp32")
+                case dtype if dtype not in DTYPES or dtype != fx.dtype:
+                    raise ValueError(f"x and fx must share float16, bfloat16 or float32, got {dtype}, {fx.dtype}")
+            require(weight.dtype in DTYPES and bias.dtype in DTYPES, f"weight {weight.dtype}, bias {bias.dtype}")
+            as_rows = lambda t: t.reshape(-1, n).contiguous()
+            xs, fs = as_rows(x), as_rows(fx)
+            h, y = torch.empty((2, *xs.shape), device=x.device, dtype=x.dtype).unbind(0)
+            cfg = LaunchConfig.for_width(n, x.dtype)
             kernel = fused_add_layernorm_kernel
             kernel[(xs.shape[0],)](xs, fs, weight.contiguous(), bias.contiguous(), h, y, n, eps,
-                                   BLOCK=triton.next_power_of_2(n))
+                                   BLOCK=cfg.block, num_warps=cfg.num_warps)
             return h.view(x.shape), y.view(x.shape)
         '''),
 ]
