@@ -859,10 +859,24 @@ class _Kernel:
             return
         if isinstance(d, ast.Call):
             for v in [*d.args, *(k.value for k in d.keywords)]:
-                if not (_is_literal(v, self.ctx) or self.heuristic(v) or
+                if not (_is_literal(v, self.ctx) or self.heuristic(v) or self.data_function(v) or
                         (isinstance(v, ast.Name) and v.id in self.ctx.constants)):
                     self.flag(v, "kernel-decorator", "decorator arguments must be plain data (numbers, strings, "
                                                      "triton.Config(...), lists of them, small lambdas of args)")
+
+    def data_function(self, v) -> bool:
+        """configs=get_autotune_config(), as Triton's matmul tutorial writes it: a call, with no arguments, of
+        the notebook's own function that takes none, has no decorator and only returns plain data (its name
+        the rebinding check keeps on that def)."""
+        if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and not v.args and not v.keywords):
+            return False
+        found = self.ctx.functions.get(v.func.id)
+        if found is None or found[1].decorator_list or _arguments(found[1].args):
+            return False
+        body = found[1].body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]          # the docstring
+        return len(body) == 1 and isinstance(body[0], ast.Return) and _is_literal(body[0].value, self.ctx)
 
     def heuristic(self, v) -> bool:
         """triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])})."""

@@ -798,6 +798,31 @@ def test_a_kernel_parameter_may_carry_a_type_triton_reads(annotation, before, fo
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=kernel), FUSED)) == found
 
 
+CONFIGURED = KERNEL_SOURCE.replace("@triton.jit\n", "@triton.autotune(configs=CALL, key=['n_cols'])\n@triton.jit\n", 1)
+CONFIGS = "[triton.Config({}, num_warps=w, num_stages=s) for w in (2, 4, 8) for s in (1, 2)]"
+
+
+@pytest.mark.parametrize("function, call, found", [
+    (f'def get_autotune_config():\n    """The configs to try."""\n    return {CONFIGS}\n', "get_autotune_config()", set()),
+    (f"def get_autotune_config():\n    return {CONFIGS}\n", "get_autotune_config()", set()),
+    (f"def get_autotune_config(k=2):\n    return {CONFIGS}\n", "get_autotune_config()",
+     {("kernel-decorator", FLAG)}),                                   # a parameter: its default could be anything
+    (f"def get_autotune_config(k):\n    return {CONFIGS}\n", "get_autotune_config(2)", {("kernel-decorator", FLAG)}),
+    (f"def get_autotune_config():\n    print('hi')\n    return {CONFIGS}\n", "get_autotune_config()",
+     {("kernel-decorator", FLAG)}),                                   # more than a return
+    ("def get_autotune_config():\n    return [triton.Config({}, pre_hook=print)]\n", "get_autotune_config()",
+     {("kernel-decorator", FLAG)}),                                   # a hook: no plain data
+    (f"def get_autotune_config():\n    return {CONFIGS}\n\n\nget_autotune_config = lambda: []\n",
+     "get_autotune_config()", {("rebound", FLAG)}),                   # the name bound again: flagged as such
+])
+def test_a_kernels_configs_may_come_from_a_function_returning_plain_data(function, call, found):
+    """@triton.autotune(configs=get_autotune_config(), ...), as Triton's matmul tutorial writes it
+    (honest4-fanp37: it cost the two launch tests, held for review), is plain data where the call has no
+    arguments and the notebook's function takes none, has no decorator and only returns plain data."""
+    kernel = function + "\n\n" + CONFIGURED.replace("CALL", call, 1)
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=kernel), FUSED)) == found
+
+
 def test_warnings_in_the_wrapper_report_as_print_does():
     """warnings, allowed in every cell, computes nothing: a wrapper may warn as it may print."""
     body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n    if weight.dtype != x.dtype:\n"
