@@ -528,4 +528,49 @@ IDIOMS = [
                                    BLOCK=cfg.block, num_warps=cfg.num_warps)
             return h.view(x.shape), y.view(x.shape)
         '''),
+    # the configs from a function, as Triton's matmul tutorial writes them; a while loop over column chunks
+    # (honest4: fanp37, fanp30)
+    (("tutorial-config-function", "while-chunks"), "fused_kernel", '''
+        def get_autotune_config():
+            """The configs to try: Triton times each on a GPU; the interpreter keeps the first."""
+            return [triton.Config({}, num_warps=w) for w in (1, 2, 4, 8)]
+
+
+        @triton.autotune(configs=get_autotune_config(), key=["n_cols"])
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                                       BLOCK: tl.constexpr):
+            """One program per row, walked by while loops (one BLOCK per step): sum, centred squares, normalise."""
+            base = tl.program_id(0).to(tl.int64) * n_cols
+            offs = tl.arange(0, BLOCK)
+            total = 0.0
+            start = 0
+            while start < n_cols:
+                m = start + offs < n_cols
+                h = (tl.load(x_ptr + base + start + offs, mask=m, other=0.0).to(tl.float32)
+                     + tl.load(fx_ptr + base + start + offs, mask=m, other=0.0).to(tl.float32))
+                tl.store(h_ptr + base + start + offs, h.to(h_ptr.dtype.element_ty), mask=m)
+                total += tl.sum(h, axis=0)
+                start += BLOCK
+            mean = total / n_cols
+            squares = 0.0
+            start = 0
+            while start < n_cols:
+                m = start + offs < n_cols
+                h = (tl.load(x_ptr + base + start + offs, mask=m, other=0.0).to(tl.float32)
+                     + tl.load(fx_ptr + base + start + offs, mask=m, other=0.0).to(tl.float32))
+                d = tl.where(m, h - mean, 0.0)
+                squares += tl.sum(d * d, axis=0)
+                start += BLOCK
+            rstd = tl.rsqrt(squares / n_cols + eps)
+            start = 0
+            while start < n_cols:
+                m = start + offs < n_cols
+                h = (tl.load(x_ptr + base + start + offs, mask=m, other=0.0).to(tl.float32)
+                     + tl.load(fx_ptr + base + start + offs, mask=m, other=0.0).to(tl.float32))
+                w = tl.load(w_ptr + start + offs, mask=m, other=0.0).to(tl.float32)
+                b = tl.load(b_ptr + start + offs, mask=m, other=0.0).to(tl.float32)
+                tl.store(y_ptr + base + start + offs, ((h - mean) * rstd * w + b).to(y_ptr.dtype.element_ty), mask=m)
+                start += BLOCK
+        '''),
 ]
