@@ -29,7 +29,9 @@ WRAPPER_SCALAR_FUNCS = {
     # the device a launch runs on, and how many programs it holds (a persistent kernel's grid), and the
     # context managers that choose it or turn autograd off around the launch
     "torch.cuda.current_device", "torch.cuda.device_count", "torch.cuda.get_device_capability",
-    "torch.cuda.get_device_name", "torch.cuda.get_device_properties", "torch.cuda.device_of", "torch.inference_mode"}
+    "torch.cuda.get_device_name", "torch.cuda.get_device_properties", "torch.cuda.device_of", "torch.inference_mode",
+    # waiting for the launch to finish (its errors surface at the wrapper's line), which reads no values
+    "torch.cuda.synchronize"}
 TENSOR_VIEW_METHODS = {"reshape", "view", "view_as", "reshape_as", "contiguous", "flatten", "unflatten", "squeeze",
                        "unsqueeze", "expand", "expand_as", "transpose", "permute", "movedim", "t", "to", "float",
                        "half", "bfloat16", "double", "clone", "detach", "cpu", "cuda", "type_as", "new_empty",

@@ -961,11 +961,15 @@ def test_an_allocation_of_ones_carries_no_value_of_the_callers(line, found):
     ("with torch.cuda.device_of(x + fx):\n        pass", {("wrapper-arithmetic", FLAG)}),
     ("props = torch.cuda.get_device_properties(x)", {("wrapper-arithmetic", FLAG)}),   # a tensor handed to it
     ("torch.cuda.make_graphed_callables(print, ())", {("wrapper-torch-op", FLAG)}),     # not a device query
+    ("if x.is_cuda:\n        torch.cuda.synchronize(x.device)", set()),
+    ("torch.cuda.synchronize()", set()),
+    ("torch.cuda.synchronize(x)", {("wrapper-arithmetic", FLAG)}),                       # a tensor handed to it
 ])
 def test_the_wrapper_may_ask_which_device_it_launches_on(line, found):
     """A persistent kernel's grid counts the device's multiprocessors; the launch may run under the tensor's
-    device (torch.cuda.device_of(x) reads only x's device) and torch.inference_mode(). Handed a tensor, a
-    device query is still reading it, and the rest of torch.cuda stays a torch op."""
+    device (torch.cuda.device_of(x) reads only x's device) and torch.inference_mode(), and the wrapper may wait
+    for it with torch.cuda.synchronize (honest4-fanp40: it cost the two launch tests, held for review). Handed
+    a tensor, a device query is still reading it, and the rest of torch.cuda stays a torch op."""
     body = wrapper_with(line)
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
