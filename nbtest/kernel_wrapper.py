@@ -29,11 +29,15 @@ WRAPPER_SCALAR_FUNCS = {
     # the device a launch runs on, and how many programs it holds (a persistent kernel's grid), and the
     # context managers that choose it or turn autograd off around the launch
     "torch.cuda.current_device", "torch.cuda.device_count", "torch.cuda.get_device_capability",
-    "torch.cuda.get_device_name", "torch.cuda.get_device_properties", "torch.cuda.device_of", "torch.inference_mode"}
+    "torch.cuda.get_device_name", "torch.cuda.get_device_properties", "torch.cuda.device_of", "torch.inference_mode",
+    # waiting for the launch to finish (its errors surface at the wrapper's line), which reads no values
+    "torch.cuda.synchronize"}
 TENSOR_VIEW_METHODS = {"reshape", "view", "view_as", "reshape_as", "contiguous", "flatten", "unflatten", "squeeze",
                        "unsqueeze", "expand", "expand_as", "transpose", "permute", "movedim", "t", "to", "float",
                        "half", "bfloat16", "double", "clone", "detach", "cpu", "cuda", "type_as", "new_empty",
-                       "new_zeros", "new_ones"}
+                       "new_zeros", "new_ones",
+                       # views of parts of a tensor: one buffer allocated for h and y, then h, y = out.unbind(0)
+                       "unbind", "split", "chunk", "narrow", "select"}
 SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", "ndimension", "is_contiguous",
                   "data_ptr", "get_device", "storage_offset", "is_floating_point"}
 SCALAR_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize"}
@@ -203,25 +207,34 @@ class _Wrapper:
                 self._function(self.ctx.cell_of(init), init, {p.arg for p, _ in _parameters(init)[1:]}, cls)
                 self.found, self.launches, self.seen = [], [], seen
 
-    def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None):
+    def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None,
+                  outer: "_Body | None" = None, named: str | None = None):
         """Walk fn's body. The wrapper's parameters hold tensors but for a scalar annotation or a constant
         default; a helper's (tensors given) are those its call passes tensors to, as if its body stood at
         the call: it is walked once for each set of them. A method of the notebook's class cls (called on
-        an instance) has its first parameter, self, bound to that instance."""
+        an instance) has its first parameter, self, bound to that instance. A def nested in the function
+        `outer` walks (_nested_helpers) also reads outer's own names, as opaque as they are there, and may
+        call outer's other such defs. A classmethod's first parameter names the class `named`."""
         if tensors is None:
             tensors = set()
             for arg, default in _parameters(fn):
                 scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
                 if not (scalar_type or _constant_default(default, self.ctx)):
                     tensors.add(arg.arg)
-        key = (cls, fn.name, frozenset(tensors))
+        key = (cls, named, id(fn), frozenset(tensors))
         if key in self.seen:
             return
         self.seen.add(key)
         params = _parameters(fn)
         instances = {params[0][0].arg: cls} if cls is not None and params else {}
-        body = _Body(self, label, set(tensors), instances, _own_names(fn))
+        own = _own_names(fn)
+        body = _Body(self, label, set(tensors), instances, own | (outer.own if outer is not None else set()))
         body.launchers = _launchers(fn, self.ctx)
+        body.kernel_aliases = _kernel_aliases(fn, self.ctx)
+        body.classes = {params[0][0].arg: named} if named is not None and params and \
+            params[0][0].arg not in _rebound_in(fn) else {}
+        body.helpers = {**({k: v for k, v in outer.helpers.items() if k not in own} if outer is not None else {}),
+                        **_nested_helpers(fn)}
         body.walk(fn.body, ())
 
 
@@ -243,9 +256,9 @@ def _own_names(fn) -> set[str]:
     return names
 
 
-def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript]:
-    """The names fn binds once, to a notebook kernel's kernel[grid], and in no other way (no parameter, loop
-    target, second assignment or del): calling one is that launch (launch = kernel[grid]; launch(...))."""
+def _bound_once(fn) -> list[ast.Assign]:
+    """The plain assignments `name = value` of fn whose name fn binds in no other way (no parameter, loop
+    target, second assignment, del, nested def or class, or except target)."""
     stores: dict[str, int] = {}
     for n in ast.walk(fn):
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
@@ -253,11 +266,94 @@ def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript]:
     others = {a.arg for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
               for a in _arguments(n.args)} | {n.name for n in ast.walk(fn) if isinstance(
                   n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) and n.name}
-    return {node.targets[0].id: node.value for node in ast.walk(fn)
+    return [node for node in ast.walk(fn)
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name)
-            and node.value.value.id in ctx.kernels and stores[node.targets[0].id] == 1
-            and node.targets[0].id not in others}
+            and stores[node.targets[0].id] == 1 and node.targets[0].id not in others]
+
+
+def _kernel_aliases(fn, ctx: Notebook) -> dict[str, str]:
+    """The names fn binds once, to a notebook kernel's own name and in no other way, with the kernel each
+    names (kernel = fused_add_layernorm_kernel; kernel[grid](...)): the same object as the module's name,
+    which the rebinding check keeps on its checked def. Not where fn binds the kernel's name itself."""
+    own = _own_names(fn)
+    return {node.targets[0].id: node.value.id for node in _bound_once(fn)
+            if isinstance(node.value, ast.Name) and node.value.id in ctx.kernels and node.value.id not in own}
+
+
+def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript]:
+    """The names fn binds once, to a notebook kernel's kernel[grid] (or an alias's, _kernel_aliases), and in
+    no other way: calling one is that launch (launch = kernel[grid]; launch(...))."""
+    aliases = _kernel_aliases(fn, ctx)
+    return {node.targets[0].id: node.value for node in _bound_once(fn)
+            if isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name)
+            and (node.value.value.id in ctx.kernels or node.value.value.id in aliases)}
+
+
+def _rebound_in(fn) -> set[str]:
+    """The names fn's body binds (assignments, loop, with and except targets, del, imports, nested defs and
+    classes, and their and lambdas' parameters): a parameter among them may hold anything."""
+    inner = [n for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                       ast.Lambda)) and n is not fn]
+    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    names |= {n.name for n in inner if not isinstance(n, ast.Lambda)}
+    names |= {a.arg for n in inner if not isinstance(n, ast.ClassDef) for a in _arguments(n.args)}
+    names |= {n.name for n in ast.walk(fn) if isinstance(n, ast.ExceptHandler) and n.name}
+    names |= {a.asname or a.name.split(".")[0] for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in n.names}
+    return names | {n.name for n in ast.walk(fn) if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name}
+
+
+def _nested_helpers(fn) -> dict[str, ast.FunctionDef]:
+    """The defs among fn's statements that are only ever called: undecorated, neither generators nor
+    async, with no nonlocal or global, their name bound by that def alone and read only as the callee of a
+    call (def require(ok, message): if not ok: raise ValueError(message); require(x.shape == fx.shape, ...)),
+    and the lambdas a statement binds to a name in the same way (as_rows = lambda t: t.reshape(-1, n)), as
+    the def `return` of its body. A call of one is walked as a module-level helper's is, its body with the
+    tensors the call passes and those of the caller that it reads."""
+    defs = [n for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                      ast.Lambda)) and n is not fn]
+    named = [n.name for n in defs if not isinstance(n, ast.Lambda)]
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    stored |= {a.arg for n in [fn, *defs] for a in _arguments(n.args) if not isinstance(n, ast.ClassDef)}
+    stored |= {n.name for n in ast.walk(fn) if isinstance(n, ast.ExceptHandler) and n.name}
+    stored |= {a.asname or a.name for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    callees = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
+    loads: dict[str, list] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            loads.setdefault(n.id, []).append(n)
+    only_called = lambda name: all(id(n) in callees for n in loads.get(name, []))
+    plain = lambda node: not any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.Nonlocal, ast.Global))
+                                 for n in ast.walk(node))
+    helpers = {node.name: node for node in _statements(fn.body)
+               if isinstance(node, ast.FunctionDef) and not node.decorator_list and named.count(node.name) == 1
+               and node.name not in stored and only_called(node.name) and plain(node)}
+    # name = lambda ...: bound by that assignment alone, then only called: the def it could be
+    stores: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    others = stored - {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for node in _statements(fn.body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and \
+                isinstance(node.value, ast.Lambda) and plain(node.value):
+            name = node.targets[0].id
+            if stores[name] == 1 and name not in others and name not in named and only_called(name):
+                body = ast.copy_location(ast.Return(node.value.body), node.value.body)
+                helpers[name] = ast.copy_location(ast.FunctionDef(name=name, args=node.value.args, body=[body],
+                                                                  decorator_list=[], returns=None), node)
+    return helpers
+
+
+def _statements(stmts):
+    """The statements of a body and of the if, for, while, with and try bodies in it, not of nested defs."""
+    for stmt in stmts:
+        yield stmt
+        for field in ("body", "orelse", "finalbody"):
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield from _statements(getattr(stmt, field, []))
+        for handler in getattr(stmt, "handlers", []):
+            yield from _statements(handler.body)
 
 
 def _lambda_like(node) -> bool:
@@ -269,6 +365,14 @@ def _lambda_like(node) -> bool:
         isinstance(node.body[0].value, ast.Constant) else node.body
     return not node.decorator_list and len(body) == 1 and isinstance(body[0], ast.Return) and \
         body[0].value is not None
+
+
+def _plain_pattern(pattern) -> bool:
+    """A pattern of values, None/True/False, alternatives and captures only: matching it runs nothing of the
+    subject's but ==. Class, sequence and mapping patterns read attributes, lengths and items, which an
+    object of the notebook's could compute."""
+    return all(isinstance(p, (ast.MatchValue, ast.MatchSingleton, ast.MatchOr, ast.MatchAs)) or
+               not isinstance(p, ast.pattern) for p in ast.walk(pattern))
 
 
 def _exclusive(a: tuple, b: tuple) -> bool:
@@ -286,43 +390,54 @@ class _Body:
         self.own = local     # the names the function binds: they hide module-level ones
         self.tensors |= wrapper.ctx.mutables - local     # items stored there by any function may be tensors
         self.launchers: dict[str, ast.Subscript] = {}      # launch = kernel[grid]: _launchers
+        self.kernel_aliases: dict[str, str] = {}          # kernel = the notebook's kernel: _kernel_aliases
+        self.helpers: dict[str, ast.FunctionDef] = {}     # defs in the function, only called: _nested_helpers
+        self.classes: dict[str, str] = {}                 # a classmethod's cls -> the notebook class it names
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
         if isinstance(node, ast.Name):
             return self.instances.get(node.id) or (
                 self.w.ctx.instances.get(node.id) if node.id not in self.own else None)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.w.ctx.classes:
-            return node.func.id
+        if isinstance(node, ast.Call) and self.class_named(node.func) is not None:
+            return self.class_named(node.func)
         return None
 
-    def method(self, f) -> tuple[str | None, ast.FunctionDef | None, int] | None:
+    def class_named(self, node) -> str | None:
+        """The notebook class that node names: the class's own name, or a classmethod's first parameter (cls)."""
+        if not isinstance(node, ast.Name):
+            return None
+        return self.classes.get(node.id) or (node.id if node.id in self.w.ctx.classes else None)
+
+    def method(self, f) -> tuple[str | None, ast.FunctionDef | None, int, str | None] | None:
         """What calling f runs of the notebook's classes: (class of the instance it is bound to, or None; the
-        def; how many of its parameters the call fills without an argument, 1 for self), with def None for a
-        class built without an __init__ of its own; None where f is no class, instance or method of one."""
+        def; how many of its parameters the call fills without an argument, 1 for self; for a classmethod, the
+        class its first parameter names), with def None for a class built without an __init__ of its own;
+        None where f is no class, instance or method of one."""
         ctx = self.w.ctx
-        if isinstance(f, ast.Name) and f.id in ctx.classes:                  # C(...): its __init__
-            return f.id, ctx.method(f.id, "__init__"), 1
+        named = self.class_named(f)
+        if named is not None:                                                # C(...): its __init__
+            return named, ctx.method(named, "__init__"), 1, None
         cls = self.instance_of(f)
         if cls is not None:                                                  # obj(...): __call__, or forward
             fn = ctx.method(cls, "__call__") or (ctx.method(cls, "forward") if ctx.is_module(cls) else None)
-            return (cls, fn, 1) if fn is not None else None
+            return (cls, fn, 1, None) if fn is not None else None
         if not isinstance(f, ast.Attribute):
             return None
         cls = self.instance_of(f.value)
-        on_class = isinstance(f.value, ast.Name) and f.value.id in ctx.classes
-        if on_class and f.attr == "apply" and ctx.is_function(f.value.id) and ctx.method(f.value.id, "apply") is None:
+        named = self.class_named(f.value)
+        if named is not None and f.attr == "apply" and ctx.is_function(named) and ctx.method(named, "apply") is None:
             # Function.apply(...) runs forward(ctx, ...), or forward(...) where setup_context takes the ctx
-            return None, ctx.method(f.value.id, "forward"), int(ctx.method(f.value.id, "setup_context") is None)
-        fn = ctx.method(cls or f.value.id, f.attr) if cls is not None or on_class else None
+            return None, ctx.method(named, "forward"), int(ctx.method(named, "setup_context") is None), None
+        fn = ctx.method(cls or named, f.attr) if cls is not None or named is not None else None
         if fn is None:
             return None
         kinds = {d.id for d in fn.decorator_list}
         if "staticmethod" in kinds:
-            return None, fn, 0
-        if "classmethod" in kinds:
-            return None, fn, 1
-        return (cls, fn, 1) if cls is not None else (None, fn, 0)     # C.method(obj, ...) names self itself
+            return None, fn, 0, None
+        if "classmethod" in kinds:      # its first parameter names the class it is called on
+            return None, fn, 1, cls or named
+        return (cls, fn, 1, None) if cls is not None else (None, fn, 0, None)   # C.method(obj, ...) names self
 
     def walk(self, stmts, path):
         for stmt in stmts:
@@ -356,6 +471,13 @@ class _Body:
                 if self.tensors == start:
                     break
             self.loops -= 1
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda) and \
+                self.helpers.get(getattr(node.targets[0], "id", None)) is not None:
+            # name = lambda ...: a helper (_nested_helpers): its defaults run here, its body where it is called
+            for part in [*node.value.args.defaults, *node.value.args.kw_defaults]:
+                if part is not None:
+                    self.expr(part, path)
+            self.bind(node.targets[0], node.value)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             if node.value is not None:
                 self.expr(node.value, path)
@@ -392,6 +514,14 @@ class _Body:
             self.walk(node.finalbody, path)
         elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
             pass
+        elif isinstance(node, ast.Match) and all(_plain_pattern(case.pattern) for case in node.cases):
+            self.match(node, path)
+        elif isinstance(node, ast.FunctionDef) and self.helpers.get(node.name) is node:
+            # its defaults and annotations run where the def stands; its body runs where it is called
+            a = node.args
+            for part in [*a.defaults, *a.kw_defaults, node.returns, *(p.annotation for p in _arguments(a))]:
+                if part is not None:
+                    self.expr(part, path)
         elif _lambda_like(node):
             # walked as a lambda's body is (a grid function of meta): with the annotations and defaults, which run
             # where the def stands; its name is the function's own, so calling it is calling a local
@@ -403,6 +533,26 @@ class _Body:
         else:
             self.w.flag(self.label, node, "wrapper-statement",
                         f"a {type(node).__name__} statement in the wrapper; it only checks, allocates and launches")
+
+    def match(self, node: ast.Match, path):
+        """A match of values (match x.dtype: case torch.float16 | torch.bfloat16: ...) is an if/elif chain:
+        each case's value is compared with the subject as `subject == value` would be, its guard and body are
+        walked on a branch of their own, and a capture (case other:) holds what the subject holds."""
+        self.expr(node.subject, path)
+        tensor = self.tensorish(node.subject)
+        start, held = set(self.tensors), set(self.tensors)
+        for i, case in enumerate(node.cases):
+            self.tensors = set(start)
+            for sub in ast.walk(case.pattern):
+                if isinstance(sub, ast.MatchValue):
+                    self.expr(ast.copy_location(ast.Compare(node.subject, [ast.Eq()], [sub.value]), sub), path)
+                elif isinstance(sub, ast.MatchAs) and sub.name:
+                    (self.tensors.add if tensor else self.tensors.discard)(sub.name)
+            if case.guard is not None:
+                self.expr(case.guard, path)
+            self.walk(case.body, path + ((id(node), i),))
+            held |= self.tensors
+        self.tensors = held
 
     def passed(self, fn, node: ast.Call, bound: int = 0) -> set[str]:
         """The parameters of fn that this call hands a tensor: an argument that may hold one, or a default
@@ -492,6 +642,12 @@ class _Body:
             return node.attr not in SCALAR_ATTRIBUTES and self.tensorish(node.value)
         if isinstance(node, ast.Subscript):
             return self.tensorish(node.value)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.helpers:
+            # a def of the function's own: what it returns holds a tensor where it reads or allocates one
+            fn = self.helpers[node.func.id]
+            return any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)]) or \
+                _has_alloc(fn, self.w.ctx) or any(isinstance(n, ast.Name) and n.id in self.tensors
+                                                  for n in ast.walk(fn))
         if isinstance(node, ast.Call):
             f = node.func
             path = self.w.ctx.resolve(f)
@@ -567,13 +723,17 @@ class _Body:
         f, ctx = node.func, self.w.ctx
         if isinstance(f, ast.Name) and f.id in self.launchers:     # launch = kernel[grid]; launch(...)
             f = self.launchers[f.id]
+        if isinstance(f, ast.Name) and f.id in self.helpers:       # def require(...): ... in the function
+            fn = self.helpers[f.id]
+            self.w._function(self.label, fn, self.passed(fn, node) | (self.tensors - _own_names(fn)), outer=self)
+            return
         if not (isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name)) and not self.vouched_callee(f):
             self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls "
                         "what the policy cannot name (a computed callee, a local holding a function, a method under "
                         "another name): the wrapper only checks shapes, allocates h and y, and launches the kernel")
             return
         if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name):
-            if f.value.id in ctx.kernels:
+            if self.kernel_aliases.get(f.value.id, f.value.id) in ctx.kernels:
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     if self.instance_of(arg) is not None or isinstance(arg, ast.Name) and arg.id in ctx.classes:
                         self.w.flag(self.label, arg, "wrapper-torch-op", f"'{ast.unparse(arg)[:40]}' hands the kernel "
@@ -590,9 +750,9 @@ class _Body:
             return
         method = self.method(f)
         if method is not None:          # the notebook's class: C(...), obj(...), obj.method(...), C.method(...)
-            cls, fn, bound = method
+            cls, fn, bound, named = method
             if fn is not None:
-                self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls)
+                self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls, named=named)
             context = ctx.method(f.value.id, "setup_context") if isinstance(f, ast.Attribute) and \
                 f.attr == "apply" and isinstance(f.value, ast.Name) and f.value.id in ctx.classes else None
             if context is not None:     # it runs on apply's inputs and forward's output
@@ -701,10 +861,24 @@ class _Kernel:
             return
         if isinstance(d, ast.Call):
             for v in [*d.args, *(k.value for k in d.keywords)]:
-                if not (_is_literal(v, self.ctx) or self.heuristic(v) or
+                if not (_is_literal(v, self.ctx) or self.heuristic(v) or self.data_function(v) or
                         (isinstance(v, ast.Name) and v.id in self.ctx.constants)):
                     self.flag(v, "kernel-decorator", "decorator arguments must be plain data (numbers, strings, "
                                                      "triton.Config(...), lists of them, small lambdas of args)")
+
+    def data_function(self, v) -> bool:
+        """configs=get_autotune_config(), as Triton's matmul tutorial writes it: a call, with no arguments, of
+        the notebook's own function that takes none, has no decorator and only returns plain data (its name
+        the rebinding check keeps on that def)."""
+        if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and not v.args and not v.keywords):
+            return False
+        found = self.ctx.functions.get(v.func.id)
+        if found is None or found[1].decorator_list or _arguments(found[1].args):
+            return False
+        body = found[1].body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]          # the docstring
+        return len(body) == 1 and isinstance(body[0], ast.Return) and _is_literal(body[0].value, self.ctx)
 
     def heuristic(self, v) -> bool:
         """triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])})."""

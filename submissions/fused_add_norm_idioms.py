@@ -481,4 +481,96 @@ IDIOMS = [
             launch(x2, fx2, weight.contiguous(), bias.contiguous(), h, y, width, eps, BLOCK=triton.next_power_of_2(width))
             return h.reshape(x.shape), y.reshape(x.shape)
         '''),
+    # the kernel under a local name; a classmethod factory; match on the dtype; a nested check def; a lambda
+    # bound to a name; one buffer unbound into h and y (honest4: fan10, fanp28, fanp17, fanp23, fanp35, fanp14)
+    (("kernel-alias", "classmethod-config", "match-dtype", "nested-check-def", "named-lambda", "unbind-buffer"),
+     "fused_add_layernorm", '''
+        class LaunchConfig:
+            """BLOCK and num_warps for rows of one width."""
+
+            def __init__(self, block: int, num_warps: int):
+                self.block, self.num_warps = block, num_warps
+
+            @classmethod
+            def for_width(cls, n: int, dtype) -> "LaunchConfig":
+                block = triton.next_power_of_2(n)
+                match dtype:
+                    case torch.float16 | torch.bfloat16:
+                        return cls(block, min(max(block // 512, 1), 8))
+                    case _:
+                        return cls(block, min(max(block // 256, 1), 16))
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                                eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
+            def require(ok: bool, message: str) -> None:
+                if not ok:
+                    raise ValueError(message)
+
+            n = x.shape[-1]
+            require(x.shape == fx.shape, f"x.shape {tuple(x.shape)} and fx.shape {tuple(fx.shape)} must be equal")
+            require(n <= MAX_WIDTH, f"the width {n} is above MAX_WIDTH ({MAX_WIDTH})")
+            for name, p in (("weight", weight), ("bias", bias)):
+                require(p.shape == (n,), f"{name} must be ({n},), got {tuple(p.shape)}")
+            match x.dtype:
+                case torch.float64:
+                    raise ValueError("float64 is refused: the kernel computes in fp32")
+                case dtype if dtype not in DTYPES or dtype != fx.dtype:
+                    raise ValueError(f"x and fx must share float16, bfloat16 or float32, got {dtype}, {fx.dtype}")
+            require(weight.dtype in DTYPES and bias.dtype in DTYPES, f"weight {weight.dtype}, bias {bias.dtype}")
+            as_rows = lambda t: t.reshape(-1, n).contiguous()
+            xs, fs = as_rows(x), as_rows(fx)
+            h, y = torch.empty((2, *xs.shape), device=x.device, dtype=x.dtype).unbind(0)
+            cfg = LaunchConfig.for_width(n, x.dtype)
+            kernel = fused_add_layernorm_kernel
+            kernel[(xs.shape[0],)](xs, fs, weight.contiguous(), bias.contiguous(), h, y, n, eps,
+                                   BLOCK=cfg.block, num_warps=cfg.num_warps)
+            return h.view(x.shape), y.view(x.shape)
+        '''),
+    # the configs from a function, as Triton's matmul tutorial writes them; a while loop over column chunks
+    # (honest4: fanp37, fanp30)
+    (("tutorial-config-function", "while-chunks"), "fused_kernel", '''
+        def get_autotune_config():
+            """The configs to try: Triton times each on a GPU; the interpreter keeps the first."""
+            return [triton.Config({}, num_warps=w) for w in (1, 2, 4, 8)]
+
+
+        @triton.autotune(configs=get_autotune_config(), key=["n_cols"])
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                                       BLOCK: tl.constexpr):
+            """One program per row, walked by while loops (one BLOCK per step): sum, centred squares, normalise."""
+            base = tl.program_id(0).to(tl.int64) * n_cols
+            offs = tl.arange(0, BLOCK)
+            total = 0.0
+            start = 0
+            while start < n_cols:
+                m = start + offs < n_cols
+                h = (tl.load(x_ptr + base + start + offs, mask=m, other=0.0).to(tl.float32)
+                     + tl.load(fx_ptr + base + start + offs, mask=m, other=0.0).to(tl.float32))
+                tl.store(h_ptr + base + start + offs, h.to(h_ptr.dtype.element_ty), mask=m)
+                total += tl.sum(h, axis=0)
+                start += BLOCK
+            mean = total / n_cols
+            squares = 0.0
+            start = 0
+            while start < n_cols:
+                m = start + offs < n_cols
+                h = (tl.load(x_ptr + base + start + offs, mask=m, other=0.0).to(tl.float32)
+                     + tl.load(fx_ptr + base + start + offs, mask=m, other=0.0).to(tl.float32))
+                d = tl.where(m, h - mean, 0.0)
+                squares += tl.sum(d * d, axis=0)
+                start += BLOCK
+            rstd = tl.rsqrt(squares / n_cols + eps)
+            start = 0
+            while start < n_cols:
+                m = start + offs < n_cols
+                h = (tl.load(x_ptr + base + start + offs, mask=m, other=0.0).to(tl.float32)
+                     + tl.load(fx_ptr + base + start + offs, mask=m, other=0.0).to(tl.float32))
+                w = tl.load(w_ptr + start + offs, mask=m, other=0.0).to(tl.float32)
+                b = tl.load(b_ptr + start + offs, mask=m, other=0.0).to(tl.float32)
+                tl.store(y_ptr + base + start + offs, ((h - mean) * rstd * w + b).to(y_ptr.dtype.element_ty), mask=m)
+                start += BLOCK
+        '''),
 ]
