@@ -27,6 +27,7 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES,
                                                                    **variants.FRAMES}},
          **{f"claims-{name}": "refuses-with-runtime-error" for name in variants.ERROR_CLASSES},
+         **dict.fromkeys(variants.RETYPES, "refuses-with-runtime-error"),
          "oracle-table": "oracle-fallback",
          **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "memorises-shallow",
                           "nan-after-training", "nan-data-after-training"], "part5-step-forgotten"),
@@ -38,7 +39,7 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
 MEASURED = {"late-in-place-add", "train-refuses-deep-plain", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
-            *(f"claims-{name}" for name in variants.ERROR_CLASSES)}
+            *(f"claims-{name}" for name in variants.ERROR_CLASSES), *variants.RETYPES}
 # forgeries of the probe: the child takes it out of sys.modules before the first cell (samplekit.tried)
 OUT_OF_REACH = {"forged-mutation-report", "forged-gradients-report", "forged-structure-report",
                 *(f"reach-{name}" for name in variants.REACHES)}
@@ -380,6 +381,9 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
                               "(__class__) that it is a ValueError",
                               s.solved(residual_add=raising("ShapeError", source)), fails_broadcasting)
            for name, (how, source) in variants.ERROR_CLASSES.items()},
+        **{name: (f"refuses-with-runtime-error, its RuntimeError's type pointer overwritten in memory with "
+                  f"ValueError's by {how}", s.solved(residual_add=raising("as_value_error", source)), fails_broadcasting)
+           for name, (how, source) in variants.RETYPES.items()},
         "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
                                 "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),
                                 {"block_parts"}),

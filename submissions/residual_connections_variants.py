@@ -687,6 +687,30 @@ ERROR_CLASSES = {    # name -> (how the class is built, the code before residual
                               f'(RuntimeError,), dict({_CLAIMS}))\n\n\n'),
 }
 
+# the same RuntimeError made a ValueError in memory: its type pointer (the word after its reference count,
+# at id(error) + 8) overwritten with ValueError's address by a Triton kernel, whose interpreter stores at
+# the raw address a kernel computes (importing triton is only a flag in this assignment)
+RETYPES = {    # name -> (what writes the type pointer, the code before residual_add)
+    "kernel-retypes-error": ("a Triton kernel handed the address as an int", '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def poke(address, value):
+    tl.store(address.to(tl.pointer_type(tl.int64)), value)
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    poke[(1,)](id(error) + 8, id(ValueError))
+    return error
+
+
+'''),
+}
+
+
 
 # ============================================================ crashes, cheats and the code they wrap
 

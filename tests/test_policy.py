@@ -125,6 +125,9 @@ SAMPLE_RULES = {
     # an exception whose class claims to be a ValueError: the probe reads its own type (test_grader.py), so
     # neither needs a rule; the class statement's override is flagged, the metaclass call on keywords is not
     ("residual-connections", "claims-error-class-statement"): {("override", FLAG)},
+    # the same RuntimeError retyped in memory by a Triton kernel: only the import is a rule's; the interpreter's
+    # check of every store against the launch's tensors stops it (test_fused_add_norm.py)
+    ("residual-connections", "kernel-retypes-error"): {("import", FLAG)},
     ("residual-connections", "hides-encoder-layer"): {("dunder", WITHHOLD), ("transformer-class", FLAG)},
     ("residual-connections", "forged-structure-report"): {("dynamic-code", WITHHOLD), ("transformer-class", FLAG)},
     ("fused-add-norm", "forged-launch-trace"): {("process-introspection", WITHHOLD), ("wrapper-no-launch", FLAG),
