@@ -70,6 +70,12 @@ GUARDS = {
     "a dunder, private or frame attribute (tb_frame, f_globals) out of the rules above; no sample trips it",
     "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
     "construct above could hide there",
+    "protocol": "a special name that is not Python's own defined by a class, as a keyword or as a string (numpy's "
+    "__array_interface__, __array_struct__; the CUDA array interface, __dlpack__), __getattr__, which answers "
+    "any name, and classes built from names the policy cannot read (three-argument type(), a metaclass, "
+    "make_dataclass): numpy builds an array at the raw address such an object names, so any object of the child "
+    "is read or written with no process module and no audited event (interface-retypes-error, a RuntimeError "
+    "turned into a ValueError in memory, scores 100 to its twin's 96 with it demoted)",
     "monitor": "an audited event (a frame or gc read, exec, compile, an import, a file, a torch mode left "
     "active): the only defence against reach-dynamic-class-* and reach-torch-mode-*, torch modes that "
     "answer the probe's reads without reaching it; the strings a library runs (reach-string-*) find no probe",
@@ -110,6 +116,28 @@ SAFE_DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__"})
 # Dunders a class body may not define: they lie about type or reroute torch's dispatch.
 OVERRIDE_DUNDERS = frozenset({"__class__", "__getattribute__", "__torch_function__", "__torch_dispatch__",
                               "__instancecheck__", "__subclasscheck__", "__init_subclass__", "__set_name__"})
+# Python's own special names (the data model's methods and a class's special attributes, a module's names): a
+# class may define these, and a string or keyword may name them. Any other dunder is a library's protocol, read
+# off the object by that library; numpy's __array_interface__ and __array_struct__ name a raw address, at which
+# numpy builds an array that reads and writes whatever lies there (rule protocol). OVERRIDE_DUNDERS are the
+# override rule's.
+_OPERATORS = ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "divmod", "pow", "lshift", "rshift",
+              "and", "xor", "or")
+DATA_MODEL = frozenset({
+    *(f"__{p}{op}__" for op in _OPERATORS for p in ("", "r", "i")),
+    "__new__", "__init__", "__del__", "__repr__", "__str__", "__bytes__", "__format__", "__lt__", "__le__", "__eq__",
+    "__ne__", "__gt__", "__ge__", "__hash__", "__bool__", "__setattr__", "__delattr__", "__dir__", "__get__",
+    "__set__", "__delete__", "__slots__", "__call__", "__len__", "__length_hint__", "__getitem__", "__setitem__",
+    "__delitem__", "__missing__", "__iter__", "__next__", "__reversed__", "__contains__", "__neg__", "__pos__",
+    "__abs__", "__invert__", "__complex__", "__int__", "__float__", "__index__", "__round__", "__trunc__",
+    "__floor__", "__ceil__", "__enter__", "__exit__", "__await__", "__aiter__", "__anext__", "__aenter__",
+    "__aexit__", "__class_getitem__", "__mro_entries__", "__post_init__", "__doc__", "__module__", "__qualname__",
+    "__annotations__", "__match_args__", "__copy__", "__deepcopy__", "__reduce__", "__reduce_ex__",
+    "__getstate__", "__setstate__", "__getnewargs__", "__getnewargs_ex__", "__sizeof__", "__name__", "__main__",
+    "__all__", "__version__", "__file__", "__future__", "__dataclass_fields__"})
+# the contexts where type(x) is only read (its name, a comparison, isinstance's classes, a message), never
+# called or kept: the metaclass it returns for a class builds a class from any namespace
+_TYPE_READERS = frozenset({"isinstance", "issubclass", "print", "str", "repr", "format", "id", "hash"})
 # namedtuple's own methods and attributes (_asdict, _replace, _make, _fields, ...), public though they start
 # with an underscore, so that no field name can clash with them: taken from a namedtuple class itself
 NAMEDTUPLE_API = frozenset(name for name in dir(collections.namedtuple("Row", "field"))
@@ -186,8 +214,70 @@ class _General(ast.NodeVisitor):
 
     def run(self, tree) -> list[Violation]:
         self._survey(tree)
+        self._type_reads(tree)
         self.visit(tree)
         return self.found
+
+    @staticmethod
+    def _type_reads(tree) -> None:
+        """Marks each type(x) that is only read (type(x).__name__, type(a) is type(b), isinstance(y, type(x)),
+        a message, a dict's key) and the builtin `type` as isinstance's class: anything else that holds or calls
+        it may hold a metaclass (rule protocol)."""
+        def one_arg_type(n):
+            return isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "type" and \
+                len(n.args) == 1 and not n.keywords
+
+        def mark(n):
+            for m in ([n, *n.elts] if isinstance(n, ast.Tuple) else [n]):
+                if one_arg_type(m) or isinstance(m, ast.Name) and m.id == "type":
+                    m.type_read = True
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                mark(node.value)
+            elif isinstance(node, ast.Compare):
+                for operand in (node.left, *node.comparators):
+                    mark(operand)
+            elif isinstance(node, ast.FormattedValue):
+                mark(node.value)
+            elif isinstance(node, ast.Subscript):
+                mark(node.slice)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _TYPE_READERS:
+                for a in node.args:
+                    mark(a)
+            elif isinstance(node, ast.Call) and one_arg_type(node.func):
+                node.func.type_read = True      # type(X)(name, bases, namespace): checked as a class built
+                node.metaclass_call = True
+
+    def _protocol(self, node, what: str) -> None:
+        self.flag(node, "protocol", WITHHOLD, f"{what}: a library reads such a name off an object, and numpy "
+                                              "builds an array at the raw address it names; use Python's own "
+                                              "special methods and write each name out")
+
+    def _special(self, node, name: str, what: str) -> None:
+        """A special name bound or given as a keyword or a string: Python's own pass, and the override rule's."""
+        if name == "__getattr__":
+            self._protocol(node, f"{what} __getattr__, which answers every name a library asks for")
+        elif name.startswith("__") and name.endswith("__") and len(name) > 4 and \
+                name not in DATA_MODEL | OVERRIDE_DUNDERS | {"__dict__", *MODULE_PRIVATE}:
+            self._protocol(node, f"{what} {name}, which is not one of Python's special names")
+
+    def _namespace(self, node, namespace) -> None:
+        """A class built at run time: its names must be ones the policy reads (a dict display or dict(...)
+        with keywords, whose keys and keywords are then checked like any)."""
+        display = isinstance(namespace, ast.Dict) and all(isinstance(k, ast.Constant) for k in namespace.keys)
+        keywords = isinstance(namespace, ast.Call) and isinstance(namespace.func, ast.Name) and \
+            namespace.func.id == "dict" and not namespace.args and all(k.arg is not None for k in namespace.keywords)
+        if not (display or keywords):
+            self._protocol(node, "a class built from a namespace the policy cannot read")
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, str):
+            self._special(node, node.value, "the string")
+
+    def visit_ClassDef_protocol(self, node) -> None:
+        if any(k.arg == "metaclass" for k in node.keywords) or \
+                any(isinstance(b, ast.Name) and b.id == "type" for b in node.bases):
+            self._protocol(node, f"class {node.name} is or has a metaclass, which can build it from any names")
 
     def _survey(self, tree) -> None:
         """What the visit needs to know ahead, in one walk: the names bound only by
@@ -252,6 +342,7 @@ class _General(ast.NodeVisitor):
     # -- scopes: a function's parameters and assigned names are its own, whatever builtin they share a
     # name with (def forward(self, input)); Python never falls back to the builtin for them
     def visit_FunctionDef(self, node):
+        self._special(node, node.name, "a def of")
         for d in node.decorator_list + node.args.defaults + [d for d in node.args.kw_defaults if d]:
             self.visit(d)
         self._in_scope(node, node.body)
@@ -278,6 +369,11 @@ class _General(ast.NodeVisitor):
         return any(name in scope for scope in self.scopes)
 
     def visit_Name(self, node):
+        if not isinstance(node.ctx, ast.Load):
+            self._special(node, node.id, "a binding of")
+        elif node.id == "type" and not self._local(node.id) and not getattr(node, "type_read", False) and \
+                not getattr(node, "type_called", False):
+            self._protocol(node, "the builtin type, held or passed on (it builds a class from any names)")
         if self._local(node.id):
             pass
         elif node.id in FORBIDDEN_NAMES and not getattr(node, "function_locals", False):
@@ -349,6 +445,32 @@ class _General(ast.NodeVisitor):
     # -- calls: getattr family, object.__setattr__
     def visit_Call(self, node):
         func = node.func.id if isinstance(node.func, ast.Name) and not self._local(node.func.id) else None
+        for k in node.keywords:
+            if k.arg is not None:
+                self._special(k, k.arg, "the keyword")
+        if func == "type":
+            node.func.type_called = True
+            if len(node.args) == 1 and not node.keywords:
+                if not getattr(node, "type_read", False):
+                    self._protocol(node, "type(x) held or called: for a class it is its metaclass, which builds a "
+                                         "class from any names")
+            elif len(node.args) == 3 and not node.keywords:
+                self._namespace(node, node.args[2])
+            else:
+                self._protocol(node, "a class built by type() from arguments the policy cannot read")
+        elif getattr(node, "metaclass_call", False):
+            if len(node.args) == 3 and not node.keywords:
+                self._namespace(node, node.args[2])
+            else:
+                self._protocol(node, "a call of type(x) with arguments the policy cannot read (a metaclass's call)")
+        elif self.ctx.resolve(node.func) == "dataclasses.make_dataclass":
+            fields = node.args[1] if len(node.args) > 1 else None
+            names = [f.elts[0] if isinstance(f, ast.Tuple) and f.elts else f
+                     for f in (fields.elts if isinstance(fields, (ast.List, ast.Tuple)) else [])]
+            if fields is None or not isinstance(fields, (ast.List, ast.Tuple)) or \
+                    not all(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in names) or \
+                    any(k.arg is None or k.arg == "namespace" and not isinstance(k.value, ast.Dict) for k in node.keywords):
+                self._protocol(node, "make_dataclass with field names the policy cannot read")
         if func == "locals" and self.scopes and not node.args and not node.keywords:
             # locals() called in a function (a debug print) is that call's own names, never the module's
             # namespace and its builtins, which module-level locals() is; the name itself is still flagged
@@ -442,6 +564,7 @@ class _General(ast.NodeVisitor):
 
     # -- class bodies: type lies and dispatch overrides
     def visit_ClassDef(self, node):
+        self.visit_ClassDef_protocol(node)
         if self._frozen_dataclass(node):
             for stmt in node.body:
                 if isinstance(stmt, ast.FunctionDef) and stmt.name == "__post_init__":

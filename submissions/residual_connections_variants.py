@@ -708,6 +708,28 @@ def as_value_error(message):
 
 
 '''),
+    # numpy builds an array at the address an object's __array_interface__ names: no import but numpy (allowed
+    # here), no audited event; the class body's special name is what the policy sees
+    "interface-retypes-error": ("numpy, through an object whose __array_interface__ names the address", '''\
+import numpy
+
+
+class Words:
+    """n machine words from an address."""
+
+    def __init__(self, address, n):
+        self.interface = dict(shape=(n,), typestr="<i8", data=(address, False), version=3)
+
+    __array_interface__ = property(lambda self: self.interface)
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    numpy.asarray(Words(id(error), 2))[1] = id(ValueError)
+    return error
+
+
+'''),
 }
 
 

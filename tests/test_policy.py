@@ -84,7 +84,7 @@ SAMPLES = {"residual-connections": RESIDUAL, "fused-add-norm": FUSED}
 # samples that cheat or break the rules, and the rules each must trip; every other sample trips none
 SAMPLE_RULES = {
     ("residual-connections", "checker-cheat"): {("import", FLAG), ("monkeypatch", FLAG)},
-    ("residual-connections", "always-equal"): {("override", FLAG)},
+    ("residual-connections", "always-equal"): {("override", FLAG), ("protocol", WITHHOLD)},   # its __getattr__
     ("residual-connections", "reads-solutions"): {("import", FLAG), ("process-introspection", WITHHOLD),
                                                   ("dynamic-code", WITHHOLD)},
     ("residual-connections", "segfault-at-import"): {("process-introspection", WITHHOLD)},
@@ -128,6 +128,8 @@ SAMPLE_RULES = {
     # the same RuntimeError retyped in memory by a Triton kernel: only the import is a rule's; the interpreter's
     # check of every store against the launch's tensors stops it (test_fused_add_norm.py)
     ("residual-connections", "kernel-retypes-error"): {("import", FLAG)},
+    # and by numpy, at the address its object's __array_interface__ names: the class body's special name
+    ("residual-connections", "interface-retypes-error"): {("protocol", WITHHOLD)},
     ("residual-connections", "hides-encoder-layer"): {("dunder", WITHHOLD), ("transformer-class", FLAG)},
     ("residual-connections", "forged-structure-report"): {("dynamic-code", WITHHOLD), ("transformer-class", FLAG)},
     ("fused-add-norm", "forged-launch-trace"): {("process-introspection", WITHHOLD), ("wrapper-no-launch", FLAG),
@@ -151,7 +153,7 @@ SAMPLE_RULES = {
     ("fused-add-norm", "heuristic-computes"): {("kernel-decorator", FLAG)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
-             "forged-launch-trace", *(f"reach-{name}" for name in {**REACHES, **MODES})}
+             "forged-launch-trace", "interface-retypes-error", *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
 
 def sample_cells(path: Path, assignment: str) -> list[tuple[str, str, bool]]:
@@ -180,7 +182,8 @@ def test_withheld_rules_of_other_samples_sit_where_holding_changes_no_score():
             if v.severity == WITHHOLD:
                 where.setdefault(path.stem, set()).add(v.cell)
     assert where == {"reads-solutions": {"residual_stream_norms"}, "segfault-at-import": {"chain_rule_grad"},
-                     "exits-at-import": {"residual_stream_norms"}}
+                     "exits-at-import": {"residual_stream_norms"},
+                     "always-equal": {"residual_add"}}    # its expected scores count the held tests as failed
 
 
 # ============================================================ honest variants: no rule tripped
