@@ -76,6 +76,12 @@ GUARDS = {
     "make_dataclass): numpy builds an array at the raw address such an object names, so any object of the child "
     "is read or written with no process module and no audited event (interface-retypes-error, a RuntimeError "
     "turned into a ValueError in memory, scores 100 to its twin's 96 with it demoted)",
+    "unchecked-memory": "torch's tensors whose memory torch leaves to the code to keep in bounds: a sparse tensor, "
+    "whose indices torch trusts (no invariant is checked by default, and indices() hands them out to be changed "
+    "after any check), and a storage, which resize_ shrinks under the tensors that view it; adding a sparse "
+    "tensor to a dense one writes at its index however far past that tensor, so any word of the child "
+    "(sparse-retypes-error, a RuntimeError turned into a ValueError with torch alone, scores 100 to its twin's 96 "
+    "with it demoted)",
     "monitor": "an audited event (a frame or gc read, exec, compile, an import, a file, a torch mode left "
     "active): the only defence against reach-dynamic-class-* and reach-torch-mode-*, torch modes that "
     "answer the probe's reads without reaching it; the strings a library runs (reach-string-*) find no probe",
@@ -135,6 +141,15 @@ DATA_MODEL = frozenset({
     "__annotations__", "__match_args__", "__copy__", "__deepcopy__", "__reduce__", "__reduce_ex__",
     "__getstate__", "__setstate__", "__getnewargs__", "__getnewargs_ex__", "__sizeof__", "__name__", "__main__",
     "__all__", "__version__", "__file__", "__future__", "__dataclass_fields__"})
+# the names through which torch makes a tensor whose memory it trusts the code with (rule unchecked-memory):
+# every name of its sparse API holds "sparse" (sparse_coo_tensor, to_sparse, torch.sparse, the sparse_coo
+# layout, Embedding's sparse=True), every storage's "storage" (untyped_storage(), UntypedStorage; its offset is
+# a number), and a sparse tensor hands out its indices through a method whose name ends in "indices"
+def unchecked_memory(name: str) -> bool:
+    lower = name.lower()
+    return "sparse" in lower or "storage" in lower and lower != "storage_offset"
+
+
 # the contexts where type(x) is only read (its name, a comparison, isinstance's classes, a message), never
 # called or kept: the metaclass it returns for a class builds a class from any namespace
 _TYPE_READERS = frozenset({"isinstance", "issubclass", "print", "str", "repr", "format", "id", "hash"})
@@ -248,6 +263,11 @@ class _General(ast.NodeVisitor):
                 node.func.type_read = True      # type(X)(name, bases, namespace): checked as a class built
                 node.metaclass_call = True
 
+    def _unchecked(self, node, what: str) -> None:
+        self.flag(node, "unchecked-memory", WITHHOLD, f"{what}: a sparse tensor's indices and a storage's size are "
+                                                      "memory torch trusts the code to keep in bounds; a solution "
+                                                      "uses dense tensors and their views")
+
     def _protocol(self, node, what: str) -> None:
         self.flag(node, "protocol", WITHHOLD, f"{what}: a library reads such a name off an object, and numpy "
                                               "builds an array at the raw address it names; use Python's own "
@@ -275,6 +295,9 @@ class _General(ast.NodeVisitor):
             self._special(node, node.value, "the string")
 
     def visit_ClassDef_protocol(self, node) -> None:
+        for b in node.bases:
+            if isinstance(b, ast.Name) and b.id == "type":
+                b.type_read = True      # said once, here
         if any(k.arg == "metaclass" for k in node.keywords) or \
                 any(isinstance(b, ast.Name) and b.id == "type" for b in node.bases):
             self._protocol(node, f"class {node.name} is or has a metaclass, which can build it from any names")
@@ -313,6 +336,8 @@ class _General(ast.NodeVisitor):
         else:
             self._module(node, node.module)
             for a in node.names:
+                if unchecked_memory(a.name):
+                    self._unchecked(node, f"'{a.name}' from {node.module}")
                 if a.name in PROCESS_MODULES | PROCESS_ATTRIBUTES or a.name.startswith("_"):
                     # from torch import sys, from torch.serialization import os: a library re-exports it
                     self.flag(node, "process-introspection", WITHHOLD,
@@ -325,6 +350,8 @@ class _General(ast.NodeVisitor):
         root = name.split(".")[0]
         if name in HONEST_MODULES:
             return
+        if unchecked_memory(name):
+            self._unchecked(node, f"module '{name}'")
         if root in PROCESS_MODULES or name in PROCESS_MODULES:
             self.flag(node, "process-introspection", WITHHOLD,
                       f"module '{name}' reaches the grading process (files, frames, other modules); "
@@ -405,6 +432,8 @@ class _General(ast.NodeVisitor):
         elif attr in PROCESS_ATTRIBUTES:
             self.flag(node, "process-introspection", WITHHOLD,
                       f"'.{attr}' leads from this object to the grading process; a solution needs none of it")
+        elif unchecked_memory(attr):
+            self._unchecked(node, f"'.{attr}'")
         elif attr.startswith("_") and not attr.startswith("__") and not (
                 library is None and (self._own_private(node) or attr in NAMEDTUPLE_API)):
             # a private name read off an import's path (torch._foo) is the library's, whatever the notebook defines
@@ -448,6 +477,11 @@ class _General(ast.NodeVisitor):
         for k in node.keywords:
             if k.arg is not None:
                 self._special(k, k.arg, "the keyword")
+                if unchecked_memory(k.arg) and not (isinstance(k.value, ast.Constant) and k.value.value is False):
+                    self._unchecked(k, f"the keyword {k.arg}")
+        if isinstance(node.func, ast.Attribute) and node.func.attr.endswith("indices") and \
+                self.ctx.resolve(node.func) is None:
+            self._unchecked(node, f"'.{node.func.attr}()', a sparse tensor's own indices")
         if func == "type":
             node.func.type_called = True
             if len(node.args) == 1 and not node.keywords:

@@ -730,6 +730,18 @@ def as_value_error(message):
 
 
 '''),
+    # torch alone: a sparse tensor's indices are trusted (torch checks no invariant by default), and adding it
+    # to a dense tensor adds its value at the index, however far past that tensor
+    "sparse-retypes-error": ("torch, adding a sparse tensor whose index lies at the address", '''\
+def as_value_error(message):
+    error = RuntimeError(message)
+    word = torch.zeros(1, dtype=torch.int64)
+    at = (id(error) + 8 - word.data_ptr()) // 8
+    word.add_(torch.sparse_coo_tensor(torch.tensor([[at]]), torch.tensor([id(ValueError) - id(RuntimeError)]), (1,)))
+    return error
+
+
+'''),
 }
 
 

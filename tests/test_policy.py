@@ -130,6 +130,10 @@ SAMPLE_RULES = {
     ("residual-connections", "kernel-retypes-error"): {("import", FLAG)},
     # and by numpy, at the address its object's __array_interface__ names: the class body's special name
     ("residual-connections", "interface-retypes-error"): {("protocol", WITHHOLD)},
+    # and by torch alone, adding a sparse tensor whose index lies at the address
+    ("residual-connections", "sparse-retypes-error"): {("unchecked-memory", WITHHOLD)},
+    # a storage read to tell the read-back call apart: storages shrink under their views
+    ("residual-connections", "tells-read-back-storage"): {("unchecked-memory", WITHHOLD)},
     ("residual-connections", "hides-encoder-layer"): {("dunder", WITHHOLD), ("transformer-class", FLAG)},
     ("residual-connections", "forged-structure-report"): {("dynamic-code", WITHHOLD), ("transformer-class", FLAG)},
     ("fused-add-norm", "forged-launch-trace"): {("process-introspection", WITHHOLD), ("wrapper-no-launch", FLAG),
@@ -153,7 +157,8 @@ SAMPLE_RULES = {
     ("fused-add-norm", "heuristic-computes"): {("kernel-decorator", FLAG)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
-             "forged-launch-trace", "interface-retypes-error", *(f"reach-{name}" for name in {**REACHES, **MODES})}
+             "forged-launch-trace", "interface-retypes-error", "sparse-retypes-error",
+             *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
 
 def sample_cells(path: Path, assignment: str) -> list[tuple[str, str, bool]]:
@@ -183,7 +188,8 @@ def test_withheld_rules_of_other_samples_sit_where_holding_changes_no_score():
                 where.setdefault(path.stem, set()).add(v.cell)
     assert where == {"reads-solutions": {"residual_stream_norms"}, "segfault-at-import": {"chain_rule_grad"},
                      "exits-at-import": {"residual_stream_norms"},
-                     "always-equal": {"residual_add"}}    # its expected scores count the held tests as failed
+                     # their expected scores count the held tests as failed
+                     "always-equal": {"residual_add"}, "tells-read-back-storage": {"residual_add"}}
 
 
 # ============================================================ honest variants: no rule tripped
