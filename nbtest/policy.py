@@ -382,7 +382,11 @@ class _General(ast.NodeVisitor):
         self._in_scope(node, [node.body])
 
     def _in_scope(self, node, body):
-        self.scopes.append(_locals(node))
+        own = _locals(node)
+        # an import in the function binds a module there, as at the top (the policy reads its paths alike)
+        imported = {name for n in ast.walk(node) if isinstance(n, ast.Import) for name in self.ctx.modules
+                    if any((a.asname or a.name.split(".")[0]) == name for a in n.names)}
+        self.scopes.append(own - imported)
         for stmt in body:
             self.visit(stmt)
         for a in _arguments(node.args):
@@ -401,6 +405,11 @@ class _General(ast.NodeVisitor):
         elif node.id == "type" and not self._local(node.id) and not getattr(node, "type_read", False) and \
                 not getattr(node, "type_called", False):
             self._protocol(node, "the builtin type, held or passed on (it builds a class from any names)")
+        elif node.id in self.ctx.modules and not self._local(node.id) and not getattr(node, "attribute_base", False):
+            # an import's name, in a function too: only ever read as module.NAME
+            self.flag(node, "process-introspection", WITHHOLD,
+                      f"the module '{node.id}' held, passed or returned as a value: under another name the paths "
+                      f"read off it (numpy.lib, torch.utils) are out of the policy's sight; write {node.id}.NAME")
         if self._local(node.id):
             pass
         elif node.id in FORBIDDEN_NAMES and not getattr(node, "function_locals", False):
@@ -412,6 +421,7 @@ class _General(ast.NodeVisitor):
 
     def visit_Attribute(self, node):
         attr = node.attr
+        node.value.attribute_base = True
         if attr == MASK_HELPER[1:]:
             node.value.mask_helper = True
         library = self.ctx.resolve(node.value)

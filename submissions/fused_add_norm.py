@@ -166,7 +166,10 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
     return {
         "torch-under-another-name": ("an empty kernel launched once, then the wrapper computes h and y with torch "
                                      "bound to a module-level name of its own (_t = torch)",
-                                     around_empty(variants.UNDER_ANOTHER_NAME, "_t = torch\n\n\n"), fused),
+                                     # torch held under another name hides its paths: the withhold rule holds
+                                     # every test that rests on the child's reports
+                                     around_empty(variants.UNDER_ANOTHER_NAME, "_t = torch\n\n\n"),
+                                     fused | s.trusting()),
         "numpy-through-the-class": ("an empty kernel launched once, then the wrapper computes h and y in NumPy "
                                     "reached through the tensors' class (type(x).numpy): no torch operator runs",
                                     around_empty(variants.THROUGH_THE_CLASS), fused),

@@ -368,10 +368,10 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
         "forged-gradients-report": ("detached residual_add, with the probe's gradients (reached as "
                                     "torch.sys.modules) replaced by the right ones",
                                     forged_add(variants.FORGED_GRADIENTS), forged_add_fails),
-        # an alias of getattr breaks no rule: nothing holds its tests, and it finds the probe out of reach
+        # an alias of getattr finds the probe out of reach; handing it the module torch holds its tests (a module
+        # held or passed hides the paths the policy reads off it)
         **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced; the probe reached by "
-                             f"{name.replace('-', ' ')}", forged_add(source),
-                             detached_fails if name.startswith("alias-") else forged_add_fails)
+                             f"{name.replace('-', ' ')}", forged_add(source), forged_add_fails)
            for name, source in variants.REACHES.items()},
         **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced from generated code; "
                              f"the probe reached by {name.replace('-', ' ')}", forged_add(source), forged_add_fails)
