@@ -2,6 +2,7 @@
 GPU does, and torch's first-call work done before the monitor watches (so none of it is charged to a cell)."""
 from __future__ import annotations
 
+import ast
 import os
 import sys
 
@@ -61,6 +62,36 @@ def interpreter_as_on_gpu() -> None:
 
     executor._init_args_hst = _init_args_hst
     executor.__call__ = __call__
+
+    # A kernel's first launch rewrites it (FunctionRewriter) and copies every global of the interpreter's module
+    # that the kernel's module lacks into it: into the notebook's namespace, where a cell then finds
+    # _interpreter, whose load and store take raw addresses and pass no check, and np. Only the names the
+    # rewrite itself writes into the kernel's code (_InterpreterComparison, interpreter_semantic) stay.
+    rewriter = interpreter.FunctionRewriter
+    transform = _ORIGINALS.setdefault("transform", rewriter._transform_ast)
+    compile_and_exec = _ORIGINALS.setdefault("compile_and_exec", rewriter._compile_and_exec)
+
+    def _transform_ast(self, src):
+        self.nbtest_written = _names(ast.parse(src))
+        return transform(self, src)
+
+    def _compile_and_exec(self, transformed_ast):
+        namespace = self.fn.__globals__
+        before = set(namespace)
+        try:
+            return compile_and_exec(self, transformed_ast)
+        finally:
+            generated = _names(transformed_ast) - getattr(self, "nbtest_written", set())
+            for name in set(namespace) - before - generated:
+                del namespace[name]
+
+    rewriter._transform_ast = _transform_ast
+    rewriter._compile_and_exec = _compile_and_exec
+
+
+def _names(tree) -> set[str]:
+    """The names a parsed module reads or binds."""
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
 
 # The interpreter's methods that read or write memory at raw addresses (tl.load and tl.store, tensor

@@ -39,7 +39,7 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
 MEASURED = {"late-in-place-add", "train-refuses-deep-plain", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
-            *(f"claims-{name}" for name in variants.ERROR_CLASSES), "kernel-retypes-error"}
+            *(f"claims-{name}" for name in variants.ERROR_CLASSES), "kernel-retypes-error", "injected-retypes-error"}
 # forgeries of the probe: the child takes it out of sys.modules before the first cell (samplekit.tried)
 OUT_OF_REACH = {"forged-mutation-report", "forged-gradients-report", "forged-structure-report",
                 *(f"reach-{name}" for name in variants.REACHES)}
@@ -389,7 +389,7 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
                   f"ValueError's by {how}", s.solved(residual_add=raising("as_value_error", source)),
                   # Triton's interpreter stops the kernel at its store; numpy's array is the protocol rule's,
                   # which holds the tests of residual_add's cell
-                  fails_broadcasting if name == "kernel-retypes-error" else fails_broadcasting | in_add)
+                  fails_broadcasting if name in MEASURED else fails_broadcasting | in_add)
            for name, (how, source) in variants.RETYPES.items()},
         "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
                                 "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),

@@ -730,6 +730,28 @@ def as_value_error(message):
 
 
 '''),
+    # Triton's interpreter, rewriting a kernel at its first launch, copies its own module's globals into the
+    # kernel's module (the notebook's): _interpreter, whose store writes raw addresses, and np among them
+    "injected-retypes-error": ("Triton's interpreter's own store, which its first launch left in the notebook's "
+                               "namespace", '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def nothing(x_ptr):
+    pass
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    nothing[(1,)](torch.zeros(1))
+    _interpreter.store(np.array([id(error) + 8], dtype=np.uint64), np.array([id(ValueError)], dtype=np.uint64),
+                       np.array([True]))
+    return error
+
+
+'''),
     # torch alone: a sparse tensor's indices are trusted (torch checks no invariant by default), and adding it
     # to a dense tensor adds its value at the index, however far past that tensor
     "sparse-retypes-error": ("torch, adding a sparse tensor whose index lies at the address", '''\

@@ -326,3 +326,36 @@ attempt("after-a-nested-launch", nested, tensor=True)
     outcomes = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
     assert outcomes == dict.fromkeys(["own-pointer", "plain-call", "plain-call-after-a-launch",
                                       "after-a-nested-launch"], "0 out of bounds"), proc.stdout
+
+
+def test_a_kernels_first_launch_leaves_none_of_the_interpreters_globals_in_its_module(tmp_path):
+    """Triton's interpreter rewrites a kernel at its first launch and copied every global of its own module that
+    the kernel's module lacked into it: into the notebook's namespace, where a cell then found _interpreter, whose
+    store writes any raw address unchecked (injected-retypes-error: a RuntimeError made a ValueError, 100 to its
+    twin's 96), and np. Only the names the rewrite writes into the kernel's code stay; the kernel, a chained
+    comparison and an assignment among its lines (the rewrite's own names), still runs."""
+    script = '''
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+from autograder.core import sandbox
+sandbox._preload([])
+import triton, triton.language as tl
+
+@triton.jit
+def clamp(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    inside = (0 < x) & (x < 2)
+    tl.store(x_ptr + offs, tl.where(0 <= offs < n, tl.where(inside, x, 0.0), 0.0), mask=offs < n)
+
+x = torch.tensor([0.5, 3.0, 1.5])
+clamp[(1,)](x, 3, BLOCK=4)
+print(x.tolist(), sorted(name for name in ("_interpreter", "np", "GridExecutor", "interpreter_builder",
+                                            "_InterpreterComparison", "interpreter_semantic") if name in globals()))
+'''
+    (tmp_path / "launch.py").write_text(script)       # a file: the interpreter rewrites a kernel from its source
+    proc = subprocess.run([sys.executable, str(tmp_path / "launch.py")], env={**NO_CUDA, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[0] == "[0.5, 0.0, 1.5] ['_InterpreterComparison', 'interpreter_semantic']", proc.stdout

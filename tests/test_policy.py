@@ -132,6 +132,8 @@ SAMPLE_RULES = {
     # the same RuntimeError retyped in memory by a Triton kernel: only the import is a rule's; the interpreter's
     # check of every store against the launch's tensors stops it (test_fused_add_norm.py)
     ("residual-connections", "kernel-retypes-error"): {("import", FLAG)},
+    # and by the interpreter's own raw store, which a kernel's first launch left in the notebook's namespace
+    ("residual-connections", "injected-retypes-error"): {("import", FLAG)},
     # and by numpy, at the address its object's __array_interface__ names: the class body's special name
     ("residual-connections", "interface-retypes-error"): {("protocol", WITHHOLD)},
     # and by torch alone, adding a sparse tensor whose index lies at the address
