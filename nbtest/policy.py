@@ -78,7 +78,8 @@ GUARDS = {
     "turned into a ValueError in memory, scores 100 to its twin's 96 with it demoted)",
     "unchecked-memory": "torch's tensors whose memory torch leaves to the code to keep in bounds: a sparse tensor, "
     "whose indices torch trusts (no invariant is checked by default, and indices() hands them out to be changed "
-    "after any check), and a storage, which resize_ shrinks under the tensors that view it; adding a sparse "
+    "after any check), and a storage, which resize_ shrinks under the tensors that view it (numpy's "
+    "resize(refcheck=False) frees the data under its views alike); adding a sparse "
     "tensor to a dense one writes at its index however far past that tensor, so any word of the child "
     "(sparse-retypes-error, a RuntimeError turned into a ValueError with torch alone, scores 100 to its twin's 96 "
     "with it demoted)",
@@ -489,6 +490,9 @@ class _General(ast.NodeVisitor):
                 self._special(k, k.arg, "the keyword")
                 if unchecked_memory(k.arg) and not (isinstance(k.value, ast.Constant) and k.value.value is False):
                     self._unchecked(k, f"the keyword {k.arg}")
+                elif k.arg == "refcheck" and not (isinstance(k.value, ast.Constant) and k.value.value is True):
+                    # numpy's resize without its check frees the data its views still read and write
+                    self._unchecked(k, "resize(refcheck=...), which frees the data the array's views still use")
         if isinstance(node.func, ast.Attribute) and node.func.attr.endswith("indices") and \
                 self.ctx.resolve(node.func) is None:
             self._unchecked(node, f"'.{node.func.attr}()', a sparse tensor's own indices")

@@ -1248,6 +1248,8 @@ RAW_MEMORY = {
     "sparse gradients": ("import torch\ne = torch.nn.Embedding(3, 2, sparse=True)\n", {("unchecked-memory", WITHHOLD)}),
     "a sparse tensor's indices": ("def f(g):\n    return g.indices()\n", {("unchecked-memory", WITHHOLD)}),
     "a storage": ("import torch\ns = torch.ones(2).untyped_storage()\n", {("unchecked-memory", WITHHOLD)}),
+    "numpy's resize without its check": ("import numpy\na = numpy.zeros(4)\na.resize((8,), refcheck=False)\n",
+                                         {("unchecked-memory", WITHHOLD)}),
     "numpy held under another name": ("import numpy\nm = numpy\n", {("process-introspection", WITHHOLD)}),
     "numpy imported in a def": ("def f(a):\n    import numpy\n    return numpy.lib.stride_tricks.as_strided(a, (4,), (8,))\n",
                                 {("process-introspection", WITHHOLD)}),
