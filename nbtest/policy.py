@@ -16,7 +16,7 @@ Each violation has a severity:
               files, processes). Tests that rest on what the sandbox child reports (not on
               returned values) are held for an instructor's look (grading/grader.py).
     flag      the construct breaks the assignment's rules but cannot forge an observation
-              (an import outside the allowed list, monkeypatching a library, a Transformer
+              (monkeypatching a library, a Transformer
               class in assignment 1, a wrapper that computes with torch in fused-add-norm).
               The rules test fails, the submission is flagged, and named tests that rest
               on the rule (block_parts, launches_kernel, one_launch) fail with it.
@@ -70,6 +70,10 @@ GUARDS = {
     "a dunder, private or frame attribute (tb_frame, f_globals) out of the rules above; no sample trips it",
     "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
     "construct above could hide there",
+    "import": "a module outside the assignment's imports, or all of one's names (import *): the policy vouches "
+    "only for the modules it lists, and an installed library can write raw addresses as ctypes does (cffi, a "
+    "Jupyter dependency: cffi-retypes-error, a RuntimeError turned into a ValueError, scores 100 to its twin's 96 "
+    "with it demoted; Triton's interpreter did in residual-connections, kernel-retypes-error)",
     "protocol": "a special name that is not Python's own defined by a class, as a keyword or as a string (numpy's "
     "__array_interface__, __array_struct__; the CUDA array interface, __dlpack__), __getattr__, which answers "
     "any name, and classes built from names the policy cannot read (three-argument type(), a metaclass, "
@@ -332,8 +336,8 @@ class _General(ast.NodeVisitor):
         if node.level:
             self.flag(node, "import", FLAG, "relative imports are not allowed in a notebook cell")
         elif any(a.name == "*" for a in node.names):
-            self.flag(node, "import", FLAG, f"'from {node.module} import *' hides which names the cell uses; "
-                                            "import the names you need")
+            self.flag(node, "import", WITHHOLD, f"'from {node.module} import *' hides which names the cell uses; "
+                                                "import the names you need")
         else:
             self._module(node, node.module)
             for a in node.names:
@@ -362,7 +366,7 @@ class _General(ast.NodeVisitor):
                       f"module '{name}' is a library's private module; use its public interface")
         elif name not in self.policy.allowed_imports:
             allowed = ", ".join(sorted(self.policy.allowed_imports))
-            self.flag(node, "import", FLAG, f"module '{name}' is not among this assignment's imports ({allowed})")
+            self.flag(node, "import", WITHHOLD, f"module '{name}' is not among this assignment's imports ({allowed})")
         else:
             self._path(node, name)
 

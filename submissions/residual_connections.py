@@ -279,7 +279,10 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                           s.solved(**wrong), fails_wrong),
         "checker-cheat": ("the wrong answers of wrong-answers.ipynb, plus a cell that makes torch.allclose, "
                           "torch.equal, torch.testing.assert_close, numpy.allclose and numpy.testing always pass",
-                          s.solved(**{**wrong, "residual_add": variants.CHEAT + broadcasting}), fails_wrong),
+                          # its imports (numpy.testing, torch.testing) are outside the assignment's: held, in
+                          # Part 3's child too (this cell imports math, which gradient_norms' cell reads)
+                          s.solved(**{**wrong, "residual_add": variants.CHEAT + broadcasting}),
+                          fails_wrong | s.trusting("residual_add") | (s.trusting("gradient_norms") & s.checks(3))),
         "always-equal": ("every function returns an object that equals anything and claims to be a Tensor",
                          s.solved(**always_equal),
                          # Part 5 is the reference's: its tests that need no Part 1 function still pass
@@ -387,9 +390,10 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
            for name, (how, source) in variants.ERROR_CLASSES.items()},
         **{name: (f"refuses-with-runtime-error, its RuntimeError's type pointer overwritten in memory with "
                   f"ValueError's by {how}", s.solved(residual_add=raising("as_value_error", source)),
-                  # Triton's interpreter stops the kernel at its store; numpy's array is the protocol rule's,
-                  # which holds the tests of residual_add's cell
-                  fails_broadcasting if name in MEASURED else fails_broadcasting | in_add)
+                  # each breaks a withhold rule (an import outside the assignment's, the protocol or
+                  # unchecked-memory rule), which holds the tests of residual_add's cell; Triton's interpreter
+                  # also stops the kernel and keeps its raw store to itself (MEASURED)
+                  fails_broadcasting | in_add)
            for name, (how, source) in variants.RETYPES.items()},
         "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
                                 "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),

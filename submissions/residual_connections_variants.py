@@ -752,6 +752,19 @@ def as_value_error(message):
 
 
 '''),
+    # any installed library that writes raw addresses, imported where only the assignment's own imports were
+    # vetted: cffi (a Jupyter dependency) casts an int to a pointer, as ctypes does
+    "cffi-retypes-error": ("cffi, an installed library outside the assignment's imports", '''\
+import cffi
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    cffi.FFI().cast("long *", id(error) + 8)[0] = id(ValueError)
+    return error
+
+
+'''),
     # torch alone: a sparse tensor's indices are trusted (torch checks no invariant by default), and adding it
     # to a dense tensor adds its value at the index, however far past that tensor
     "sparse-retypes-error": ("torch, adding a sparse tensor whose index lies at the address", '''\

@@ -83,12 +83,12 @@ def test_reference_solutions_trip_nothing(path, pol):
 SAMPLES = {"residual-connections": RESIDUAL, "fused-add-norm": FUSED}
 # samples that cheat or break the rules, and the rules each must trip; every other sample trips none
 SAMPLE_RULES = {
-    ("residual-connections", "checker-cheat"): {("import", FLAG), ("monkeypatch", FLAG)},
+    ("residual-connections", "checker-cheat"): {("import", WITHHOLD), ("monkeypatch", FLAG)},
     ("residual-connections", "always-equal"): {("override", FLAG), ("protocol", WITHHOLD)},   # its __getattr__
-    ("residual-connections", "reads-solutions"): {("import", FLAG), ("process-introspection", WITHHOLD),
+    ("residual-connections", "reads-solutions"): {("import", WITHHOLD), ("process-introspection", WITHHOLD),
                                                   ("dynamic-code", WITHHOLD)},
     ("residual-connections", "segfault-at-import"): {("process-introspection", WITHHOLD)},
-    ("residual-connections", "crash-at-import"): {("import", FLAG)},     # a module outside course.toml's list
+    ("residual-connections", "crash-at-import"): {("import", WITHHOLD)},     # a module outside course.toml's list
     ("residual-connections", "exits-at-import"): {("process-introspection", WITHHOLD)},
     ("fused-add-norm", "torch-only-wrapper"): {("wrapper-no-launch", FLAG), ("wrapper-arithmetic", FLAG),
                                                ("wrapper-torch-op", FLAG)},
@@ -105,14 +105,14 @@ SAMPLE_RULES = {
     # that alias getattr trip nothing either, and find the probe out of reach (OUT_OF_REACH)
     ("residual-connections", "reach-reexport-torch"): {("process-introspection", WITHHOLD),
                                                        ("private-attribute", WITHHOLD)},
-    ("residual-connections", "reach-reexport-serialization"): {("import", FLAG), ("process-introspection", WITHHOLD),
+    ("residual-connections", "reach-reexport-serialization"): {("import", WITHHOLD), ("process-introspection", WITHHOLD),
                                                                ("private-attribute", WITHHOLD)},
     # the red team's routes, each tried against a probe that is out of reach: flagged by their write to the
     # probe (its private _grads) and the modules they import; a string in the code dataclasses compiles trips
     # nothing here, and the monitor sees the frame it reads (test_monitor.py, test_grader.py)
-    ("residual-connections", "reach-reexport-renamed"): {("import", FLAG), ("process-introspection", WITHHOLD),
+    ("residual-connections", "reach-reexport-renamed"): {("import", WITHHOLD), ("process-introspection", WITHHOLD),
                                                          ("private-attribute", WITHHOLD)},
-    ("residual-connections", "reach-attrgetter"): {("import", FLAG), ("private-attribute", WITHHOLD),
+    ("residual-connections", "reach-attrgetter"): {("import", WITHHOLD), ("private-attribute", WITHHOLD),
                                                    ("process-introspection", WITHHOLD)},
     # getattr under another name handed the module torch: a module held or passed hides its paths
     ("residual-connections", "reach-alias-getattr"): {("process-introspection", WITHHOLD)},
@@ -122,18 +122,20 @@ SAMPLE_RULES = {
     # the gradients' reads answered by a torch function mode (MODES): the monitor alone sees them (a mode
     # still active after the cell, test_grader.py); here only their imports and a class statement's override
     # are flagged
-    ("residual-connections", "reach-dynamic-class-call"): {("import", FLAG)},
-    ("residual-connections", "reach-dynamic-class-metaclass"): {("import", FLAG)},
-    ("residual-connections", "reach-torch-mode-generator"): {("import", FLAG), ("override", FLAG)},
-    ("residual-connections", "reach-torch-mode-entered"): {("import", FLAG), ("override", FLAG)},
+    ("residual-connections", "reach-dynamic-class-call"): {("import", WITHHOLD)},
+    ("residual-connections", "reach-dynamic-class-metaclass"): {("import", WITHHOLD)},
+    ("residual-connections", "reach-torch-mode-generator"): {("import", WITHHOLD), ("override", FLAG)},
+    ("residual-connections", "reach-torch-mode-entered"): {("import", WITHHOLD), ("override", FLAG)},
     # an exception whose class claims to be a ValueError: the probe reads its own type (test_grader.py), so
     # neither needs a rule; the class statement's override is flagged, the metaclass call on keywords is not
     ("residual-connections", "claims-error-class-statement"): {("override", FLAG)},
     # the same RuntimeError retyped in memory by a Triton kernel: only the import is a rule's; the interpreter's
     # check of every store against the launch's tensors stops it (test_fused_add_norm.py)
-    ("residual-connections", "kernel-retypes-error"): {("import", FLAG)},
+    ("residual-connections", "kernel-retypes-error"): {("import", WITHHOLD)},
     # and by the interpreter's own raw store, which a kernel's first launch left in the notebook's namespace
-    ("residual-connections", "injected-retypes-error"): {("import", FLAG)},
+    ("residual-connections", "injected-retypes-error"): {("import", WITHHOLD)},
+    # and by cffi, an installed library outside the assignment's imports
+    ("residual-connections", "cffi-retypes-error"): {("import", WITHHOLD)},
     # and by numpy, at the address its object's __array_interface__ names: the class body's special name
     ("residual-connections", "interface-retypes-error"): {("protocol", WITHHOLD)},
     # and by torch alone, adding a sparse tensor whose index lies at the address
@@ -144,9 +146,9 @@ SAMPLE_RULES = {
     ("residual-connections", "forged-structure-report"): {("dynamic-code", WITHHOLD), ("transformer-class", FLAG)},
     ("fused-add-norm", "forged-launch-trace"): {("process-introspection", WITHHOLD), ("wrapper-no-launch", FLAG),
                                                 ("wrapper-arithmetic", FLAG), ("wrapper-torch-op", FLAG)},
-    ("fused-add-norm", "numpy-wrapper"): {("import", FLAG), ("forbidden-module", FLAG), ("numpy", FLAG),
+    ("fused-add-norm", "numpy-wrapper"): {("import", WITHHOLD), ("forbidden-module", FLAG), ("numpy", FLAG),
                                           ("wrapper-no-launch", FLAG), ("wrapper-torch-op", FLAG)},
-    ("fused-add-norm", "numpy-empty-kernel"): {("import", FLAG), ("forbidden-module", FLAG), ("numpy", FLAG),
+    ("fused-add-norm", "numpy-empty-kernel"): {("import", WITHHOLD), ("forbidden-module", FLAG), ("numpy", FLAG),
                                                ("wrapper-torch-op", FLAG)},
     # fusion shown to the tracer but not done by the kernel: the graded name rebound, a constexpr object
     ("fused-add-norm", "by-hand-wrapper"): {("wrapper-torch-op", FLAG)},
@@ -163,7 +165,8 @@ SAMPLE_RULES = {
     ("fused-add-norm", "heuristic-computes"): {("kernel-decorator", FLAG)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
-             "forged-launch-trace", "interface-retypes-error", "sparse-retypes-error",
+             "forged-launch-trace", "interface-retypes-error", "sparse-retypes-error", "cffi-retypes-error",
+             "kernel-retypes-error", "injected-retypes-error",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
 
@@ -196,7 +199,10 @@ def test_withheld_rules_of_other_samples_sit_where_holding_changes_no_score():
                      "exits-at-import": {"residual_stream_norms"},
                      # their expected scores count the held tests as failed
                      "always-equal": {"residual_add"}, "tells-read-back-storage": {"residual_add"},
-                     "torch-under-another-name": {"fused_add_layernorm"}}
+                     "torch-under-another-name": {"fused_add_layernorm"}, "checker-cheat": {"residual_add"},
+                     "numpy-wrapper": {"fused_add_layernorm"}, "numpy-empty-kernel": {"fused_add_layernorm"},
+                     # its cell fails at load: no later child loads it
+                     "crash-at-import": {"residual_add"}}
 
 
 # ============================================================ honest variants: no rule tripped
@@ -539,7 +545,7 @@ FORGERIES_FUSED = {
             mean = a.mean(-1, keepdims=True)
             y = (a - mean) / np.sqrt(a.var(-1, keepdims=True) + eps) * weight.numpy() + bias.numpy()
             return torch.from_numpy(a), torch.from_numpy(y)
-        '''), {("import", FLAG), ("forbidden-module", FLAG), ("numpy", FLAG), ("wrapper-torch-op", FLAG)}),
+        '''), {("import", WITHHOLD), ("forbidden-module", FLAG), ("numpy", FLAG), ("wrapper-torch-op", FLAG)}),
     "values copied out element by element in Python": (dict(fused_add_layernorm='''
         def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
             n = x.shape[-1]
@@ -596,7 +602,7 @@ FORGERIES_FUSED = {
             data = x_ptr.handle.data
             import numpy
             tl.store(h_ptr, numpy.sum(data))
-        '''), {("kernel-python", FLAG), ("import", FLAG), ("forbidden-module", FLAG)}),   # numpy.sum, imported in the def
+        '''), {("kernel-python", FLAG), ("import", WITHHOLD), ("forbidden-module", FLAG)}),   # numpy.sum, imported in the def
     "kernel default argument runs code at definition": (dict(fused_kernel='''
         @triton.jit(do_not_specialize=[__import__("sys").modules])
         def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
@@ -1173,12 +1179,13 @@ def test_violations_come_in_the_same_order_in_every_process():
 
 def test_honest_modules_pass_in_any_assignment_and_the_others_stay_flagged():
     """__future__ and warnings: nothing the grade rests on (policy.HONEST_MODULES); copy, time, random and
-    logging are flagged, as the notebooks' rules section says (nbtest/rules_text.py)."""
+    logging are flagged, as the notebooks' rules section says (nbtest/rules_text.py), and hold the tests that rest
+    on the child's reports: the policy vouches only for the modules it lists (cffi writes raw addresses)."""
     honest = "from __future__ import annotations\nimport warnings\n\nwarnings.filterwarnings('ignore')\n"
     assert policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=honest), RESIDUAL) == []
     for module in ("copy", "time", "random", "logging"):
         found = policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=f"import {module}\n"), RESIDUAL)
-        assert rules(found) == {("import", FLAG)}, module
+        assert rules(found) == {("import", WITHHOLD)}, module
 
 
 def test_compilers_the_grader_runs_uncompiled_hold_nothing_and_the_rest_of_torch_jit_does():
@@ -1250,6 +1257,9 @@ RAW_MEMORY = {
     "a storage": ("import torch\ns = torch.ones(2).untyped_storage()\n", {("unchecked-memory", WITHHOLD)}),
     "numpy's resize without its check": ("import numpy\na = numpy.zeros(4)\na.resize((8,), refcheck=False)\n",
                                          {("unchecked-memory", WITHHOLD)}),
+    "an installed library outside the imports": ("import cffi\nw = cffi.FFI().cast('long *', 0)\n",
+                                                 {("import", WITHHOLD)}),
+    "all of a module's names": ("from torch import *\n", {("import", WITHHOLD)}),
     "numpy held under another name": ("import numpy\nm = numpy\n", {("process-introspection", WITHHOLD)}),
     "numpy imported in a def": ("def f(a):\n    import numpy\n    return numpy.lib.stride_tricks.as_strided(a, (4,), (8,))\n",
                                 {("process-introspection", WITHHOLD)}),
