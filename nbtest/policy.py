@@ -150,6 +150,12 @@ DATA_MODEL = frozenset({
 # every name of its sparse API holds "sparse" (sparse_coo_tensor, to_sparse, torch.sparse, the sparse_coo
 # layout, Embedding's sparse=True), every storage's "storage" (untyped_storage(), UntypedStorage; its offset is
 # a number), and a sparse tensor hands out its indices through a method whose name ends in "indices"
+# where the embeddings take `sparse` by position (its keyword is the rule's by name)
+SPARSE_AT = {"torch.nn.Embedding": 6, "torch.nn.EmbeddingBag": 6, "torch.nn.Embedding.from_pretrained": 6,
+             "torch.nn.EmbeddingBag.from_pretrained": 6, "torch.nn.functional.embedding": 6,
+             "torch.nn.functional.embedding_bag": 7}
+
+
 def unchecked_memory(name: str) -> bool:
     lower = name.lower()
     return "sparse" in lower or "storage" in lower and lower != "storage_offset"
@@ -280,8 +286,8 @@ class _General(ast.NodeVisitor):
 
     def _special(self, node, name: str, what: str) -> None:
         """A special name bound or given as a keyword or a string: Python's own pass, and the override rule's."""
-        if name == "__getattr__":
-            self._protocol(node, f"{what} __getattr__, which answers every name a library asks for")
+        if name in ("__getattr__", "__getattribute__"):
+            self._protocol(node, f"{what} {name}, which answers every name a library asks for")
         elif name.startswith("__") and name.endswith("__") and len(name) > 4 and \
                 name not in DATA_MODEL | OVERRIDE_DUNDERS | {"__dict__", *MODULE_PRIVATE}:
             self._protocol(node, f"{what} {name}, which is not one of Python's special names")
@@ -449,6 +455,7 @@ class _General(ast.NodeVisitor):
                       f"'.{attr}' leads from this object to the grading process; a solution needs none of it")
         elif unchecked_memory(attr):
             self._unchecked(node, f"'.{attr}'")
+
         elif attr.startswith("_") and not attr.startswith("__") and not (
                 library is None and (self._own_private(node) or attr in NAMEDTUPLE_API)):
             # a private name read off an import's path (torch._foo) is the library's, whatever the notebook defines
@@ -497,9 +504,18 @@ class _General(ast.NodeVisitor):
                 elif k.arg == "refcheck" and not (isinstance(k.value, ast.Constant) and k.value.value is True):
                     # numpy's resize without its check frees the data its views still read and write
                     self._unchecked(k, "resize(refcheck=...), which frees the data the array's views still use")
-        if isinstance(node.func, ast.Attribute) and node.func.attr.endswith("indices") and \
-                self.ctx.resolve(node.func) is None:
-            self._unchecked(node, f"'.{node.func.attr}()', a sparse tensor's own indices")
+
+        method = node.func.attr if isinstance(node.func, ast.Attribute) and self.ctx.resolve(node.func) is None else \
+            node.args[1].value if func in ATTRIBUTE_FUNCS and len(node.args) > 1 and \
+            isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) else ""
+        if method.endswith("indices"):
+            # a sparse tensor's indices() (crow_indices(), ...) hands out the index tensor torch trusts; a
+            # library's function (torch.triu_indices) and a result's field (topk(...).indices) are not calls of it
+            self._unchecked(node, f"'.{method}()', a sparse tensor's own indices")
+        at = SPARSE_AT.get(self.ctx.resolve(node.func) or "")
+        if at is not None and len(node.args) > at and not (
+                isinstance(node.args[at], ast.Constant) and node.args[at].value is False):
+            self._unchecked(node, "an embedding's sparse argument, given by position: its gradient is a sparse tensor")
         if func == "type":
             node.func.type_called = True
             if len(node.args) == 1 and not node.keywords:

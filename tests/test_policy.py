@@ -1254,6 +1254,10 @@ RAW_MEMORY = {
     "a sparse layout": ("import torch\ns = torch.zeros(2, layout=torch.sparse_coo)\n", {("unchecked-memory", WITHHOLD)}),
     "sparse gradients": ("import torch\ne = torch.nn.Embedding(3, 2, sparse=True)\n", {("unchecked-memory", WITHHOLD)}),
     "a sparse tensor's indices": ("def f(g):\n    return g.indices()\n", {("unchecked-memory", WITHHOLD)}),
+    "a sparse tensor's indices held": ("def f(g):\n    i = getattr(g, 'indices')\n    return i()\n",
+                                       {("unchecked-memory", WITHHOLD)}),
+    "__getattribute__ answers any name": ("class W:\n    def __getattribute__(self, name):\n        return 1\n",
+                                          {("protocol", WITHHOLD), ("override", FLAG)}),
     "a storage": ("import torch\ns = torch.ones(2).untyped_storage()\n", {("unchecked-memory", WITHHOLD)}),
     "numpy's resize without its check": ("import numpy\na = numpy.zeros(4)\na.resize((8,), refcheck=False)\n",
                                          {("unchecked-memory", WITHHOLD)}),
@@ -1269,7 +1273,9 @@ RAW_MEMORY = {
         "import dataclasses\nW = dataclasses.make_dataclass('W', [('a', int)])\n\n\nclass V:\n"
         "    def __init__(self, a):\n        self.a = a\n\n    def __eq__(self, other):\n        return self.a == other\n",
         set()),
-    "honest: indices of a result, triu_indices, sparse=False, a storage offset": (
+    "sparse gradients by position": ("import torch\ne = torch.nn.Embedding(3, 2, None, None, 2.0, False, True)\n",
+                                     {("unchecked-memory", WITHHOLD)}),
+    "honest: a result's indices, triu_indices, sparse=False, a storage offset": (
         "import torch\ndef f(x):\n    i = torch.topk(x, 2).indices\n    j = torch.triu_indices(3, 3)\n"
         "    e = torch.nn.Embedding(3, 2, sparse=False)\n    return i, j, e, x.storage_offset()\n", set()),
     "honest: a loop name shadowing a module": (
