@@ -66,7 +66,8 @@ def interpreter_as_on_gpu() -> None:
     # A kernel's first launch rewrites it (FunctionRewriter) and copies every global of the interpreter's module
     # that the kernel's module lacks into it: into the notebook's namespace, where a cell then finds
     # _interpreter, whose load and store take raw addresses and pass no check, and np. Only the names the
-    # rewrite itself writes into the kernel's code (_InterpreterComparison, interpreter_semantic) stay.
+    # rewrite itself writes into the kernel's code (_InterpreterComparison, interpreter_semantic) stay, and
+    # triton.language under its names there (tl), which the interpreter then looks for in a kernel's globals.
     rewriter = interpreter.FunctionRewriter
     transform = _ORIGINALS.setdefault("transform", rewriter._transform_ast)
     compile_and_exec = _ORIGINALS.setdefault("compile_and_exec", rewriter._compile_and_exec)
@@ -83,7 +84,9 @@ def interpreter_as_on_gpu() -> None:
         finally:
             generated = _names(transformed_ast) - getattr(self, "nbtest_written", set())
             for name in set(namespace) - before - generated:
-                del namespace[name]
+                if not getattr(namespace[name], "__name__", "").startswith("triton.language") or \
+                        type(namespace[name]) is not type(sys):
+                    del namespace[name]
 
     rewriter._transform_ast = _transform_ast
     rewriter._compile_and_exec = _compile_and_exec
