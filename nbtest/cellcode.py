@@ -76,6 +76,17 @@ class Notebook:
             self.trees[label] = tree
             for node in tree.body:
                 self._top_level(label, node, student)
+        # an import inside a function names its module there as at the top: `import numpy` in a def, then
+        # numpy.lib, is the path numpy.lib (a name the top level already imports keeps its module)
+        for tree in self.trees.values():
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and node not in tree.body:
+                    for name, path in _imported(node):
+                        self.aliases.setdefault(name, path)
+        # the names an `import` statement binds to a module, anywhere: such a name held, passed or returned
+        # (m = numpy) would hide the paths the policy reads off it (m.lib)
+        self.modules = {name for tree in self.trees.values() for node in ast.walk(tree)
+                        if isinstance(node, ast.Import) for name, _ in _imported(node)}
         # a class whose attributes some code sets (Norm.forward = f, setattr(Norm, ...)) may run other
         # code than its defs: its methods are not followed
         for label, tree in self.trees.items():
@@ -117,12 +128,9 @@ class Notebook:
                             for name in _private_names(tree)}
 
     def _top_level(self, label, node, student):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for a in node.names:
-                self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for name, path in _imported(node):
+                self.aliases[name] = path
         elif isinstance(node, ast.FunctionDef) and student:
             if any(_is_jit(d, self) for d in node.decorator_list):
                 self.kernels[node.name] = (label, node)
@@ -204,6 +212,15 @@ class Notebook:
 
 
 NAMED_TUPLES = {"typing.NamedTuple", "collections.namedtuple"}
+
+
+def _imported(node) -> list[tuple[str, str]]:
+    """(the name an import binds, the dotted path it names) for each of its names."""
+    if isinstance(node, ast.Import):
+        return [(a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0]) for a in node.names]
+    if node.module and not node.level:
+        return [(a.asname or a.name, f"{node.module}.{a.name}") for a in node.names if a.name != "*"]
+    return []
 
 
 def _private_names(tree) -> set[str]:

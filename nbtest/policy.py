@@ -16,7 +16,7 @@ Each violation has a severity:
               files, processes). Tests that rest on what the sandbox child reports (not on
               returned values) are held for an instructor's look (grading/grader.py).
     flag      the construct breaks the assignment's rules but cannot forge an observation
-              (an import outside the allowed list, monkeypatching a library, a Transformer
+              (monkeypatching a library, a Transformer
               class in assignment 1, a wrapper that computes with torch in fused-add-norm).
               The rules test fails, the submission is flagged, and named tests that rest
               on the rule (block_parts, launches_kernel, one_launch) fail with it.
@@ -70,6 +70,23 @@ GUARDS = {
     "a dunder, private or frame attribute (tb_frame, f_globals) out of the rules above; no sample trips it",
     "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
     "construct above could hide there",
+    "import": "a module outside the assignment's imports, or all of one's names (import *): the policy vouches "
+    "only for the modules it lists, and an installed library can write raw addresses as ctypes does (cffi, a "
+    "Jupyter dependency: cffi-retypes-error, a RuntimeError turned into a ValueError, scores 100 to its twin's 96 "
+    "with it demoted; Triton's interpreter did in residual-connections, kernel-retypes-error)",
+    "protocol": "a special name that is not Python's own defined by a class, as a keyword or as a string (numpy's "
+    "__array_interface__, __array_struct__; the CUDA array interface, __dlpack__), __getattr__, which answers "
+    "any name, and classes built from names the policy cannot read (three-argument type(), a metaclass, "
+    "make_dataclass): numpy builds an array at the raw address such an object names, so any object of the child "
+    "is read or written with no process module and no audited event (interface-retypes-error, a RuntimeError "
+    "turned into a ValueError in memory, scores 100 to its twin's 96 with it demoted)",
+    "unchecked-memory": "torch's tensors whose memory torch leaves to the code to keep in bounds: a sparse tensor, "
+    "whose indices torch trusts (no invariant is checked by default, and indices() hands them out to be changed "
+    "after any check), and a storage, which resize_ shrinks under the tensors that view it (numpy's "
+    "resize(refcheck=False) frees the data under its views alike); adding a sparse "
+    "tensor to a dense one writes at its index however far past that tensor, so any word of the child "
+    "(sparse-retypes-error, a RuntimeError turned into a ValueError with torch alone, scores 100 to its twin's 96 "
+    "with it demoted)",
     "monitor": "an audited event (a frame or gc read, exec, compile, an import, a file, a torch mode left "
     "active): the only defence against reach-dynamic-class-* and reach-torch-mode-*, torch modes that "
     "answer the probe's reads without reaching it; the strings a library runs (reach-string-*) find no probe",
@@ -110,6 +127,43 @@ SAFE_DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__"})
 # Dunders a class body may not define: they lie about type or reroute torch's dispatch.
 OVERRIDE_DUNDERS = frozenset({"__class__", "__getattribute__", "__torch_function__", "__torch_dispatch__",
                               "__instancecheck__", "__subclasscheck__", "__init_subclass__", "__set_name__"})
+# Python's own special names (the data model's methods and a class's special attributes, a module's names): a
+# class may define these, and a string or keyword may name them. Any other dunder is a library's protocol, read
+# off the object by that library; numpy's __array_interface__ and __array_struct__ name a raw address, at which
+# numpy builds an array that reads and writes whatever lies there (rule protocol). OVERRIDE_DUNDERS are the
+# override rule's.
+_OPERATORS = ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "divmod", "pow", "lshift", "rshift",
+              "and", "xor", "or")
+DATA_MODEL = frozenset({
+    *(f"__{p}{op}__" for op in _OPERATORS for p in ("", "r", "i")),
+    "__new__", "__init__", "__del__", "__repr__", "__str__", "__bytes__", "__format__", "__lt__", "__le__", "__eq__",
+    "__ne__", "__gt__", "__ge__", "__hash__", "__bool__", "__setattr__", "__delattr__", "__dir__", "__get__",
+    "__set__", "__delete__", "__slots__", "__call__", "__len__", "__length_hint__", "__getitem__", "__setitem__",
+    "__delitem__", "__missing__", "__iter__", "__next__", "__reversed__", "__contains__", "__neg__", "__pos__",
+    "__abs__", "__invert__", "__complex__", "__int__", "__float__", "__index__", "__round__", "__trunc__",
+    "__floor__", "__ceil__", "__enter__", "__exit__", "__await__", "__aiter__", "__anext__", "__aenter__",
+    "__aexit__", "__class_getitem__", "__mro_entries__", "__post_init__", "__doc__", "__module__", "__qualname__",
+    "__annotations__", "__match_args__", "__copy__", "__deepcopy__", "__reduce__", "__reduce_ex__",
+    "__getstate__", "__setstate__", "__getnewargs__", "__getnewargs_ex__", "__sizeof__", "__name__", "__main__",
+    "__all__", "__version__", "__file__", "__future__", "__dataclass_fields__"})
+# the names through which torch makes a tensor whose memory it trusts the code with (rule unchecked-memory):
+# every name of its sparse API holds "sparse" (sparse_coo_tensor, to_sparse, torch.sparse, the sparse_coo
+# layout, Embedding's sparse=True), every storage's "storage" (untyped_storage(), UntypedStorage; its offset is
+# a number), and a sparse tensor hands out its indices through a method whose name ends in "indices"
+# where the embeddings take `sparse` by position (its keyword is the rule's by name)
+SPARSE_AT = {"torch.nn.Embedding": 6, "torch.nn.EmbeddingBag": 6, "torch.nn.Embedding.from_pretrained": 6,
+             "torch.nn.EmbeddingBag.from_pretrained": 6, "torch.nn.functional.embedding": 6,
+             "torch.nn.functional.embedding_bag": 7}
+
+
+def unchecked_memory(name: str) -> bool:
+    lower = name.lower()
+    return "sparse" in lower or "storage" in lower and lower != "storage_offset"
+
+
+# the contexts where type(x) is only read (its name, a comparison, isinstance's classes, a message), never
+# called or kept: the metaclass it returns for a class builds a class from any namespace
+_TYPE_READERS = frozenset({"isinstance", "issubclass", "print", "str", "repr", "format", "id", "hash"})
 # namedtuple's own methods and attributes (_asdict, _replace, _make, _fields, ...), public though they start
 # with an underscore, so that no field name can clash with them: taken from a namedtuple class itself
 NAMEDTUPLE_API = frozenset(name for name in dir(collections.namedtuple("Row", "field"))
@@ -193,8 +247,78 @@ class _General(ast.NodeVisitor):
 
     def run(self, tree) -> list[Violation]:
         self._survey(tree)
+        self._type_reads(tree)
         self.visit(tree)
         return self.found
+
+    @staticmethod
+    def _type_reads(tree) -> None:
+        """Marks each type(x) that is only read (type(x).__name__, type(a) is type(b), isinstance(y, type(x)),
+        a message, a dict's key) and the builtin `type` as isinstance's class: anything else that holds or calls
+        it may hold a metaclass (rule protocol)."""
+        def one_arg_type(n):
+            return isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "type" and \
+                len(n.args) == 1 and not n.keywords
+
+        def mark(n):
+            for m in ([n, *n.elts] if isinstance(n, ast.Tuple) else [n]):
+                if one_arg_type(m) or isinstance(m, ast.Name) and m.id == "type":
+                    m.type_read = True
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                mark(node.value)
+            elif isinstance(node, ast.Compare):
+                for operand in (node.left, *node.comparators):
+                    mark(operand)
+            elif isinstance(node, ast.FormattedValue):
+                mark(node.value)
+            elif isinstance(node, ast.Subscript):
+                mark(node.slice)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _TYPE_READERS:
+                for a in node.args:
+                    mark(a)
+            elif isinstance(node, ast.Call) and one_arg_type(node.func):
+                node.func.type_read = True      # type(X)(name, bases, namespace): checked as a class built
+                node.metaclass_call = True
+
+    def _unchecked(self, node, what: str) -> None:
+        self.flag(node, "unchecked-memory", WITHHOLD, f"{what}: a sparse tensor's indices and a storage's size are "
+                                                      "memory torch trusts the code to keep in bounds; a solution "
+                                                      "uses dense tensors and their views")
+
+    def _protocol(self, node, what: str) -> None:
+        self.flag(node, "protocol", WITHHOLD, f"{what}: a library reads such a name off an object, and numpy "
+                                              "builds an array at the raw address it names; use Python's own "
+                                              "special methods and write each name out")
+
+    def _special(self, node, name: str, what: str) -> None:
+        """A special name bound or given as a keyword or a string: Python's own pass, and the override rule's."""
+        if name in ("__getattr__", "__getattribute__"):
+            self._protocol(node, f"{what} {name}, which answers every name a library asks for")
+        elif name.startswith("__") and name.endswith("__") and len(name) > 4 and \
+                name not in DATA_MODEL | OVERRIDE_DUNDERS | {"__dict__", *MODULE_PRIVATE}:
+            self._protocol(node, f"{what} {name}, which is not one of Python's special names")
+
+    def _namespace(self, node, namespace) -> None:
+        """A class built at run time: its names must be ones the policy reads (a dict display or dict(...)
+        with keywords, whose keys and keywords are then checked like any)."""
+        display = isinstance(namespace, ast.Dict) and all(isinstance(k, ast.Constant) for k in namespace.keys)
+        keywords = isinstance(namespace, ast.Call) and isinstance(namespace.func, ast.Name) and \
+            namespace.func.id == "dict" and not namespace.args and all(k.arg is not None for k in namespace.keywords)
+        if not (display or keywords):
+            self._protocol(node, "a class built from a namespace the policy cannot read")
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, str):
+            self._special(node, node.value, "the string")
+
+    def visit_ClassDef_protocol(self, node) -> None:
+        for b in node.bases:
+            if isinstance(b, ast.Name) and b.id == "type":
+                b.type_read = True      # said once, here
+        if any(k.arg == "metaclass" for k in node.keywords) or \
+                any(isinstance(b, ast.Name) and b.id == "type" for b in node.bases):
+            self._protocol(node, f"class {node.name} is or has a metaclass, which can build it from any names")
 
     def _survey(self, tree) -> None:
         """What the visit needs to know ahead, in one walk: the names bound only by
@@ -225,11 +349,13 @@ class _General(ast.NodeVisitor):
         if node.level:
             self.flag(node, "import", FLAG, "relative imports are not allowed in a notebook cell")
         elif any(a.name == "*" for a in node.names):
-            self.flag(node, "import", FLAG, f"'from {node.module} import *' hides which names the cell uses; "
-                                            "import the names you need")
+            self.flag(node, "import", WITHHOLD, f"'from {node.module} import *' hides which names the cell uses; "
+                                                "import the names you need")
         else:
             self._module(node, node.module)
             for a in node.names:
+                if unchecked_memory(a.name):
+                    self._unchecked(node, f"'{a.name}' from {node.module}")
                 if a.name in PROCESS_MODULES | PROCESS_ATTRIBUTES or a.name.startswith("_"):
                     # from torch import sys, from torch.serialization import os: a library re-exports it
                     self.flag(node, "process-introspection", WITHHOLD,
@@ -242,6 +368,8 @@ class _General(ast.NodeVisitor):
         root = name.split(".")[0]
         if name in HONEST_MODULES:
             return
+        if unchecked_memory(name):
+            self._unchecked(node, f"module '{name}'")
         if root in PROCESS_MODULES or name in PROCESS_MODULES:
             self.flag(node, "process-introspection", WITHHOLD,
                       f"module '{name}' reaches the grading process (files, frames, other modules); "
@@ -251,7 +379,7 @@ class _General(ast.NodeVisitor):
                       f"module '{name}' is a library's private module; use its public interface")
         elif name not in self.policy.allowed_imports:
             allowed = ", ".join(sorted(self.policy.allowed_imports))
-            self.flag(node, "import", FLAG, f"module '{name}' is not among this assignment's imports ({allowed})")
+            self.flag(node, "import", WITHHOLD, f"module '{name}' is not among this assignment's imports ({allowed})")
         else:
             self._path(node, name)
 
@@ -259,6 +387,7 @@ class _General(ast.NodeVisitor):
     # -- scopes: a function's parameters and assigned names are its own, whatever builtin they share a
     # name with (def forward(self, input)); Python never falls back to the builtin for them
     def visit_FunctionDef(self, node):
+        self._special(node, node.name, "a def of")
         for d in node.decorator_list + node.args.defaults + [d for d in node.args.kw_defaults if d]:
             self.visit(d)
         self._in_scope(node, node.body)
@@ -271,7 +400,11 @@ class _General(ast.NodeVisitor):
         self._in_scope(node, [node.body])
 
     def _in_scope(self, node, body):
-        self.scopes.append(_locals(node))
+        own = _locals(node)
+        # an import in the function binds a module there, as at the top (the policy reads its paths alike)
+        imported = {name for n in ast.walk(node) if isinstance(n, ast.Import) for name in self.ctx.modules
+                    if any((a.asname or a.name.split(".")[0]) == name for a in n.names)}
+        self.scopes.append(own - imported)
         for stmt in body:
             self.visit(stmt)
         for a in _arguments(node.args):
@@ -285,6 +418,16 @@ class _General(ast.NodeVisitor):
         return any(name in scope for scope in self.scopes)
 
     def visit_Name(self, node):
+        if not isinstance(node.ctx, ast.Load):
+            self._special(node, node.id, "a binding of")
+        elif node.id == "type" and not self._local(node.id) and not getattr(node, "type_read", False) and \
+                not getattr(node, "type_called", False):
+            self._protocol(node, "the builtin type, held or passed on (it builds a class from any names)")
+        elif node.id in self.ctx.modules and not self._local(node.id) and not getattr(node, "attribute_base", False):
+            # an import's name, in a function too: only ever read as module.NAME
+            self.flag(node, "process-introspection", WITHHOLD,
+                      f"the module '{node.id}' held, passed or returned as a value: under another name the paths "
+                      f"read off it (numpy.lib, torch.utils) are out of the policy's sight; write {node.id}.NAME")
         if self._local(node.id):
             pass
         elif node.id in FORBIDDEN_NAMES and not getattr(node, "function_locals", False):
@@ -302,6 +445,7 @@ class _General(ast.NodeVisitor):
 
     def visit_Attribute(self, node):
         attr = node.attr
+        node.value.attribute_base = True
         if attr == MASK_HELPER[1:]:
             node.value.mask_helper = True
         library = self.ctx.resolve(node.value)
@@ -328,6 +472,9 @@ class _General(ast.NodeVisitor):
         elif attr in PROCESS_ATTRIBUTES:
             self.flag(node, "process-introspection", WITHHOLD,
                       f"'.{attr}' leads from this object to the grading process; a solution needs none of it")
+        elif unchecked_memory(attr):
+            self._unchecked(node, f"'.{attr}'")
+
         elif attr.startswith("_") and not attr.startswith("__") and not (
                 library is None and (self._own_private(node) or attr in NAMEDTUPLE_API)):
             # a private name read off an import's path (torch._foo) is the library's, whatever the notebook defines
@@ -368,6 +515,49 @@ class _General(ast.NodeVisitor):
     # -- calls: getattr family, object.__setattr__
     def visit_Call(self, node):
         func = node.func.id if isinstance(node.func, ast.Name) and not self._local(node.func.id) else None
+        for k in node.keywords:
+            if k.arg is not None:
+                self._special(k, k.arg, "the keyword")
+                if unchecked_memory(k.arg) and not (isinstance(k.value, ast.Constant) and k.value.value is False):
+                    self._unchecked(k, f"the keyword {k.arg}")
+                elif k.arg == "refcheck" and not (isinstance(k.value, ast.Constant) and k.value.value is True):
+                    # numpy's resize without its check frees the data its views still read and write
+                    self._unchecked(k, "resize(refcheck=...), which frees the data the array's views still use")
+
+        method = node.func.attr if isinstance(node.func, ast.Attribute) and self.ctx.resolve(node.func) is None else \
+            node.args[1].value if func in ATTRIBUTE_FUNCS and len(node.args) > 1 and \
+            isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) else ""
+        if method.endswith("indices"):
+            # a sparse tensor's indices() (crow_indices(), ...) hands out the index tensor torch trusts; a
+            # library's function (torch.triu_indices) and a result's field (topk(...).indices) are not calls of it
+            self._unchecked(node, f"'.{method}()', a sparse tensor's own indices")
+        at = SPARSE_AT.get(self.ctx.resolve(node.func) or "")
+        if at is not None and len(node.args) > at and not (
+                isinstance(node.args[at], ast.Constant) and node.args[at].value is False):
+            self._unchecked(node, "an embedding's sparse argument, given by position: its gradient is a sparse tensor")
+        if func == "type":
+            node.func.type_called = True
+            if len(node.args) == 1 and not node.keywords:
+                if not getattr(node, "type_read", False):
+                    self._protocol(node, "type(x) held or called: for a class it is its metaclass, which builds a "
+                                         "class from any names")
+            elif len(node.args) == 3 and not node.keywords:
+                self._namespace(node, node.args[2])
+            else:
+                self._protocol(node, "a class built by type() from arguments the policy cannot read")
+        elif getattr(node, "metaclass_call", False):
+            if len(node.args) == 3 and not node.keywords:
+                self._namespace(node, node.args[2])
+            else:
+                self._protocol(node, "a call of type(x) with arguments the policy cannot read (a metaclass's call)")
+        elif self.ctx.resolve(node.func) == "dataclasses.make_dataclass":
+            fields = node.args[1] if len(node.args) > 1 else None
+            names = [f.elts[0] if isinstance(f, ast.Tuple) and f.elts else f
+                     for f in (fields.elts if isinstance(fields, (ast.List, ast.Tuple)) else [])]
+            if fields is None or not isinstance(fields, (ast.List, ast.Tuple)) or \
+                    not all(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in names) or \
+                    any(k.arg is None or k.arg == "namespace" and not isinstance(k.value, ast.Dict) for k in node.keywords):
+                self._protocol(node, "make_dataclass with field names the policy cannot read")
         if func == "locals" and self.scopes and not node.args and not node.keywords:
             # locals() called in a function (a debug print) is that call's own names, never the module's
             # namespace and its builtins, which module-level locals() is; the name itself is still flagged
@@ -461,6 +651,7 @@ class _General(ast.NodeVisitor):
 
     # -- class bodies: type lies and dispatch overrides
     def visit_ClassDef(self, node):
+        self.visit_ClassDef_protocol(node)
         if self._frozen_dataclass(node):
             for stmt in node.body:
                 if isinstance(stmt, ast.FunctionDef) and stmt.name == "__post_init__":

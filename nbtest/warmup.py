@@ -2,6 +2,7 @@
 GPU does, and torch's first-call work done before the monitor watches (so none of it is charged to a cell)."""
 from __future__ import annotations
 
+import ast
 import os
 import sys
 
@@ -42,13 +43,58 @@ def interpreter_as_on_gpu() -> None:
     for name, what, ptr, mask in _MEMORY_OPS:
         setattr(builder, name, _checked(originals[name], what, ptr, mask))
     init_args = _ORIGINALS.setdefault("init_args", executor._init_args_hst)
+    launch = _ORIGINALS.setdefault("launch", executor.__call__)
 
     def _init_args_hst(self, args_dev, kwargs):
         args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
         _LAUNCH[0] = _storage_ranges([*args_hst, *kwargs_hst.values()])
         return args_hst, kwargs_hst
 
+    def __call__(self, *args, **kwargs):
+        # the launch's ranges hold while it runs, and the caller's come back when it ends: a launch nested in
+        # another's grid or hook, or a kernel called as a plain function after a launch, reaches no storage
+        # of a launch that is not its own (one since freed, whose memory now holds other objects)
+        outer = _LAUNCH[0]
+        try:
+            return launch(self, *args, **kwargs)
+        finally:
+            _LAUNCH[0] = outer
+
     executor._init_args_hst = _init_args_hst
+    executor.__call__ = __call__
+
+    # A kernel's first launch rewrites it (FunctionRewriter) and copies every global of the interpreter's module
+    # that the kernel's module lacks into it: into the notebook's namespace, where a cell then finds
+    # _interpreter, whose load and store take raw addresses and pass no check, and np. Only the names the
+    # rewrite itself writes into the kernel's code (_InterpreterComparison, interpreter_semantic) stay, and
+    # triton.language under its names there (tl), which the interpreter then looks for in a kernel's globals.
+    rewriter = interpreter.FunctionRewriter
+    transform = _ORIGINALS.setdefault("transform", rewriter._transform_ast)
+    compile_and_exec = _ORIGINALS.setdefault("compile_and_exec", rewriter._compile_and_exec)
+
+    def _transform_ast(self, src):
+        self.nbtest_written = _names(ast.parse(src))
+        return transform(self, src)
+
+    def _compile_and_exec(self, transformed_ast):
+        namespace = self.fn.__globals__
+        before = set(namespace)
+        try:
+            return compile_and_exec(self, transformed_ast)
+        finally:
+            generated = _names(transformed_ast) - getattr(self, "nbtest_written", set())
+            for name in set(namespace) - before - generated:
+                if not getattr(namespace[name], "__name__", "").startswith("triton.language") or \
+                        type(namespace[name]) is not type(sys):
+                    del namespace[name]
+
+    rewriter._transform_ast = _transform_ast
+    rewriter._compile_and_exec = _compile_and_exec
+
+
+def _names(tree) -> set[str]:
+    """The names a parsed module reads or binds."""
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
 
 # The interpreter's methods that read or write memory at raw addresses (tl.load and tl.store, tensor
@@ -75,29 +121,27 @@ def _checked(method, what: str, ptr: str, mask: str | None):
 OUT_OF_BOUNDS = "out of bounds (no mask?)"
 # the interpreter's own methods, kept once however often interpreter_as_on_gpu runs
 _ORIGINALS: dict = {}
-# the current launch's [(first byte, end)] of each storage it was handed; None: not known
-_LAUNCH: list = [None]
+# the current launch's [(first byte, end)] of each storage it was handed; outside a launch none: a kernel called
+# as a plain Python function (a device function's call, which the interpreter runs with no launch) reaches nothing
+_LAUNCH: list = [[]]
 
 
-def _storage_ranges(args) -> list | None:
+def _storage_ranges(args) -> list:
     """The byte ranges of the tensors among a launch's arguments as the interpreter hands them to the kernel
-    (its host copies; in tuples, a TensorDescriptor's base); None if one has a pointer and no storage."""
+    (its host copies; in tuples, a TensorDescriptor's base). An argument with a pointer and no tensor's storage
+    (an object of the notebook's with its own data_ptr, which the interpreter hands the kernel as a pointer to
+    whatever address it returns) bounds nothing: what its pointer reaches is unknown."""
     import torch
     from triton.runtime.jit import TensorWrapper
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     ranges = []
     for arg in args:
-        inner = (_storage_ranges(arg) if isinstance(arg, tuple) else
-                 _storage_ranges([arg.base]) if isinstance(arg, (TensorWrapper, TensorDescriptor)) else [])
-        if inner is None:
-            return None
-        ranges += inner
-        if isinstance(arg, torch.Tensor):
-            storage = arg.untyped_storage()
+        ranges += (_storage_ranges(arg) if isinstance(arg, tuple) else
+                   _storage_ranges([arg.base]) if isinstance(arg, (TensorWrapper, TensorDescriptor)) else [])
+        if type(arg) in (torch.Tensor, torch.nn.Parameter):    # a subclass's own untyped_storage could answer
+            storage = arg.untyped_storage()                     # with any storage, one freed the moment after
             ranges.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
-        elif hasattr(arg, "data_ptr") and not isinstance(arg, (TensorWrapper, TensorDescriptor)):
-            return None      # nothing known of what its pointer may reach
     return ranges
 
 
@@ -108,8 +152,6 @@ def _in_bounds(ptrs, mask, what: str) -> None:
     from triton.runtime.interpreter import _get_np_dtype
 
     ranges = _LAUNCH[0]
-    if ranges is None:
-        return
     addresses = np.asarray(ptrs.data, dtype=np.uint64)
     active = np.ones(addresses.shape, dtype=bool) if mask is None else np.asarray(mask.data, dtype=bool)
     addresses, active = np.broadcast_arrays(addresses, active)
@@ -180,6 +222,7 @@ def first_calls(optimizer: bool = True) -> None:
         p = torch.nn.Parameter(torch.ones(1))
         torch.sum(p).backward()
         torch.optim.SGD([p], lr=0.1, momentum=0.9).step()
+        interpreter_as_on_gpu()     # the step may have imported Triton: its interpreter checked as a notebook's
 
 
 def names_optim(sources, parse=None) -> bool:

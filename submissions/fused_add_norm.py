@@ -97,11 +97,13 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                                 fused | s.trusting()),
         # NumPy has no bfloat16: the half-precision test fails too
         "numpy-wrapper": ("the kernel is written, but the wrapper computes h and y with NumPy",
-                          s.solved(fused_add_layernorm=variants.NUMPY_ONLY.lstrip()), fused | {"half_precision"}),
+                          # numpy is outside the assignment's imports: its import holds the tests on reports
+                          s.solved(fused_add_layernorm=variants.NUMPY_ONLY.lstrip()),
+                          fused | {"half_precision"} | s.trusting()),
         "numpy-empty-kernel": ("the NumPy wrapper, plus an empty @triton.jit kernel launched once",
                                s.solved(fused_kernel=variants.EMPTY_KERNEL.lstrip(),
                                         fused_add_layernorm=variants.NUMPY_EMPTY_KERNEL.lstrip()),
-                               fused | {"half_precision"}),
+                               fused | {"half_precision"} | s.trusting()),
         **forgeries(s, launch, fused),
         "untouched-release": ("the release as handed out: both stubs still raise NotImplementedError",
                               s.notebook({}), part1),
@@ -166,7 +168,10 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
     return {
         "torch-under-another-name": ("an empty kernel launched once, then the wrapper computes h and y with torch "
                                      "bound to a module-level name of its own (_t = torch)",
-                                     around_empty(variants.UNDER_ANOTHER_NAME, "_t = torch\n\n\n"), fused),
+                                     # torch held under another name hides its paths: the withhold rule holds
+                                     # every test that rests on the child's reports
+                                     around_empty(variants.UNDER_ANOTHER_NAME, "_t = torch\n\n\n"),
+                                     fused | s.trusting()),
         "numpy-through-the-class": ("an empty kernel launched once, then the wrapper computes h and y in NumPy "
                                     "reached through the tensors' class (type(x).numpy): no torch operator runs",
                                     around_empty(variants.THROUGH_THE_CLASS), fused),

@@ -27,6 +27,7 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES,
                                                                    **variants.FRAMES}},
          **{f"claims-{name}": "refuses-with-runtime-error" for name in variants.ERROR_CLASSES},
+         **dict.fromkeys(variants.RETYPES, "refuses-with-runtime-error"),
          "oracle-table": "oracle-fallback",
          **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "memorises-shallow",
                           "nan-after-training", "nan-data-after-training"], "part5-step-forgotten"),
@@ -38,7 +39,7 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
 MEASURED = {"late-in-place-add", "train-refuses-deep-plain", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
-            *(f"claims-{name}" for name in variants.ERROR_CLASSES)}
+            *(f"claims-{name}" for name in variants.ERROR_CLASSES), "kernel-retypes-error", "injected-retypes-error"}
 # forgeries of the probe: the child takes it out of sys.modules before the first cell (samplekit.tried)
 OUT_OF_REACH = {"forged-mutation-report", "forged-gradients-report", "forged-structure-report",
                 *(f"reach-{name}" for name in variants.REACHES)}
@@ -227,7 +228,10 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
         **{f"tells-read-back-{name}": (f"residual_add adds in place as in-place-add does, except {how}",
                                        s.solved(residual_add=s.filled("residual_add", s.body(
                                            "residual_add", 0, ("return x + fx", body)))),
-                                       {"residual_add_no_mutation", "residual_add_gradients"})
+                                       # reading the storage is the unchecked-memory rule's (a storage shrinks
+                                       # under its views), which holds the tests of residual_add's cell
+                                       {"residual_add_no_mutation", "residual_add_gradients"} |
+                                       (s.trusting("residual_add") if name == "storage" else set()))
            for name, (how, body) in tells.items()},
         "late-in-place-add": ("residual_add adds in place as in-place-add does where the input requires grad, and "
                               "otherwise one call late: it keeps x and fx and adds fx into x at its next call",
@@ -275,13 +279,17 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                           s.solved(**wrong), fails_wrong),
         "checker-cheat": ("the wrong answers of wrong-answers.ipynb, plus a cell that makes torch.allclose, "
                           "torch.equal, torch.testing.assert_close, numpy.allclose and numpy.testing always pass",
-                          s.solved(**{**wrong, "residual_add": variants.CHEAT + broadcasting}), fails_wrong),
+                          # its imports (numpy.testing, torch.testing) are outside the assignment's: held, in
+                          # Part 3's child too (this cell imports math, which gradient_norms' cell reads)
+                          s.solved(**{**wrong, "residual_add": variants.CHEAT + broadcasting}),
+                          fails_wrong | s.trusting("residual_add") | (s.trusting("gradient_norms") & s.checks(3))),
         "always-equal": ("every function returns an object that equals anything and claims to be a Tensor",
                          s.solved(**always_equal),
                          # Part 5 is the reference's: its tests that need no Part 1 function still pass
                          # (its ProjectionShortcut answers too: ffn_layers and residual_structure call it by name)
-                         every - {"block_parts", "block_bad_norm", "plain_structure", "plain_forward",
-                                  "train_updates", "deep_plain_stalls", "grad_norms_values"}),
+                         # and its __getattr__ answers every name, a library's protocol's too: the protocol
+                         # rule holds the rest of them (block_parts, block_bad_norm, plain_structure, ...)
+                         every - {"deep_plain_stalls"}),
         "locked-cells-deleted": ("the reference solution with every locked code cell (imports, checks, demos) "
                                  "deleted", s.notebook({l: s.filled(l) for p in PARTS for l in PARTS[p]}, locked),
                                  set()),
@@ -363,10 +371,10 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
         "forged-gradients-report": ("detached residual_add, with the probe's gradients (reached as "
                                     "torch.sys.modules) replaced by the right ones",
                                     forged_add(variants.FORGED_GRADIENTS), forged_add_fails),
-        # an alias of getattr breaks no rule: nothing holds its tests, and it finds the probe out of reach
+        # an alias of getattr finds the probe out of reach; handing it the module torch holds its tests (a module
+        # held or passed hides the paths the policy reads off it)
         **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced; the probe reached by "
-                             f"{name.replace('-', ' ')}", forged_add(source),
-                             detached_fails if name.startswith("alias-") else forged_add_fails)
+                             f"{name.replace('-', ' ')}", forged_add(source), forged_add_fails)
            for name, source in variants.REACHES.items()},
         **{f"reach-{name}": (f"detached residual_add, with the probe's gradients replaced from generated code; "
                              f"the probe reached by {name.replace('-', ' ')}", forged_add(source), forged_add_fails)
@@ -380,6 +388,13 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
                               "(__class__) that it is a ValueError",
                               s.solved(residual_add=raising("ShapeError", source)), fails_broadcasting)
            for name, (how, source) in variants.ERROR_CLASSES.items()},
+        **{name: (f"refuses-with-runtime-error, its RuntimeError's type pointer overwritten in memory with "
+                  f"ValueError's by {how}", s.solved(residual_add=raising("as_value_error", source)),
+                  # each breaks a withhold rule (an import outside the assignment's, the protocol or
+                  # unchecked-memory rule), which holds the tests of residual_add's cell; Triton's interpreter
+                  # also stops the kernel and keeps its raw store to itself (MEASURED)
+                  fails_broadcasting | in_add)
+           for name, (how, source) in variants.RETYPES.items()},
         "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
                                 "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),
                                 {"block_parts"}),

@@ -687,6 +687,99 @@ ERROR_CLASSES = {    # name -> (how the class is built, the code before residual
                               f'(RuntimeError,), dict({_CLAIMS}))\n\n\n'),
 }
 
+# the same RuntimeError made a ValueError in memory: its type pointer (the word after its reference count,
+# at id(error) + 8) overwritten with ValueError's address by a Triton kernel, whose interpreter stores at
+# the raw address a kernel computes (importing triton is only a flag in this assignment)
+RETYPES = {    # name -> (what writes the type pointer, the code before residual_add)
+    "kernel-retypes-error": ("a Triton kernel handed the address as an int", '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def poke(address, value):
+    tl.store(address.to(tl.pointer_type(tl.int64)), value)
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    poke[(1,)](id(error) + 8, id(ValueError))
+    return error
+
+
+'''),
+    # numpy builds an array at the address an object's __array_interface__ names: no import but numpy (allowed
+    # here), no audited event; the class body's special name is what the policy sees
+    "interface-retypes-error": ("numpy, through an object whose __array_interface__ names the address", '''\
+import numpy
+
+
+class Words:
+    """n machine words from an address."""
+
+    def __init__(self, address, n):
+        self.interface = dict(shape=(n,), typestr="<i8", data=(address, False), version=3)
+
+    __array_interface__ = property(lambda self: self.interface)
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    numpy.asarray(Words(id(error), 2))[1] = id(ValueError)
+    return error
+
+
+'''),
+    # Triton's interpreter, rewriting a kernel at its first launch, copies its own module's globals into the
+    # kernel's module (the notebook's): _interpreter, whose store writes raw addresses, and np among them
+    "injected-retypes-error": ("Triton's interpreter's own store, which its first launch left in the notebook's "
+                               "namespace", '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def nothing(x_ptr):
+    pass
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    nothing[(1,)](torch.zeros(1))
+    _interpreter.store(np.array([id(error) + 8], dtype=np.uint64), np.array([id(ValueError)], dtype=np.uint64),
+                       np.array([True]))
+    return error
+
+
+'''),
+    # any installed library that writes raw addresses, imported where only the assignment's own imports were
+    # vetted: cffi (a Jupyter dependency) casts an int to a pointer, as ctypes does
+    "cffi-retypes-error": ("cffi, an installed library outside the assignment's imports", '''\
+import cffi
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    cffi.FFI().cast("long *", id(error) + 8)[0] = id(ValueError)
+    return error
+
+
+'''),
+    # torch alone: a sparse tensor's indices are trusted (torch checks no invariant by default), and adding it
+    # to a dense tensor adds its value at the index, however far past that tensor
+    "sparse-retypes-error": ("torch, adding a sparse tensor whose index lies at the address", '''\
+def as_value_error(message):
+    error = RuntimeError(message)
+    word = torch.zeros(1, dtype=torch.int64)
+    at = (id(error) + 8 - word.data_ptr()) // 8
+    word.add_(torch.sparse_coo_tensor(torch.tensor([[at]]), torch.tensor([id(ValueError) - id(RuntimeError)]), (1,)))
+    return error
+
+
+'''),
+}
+
+
 
 # ============================================================ crashes, cheats and the code they wrap
 

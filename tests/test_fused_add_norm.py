@@ -251,3 +251,111 @@ def test_a_lane_outside_the_launchs_tensors_is_stopped_before_it_reads_or_writes
         assert target.sum() == (1 if cas else 4)
         with pytest.raises(InterpreterError, match=re.escape(f"{OUT_OF_BOUNDS}: {what}")):
             atomics[(1,)](target, 5 if not cas else 8, CAS=cas)
+
+
+def test_a_kernel_reaches_no_memory_through_a_pointer_of_its_own_nor_outside_a_launch():
+    """Three ways past the lane check, each of which wrote a tensor the kernel was never handed (in the grading
+    child, any object at an address from id(): a RuntimeError's type turned into ValueError): an argument of the
+    notebook's own with a data_ptr (the interpreter hands the kernel whatever address it returns, and the check
+    knew no range for it, so it checked nothing); the kernel called as a plain function, which the interpreter
+    runs with no launch (before any launch nothing was checked; after one, the last launch's storages, since
+    freed); and a launch nested in another's grid function, whose ranges outlived it. Each now stops at its
+    store. And a fork server with TRITON_INTERPRET=1 (residual-connections', where importing triton is only a
+    flag) imports Triton with the check on, so a notebook's `import triton` gets no raw interpreter."""
+    script = '''
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+from autograder.core import sandbox
+sandbox._preload([])       # the fork server's imports: Triton, checked, before any notebook's import
+import triton, triton.language as tl
+
+@triton.jit
+def poke(ptr, address, value):
+    tl.store(ptr + (address - ptr.to(tl.int64)) // 8, value)
+
+@triton.jit
+def poke_address(address, value):
+    tl.store(tl.full((1,), address, tl.int64).to(tl.pointer_type(tl.int64), bitcast=True),
+             tl.full((1,), value, tl.int64))
+
+class Pointer:
+    """Not a tensor: a pointer the interpreter takes at its word."""
+    def __init__(self, t):
+        self.t = t
+    def data_ptr(self):
+        return self.t.data_ptr()
+    def untyped_storage(self):
+        return self.t.untyped_storage()
+    def storage_offset(self):
+        return 0
+    def size(self):
+        return self.t.size()
+    def stride(self):
+        return self.t.stride()
+    def new_empty(self, *args, **kwargs):
+        return self
+    def set_(self, *args):
+        return self
+    dtype = torch.int64
+
+def attempt(name, write, tensor=False):
+    target = torch.zeros(1, dtype=torch.int64)      # never handed to the kernel that writes
+    try:
+        write(target if tensor else target.data_ptr())
+        outcome = "raised nothing"
+    except Exception as e:
+        outcome = "out of bounds" if "out of bounds" in repr(e) else repr(e)[:200]
+    print(name, int(target.item()), outcome)
+
+attempt("own-pointer", lambda at: poke[(1,)](Pointer(torch.zeros(4, dtype=torch.int64)), at, 7))
+attempt("plain-call", lambda at: poke_address(at, 7))
+freed = torch.zeros(4, dtype=torch.int64)
+poke[(1,)](freed, freed.data_ptr(), 7)
+attempt("plain-call-after-a-launch", lambda at: poke_address(at, 7))
+def nested(target):
+    def grid(meta):     # runs inside the outer launch, and launches one handed the target
+        poke[(1,)](target, target.data_ptr(), 0)
+        return (1,)
+    poke[grid](torch.zeros(1, dtype=torch.int64), target.data_ptr(), 7)
+attempt("after-a-nested-launch", nested, tensor=True)
+'''
+    proc = subprocess.run([sys.executable, "-c", script], env=NO_CUDA, capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    outcomes = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
+    assert outcomes == dict.fromkeys(["own-pointer", "plain-call", "plain-call-after-a-launch",
+                                      "after-a-nested-launch"], "0 out of bounds"), proc.stdout
+
+
+def test_a_kernels_first_launch_leaves_none_of_the_interpreters_globals_in_its_module(tmp_path):
+    """Triton's interpreter rewrites a kernel at its first launch and copied every global of its own module that
+    the kernel's module lacked into it: into the notebook's namespace, where a cell then found _interpreter, whose
+    store writes any raw address unchecked (injected-retypes-error: a RuntimeError made a ValueError, 100 to its
+    twin's 96), and np. Only the names the rewrite writes into the kernel's code stay; the kernel, a chained
+    comparison and an assignment among its lines (the rewrite's own names), still runs."""
+    script = '''
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+from autograder.core import sandbox
+sandbox._preload([])
+import triton, triton.language as tl
+
+@triton.jit
+def clamp(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    inside = (0 < x) & (x < 2)
+    tl.store(x_ptr + offs, tl.where(0 <= offs < n, tl.where(inside, x, 0.0), 0.0), mask=offs < n)
+
+x = torch.tensor([0.5, 3.0, 1.5])
+clamp[(1,)](x, 3, BLOCK=4)
+print(x.tolist(), sorted(name for name in ("_interpreter", "np", "GridExecutor", "interpreter_builder",
+                                            "_InterpreterComparison", "interpreter_semantic") if name in globals()))
+'''
+    (tmp_path / "launch.py").write_text(script)       # a file: the interpreter rewrites a kernel from its source
+    proc = subprocess.run([sys.executable, str(tmp_path / "launch.py")], env={**NO_CUDA, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[0] == "[0.5, 0.0, 1.5] ['_InterpreterComparison', 'interpreter_semantic']", proc.stdout

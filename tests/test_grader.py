@@ -316,9 +316,14 @@ def test_an_in_place_add_that_tells_the_read_back_call_apart_still_fails_no_muta
     assert not graded.review, graded.review             # no rule broken, no event: nothing is held
 
 
-def test_checker_cheat_scores_exactly_the_wrong_answers(graded):
+def test_checker_cheat_scores_no_test_more_than_the_wrong_answers(graded):
+    """The patched checkers change nothing the grader compares; the imports they need are outside the
+    assignment's, so the tests that rest on the child's reports are held besides."""
     cheat, honest = graded(RESIDUAL)["checker-cheat.ipynb"], graded(RESIDUAL)["wrong-answers.ipynb"]
-    assert [(t["name"], t["score"]) for t in cheat["tests"]] == [(t["name"], t["score"]) for t in honest["tests"]]
+    assert [t["name"] for t in cheat["tests"]] == [t["name"] for t in honest["tests"]]
+    assert all(c["score"] <= h["score"] for c, h in zip(cheat["tests"], honest["tests"]))
+    held = [c for c, h in zip(cheat["tests"], honest["tests"]) if c["score"] < h["score"]]
+    assert held and all("held for an instructor's review" in c["output"] for c in held)
     assert 0 < cheat["score"] < cheat["max_score"]
 
 

@@ -83,12 +83,12 @@ def test_reference_solutions_trip_nothing(path, pol):
 SAMPLES = {"residual-connections": RESIDUAL, "fused-add-norm": FUSED}
 # samples that cheat or break the rules, and the rules each must trip; every other sample trips none
 SAMPLE_RULES = {
-    ("residual-connections", "checker-cheat"): {("import", FLAG), ("monkeypatch", FLAG)},
-    ("residual-connections", "always-equal"): {("override", FLAG)},
-    ("residual-connections", "reads-solutions"): {("import", FLAG), ("process-introspection", WITHHOLD),
+    ("residual-connections", "checker-cheat"): {("import", WITHHOLD), ("monkeypatch", FLAG)},
+    ("residual-connections", "always-equal"): {("override", FLAG), ("protocol", WITHHOLD)},   # its __getattr__
+    ("residual-connections", "reads-solutions"): {("import", WITHHOLD), ("process-introspection", WITHHOLD),
                                                   ("dynamic-code", WITHHOLD)},
     ("residual-connections", "segfault-at-import"): {("process-introspection", WITHHOLD)},
-    ("residual-connections", "crash-at-import"): {("import", FLAG)},     # a module outside course.toml's list
+    ("residual-connections", "crash-at-import"): {("import", WITHHOLD)},     # a module outside course.toml's list
     ("residual-connections", "exits-at-import"): {("process-introspection", WITHHOLD)},
     ("fused-add-norm", "torch-only-wrapper"): {("wrapper-no-launch", FLAG), ("wrapper-arithmetic", FLAG),
                                                ("wrapper-torch-op", FLAG)},
@@ -105,33 +105,50 @@ SAMPLE_RULES = {
     # that alias getattr trip nothing either, and find the probe out of reach (OUT_OF_REACH)
     ("residual-connections", "reach-reexport-torch"): {("process-introspection", WITHHOLD),
                                                        ("private-attribute", WITHHOLD)},
-    ("residual-connections", "reach-reexport-serialization"): {("import", FLAG), ("process-introspection", WITHHOLD),
+    ("residual-connections", "reach-reexport-serialization"): {("import", WITHHOLD), ("process-introspection", WITHHOLD),
                                                                ("private-attribute", WITHHOLD)},
     # the red team's routes, each tried against a probe that is out of reach: flagged by their write to the
     # probe (its private _grads) and the modules they import; a string in the code dataclasses compiles trips
     # nothing here, and the monitor sees the frame it reads (test_monitor.py, test_grader.py)
-    ("residual-connections", "reach-reexport-renamed"): {("import", FLAG), ("process-introspection", WITHHOLD),
+    ("residual-connections", "reach-reexport-renamed"): {("import", WITHHOLD), ("process-introspection", WITHHOLD),
                                                          ("private-attribute", WITHHOLD)},
-    ("residual-connections", "reach-attrgetter"): {("import", FLAG), ("private-attribute", WITHHOLD)},
+    ("residual-connections", "reach-attrgetter"): {("import", WITHHOLD), ("private-attribute", WITHHOLD),
+                                                   ("process-introspection", WITHHOLD)},
+    # getattr under another name handed the module torch: a module held or passed hides its paths
+    ("residual-connections", "reach-alias-getattr"): {("process-introspection", WITHHOLD)},
+    ("residual-connections", "reach-alias-partial"): {("process-introspection", WITHHOLD)},
     ("residual-connections", "reach-own-private-name"): {("process-introspection", WITHHOLD),
                                                          ("private-attribute", WITHHOLD)},
     # the gradients' reads answered by a torch function mode (MODES): the monitor alone sees them (a mode
     # still active after the cell, test_grader.py); here only their imports and a class statement's override
     # are flagged
-    ("residual-connections", "reach-dynamic-class-call"): {("import", FLAG)},
-    ("residual-connections", "reach-dynamic-class-metaclass"): {("import", FLAG)},
-    ("residual-connections", "reach-torch-mode-generator"): {("import", FLAG), ("override", FLAG)},
-    ("residual-connections", "reach-torch-mode-entered"): {("import", FLAG), ("override", FLAG)},
+    ("residual-connections", "reach-dynamic-class-call"): {("import", WITHHOLD)},
+    ("residual-connections", "reach-dynamic-class-metaclass"): {("import", WITHHOLD)},
+    ("residual-connections", "reach-torch-mode-generator"): {("import", WITHHOLD), ("override", FLAG)},
+    ("residual-connections", "reach-torch-mode-entered"): {("import", WITHHOLD), ("override", FLAG)},
     # an exception whose class claims to be a ValueError: the probe reads its own type (test_grader.py), so
     # neither needs a rule; the class statement's override is flagged, the metaclass call on keywords is not
     ("residual-connections", "claims-error-class-statement"): {("override", FLAG)},
+    # the same RuntimeError retyped in memory by a Triton kernel: only the import is a rule's; the interpreter's
+    # check of every store against the launch's tensors stops it (test_fused_add_norm.py)
+    ("residual-connections", "kernel-retypes-error"): {("import", WITHHOLD)},
+    # and by the interpreter's own raw store, which a kernel's first launch left in the notebook's namespace
+    ("residual-connections", "injected-retypes-error"): {("import", WITHHOLD)},
+    # and by cffi, an installed library outside the assignment's imports
+    ("residual-connections", "cffi-retypes-error"): {("import", WITHHOLD)},
+    # and by numpy, at the address its object's __array_interface__ names: the class body's special name
+    ("residual-connections", "interface-retypes-error"): {("protocol", WITHHOLD)},
+    # and by torch alone, adding a sparse tensor whose index lies at the address
+    ("residual-connections", "sparse-retypes-error"): {("unchecked-memory", WITHHOLD)},
+    # a storage read to tell the read-back call apart: storages shrink under their views
+    ("residual-connections", "tells-read-back-storage"): {("unchecked-memory", WITHHOLD)},
     ("residual-connections", "hides-encoder-layer"): {("dunder", WITHHOLD), ("transformer-class", FLAG)},
     ("residual-connections", "forged-structure-report"): {("dynamic-code", WITHHOLD), ("transformer-class", FLAG)},
     ("fused-add-norm", "forged-launch-trace"): {("process-introspection", WITHHOLD), ("wrapper-no-launch", FLAG),
                                                 ("wrapper-arithmetic", FLAG), ("wrapper-torch-op", FLAG)},
-    ("fused-add-norm", "numpy-wrapper"): {("import", FLAG), ("forbidden-module", FLAG), ("numpy", FLAG),
+    ("fused-add-norm", "numpy-wrapper"): {("import", WITHHOLD), ("forbidden-module", FLAG), ("numpy", FLAG),
                                           ("wrapper-no-launch", FLAG), ("wrapper-torch-op", FLAG)},
-    ("fused-add-norm", "numpy-empty-kernel"): {("import", FLAG), ("forbidden-module", FLAG), ("numpy", FLAG),
+    ("fused-add-norm", "numpy-empty-kernel"): {("import", WITHHOLD), ("forbidden-module", FLAG), ("numpy", FLAG),
                                                ("wrapper-torch-op", FLAG)},
     # fusion shown to the tracer but not done by the kernel: the graded name rebound, a constexpr object
     ("fused-add-norm", "by-hand-wrapper"): {("wrapper-torch-op", FLAG)},
@@ -143,12 +160,14 @@ SAMPLE_RULES = {
     ("fused-add-norm", "constexpr-operator"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "object-method"): {("wrapper-torch-op", FLAG)},
     # an empty kernel, and h and y computed where the policy cannot name the callee, or in a heuristic
-    ("fused-add-norm", "torch-under-another-name"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "torch-under-another-name"): {("wrapper-torch-op", FLAG), ("process-introspection", WITHHOLD)},
     ("fused-add-norm", "numpy-through-the-class"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "heuristic-computes"): {("kernel-decorator", FLAG)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
-             "forged-launch-trace", *(f"reach-{name}" for name in {**REACHES, **MODES})}
+             "forged-launch-trace", "interface-retypes-error", "sparse-retypes-error", "cffi-retypes-error",
+             "kernel-retypes-error", "injected-retypes-error",
+             *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
 
 def sample_cells(path: Path, assignment: str) -> list[tuple[str, str, bool]]:
@@ -177,7 +196,13 @@ def test_withheld_rules_of_other_samples_sit_where_holding_changes_no_score():
             if v.severity == WITHHOLD:
                 where.setdefault(path.stem, set()).add(v.cell)
     assert where == {"reads-solutions": {"residual_stream_norms"}, "segfault-at-import": {"chain_rule_grad"},
-                     "exits-at-import": {"residual_stream_norms"}}
+                     "exits-at-import": {"residual_stream_norms"},
+                     # their expected scores count the held tests as failed
+                     "always-equal": {"residual_add"}, "tells-read-back-storage": {"residual_add"},
+                     "torch-under-another-name": {"fused_add_layernorm"}, "checker-cheat": {"residual_add"},
+                     "numpy-wrapper": {"fused_add_layernorm"}, "numpy-empty-kernel": {"fused_add_layernorm"},
+                     # its cell fails at load: no later child loads it
+                     "crash-at-import": {"residual_add"}}
 
 
 # ============================================================ honest variants: no rule tripped
@@ -542,7 +567,7 @@ FORGERIES_FUSED = {
             mean = a.mean(-1, keepdims=True)
             y = (a - mean) / np.sqrt(a.var(-1, keepdims=True) + eps) * weight.numpy() + bias.numpy()
             return torch.from_numpy(a), torch.from_numpy(y)
-        '''), {("import", FLAG), ("forbidden-module", FLAG), ("numpy", FLAG), ("wrapper-torch-op", FLAG)}),
+        '''), {("import", WITHHOLD), ("forbidden-module", FLAG), ("numpy", FLAG), ("wrapper-torch-op", FLAG)}),
     "values copied out element by element in Python": (dict(fused_add_layernorm='''
         def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
             n = x.shape[-1]
@@ -599,7 +624,7 @@ FORGERIES_FUSED = {
             data = x_ptr.handle.data
             import numpy
             tl.store(h_ptr, numpy.sum(data))
-        '''), {("kernel-python", FLAG), ("import", FLAG)}),
+        '''), {("kernel-python", FLAG), ("import", WITHHOLD), ("forbidden-module", FLAG)}),   # numpy.sum, imported in the def
     "kernel default argument runs code at definition": (dict(fused_kernel='''
         @triton.jit(do_not_specialize=[__import__("sys").modules])
         def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
@@ -632,7 +657,8 @@ FORGERIES_FUSED = {
             c = _t.add(x, fx)
             d = C.add(x, fx)
             return _IMPL.run(x, fx), a.mean()
-        '''), {("wrapper-torch-op", FLAG), ("wrapper-arithmetic", FLAG)}),   # _IMPL.run followed: its x + fx
+        '''), {("wrapper-torch-op", FLAG), ("wrapper-arithmetic", FLAG),    # _IMPL.run followed: its x + fx
+               ("process-introspection", WITHHOLD)}),    # torch held under another name hides its paths too
     "a module-level name bound to a torch function, called with unpacked tensors": (dict(fused_add_layernorm='''
         _F = torch.add
 
@@ -1354,12 +1380,13 @@ def test_violations_come_in_the_same_order_in_every_process():
 
 def test_honest_modules_pass_in_any_assignment_and_the_others_stay_flagged():
     """__future__ and warnings: nothing the grade rests on (policy.HONEST_MODULES); copy, time, random and
-    logging are flagged, as the notebooks' rules section says (nbtest/rules_text.py)."""
+    logging are flagged, as the notebooks' rules section says (nbtest/rules_text.py), and hold the tests that rest
+    on the child's reports: the policy vouches only for the modules it lists (cffi writes raw addresses)."""
     honest = "from __future__ import annotations\nimport warnings\n\nwarnings.filterwarnings('ignore')\n"
     assert policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=honest), RESIDUAL) == []
     for module in ("copy", "time", "random", "logging"):
         found = policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=f"import {module}\n"), RESIDUAL)
-        assert rules(found) == {("import", FLAG)}, module
+        assert rules(found) == {("import", WITHHOLD)}, module
 
 
 def test_compilers_the_grader_runs_uncompiled_hold_nothing_and_the_rest_of_torch_jit_does():
@@ -1400,3 +1427,65 @@ def test_object_setattr_elsewhere_stays_a_dunder_reach(edit):
     assert source != FROZEN
     found = {(v.rule, v.severity) for v in policy.check_cells(with_cells(RESIDUAL_NB, residual_add=source), RESIDUAL)}
     assert ("dunder", WITHHOLD) in found, (edit, found)
+
+
+# ============================================================ raw memory: what hands a library an address
+
+# Each wrote any word of the grading child with no rule broken (a RuntimeError's type word set to ValueError's,
+# interface-retypes-error and sparse-retypes-error: 100 to their twin's 96): numpy builds an array at the address
+# an object's __array_interface__ names, torch adds a sparse tensor's value at its index however far past the
+# dense tensor, numpy.lib.stride_tricks.as_strided reads past its array, reached through a module held under
+# another name or imported in a def. Each is held now, in each spelling that gives a library the name or the
+# object; the honest spellings beside them pass.
+RAW_MEMORY = {
+    "array interface in a class body": ("class W:\n    __array_interface__ = property(lambda self: self.d)\n",
+                                        {("protocol", WITHHOLD)}),
+    "array interface as a keyword": ("W = dict(__array_interface__=1)\n", {("protocol", WITHHOLD)}),
+    "array interface as a string": ("W = {'__array_struct__': 1}\n", {("protocol", WITHHOLD)}),
+    "__getattr__ answers any name": ("class W:\n    def __getattr__(self, name):\n        return self.d\n",
+                                     {("protocol", WITHHOLD)}),
+    "a module's __getattr__": ("def __getattr__(name):\n    return 1\n", {("protocol", WITHHOLD)}),
+    "type() on a computed namespace": ("n = 'x'\nW = type('W', (), {n: 1})\n", {("protocol", WITHHOLD)}),
+    "a metaclass held": ("def f(x):\n    meta = type(x)\n    return meta('W', (), {})\n", {("protocol", WITHHOLD)}),
+    "a metaclass of one's own": ("class M(type):\n    pass\n", {("protocol", WITHHOLD)}),
+    "make_dataclass on a computed name": ("import dataclasses\nn = 'x'\nW = dataclasses.make_dataclass('W', [(n, int)])\n",
+                                          {("protocol", WITHHOLD)}),
+    "a sparse tensor": ("import torch\ns = torch.sparse_coo_tensor([[0]], [1.0], (1,))\n",
+                        {("unchecked-memory", WITHHOLD)}),
+    "a sparse layout": ("import torch\ns = torch.zeros(2, layout=torch.sparse_coo)\n", {("unchecked-memory", WITHHOLD)}),
+    "sparse gradients": ("import torch\ne = torch.nn.Embedding(3, 2, sparse=True)\n", {("unchecked-memory", WITHHOLD)}),
+    "a sparse tensor's indices": ("def f(g):\n    return g.indices()\n", {("unchecked-memory", WITHHOLD)}),
+    "a sparse tensor's indices held": ("def f(g):\n    i = getattr(g, 'indices')\n    return i()\n",
+                                       {("unchecked-memory", WITHHOLD)}),
+    "__getattribute__ answers any name": ("class W:\n    def __getattribute__(self, name):\n        return 1\n",
+                                          {("protocol", WITHHOLD), ("override", FLAG)}),
+    "a storage": ("import torch\ns = torch.ones(2).untyped_storage()\n", {("unchecked-memory", WITHHOLD)}),
+    "numpy's resize without its check": ("import numpy\na = numpy.zeros(4)\na.resize((8,), refcheck=False)\n",
+                                         {("unchecked-memory", WITHHOLD)}),
+    "an installed library outside the imports": ("import cffi\nw = cffi.FFI().cast('long *', 0)\n",
+                                                 {("import", WITHHOLD)}),
+    "all of a module's names": ("from torch import *\n", {("import", WITHHOLD)}),
+    "numpy held under another name": ("import numpy\nm = numpy\n", {("process-introspection", WITHHOLD)}),
+    "numpy imported in a def": ("def f(a):\n    import numpy\n    return numpy.lib.stride_tricks.as_strided(a, (4,), (8,))\n",
+                                {("process-introspection", WITHHOLD)}),
+    "honest: a type's name, classes compared": (
+        "def f(x, y):\n    return type(x).__name__, type(x) is type(y), isinstance(x, (int, type(y)))\n", set()),
+    "honest: data-model methods, a literal dataclass": (
+        "import dataclasses\nW = dataclasses.make_dataclass('W', [('a', int)])\n\n\nclass V:\n"
+        "    def __init__(self, a):\n        self.a = a\n\n    def __eq__(self, other):\n        return self.a == other\n",
+        set()),
+    "sparse gradients by position": ("import torch\ne = torch.nn.Embedding(3, 2, None, None, 2.0, False, True)\n",
+                                     {("unchecked-memory", WITHHOLD)}),
+    "honest: a result's indices, triu_indices, sparse=False, a storage offset": (
+        "import torch\ndef f(x):\n    i = torch.topk(x, 2).indices\n    j = torch.triu_indices(3, 3)\n"
+        "    e = torch.nn.Embedding(3, 2, sparse=False)\n    return i, j, e, x.storage_offset()\n", set()),
+    "honest: a loop name shadowing a module": (
+        "import torch.nn.functional as F\ndef f(branches):\n    for F, _ in branches:\n        y = F(1)\n    return y\n",
+        set()),
+}
+
+
+@pytest.mark.parametrize("name", RAW_MEMORY)
+def test_code_that_hands_a_library_a_raw_address_is_held(name):
+    source, expected = RAW_MEMORY[name]
+    assert rules(policy.check(source, RESIDUAL)) == expected

@@ -291,6 +291,12 @@ def _preload(names: list[str]) -> None:
         module = importlib.import_module(name)
         if hasattr(module, "warm_up"):
             module.warm_up()
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        # Triton's interpreter reads and writes the raw addresses a kernel computes: imported here, with its
+        # memory operations checked against the launch's tensors, so that no notebook (residual-connections'
+        # too, where importing triton is only a flag) imports an interpreter that reaches any object of the child
+        importlib.import_module("triton")    # 0.2 s, once per zygote
+        nbtest.interpreter_as_on_gpu()
 
 
 def _serve(control: socket.socket) -> None:
