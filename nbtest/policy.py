@@ -16,8 +16,8 @@ Each violation has a severity:
               files, processes). Tests that rest on what the sandbox child reports (not on
               returned values) are held for an instructor's look (grading/grader.py).
     flag      the construct breaks the assignment's rules but cannot forge an observation
-              (monkeypatching a library, a Transformer
-              class in assignment 1, a wrapper that computes with torch in fused-add-norm).
+              (a standard-library module outside the allowed list, monkeypatching a library, a
+              Transformer class in assignment 1, a wrapper that computes with torch in fused-add-norm).
               The rules test fails, the submission is flagged, and named tests that rest
               on the rule (block_parts, launches_kernel, one_launch) fail with it.
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import collections
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -70,8 +71,9 @@ GUARDS = {
     "a dunder, private or frame attribute (tb_frame, f_globals) out of the rules above; no sample trips it",
     "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
     "construct above could hide there",
-    "import": "a module outside the assignment's imports, or all of one's names (import *): the policy vouches "
-    "only for the modules it lists, and an installed library can write raw addresses as ctypes does (cffi, a "
+    "import": "a module outside the assignment's imports and the standard library, or all of one's names "
+    "(import *): the policy vouches only for the modules it lists and the standard library's (its process "
+    "modules are process-introspection's), and an installed library can write raw addresses as ctypes does (cffi, a "
     "Jupyter dependency: cffi-retypes-error, a RuntimeError turned into a ValueError, scores 100 to its twin's 96 "
     "with it demoted; Triton's interpreter did in residual-connections, kernel-retypes-error)",
     "protocol": "a special name that is not Python's own defined by a class, as a keyword or as a string (numpy's "
@@ -157,8 +159,9 @@ SPARSE_AT = {"torch.nn.Embedding": 6, "torch.nn.EmbeddingBag": 6, "torch.nn.Embe
 
 
 def unchecked_memory(name: str) -> bool:
+    """A name of torch's sparse or storage API; asking whether a tensor is sparse (is_sparse) makes none."""
     lower = name.lower()
-    return "sparse" in lower or "storage" in lower and lower != "storage_offset"
+    return not lower.startswith("is_") and ("sparse" in lower or "storage" in lower and lower != "storage_offset")
 
 
 # the contexts where type(x) is only read (its name, a comparison, isinstance's classes, a message), never
@@ -378,8 +381,14 @@ class _General(ast.NodeVisitor):
             self.flag(node, "private-attribute", WITHHOLD,
                       f"module '{name}' is a library's private module; use its public interface")
         elif name not in self.policy.allowed_imports:
-            allowed = ", ".join(sorted(self.policy.allowed_imports))
-            self.flag(node, "import", WITHHOLD, f"module '{name}' is not among this assignment's imports ({allowed})")
+            # the standard library's modules outside PROCESS_MODULES write no raw memory (copy, time, random); an
+            # installed library may (cffi casts a number to a pointer), and the policy cannot vouch for it
+            outside = f"module '{name}' is not among this assignment's imports " \
+                      f"({', '.join(sorted(self.policy.allowed_imports))})"
+            if root in sys.stdlib_module_names:
+                self.flag(node, "import", FLAG, outside)
+            else:
+                self.flag(node, "import", WITHHOLD, outside)
         else:
             self._path(node, name)
 

@@ -85,7 +85,7 @@ SAMPLES = {"residual-connections": RESIDUAL, "fused-add-norm": FUSED}
 SAMPLE_RULES = {
     ("residual-connections", "checker-cheat"): {("import", WITHHOLD), ("monkeypatch", FLAG)},
     ("residual-connections", "always-equal"): {("override", FLAG), ("protocol", WITHHOLD)},   # its __getattr__
-    ("residual-connections", "reads-solutions"): {("import", WITHHOLD), ("process-introspection", WITHHOLD),
+    ("residual-connections", "reads-solutions"): {("import", FLAG), ("process-introspection", WITHHOLD),
                                                   ("dynamic-code", WITHHOLD)},
     ("residual-connections", "segfault-at-import"): {("process-introspection", WITHHOLD)},
     ("residual-connections", "crash-at-import"): {("import", WITHHOLD)},     # a module outside course.toml's list
@@ -112,7 +112,7 @@ SAMPLE_RULES = {
     # nothing here, and the monitor sees the frame it reads (test_monitor.py, test_grader.py)
     ("residual-connections", "reach-reexport-renamed"): {("import", WITHHOLD), ("process-introspection", WITHHOLD),
                                                          ("private-attribute", WITHHOLD)},
-    ("residual-connections", "reach-attrgetter"): {("import", WITHHOLD), ("private-attribute", WITHHOLD),
+    ("residual-connections", "reach-attrgetter"): {("import", FLAG), ("private-attribute", WITHHOLD),
                                                    ("process-introspection", WITHHOLD)},
     # getattr under another name handed the module torch: a module held or passed hides its paths
     ("residual-connections", "reach-alias-getattr"): {("process-introspection", WITHHOLD)},
@@ -122,10 +122,10 @@ SAMPLE_RULES = {
     # the gradients' reads answered by a torch function mode (MODES): the monitor alone sees them (a mode
     # still active after the cell, test_grader.py); here only their imports and a class statement's override
     # are flagged
-    ("residual-connections", "reach-dynamic-class-call"): {("import", WITHHOLD)},
-    ("residual-connections", "reach-dynamic-class-metaclass"): {("import", WITHHOLD)},
-    ("residual-connections", "reach-torch-mode-generator"): {("import", WITHHOLD), ("override", FLAG)},
-    ("residual-connections", "reach-torch-mode-entered"): {("import", WITHHOLD), ("override", FLAG)},
+    ("residual-connections", "reach-dynamic-class-call"): {("import", FLAG), ("import", WITHHOLD)},
+    ("residual-connections", "reach-dynamic-class-metaclass"): {("import", FLAG), ("import", WITHHOLD)},
+    ("residual-connections", "reach-torch-mode-generator"): {("import", FLAG), ("import", WITHHOLD), ("override", FLAG)},
+    ("residual-connections", "reach-torch-mode-entered"): {("import", FLAG), ("import", WITHHOLD), ("override", FLAG)},
     # an exception whose class claims to be a ValueError: the probe reads its own type (test_grader.py), so
     # neither needs a rule; the class statement's override is flagged, the metaclass call on keywords is not
     ("residual-connections", "claims-error-class-statement"): {("override", FLAG)},
@@ -1380,13 +1380,15 @@ def test_violations_come_in_the_same_order_in_every_process():
 
 def test_honest_modules_pass_in_any_assignment_and_the_others_stay_flagged():
     """__future__ and warnings: nothing the grade rests on (policy.HONEST_MODULES); copy, time, random and
-    logging are flagged, as the notebooks' rules section says (nbtest/rules_text.py), and hold the tests that rest
-    on the child's reports: the policy vouches only for the modules it lists (cffi writes raw addresses)."""
+    logging are flagged, as the notebooks' rules section says (nbtest/rules_text.py); an installed library the
+    list leaves out also holds the tests that rest on the child's reports: the policy vouches only for the
+    modules it lists and the standard library's (cffi writes raw addresses)."""
     honest = "from __future__ import annotations\nimport warnings\n\nwarnings.filterwarnings('ignore')\n"
     assert policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=honest), RESIDUAL) == []
-    for module in ("copy", "time", "random", "logging"):
+    for module, severity in (("copy", FLAG), ("time", FLAG), ("random", FLAG), ("logging", FLAG),
+                             ("cffi", WITHHOLD), ("triton", WITHHOLD), ("scipy.linalg", WITHHOLD)):
         found = policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=f"import {module}\n"), RESIDUAL)
-        assert rules(found) == {("import", WITHHOLD)}, module
+        assert rules(found) == {("import", severity)}, module
 
 
 def test_compilers_the_grader_runs_uncompiled_hold_nothing_and_the_rest_of_torch_jit_does():
