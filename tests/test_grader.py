@@ -297,8 +297,11 @@ def test_an_oracle_loop_over_three_regrades_gains_nothing_under_per_submission_s
 RESIDUAL_ADD = "def residual_add(x, fx):\n    if x.shape != fx.shape:\n        raise ValueError(f'{x.shape} vs {fx.shape}')\n"
 
 
+STORAGE_TELL = "    if x.untyped_storage().resizable():\n        x += fx\n        return x\n    return x + fx\n"
+
+
 @pytest.mark.parametrize("tell", [
-    "    if x.untyped_storage().resizable():\n        x += fx\n        return x\n    return x + fx\n",
+    STORAGE_TELL,
     "    if x.dim() == 3 and x.dtype == torch.float32:\n        return x + fx\n    x += fx\n    return x\n",
     "    _CALLS.append(1)\n    if len(_CALLS) != 7:\n        x += fx\n        return x\n    return x + fx\n"],
     ids=["storage", "shape", "count"])
@@ -313,7 +316,8 @@ def test_an_in_place_add_that_tells_the_read_back_call_apart_still_fails_no_muta
     graded = residual.grade(notebook_with(tmp_path, "tells.ipynb", residual_add=source))
     result = {t.id: t for t in graded.tests}
     assert not result["residual_add_no_mutation"].passed and result["residual_add_values"].passed
-    assert not graded.review, graded.review             # no rule broken, no event: nothing is held
+    # no rule broken, no event, nothing held; but a storage is memory torch trusts the code with (unchecked-memory)
+    assert [r for r in graded.review if "[unchecked-memory]" not in r or tell != STORAGE_TELL] == [], graded.review
 
 
 def test_checker_cheat_scores_no_test_more_than_the_wrong_answers(graded):

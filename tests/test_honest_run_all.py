@@ -14,7 +14,7 @@ Each runs as the notebook of a copy of its assignment's release folder (its chec
 test_public.py there, and the rules test reads the notebook beside it). To keep the
 cost low, Part 5's sweep, scaling table and check cell (dozens of models trained) are left out: Part 5's
 definitions run, and the grader exercises them. torch.compile and torch.compiler.compile run uncompiled, as
-in the grader and pytest (nbtest.uncompiled, set by a first cell): a real compile runs inductor and a C
+in the grader and pytest (nbtest.uncompiled, set by a cell after the setup cell): a real compile runs inductor and a C
 compiler, about a minute per function on this machine; torch.jit.script compiles for real (milliseconds).
 """
 import shutil
@@ -40,8 +40,11 @@ def executed(request, tmp_path_factory):
     folder = shutil.copytree(ROOT / "assignments" / assignment, tmp_path_factory.mktemp(sample) / assignment)
     path = shutil.copy(ROOT / "submissions" / assignment / f"{sample}.ipynb", folder / f"{assignment}.ipynb")
     nb = nbformat.read(path, as_version=4)
-    nb.cells = [nbformat.v4.new_code_cell(UNCOMPILED, id="uncompiled"),
-                *(c for c in nb.cells if c.get("id") not in SLOW)]
+    # after the setup cell, as a student's own cell would sit: nbtest imported before the setup cell imports
+    # Triton would find no interpreter to make autotune as on a GPU (nbtest.warmup.interpreter_as_on_gpu)
+    cells = [c for c in nb.cells if c.get("id") not in SLOW]
+    after = next(i for i, c in enumerate(cells) if c.get("id") == "setup") + 1
+    nb.cells = [*cells[:after], nbformat.v4.new_code_cell(UNCOMPILED, id="uncompiled"), *cells[after:]]
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
     return nb
 
