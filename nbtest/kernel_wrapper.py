@@ -256,13 +256,19 @@ def _own_names(fn) -> set[str]:
     return names
 
 
-def _bound_once(fn) -> list[ast.Assign]:
-    """The plain assignments `name = value` of fn whose name fn binds in no other way (no parameter, loop
-    target, second assignment, del, nested def or class, or except target)."""
+def _store_counts(fn) -> dict[str, int]:
+    """How many times fn (nested defs included) assigns or deletes each plain name."""
     stores: dict[str, int] = {}
     for n in ast.walk(fn):
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
             stores[n.id] = stores.get(n.id, 0) + 1
+    return stores
+
+
+def _bound_once(fn) -> list[ast.Assign]:
+    """The plain assignments `name = value` of fn whose name fn binds in no other way (no parameter, loop
+    target, second assignment, del, nested def or class, or except target)."""
+    stores = _store_counts(fn)
     others = {a.arg for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
               for a in _arguments(n.args)} | {n.name for n in ast.walk(fn) if isinstance(
                   n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) and n.name}
@@ -329,10 +335,7 @@ def _nested_helpers(fn) -> dict[str, ast.FunctionDef]:
                if isinstance(node, ast.FunctionDef) and not node.decorator_list and named.count(node.name) == 1
                and node.name not in stored and only_called(node.name) and plain(node)}
     # name = lambda ...: bound by that assignment alone, then only called: the def it could be
-    stores: dict[str, int] = {}
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            stores[n.id] = stores.get(n.id, 0) + 1
+    stores = _store_counts(fn)
     others = stored - {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     for node in _statements(fn.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and \

@@ -8,8 +8,9 @@ import sys
 
 
 def interpreter_as_on_gpu() -> None:
-    """Make Triton's interpreter (TRITON_INTERPRET=1, Triton imported) run three things as a GPU would; on a
-    GPU, or before Triton is imported, it does nothing. Calling it again changes nothing.
+    """Make Triton's interpreter (TRITON_INTERPRET=1, Triton imported) run three things as a GPU would, and keep
+    its own globals out of a kernel's module; on a GPU, or before Triton is imported, it does nothing. Calling it
+    again changes nothing.
 
     @triton.autotune: Triton's own benchmarker needs a GPU driver and fails with "0 active drivers". Each
     config then runs once (one that cannot run fails there) and the first is kept, so a grade never

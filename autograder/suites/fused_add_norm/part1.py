@@ -45,17 +45,17 @@ def check_width(t: Trial, rows: int, n: int, why: str) -> None:
     """Rows of width n (with a mean away from 0); a crash there, or the interpreter's out-of-bounds fault
     (nbtest/warmup.py), is a kernel without masks."""
     x, fx, weight, bias = inputs(t, rows, n, shift=offset(t))
+    where = f"no mask: at width {n} (BLOCK = {block_of(n)}) {label(x)}"
     try:
         check_values(t, x, fx, weight, bias, why=why)
     except Died as e:
-        t.fail(f"no mask: at width {n} (BLOCK = {block_of(n)}) {label(x)} crashed the process ({e}): without "
-               f"masks the kernel reads and writes past the end of the tensors. {MASKS}")
+        t.fail(f"{where} crashed the process ({e}): without masks the kernel reads and writes past the end of the "
+               f"tensors. {MASKS}")
     except Failed as e:
         if e.kind != "error" or OUT_OF_BOUNDS not in str(e):
             raise
-        t.fail(f"no mask: at width {n} (BLOCK = {block_of(n)}) {label(x)}: the kernel reads or writes past the "
-               f"end of the tensors; Triton's interpreter stops it there ({OUT_OF_BOUNDS}), where a GPU faults or "
-               f"corrupts memory. {MASKS}")
+        t.fail(f"{where}: the kernel reads or writes past the end of the tensors; Triton's interpreter stops it "
+               f"there ({OUT_OF_BOUNDS}), where a GPU faults or corrupts memory. {MASKS}")
 
 
 @test(1, 3, "widths that are not powers of two (masks, and sums divided by n)", own_child=True)
