@@ -629,6 +629,8 @@ class _Body:
         return self.tensorish(node)
 
     def tensorish(self, node) -> bool:
+        if self.as_generator(node) is not None:
+            return self.tensorish(self.as_generator(node))
         if isinstance(node, ast.Dict):
             return any(self.tensorish(v) for v in node.values)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PACKING and \
@@ -661,20 +663,47 @@ class _Body:
             return path in WRAPPER_ALLOC
         if isinstance(node, (ast.Tuple, ast.List)):
             return any(self.tensorish(e) for e in node.elts)
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):    # its targets bound by expr()
+            return self.tensorish(node.elt)
+        if isinstance(node, ast.DictComp):
+            return self.tensorish(node.value)
         if isinstance(node, ast.IfExp):
             return self.tensorish(node.body) or self.tensorish(node.orelse)
         if isinstance(node, (ast.BinOp, ast.UnaryOp)):
             return any(self.tensorish(c) for c in ast.iter_child_nodes(node))
         return False
 
+    def as_generator(self, node) -> ast.GeneratorExp | None:
+        """map(lambda t: BODY, items) with Python's own map: the generator expression (BODY for t in items) it
+        is, as a new node to read, not to walk (several iterables zip into the lambda's parameters); None for
+        anything else."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "map" and
+                not node.keywords and len(node.args) >= 2 and isinstance(node.args[0], ast.Lambda) and
+                not {"map", "zip"} & (self.own | self.w.ctx.bound)):
+            return None
+        fn, items = node.args[0], node.args[1:]
+        a = fn.args
+        if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults or len(a.args) != len(items) or \
+                any(isinstance(i, ast.Starred) for i in items):
+            return None
+        names = [ast.copy_location(ast.Name(p.arg, ast.Store()), p) for p in a.args]
+        target = names[0] if len(names) == 1 else ast.copy_location(ast.Tuple(names, ast.Store()), fn)
+        iterable = items[0] if len(items) == 1 else ast.copy_location(
+            ast.Call(ast.copy_location(ast.Name("zip", ast.Load()), node.func), list(items), []), node)
+        return ast.copy_location(ast.GeneratorExp(fn.body, [ast.comprehension(target, iterable, [], 0)]), node)
+
     def expr(self, node, path):
+        loops = []      # comprehensions, and maps of a lambda (as_generator): their targets take their items
         for c in ast.walk(node):
-            if isinstance(c, ast.comprehension):
+            if isinstance(c, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                loops.append(c)
+            elif self.as_generator(c) is not None:
+                loops.append(c)
+                g = self.as_generator(c).generators[0]
+                self.bind_items(g.target, g.iter)
+            elif isinstance(c, ast.comprehension):
                 self.bind_items(c.target, c.iter)
-        in_comprehension = {id(n) for c in ast.walk(node) if isinstance(c, ast.comprehension)
-                            for n in ast.walk(c)} | \
-            {id(n) for c in ast.walk(node) if isinstance(c, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp))
-             for n in ast.walk(c)}
+        in_comprehension = {id(n) for c in loops for n in ast.walk(c)}
         # a module-level object of the notebook's plain class may be called or have an attribute read or set
         # (what that runs is followed, self.method); handed on anywhere else (a kernel's argument) it is opaque
         used = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)} | \
@@ -724,6 +753,8 @@ class _Body:
 
     def call(self, node, path, in_comprehension: bool):
         f, ctx = node.func, self.w.ctx
+        if self.as_generator(node) is not None:     # its lambda's body is walked as a generator expression's
+            return
         if isinstance(f, ast.Name) and f.id in self.launchers:     # launch = kernel[grid]; launch(...)
             f = self.launchers[f.id]
         if isinstance(f, ast.Name) and f.id in self.helpers:       # def require(...): ... in the function

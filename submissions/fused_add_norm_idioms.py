@@ -460,8 +460,8 @@ IDIOMS = [
                                                        eps, BLOCK=triton.next_power_of_2(n))
             return h.reshape(x.shape), y.reshape(x.shape)
         '''),
-    # the launcher kernel[grid] kept in a local, then called (honest3-fan)
-    (("launcher-local",), "fused_add_layernorm", '''
+    # the launcher kernel[grid] kept in a local, then called (honest3-fan); rows by a map of a lambda (honest4-fanp33)
+    (("launcher-local", "map-lambda-rows"), "fused_add_layernorm", '''
         def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
                                 eps: float = 1e-5) -> tuple[Tensor, Tensor]:
             """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
@@ -475,7 +475,7 @@ IDIOMS = [
             if any(t.dtype not in DTYPES for t in (x, fx, weight, bias)) or x.dtype != fx.dtype:
                 raise ValueError(f"dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}: float16, bfloat16 or "
                                  "float32, with x and fx alike")
-            x2, fx2 = x.reshape(-1, width).contiguous(), fx.reshape(-1, width).contiguous()
+            x2, fx2 = map(lambda t: t.reshape(-1, width).contiguous(), (x, fx))
             h, y = torch.empty_like(x2), torch.empty_like(x2)
             launch = fused_add_layernorm_kernel[(x2.shape[0],)]
             launch(x2, fx2, weight.contiguous(), bias.contiguous(), h, y, width, eps, BLOCK=triton.next_power_of_2(width))

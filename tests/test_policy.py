@@ -1156,6 +1156,31 @@ def test_a_lambda_bound_to_a_name_and_only_called_is_a_helper(lines, found):
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=wrapper_with(lines)), FUSED)) == found
 
 
+@pytest.mark.parametrize("lines, found", [
+    ("x2, fx2 = map(lambda t: t.reshape(-1, n).contiguous(), (x, fx))", set()),
+    ("x2, fx2 = map(lambda t, m: t.reshape(-1, m), (x, fx), (n, n))", set()),       # zipped
+    ("ok = all(map(lambda t: t.is_contiguous(), (x, fx)))", set()),
+    ("x2, fx2 = map(lambda t: t.reshape(-1, n), (x, fx))\n    z = x2 + fx2", {("wrapper-arithmetic", FLAG)}),
+    ("x2, fx2 = map(lambda t: t.exp(), (x, fx))", {("wrapper-torch-op", FLAG)}),
+    ("x2, fx2 = map(lambda t, u: t * u, (x, fx), (x, fx))", {("wrapper-arithmetic", FLAG)}),
+    ("x2 = list(map(lambda t: t.reshape(-1, n), (x, fx)))\n    z = x2[0] * 2", {("wrapper-arithmetic", FLAG)}),
+    ("list(map(lambda t: fused_add_layernorm_kernel[(1,)](t, fx, weight, bias, x, x, n, eps, BLOCK=16), (x,)))",
+     {("wrapper-launch-loop", FLAG), ("wrapper-launches", FLAG)}),
+    ("map = lambda f, xs: [f(v) for v in xs]\n    x2, fx2 = map(lambda t: t.exp(), (x, fx))",   # not Python's map
+     {("wrapper-torch-op", FLAG)}),
+    # what a comprehension returns holds a tensor where its items do
+    ("x2, fx2 = (t.reshape(-1, n) for t in (x, fx))\n    z = x2 + fx2", {("wrapper-arithmetic", FLAG)}),
+    ("x2, fx2 = [t for t in (x, fx)]\n    z = x2 * 2", {("wrapper-arithmetic", FLAG)}),
+    ("sizes = [t.shape[-1] for t in (x, fx)]\n    m = sizes[0] * 2", set()),
+])
+def test_a_map_of_a_lambda_is_the_generator_expression_it_is(lines, found):
+    """x2, fx2 = map(lambda t: t.reshape(-1, n).contiguous(), (x, fx)) (honest4-fanp33: it cost the two launch
+    tests, held for review, where the generator expression of the same kept them) is walked as (BODY for t in
+    items): its lambda's parameter takes the items, a launch in it is one in a loop. And what a comprehension
+    or such a map returns holds a tensor where its items do: x2 + fx2 after either is arithmetic on tensors."""
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=wrapper_with(lines)), FUSED)) == found
+
+
 FACTORY = """
 class Cfg:
     def __init__(self, block, warps):
