@@ -1,29 +1,37 @@
-"""The margins of Part 5's training tests, in-process over many seeds: the reference and each wrong variant.
+"""The margins of Part 5's training tests over many seeds: the reference and each wrong variant.
 
-    .venv/bin/python benchmarks/part5_margins.py [--seeds 300] [--steps 16] [--lr 0.1] [--tests "deep residual"]
+    .venv/bin/python benchmarks/part5_margins.py [--seeds 300] [--first 1] [--tests "deep residual"]
+        [--variants "reference,no projection"] [--steps 16] [--n 256] [--small-steps 15] ...
 
 Runs what train_lowers_loss, deep_residual_trains and deep_plain_stalls (suites/residual_connections/part5.py)
-run, with their problems, steps and bounds (SMALL, DEEP and the bounds there; --steps, --lr and the
-other options try others), on the reference solution's functions and on variants built from them: the
-mistakes of the part5-* samples and a few more. The small run trains with the variant's train, the deep
-runs with the grader's own (specs.fit), as the tests do. No sandbox: one process, one thread, as a grading child.
+run, by their own functions (small_run, deep_residual_run, deep_plain_runs) and with a grading's draws: each
+seed is a grading seed, each run a Trial of that test, so what seed N shows here is what
+`python -m autograder grade residual-connections NB --seed N` sees. The submission is the reference
+solution's functions or a variant built from them (the mistakes of the part5-* samples and a few more),
+served in this process by the child's own request handler (probe.serve_request): no sandbox, one thread,
+as in a grading child. --steps, --lr and the other options try other problems than the tests'.
 Prints one row per test and variant: the statistic each bound is applied to, its lowest and highest
-value over the seeds, the bound, and on how many seeds the variant passed that test. The reference
-and the honest variants must pass on every seed, each wrong variant fail on every seed.
+value over the seeds, the bound, on how many seeds the variant passed that test, and the seeds where it
+did not do what it should. The reference and the honest variants must pass on every seed, each wrong
+variant fail on every seed.
 """
 from __future__ import annotations
 
 import argparse
 import math
 import time
+import types
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from autograder.kit import Failed, Trial
+from autograder.core import probe
 from autograder.suites.residual_connections import part5 as rc
-from autograder.suites.residual_connections.specs import fit
+from autograder.suites.residual_connections.specs import SPECS
+from autograder.suites.residual_connections.suite import SUITE
 from nbtest import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,69 +103,75 @@ VARIANTS = {
 }
 
 
-def trained(variant, builder: str, seed: int, gen: torch.Generator, n: int, d_in: int, width: int, k: int,
-            depth: int, steps: int, lr: float, own_train: bool = False) -> tuple[float, float, float, float]:
-    """(loss before, after, held-out loss before, after) of the variant's builder trained as the test does:
-    own_train, by the variant's train, else by the grader's."""
+class InProcess:
+    """A sandbox stand-in: each request served at once by probe.serve_request against `module`."""
+
+    declared: dict = {}
+
+    def __init__(self, module: types.ModuleType):
+        self.module, self.objects = module, {}
+
+    def start(self) -> None:
+        pass
+
+    def request(self, request: dict, deadline) -> dict:
+        return probe.serve_request(self.module, SPECS, self.objects, request)
+
+
+def submission(variant: str) -> types.ModuleType:
+    """The reference notebook's namespace with the variant's builders and train in place of its own."""
     builders, train, _ = VARIANTS[variant]
-    X, y, X_held, y_held = rc.teacher_problem(gen, n, d_in, k)
-    torch.manual_seed(seed)
-    model = builders.get(builder, getattr(nb, builder))(d_in, width, k, depth)
-    loss = lambda X, y: F.cross_entropy(model(X).double(), y).item()
-    with torch.no_grad():
-        before = loss(X, y), loss(X_held, y_held)
-    if own_train:
-        train(model, X, y, steps, lr=lr, batch=n, seed=seed % 1000)
-    else:
-        fit(model, X, y, steps, lr)
-    with torch.no_grad():
-        after = loss(X, y), loss(X_held, y_held)
-    return before[0], after[0], before[1], after[1]
+    module = types.ModuleType(f"part5_margins_{variant}")
+    module.__dict__.update(nb.__dict__, **builders, train=train)
+    return module
 
 
-def measure(variant: str, seed: int, small: dict, deep: dict, tests) -> dict[str, dict[str, float]]:
-    """The statistics of each of `tests` on one seed: what its bounds are applied to (nan where a run diverged)."""
-    out, chance = {}, math.log(deep["k"])
-    gen = torch.Generator()
-    deep_run = lambda builder, depth, steps: trained(variant, builder, seed, gen, deep["n"], deep["d_in"],
-                                                     deep["width"], deep["k"], depth, steps, deep["lr"])
-    if "small" in tests:
-        gen.manual_seed(seed)
-        d_in, k = 7 + 2 * (seed % 3), 3 + 2 * (seed % 2)
-        b, a, hb, ha = trained(variant, "residual_mlp", seed, gen, small["n"], d_in, small["width"], k,
-                               small["depth"], small["steps"], small["lr"], own_train=True)
-        out["small"] = {"after / before": a / b, "held after / before": ha / hb}
-    if "deep residual" in tests:
-        gen.manual_seed(seed)
-        _, loss, held_before, held = deep_run("residual_mlp", deep["depth"], deep["steps"])
-        out["deep residual"] = {"loss / chance": loss / chance, "deep held after / before": held / held_before}
-    if "deep plain" in tests:
-        gen.manual_seed(seed)
-        plain = deep_run("plain_mlp", deep["depth"], deep["plain_steps"])[1]
-        shallow = {**rc.SHALLOW, "steps": deep["shallow_steps"], "n": deep["shallow_n"]}
-        _, _, held_before, held = trained(variant, "plain_mlp", seed, gen, shallow["n"], shallow["d_in"],
-                                          shallow["width"], shallow["k"], shallow["depth"], shallow["steps"],
-                                          shallow["lr"])
-        out["deep plain"] = {"shallow held after / before": held / held_before, "deep / chance": plain / chance}
-    return out
+def trial(test, seed: int, module: types.ModuleType) -> Trial:
+    """The Trial a grading at `seed` gives `test` (a part5 test function): the same draws, call by call."""
+    entry = next(t for t in SUITE.tests if t.check is test)
+    return Trial(entry, seed, InProcess(module), 600.0, nb, SPECS, str)
 
 
-# statistic -> (bound, whether the test needs it below the bound)
-BOUNDS = {"after / before": (rc.SMALL_FALL, True), "held after / before": (rc.HELD_SMALL, True),
-          "loss / chance": (rc.DEEP_FIT, True), "deep held after / before": (rc.HELD_DEEP, True),
-          "shallow held after / before": (rc.HELD_SHALLOW, True), "deep / chance": (rc.PLAIN_STALL, False)}
+def measure(module, seed: int, small: dict, deep: dict, plain: dict, shallow: dict, tests) -> dict:
+    """Each of `tests` at one grading seed: {"passed": bool, statistic: [its value in each run]}, the
+    statistics being what the bounds are applied to (nan where a run failed on its own, as a diverged one does)."""
+    return {test: _statistics(test, module, seed, small, deep, plain, shallow) for test in tests}
 
 
-def passes(stats: dict[str, float]) -> bool:
-    return all(math.isfinite(v) and (v <= BOUNDS[name][0]) == BOUNDS[name][1] for name, v in stats.items())
+def _statistics(test: str, module, seed: int, small: dict, deep: dict, plain: dict, shallow: dict) -> dict:
+    chance = math.log(deep["k"])
+    try:
+        if test == "small":
+            _, (b, hb, a, ha) = rc.small_run(trial(rc.train_lowers_loss, seed, module), small)
+            stats = {"after / before": [a / b], "held after / before": [ha / hb]}
+        elif test == "deep residual":
+            _, (_, hb, loss, held) = rc.deep_residual_run(trial(rc.deep_residual_trains, seed, module), deep)
+            stats = {"loss / chance": [loss / chance], "deep held after / before": [held / hb]}
+        else:
+            _, loss, _, (hb, held) = rc.deep_plain_runs(trial(rc.deep_plain_stalls, seed, module), plain, shallow)
+            stats = {"shallow held after / before": [held / hb], "deep / chance": [loss / chance]}
+    except Failed:
+        return {"passed": False, **{name: [math.nan] for name, (_, _, owner) in BOUNDS.items() if owner == test}}
+    return {"passed": all(math.isfinite(v) and (v <= BOUNDS[name][0]) == BOUNDS[name][1]
+                          for name, (v,) in stats.items()), **stats}
+
+
+# statistic -> (bound, whether the test needs it below the bound, the test it belongs to)
+BOUNDS = {"after / before": (rc.SMALL_FALL, True, "small"), "held after / before": (rc.HELD_SMALL, True, "small"),
+          "loss / chance": (rc.DEEP_FIT, True, "deep residual"),
+          "deep held after / before": (rc.HELD_DEEP, True, "deep residual"),
+          "shallow held after / before": (rc.HELD_SHALLOW, True, "deep plain"),
+          "deep / chance": (rc.PLAIN_STALL, False, "deep plain")}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=300)
+    parser.add_argument("--seeds", type=int, default=300, help="how many grading seeds")
+    parser.add_argument("--first", type=int, default=1, help="the first grading seed")
     parser.add_argument("--steps", type=int, default=rc.DEEP["steps"], help="the deep residual run's steps")
     parser.add_argument("--lr", type=float, default=rc.DEEP["lr"], help="the deep and shallow runs' lr")
-    parser.add_argument("--plain-steps", type=int, default=rc.PLAIN_STEPS, help="the plain depth-16 run's")
+    parser.add_argument("--n", type=int, default=rc.DEEP["n"], help="the deep residual run's examples")
+    parser.add_argument("--plain-steps", type=int, default=rc.DEEP["steps"], help="the plain depth-16 run's")
     parser.add_argument("--shallow-steps", type=int, default=rc.SHALLOW["steps"], help="the plain depth-2 control's")
     parser.add_argument("--shallow-n", type=int, default=rc.SHALLOW["n"], help="the plain depth-2 control's examples")
     parser.add_argument("--small-steps", type=int, default=rc.SMALL["steps"])
@@ -167,27 +181,32 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(1)        # as in a grading child
     small = {**rc.SMALL, "steps": args.small_steps, "lr": args.small_lr}
-    deep = {**rc.DEEP, "steps": args.steps, "lr": args.lr, "shallow_steps": args.shallow_steps,
-            "shallow_n": args.shallow_n, "plain_steps": args.plain_steps}
-    print(f"small {small}\ndeep {deep}\n{args.seeds} seeds\n")
-    print(f"{'variant':24} {'test':14} {'statistic':20} {'lowest':>8} {'highest':>8} {'bound':>6}  passed  want")
+    deep = {**rc.DEEP, "steps": args.steps, "lr": args.lr, "n": args.n}
+    plain = {**rc.DEEP, "steps": args.plain_steps, "lr": args.lr}
+    shallow = {**rc.SHALLOW, "lr": args.lr, "steps": args.shallow_steps, "n": args.shallow_n}
+    seeds = range(args.first, args.first + args.seeds)
+    print(f"small {small}\ndeep residual {deep}\ndeep plain {plain}\nshallow plain {shallow}\n"
+          f"grading seeds {seeds.start}..{seeds.stop - 1}\n")
+    print(f"{'variant':24} {'test':14} {'statistic':26} {'lowest':>8} {'highest':>8} {'bound':>6}  passed  want")
     bad = 0
     for variant in args.variants.split(","):
-        start = time.perf_counter()
-        tests = args.tests.split(",")
-        runs = [measure(variant, seed, small, deep, tests) for seed in range(args.seeds)]
+        start, module, tests = time.perf_counter(), submission(variant), args.tests.split(",")
+        runs = {seed: measure(module, seed, small, deep, plain, shallow, tests) for seed in seeds}
         for test, want in VARIANTS[variant][2].items():
             if test not in tests:
                 continue
-            passed = sum(passes(r[test]) for r in runs)
-            bad += passed != (len(runs) if want else 0)
-            for name in runs[0][test]:
-                values = [r[test][name] for r in runs]
+            off = [seed for seed, r in runs.items() if r[test]["passed"] != want]
+            bad += bool(off)
+            for name in (name for name, (_, _, owner) in BOUNDS.items() if owner == test):
+                values = [v for r in runs.values() for v in r[test][name]]
                 finite = [v for v in values if math.isfinite(v)] or [math.nan]
-                bound, below = BOUNDS[name]
-                print(f"{variant:24} {test:14} {name:20} {min(finite):8.3f} {max(finite):8.3f} "
-                      f"{'<=' if below else '>'}{bound:<5} {passed:4}/{len(runs)}  {'pass' if want else 'fail'}"
+                bound, below, _ = BOUNDS[name]
+                print(f"{variant:24} {test:14} {name:26} {min(finite):8.3f} {max(finite):8.3f} "
+                      f"{'<=' if below else '>'}{bound:<5} {len(runs) - len(off) if want else len(off):4}/{len(runs)}"
+                      f"  {'pass' if want else 'fail'}"
                       + (f"  ({len(values) - len(finite)} not finite)" if len(finite) < len(values) else ""))
+            if off:
+                print(f"{'':24} off at grading seeds {', '.join(map(str, off[:20]))}{' ...' if len(off) > 20 else ''}")
         print(f"{'':24} ({time.perf_counter() - start:.0f} s)", flush=True)
     print(f"\n{bad} variant-test pairs off their expected outcome on some seed")
     return 1 if bad else 0

@@ -330,8 +330,8 @@ def _train(t: Trial, model, X, y, steps: int, lr: float, batch: int, seed: int) 
 # figures quoted are the worst cases of benchmarks/part5_margins.py (in-process, as fractions), which
 # reruns them. The losses on new examples are what catch a forward that memorised train's own X.
 SMALL = dict(n=512, width=16, depth=2, steps=15, lr=0.1)           # d_in and k drawn per run
-DEEP = dict(n=256, d_in=16, width=32, k=4, depth=16, steps=16, lr=0.1)
-PLAIN_STEPS = 16      # plain_mlp at depth 16: DEEP's steps (with 12, a plain block that adds x stalled on 1 seed of 300)
+DEEP = dict(n=256, d_in=16, width=32, k=4, depth=16, steps=16, lr=0.1)   # residual_mlp and plain_mlp alike
+#                       (with 12 steps for plain_mlp, a plain block that adds x stalled on 1 seed of 300)
 # plain_mlp at depth 2, the deep plain test's control, on DEEP's teacher with more examples: judged on new
 # examples, it must learn the problem, not fit its training set (24 steps fit 256 examples past generalising)
 SHALLOW = dict(DEEP, n=1024, steps=24, depth=2)
@@ -355,21 +355,45 @@ PLAIN_STALL = 0.7     # plain at depth 16, training loss / chance (300 seeds): r
 #                       final LayerNorm >= 0.811; a plain block that adds x where it can <= 0.424
 
 
-def _trained(t: Trial, builder: str, size: dict, d_in: int, k: int, depth: int, steps: int,
-             before: bool = False, own_train: bool = False) -> tuple[str, list[float]]:
-    """The label of builder(d_in, size's width, k, depth) and its losses [on X, on X_held] after `steps` steps
-    of full-batch training (size's lr) on a fresh teacher problem of size's n examples; before=True: the two
-    losses at the start first. own_train: trained by the submission's train (the test judges train), else by
-    the grader's (specs.fit: the test judges the model)."""
+def _trained(t: Trial, builder: str, size: dict, d_in: int, k: int, before: bool = False,
+             own_train: bool = False) -> tuple[str, list[float]]:
+    """The label of builder(d_in, size's width, k, size's depth) and its losses [on X, on X_held] after size's
+    steps of full-batch training (size's lr) on a fresh teacher problem of size's n examples; before=True: the
+    two losses at the start first. own_train: trained by the submission's train (the test judges train), else
+    by the grader's (specs.fit: the test judges the model)."""
     X, y, X_held, y_held = teacher_problem(t.gen, size["n"], d_in, k)
-    model = t.new(builder, d_in, size["width"], k, depth)
+    model = t.new(builder, d_in, size["width"], k, size["depth"])
     measure = lambda: [_loss(t, model, X, y), _loss(t, model, X_held, y_held, "X_held")]
     start = measure() if before else []
     if own_train:
-        _train(t, model, X, y, steps, size["lr"], size["n"], t.rng.randrange(1000))
+        _train(t, model, X, y, size["steps"], size["lr"], size["n"], t.rng.randrange(1000))
     else:
-        t.run(["trainer"], model, X, y, steps, size["lr"])
+        t.run(["trainer"], model, X, y, size["steps"], size["lr"])
     return model.label, start + measure()
+
+
+# Each training test's runs, apart from its bounds: what the test judges, and what benchmarks/part5_margins.py
+# measures over many seeds with the draws of a grading (size: the test's problem, or one to try instead).
+
+def small_run(t: Trial, size: dict = SMALL) -> tuple[str, list[float]]:
+    """train_lowers_loss: residual_mlp at size's depth trained by the submission's train; its losses
+    [before, held-out before, after, held-out after]."""
+    d_in, k = t.size(7, 11), t.size(3, 5)
+    return _trained(t, "residual_mlp", size, d_in, k, before=True, own_train=True)
+
+
+def deep_residual_run(t: Trial, size: dict = DEEP) -> tuple[str, list[float]]:
+    """deep_residual_trains: residual_mlp at size's depth trained by the grader; its losses as small_run's."""
+    return _trained(t, "residual_mlp", size, size["d_in"], size["k"], before=True)
+
+
+def deep_plain_runs(t: Trial, deep: dict = DEEP, shallow: dict = SHALLOW) -> tuple[str, float, str, list[float]]:
+    """deep_plain_stalls: (label, training loss) of plain_mlp at deep's depth, then (label, held-out losses
+    [before, after]) of plain_mlp at shallow's depth, its control; both trained by the grader."""
+    label, (loss, _) = _trained(t, "plain_mlp", deep, deep["d_in"], deep["k"])
+    shallow_label, (_, held_before, _, held) = _trained(t, "plain_mlp", shallow, shallow["d_in"], shallow["k"],
+                                                        before=True)
+    return label, loss, shallow_label, [held_before, held]
 
 
 # how the tests that judge a model (not train) train it: specs.fit, the contract's train on the whole set
@@ -390,9 +414,7 @@ def _generalises(t: Trial, label: str, steps: int, held: float, bound: float, st
 @test(5, 2, "train lowers the loss of a small residual_mlp", slow=True)
 def train_lowers_loss(t: Trial):
     steps = SMALL["steps"]
-    d_in, k = t.size(7, 11), t.size(3, 5)
-    label, (before, held_before, after, held_after) = _trained(t, "residual_mlp", SMALL, d_in, k, SMALL["depth"],
-                                                               steps, before=True, own_train=True)
+    label, (before, held_before, after, held_after) = small_run(t)
     if after > SMALL_FALL * before:
         t.fail(f"after train(..., steps={steps}) the loss of {label} on its training set went from {before:.3f} "
                f"to {after:.3f}; in the reference {steps} steps cut it to under 0.3 of its start on every seed. Check "
@@ -402,18 +424,10 @@ def train_lowers_loss(t: Trial):
     t.note(f"training loss {before:.3f} -> {after:.3f}, on new examples {held_before:.3f} -> {held_after:.3f}")
 
 
-def _deep_loss(t: Trial, builder: str, depth: int, steps: int) -> tuple[str, float, float]:
-    """(label, training loss, chance) of builder at `depth` after `steps` steps of the grader's training on DEEP's
-    problem."""
-    label, (loss, _) = _trained(t, builder, DEEP, DEEP["d_in"], DEEP["k"], depth, steps)
-    return label, loss, math.log(DEEP["k"])
-
-
 @test(5, 2, "at depth 16 residual_mlp trains", slow=True)
 def deep_residual_trains(t: Trial):
     steps, chance = DEEP["steps"], math.log(DEEP["k"])
-    label, (_, held_before, loss, held) = _trained(t, "residual_mlp", DEEP, DEEP["d_in"], DEEP["k"], DEEP["depth"],
-                                                   steps, before=True)
+    label, (_, held_before, loss, held) = deep_residual_run(t)
     if loss > DEEP_FIT * chance:
         t.fail(f"{label} after {steps} steps of {GRADER_TRAINING}: loss {loss:.3f} (chance is ln {DEEP['k']} = "
                f"{chance:.3f}); the "
@@ -426,19 +440,17 @@ def deep_residual_trains(t: Trial):
 
 @test(5, 2, "at depth 16 plain_mlp stays near chance", slow=True)
 def deep_plain_stalls(t: Trial):
-    steps = PLAIN_STEPS
-    label, loss, chance = _deep_loss(t, "plain_mlp", DEEP["depth"], steps)
+    chance = math.log(DEEP["k"])
+    label, loss, shallow_label, (held_before, held) = deep_plain_runs(t)
     # A stall says something about depth only where the same training teaches the same plain network, shallow,
     # the problem: judged on examples training never saw, which no memorised answer reaches.
-    shallow_label, (_, held_before, _, held) = _trained(t, "plain_mlp", SHALLOW, SHALLOW["d_in"], SHALLOW["k"],
-                                                        SHALLOW["depth"], SHALLOW["steps"], before=True)
     _generalises(t, shallow_label, SHALLOW["steps"], held, HELD_SHALLOW, held_before, GRADER_TRAINING,
                  "; a two-block plain network learns this problem in the reference, so check plain_mlp before "
                  "reading anything into the deep one")
     if loss < PLAIN_STALL * chance:
-        t.fail(f"{label} trained by {GRADER_TRAINING} to loss {loss:.3f} in {steps} steps (chance {chance:.3f}); a "
-               "plain stack this deep stays near chance in the reference. Does your plain block add its input back "
-               "(a shortcut)?")
+        t.fail(f"{label} trained by {GRADER_TRAINING} to loss {loss:.3f} in {DEEP['steps']} steps (chance "
+               f"{chance:.3f}); a plain stack this deep stays near chance in the reference. Does your plain block add "
+               "its input back (a shortcut)?")
     t.note(f"trained by the grader: training loss {loss:.3f} (chance {chance:.3f}); the two-block control on new "
            f"examples {held_before:.3f} -> {held:.3f}")
 
