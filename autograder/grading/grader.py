@@ -27,7 +27,7 @@ from .. import suites
 from ..core import seeds
 from ..core.extract import Extracted, NotebookError, Template, unreadable_key
 from ..core.sandbox import BACKSTOP, PROBE, Budget, Died, GraderError, Hung, Limits, Sandbox, Zygote
-from ..course import SOLUTIONS, Course, CourseError
+from ..course import SOLUTIONS, Assignment, Course, CourseError
 from ..kit import Failed, Test, Trial
 from ..results.result import Result, TestResult, entry, held_entry, not_run
 
@@ -323,11 +323,15 @@ def _entry(test: Test, score: float, output: str, misconception: str | None = No
     return entry(test.name, test.part, score, test.points, output, misconception, kind)
 
 
-def parts_left_out(course: Course, assignment: str, cuda: bool | None = None) -> set[int]:
-    """Parts whose points leave the maximum on this machine: every test of the part needs CUDA,
-    there is none (or `cuda` is False), and course.toml says without_cuda = "skip"."""
-    timing = course.assignment(assignment).timing
-    if timing is None or timing.without_cuda != "skip" or (cuda_present() if cuda is None else cuda):
+def parts_left_out(a: Assignment, kept: list[Result]) -> set[int]:
+    """Parts of a whose points leave the maximum: every test of the part needs CUDA, course.toml says
+    without_cuda = "skip", and the part's tests were not run, in any of `kept` (the class's results, graded
+    wherever they were) or, with none kept yet, on this machine, where they will be graded. A part that
+    one kept result ran stays in: a class graded partly without CUDA is regraded where there is one."""
+    if a.timing is None or a.timing.without_cuda != "skip":
         return set()
-    tests = suites.load(assignment).tests
-    return {p for p in {t.part for t in tests} if all(t.needs_cuda for t in tests if t.part == p)}
+    tests = suites.load(a.name).tests
+    cuda_parts = {p for p in {t.part for t in tests} if all(t.needs_cuda for t in tests if t.part == p)}
+    if not kept:
+        return set() if cuda_present() else cuda_parts
+    return {p for p in cuda_parts if not any(t.ran for r in kept for t in r.tests if t.part == p)}

@@ -135,13 +135,14 @@ def write_grades(nb, result: Result, cells: dict[str, dict]) -> None:
 
 
 def sync_gradebook(course: Course, assignment: str, db_url, cells: dict[str, dict]) -> None:
-    """Give the gradebook what course.toml and this machine say: the assignment's due date (its
+    """Give the gradebook what course.toml and the kept results say: the assignment's due date (its
     deadline, from which nbgrader counts lateness) and its grade cells' points (Assignment.cell_points;
     0 for a part left out by without_cuda = "skip", see grading.grader.parts_left_out), with the checksums
     of the part cells (`cells`: part_cells) at those points."""
     from ..grading.grader import parts_left_out
-    left_out = parts_left_out(course, assignment)
     a = course.assignment(assignment)
+    kept = class_store(db_url, assignment).results() if store_path(db_url, assignment).is_file() else []
+    left_out = parts_left_out(a, kept)
     source = a.notebook_path(SOLUTIONS)
     graded = {nbtest.grade_id(c) for c in nbformat.read(str(source), as_version=4).cells
               if c.metadata.get("nbgrader", {}).get("grade")}
