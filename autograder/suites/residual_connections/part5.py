@@ -337,9 +337,9 @@ SMALL = dict(n=512, width=16, depth=2, steps=25, lr=0.1)           # d_in and k 
 DEEP = dict(n=256, d_in=16, width=32, k=4, depth=16, steps=16, lr=0.1)   # plain_mlp at depth 16
 #                       (with 12 steps, a plain block that adds x stalled on 1 seed of 300)
 # residual_mlp at depth 16, on more examples (with 256, a first block without its shortcut fitted them past
-# generalising), and most of RUNS runs on fresh draws decide: one run of a first block without its shortcut
-# (a structure mistake, which keeps this test) and one of a projection on every shortcut (which loses it)
-# overlap, each on the wrong side of the bound about once in 300 runs
+# generalising), and most of RUNS runs on fresh draws decide (deep_residual_runs): one run of a first block
+# without its shortcut (a structure mistake, which keeps this test) and one of a projection on every shortcut
+# (which loses it) overlap, each on the wrong side of the bound about once in 300 runs
 RESIDUAL = dict(DEEP, n=1024)
 RUNS = 3
 # plain_mlp at depth 2, the deep plain test's control, on DEEP's teacher with more examples: judged on new
@@ -390,23 +390,28 @@ def small_run(t: Trial, size: dict = SMALL) -> tuple[str, list[float]]:
 
 def deep_residual_runs(t: Trial, size: dict = RESIDUAL) -> list[tuple[str, list[float], str | None]]:
     """deep_residual_trains: residual_mlp at size's depth trained by the grader on a fresh problem and
-    initialisation, again until most of RUNS runs passed or most failed; for each run, (label, losses as
-    small_run's, what was wrong or None)."""
+    initialisation, again until most of RUNS runs passed or most failed, unless the first passed within half
+    of each bound (every run of the reference did, none of a wrong variant's); for each run, (label, losses as
+    small_run's, what was wrong or None). The test passes where most of them passed."""
     runs = []
-    while max(sum(f is None for *_, f in runs), sum(f is not None for *_, f in runs)) <= RUNS // 2:
+    while True:
         label, losses = _trained(t, "residual_mlp", size, size["d_in"], size["k"], before=True)
         runs.append((label, losses, _deep_residual_wrong(losses, size)))
-    return runs
+        passed = sum(wrong is None for *_, wrong in runs)
+        if max(passed, len(runs) - passed) > RUNS // 2 or \
+                (len(runs) == 1 and _deep_residual_wrong(losses, size, margin=0.5) is None):
+            return runs
 
 
-def _deep_residual_wrong(losses: list[float], size: dict) -> str | None:
-    """What is wrong with one run of deep_residual_trains, in words, or None."""
+def _deep_residual_wrong(losses: list[float], size: dict, margin: float = 1.0) -> str | None:
+    """What is wrong with one run of deep_residual_trains, in words, or None; margin < 1: against that
+    fraction of each bound."""
     _, held_before, loss, held = losses
     chance = math.log(size["k"])
-    if not loss <= DEEP_FIT * chance:       # a nan fails too
+    if not loss <= margin * DEEP_FIT * chance:       # a nan fails too
         return (f"training loss {loss:.3f}, where chance is ln {size['k']} = {chance:.3f} and the reference's stays "
                 f"below {DEEP_FIT * chance:.3f}")
-    if not held <= HELD_DEEP * held_before:
+    if not held <= margin * HELD_DEEP * held_before:
         return (f"loss {held:.3f} on new examples of the same problem, which training never saw (its start: "
                 f"{held_before:.3f}), where the reference's falls below {HELD_DEEP} of its start: a model that learned "
                 "the problem, not the training set, does as well on new examples")
@@ -455,7 +460,7 @@ def deep_residual_trains(t: Trial):
     runs = deep_residual_runs(t)
     wrong = [w for *_, w in runs if w is not None]
     label = runs[0][0]
-    if len(wrong) > RUNS // 2:
+    if 2 * len(wrong) > len(runs):
         t.fail(f"{label} after {RESIDUAL['steps']} steps of {GRADER_TRAINING}, in {len(wrong)} of {len(runs)} runs on "
                f"fresh problems: {'; '.join(wrong)}. The reference passes on every seed. A residual stack this deep "
                "trains only if every block adds its input back unscaled (alpha=1, the identity where the width stays "
