@@ -466,7 +466,7 @@ def deep_residual_trains(t: Trial):
                "trains only if every block adds its input back unscaled (alpha=1, the identity where the width stays "
                "the same) and the branches see ln(x).")
     chance = math.log(RESIDUAL["k"])
-    t.note(f"trained by the grader, {len(runs)} runs: training loss "
+    t.note(f"trained by the grader, {len(runs)} run{'s' * (len(runs) > 1)}: training loss "
            f"{', '.join(f'{losses[2]:.3f}' for _, losses, _ in runs)}, on new examples "
            f"{', '.join(f'{losses[3]:.3f}' for _, losses, _ in runs)} (chance {chance:.3f})")
 
