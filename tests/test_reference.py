@@ -165,3 +165,29 @@ def test_the_graders_training_is_the_contracts_train_on_the_whole_set(reference)
     assert got == pytest.approx(want, rel=1e-5, abs=1e-6)
     for a, b in zip(ours.parameters(), theirs.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_the_margins_benchmark_sees_what_a_grading_sees(sample_results):
+    """benchmarks/part5_margins.py, from which Part 5's bounds are set, runs the training tests' own functions
+    through a Trial of each test, so its seed N is a grading's: at the sample class's seed, its reference run of
+    deep_residual_trains gives the losses that grading full-marks (the reference solution) noted."""
+    import importlib.util
+    from autograder.course import ROOT
+    from autograder.suites.residual_connections import part5
+    from helpers import SampleClass
+    spec = importlib.util.spec_from_file_location("part5_margins", ROOT / "benchmarks" / "part5_margins.py")
+    margins = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(margins)
+    _, graded = sample_results("residual-connections")
+    noted = next(t["output"] for t in graded["full-marks.ipynb"]["tests"] if t["id"] == "deep_residual_trains")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)          # as in a grading child
+    try:
+        trial = margins.trial(part5.deep_residual_trains, SampleClass("residual-connections").seed,
+                              margins.submission("reference"))
+        runs = part5.deep_residual_runs(trial)
+    finally:
+        torch.set_num_threads(threads)
+    losses = [losses for _, losses, _ in runs]
+    assert f"training loss {', '.join(f'{l[2]:.3f}' for l in losses)}, on new examples " \
+           f"{', '.join(f'{l[3]:.3f}' for l in losses)} (chance" in noted, noted
