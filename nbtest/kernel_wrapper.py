@@ -238,6 +238,9 @@ class _Wrapper:
         body.walk(fn.body, ())
 
 
+MAP_ITEM = "map item "    # the names of map's items when its function is called written out (_Body.as_generator)
+
+
 def _super_init(f) -> bool:
     """super().__init__: a plain class's base is a library class or the notebook's (_plain_class)."""
     return isinstance(f, ast.Attribute) and f.attr == "__init__" and isinstance(f.value, ast.Call) and \
@@ -324,6 +327,9 @@ def _nested_helpers(fn) -> dict[str, ast.FunctionDef]:
     stored |= {n.name for n in ast.walk(fn) if isinstance(n, ast.ExceptHandler) and n.name}
     stored |= {a.asname or a.name for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
     callees = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
+    if "map" not in stored:         # map(rows, (x, fx)) calls rows (the walk checks that map is Python's)
+        callees |= {id(n.args[0]) for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                    and n.func.id == "map" and n.args}
     loads: dict[str, list] = {}
     for n in ast.walk(fn):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
@@ -396,6 +402,7 @@ class _Body:
         self.kernel_aliases: dict[str, str] = {}          # kernel = the notebook's kernel: _kernel_aliases
         self.helpers: dict[str, ast.FunctionDef] = {}     # defs in the function, only called: _nested_helpers
         self.classes: dict[str, str] = {}                 # a classmethod's cls -> the notebook class it names
+        self.generators: dict[int, ast.GeneratorExp | None] = {}    # id(a map call) -> as_generator's node
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
@@ -674,23 +681,32 @@ class _Body:
         return False
 
     def as_generator(self, node) -> ast.GeneratorExp | None:
-        """map(lambda t: BODY, items) with Python's own map: the generator expression (BODY for t in items) it
-        is, as a new node to read, not to walk (several iterables zip into the lambda's parameters); None for
-        anything else."""
+        """map(f, items) with Python's own map: the generator expression (f(t) for t in items) it is, or for
+        a lambda (BODY for t in items), as a node to read, not to walk (several iterables zip into f's
+        arguments); None for anything else. The same node each time it is asked for the same map."""
+        if id(node) not in self.generators:
+            self.generators[id(node)] = self._as_generator(node)
+        return self.generators[id(node)]
+
+    def _as_generator(self, node) -> ast.GeneratorExp | None:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "map" and
-                not node.keywords and len(node.args) >= 2 and isinstance(node.args[0], ast.Lambda) and
-                not {"map", "zip"} & (self.own | self.w.ctx.bound)):
+                not node.keywords and len(node.args) >= 2 and not {"map", "zip"} & (self.own | self.w.ctx.bound)
+                and not any(isinstance(a, ast.Starred) for a in node.args)):
             return None
         fn, items = node.args[0], node.args[1:]
-        a = fn.args
-        if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults or len(a.args) != len(items) or \
-                any(isinstance(i, ast.Starred) for i in items):
-            return None
-        names = [ast.copy_location(ast.Name(p.arg, ast.Store()), p) for p in a.args]
-        target = names[0] if len(names) == 1 else ast.copy_location(ast.Tuple(names, ast.Store()), fn)
-        iterable = items[0] if len(items) == 1 else ast.copy_location(
-            ast.Call(ast.copy_location(ast.Name("zip", ast.Load()), node.func), list(items), []), node)
-        return ast.copy_location(ast.GeneratorExp(fn.body, [ast.comprehension(target, iterable, [], 0)]), node)
+        at = lambda new: ast.copy_location(new, node)
+        if isinstance(fn, ast.Lambda):
+            a = fn.args
+            if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults or len(a.args) != len(items):
+                return None
+            names, elt = [p.arg for p in a.args], fn.body
+        else:       # its items named as nothing of the notebook's is: MAP_ITEM is no identifier a cell can bind
+            names = [f"{MAP_ITEM}{i}" for i in range(len(items))]
+            elt = at(ast.Call(fn, [at(ast.Name(name, ast.Load())) for name in names], []))
+        targets = [at(ast.Name(name, ast.Store())) for name in names]
+        target = targets[0] if len(targets) == 1 else at(ast.Tuple(targets, ast.Store()))
+        iterable = items[0] if len(items) == 1 else at(ast.Call(at(ast.Name("zip", ast.Load())), list(items), []))
+        return at(ast.GeneratorExp(elt, [ast.comprehension(target, iterable, [], 0)]))
 
     def expr(self, node, path):
         loops = []      # comprehensions, and maps of a lambda (as_generator): their targets take their items
@@ -704,6 +720,10 @@ class _Body:
             elif isinstance(c, ast.comprehension):
                 self.bind_items(c.target, c.iter)
         in_comprehension = {id(n) for c in loops for n in ast.walk(c)}
+        # map(f, items) calls f on each item, a call the source does not write out: walked as written out
+        for c in loops:
+            if isinstance(c, ast.Call) and not isinstance(c.args[0], ast.Lambda):
+                self.call(self.as_generator(c).elt, path, True)
         # a module-level object of the notebook's plain class may be called or have an attribute read or set
         # (what that runs is followed, self.method); handed on anywhere else (a kernel's argument) it is opaque
         used = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)} | \

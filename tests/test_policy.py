@@ -1168,17 +1168,34 @@ def test_a_lambda_bound_to_a_name_and_only_called_is_a_helper(lines, found):
      {("wrapper-launch-loop", FLAG), ("wrapper-launches", FLAG)}),
     ("map = lambda f, xs: [f(v) for v in xs]\n    x2, fx2 = map(lambda t: t.exp(), (x, fx))",   # not Python's map
      {("wrapper-torch-op", FLAG)}),
+    # a named function is called on each item: a def of the wrapper's, a builtin, a torch function
+    ("def rows(t):\n        return t.reshape(-1, n).contiguous()\n\n    x2, fx2 = map(rows, (x, fx))", set()),
+    ("def rows(t):\n        return t.exp()\n\n    x2, fx2 = map(rows, (x, fx))", {("wrapper-torch-op", FLAG)}),
+    ("message = ', '.join(map(str, x.shape))", set()),
+    ("x2, fx2 = map(torch.exp, (x, fx))", {("wrapper-torch-op", FLAG)}),
+    ("x2, fx2 = map(fused_add_layernorm_kernel[(1,)], (x, fx))", {("wrapper-launch-loop", FLAG), ("wrapper-launches", FLAG)}),
     # what a comprehension returns holds a tensor where its items do
     ("x2, fx2 = (t.reshape(-1, n) for t in (x, fx))\n    z = x2 + fx2", {("wrapper-arithmetic", FLAG)}),
     ("x2, fx2 = [t for t in (x, fx)]\n    z = x2 * 2", {("wrapper-arithmetic", FLAG)}),
     ("sizes = [t.shape[-1] for t in (x, fx)]\n    m = sizes[0] * 2", set()),
 ])
-def test_a_map_of_a_lambda_is_the_generator_expression_it_is(lines, found):
+def test_a_map_is_the_generator_expression_it_is(lines, found):
     """x2, fx2 = map(lambda t: t.reshape(-1, n).contiguous(), (x, fx)) (honest4-fanp33: it cost the two launch
     tests, held for review, where the generator expression of the same kept them) is walked as (BODY for t in
-    items): its lambda's parameter takes the items, a launch in it is one in a loop. And what a comprehension
-    or such a map returns holds a tensor where its items do: x2 + fx2 after either is arithmetic on tensors."""
+    items): its lambda's parameter takes the items, a launch in it is one in a loop; map(f, items) as
+    (f(t) for t in items), the call checked as written out. And what a comprehension or such a map returns
+    holds a tensor where its items do: x2 + fx2 after either is arithmetic on tensors."""
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=wrapper_with(lines)), FUSED)) == found
+
+
+@pytest.mark.parametrize("helper, found", [
+    ("def _rows(t):\n    return t.reshape(-1, t.shape[-1]).contiguous()\n", set()),
+    ("def _rows(t):\n    return t * 2\n", {("wrapper-arithmetic", FLAG)}),
+])
+def test_a_module_level_def_handed_to_map_is_walked_with_its_items(helper, found):
+    """x2, fx2 = map(_rows, (x, fx)) with a def of the notebook's own: its body is walked as for _rows(x)."""
+    body = helper + "\n\n" + wrapper_with("x2, fx2 = map(_rows, (x, fx))")
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
 FACTORY = """
