@@ -23,7 +23,7 @@ WRAPPER_ALLOC = {"torch.empty", "torch.empty_like", "torch.empty_strided", "torc
 WRAPPER_SCALAR_FUNCS = {
     "len", "min", "max", "int", "float", "bool", "abs", "round", "tuple", "list", "range", "isinstance", "str",
     "repr", "print", "all", "any", "zip", "enumerate", "dict", "divmod", "type", "ValueError", "TypeError",
-    "RuntimeError", "NotImplementedError", "AssertionError", "torch.Size", "torch.is_tensor",
+    "RuntimeError", "NotImplementedError", "AssertionError", "torch.Size", "torch.broadcast_shapes", "torch.is_tensor",
     "torch.cuda.is_available", "torch.cuda.device", "torch.no_grad", "torch.finfo", "torch.iinfo",
     "triton.next_power_of_2", "triton.cdiv",
     # the device a launch runs on, and how many programs it holds (a persistent kernel's grid), and the
@@ -376,12 +376,29 @@ def _lambda_like(node) -> bool:
         body[0].value is not None
 
 
-def _plain_pattern(pattern) -> bool:
+def _plain_pattern(pattern, subject) -> bool:
     """A pattern of values, None/True/False, alternatives and captures only: matching it runs nothing of the
-    subject's but ==. Class, sequence and mapping patterns read attributes, lengths and items, which an
-    object of the notebook's could compute."""
-    return all(isinstance(p, (ast.MatchValue, ast.MatchSingleton, ast.MatchOr, ast.MatchAs)) or
+    subject's but ==; and where the subject is a shape (_shape_like), sequence patterns too (case (m,):), whose
+    length and items are a torch.Size's or a tuple's own. Class and mapping patterns, and sequence patterns of
+    anything else, read attributes, lengths and items, which an object of the notebook's could compute."""
+    sequences = (ast.MatchSequence, ast.MatchStar) if _shape_like(subject) else ()
+    return all(isinstance(p, (ast.MatchValue, ast.MatchSingleton, ast.MatchOr, ast.MatchAs, *sequences)) or
                not isinstance(p, ast.pattern) for p in ast.walk(pattern))
+
+
+def _shape_like(node) -> bool:
+    """x.shape, x.size(), x.stride(), or tuple(...)/list(...)/torch.Size(...) of one: a tuple of ints."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "shape"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
+        if node.func.attr in ("size", "stride") and not node.args:
+            return True
+        if ast.unparse(node.func) == "torch.Size" and len(node.args) == 1:
+            return _shape_like(node.args[0])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("tuple", "list") and \
+            len(node.args) == 1 and not node.keywords:
+        return _shape_like(node.args[0])
+    return False
 
 
 def _exclusive(a: tuple, b: tuple) -> bool:
@@ -524,7 +541,7 @@ class _Body:
             self.walk(node.finalbody, path)
         elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
             pass
-        elif isinstance(node, ast.Match) and all(_plain_pattern(case.pattern) for case in node.cases):
+        elif isinstance(node, ast.Match) and all(_plain_pattern(case.pattern, node.subject) for case in node.cases):
             self.match(node, path)
         elif isinstance(node, ast.FunctionDef) and self.helpers.get(node.name) is node:
             # its defaults and annotations run where the def stands; its body runs where it is called
@@ -547,7 +564,8 @@ class _Body:
     def match(self, node: ast.Match, path):
         """A match of values (match x.dtype: case torch.float16 | torch.bfloat16: ...) is an if/elif chain:
         each case's value is compared with the subject as `subject == value` would be, its guard and body are
-        walked on a branch of their own, and a capture (case other:) holds what the subject holds."""
+        walked on a branch of their own, and a capture (case other:) holds what the subject holds; a sequence
+        pattern is one of a shape only (_plain_pattern), whose items hold ints."""
         self.expr(node.subject, path)
         tensor = self.tensorish(node.subject)
         start, held = set(self.tensors), set(self.tensors)
@@ -556,7 +574,7 @@ class _Body:
             for sub in ast.walk(case.pattern):
                 if isinstance(sub, ast.MatchValue):
                     self.expr(ast.copy_location(ast.Compare(node.subject, [ast.Eq()], [sub.value]), sub), path)
-                elif isinstance(sub, ast.MatchAs) and sub.name:
+                elif isinstance(sub, (ast.MatchAs, ast.MatchStar)) and sub.name:
                     (self.tensors.add if tensor else self.tensors.discard)(sub.name)
             if case.guard is not None:
                 self.expr(case.guard, path)

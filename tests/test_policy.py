@@ -1102,12 +1102,20 @@ MATCHED = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n
      "x, x, n, eps, BLOCK=16)\n        case _:\n            pass", {("wrapper-launches", FLAG)}),  # two on one path
     ("match (x, n):\n        case (a, b):\n            pass", {("wrapper-statement", FLAG)}),   # a sequence pattern
     ("match x.shape:\n        case {'a': 1}:\n            pass", {("wrapper-statement", FLAG)}),  # a mapping pattern
+    # a sequence pattern of a shape (honest5-nb05): its length and items are the tuple's own, its captures ints
+    ("match tuple(weight.shape):\n        case (m,) if m == n:\n            pass\n        case bad:\n"
+     "            raise ValueError(f'weight {bad!r}')", set()),
+    ("match x.shape:\n        case (*lead, m):\n            z = m * 2", set()),
+    ("match x.size():\n        case (m, k):\n            z = x * k", {("wrapper-arithmetic", FLAG)}),
+    ("match tuple(x):\n        case (a, b):\n            pass", {("wrapper-statement", FLAG)}),    # a tensor's items
 ])
 def test_a_match_of_values_is_an_if_chain(statement, found):
     """match x.dtype: case torch.float16 | torch.bfloat16: ... in the wrapper (honest4-fanp17: it cost the two
     launch tests, held for review) is walked as the if/elif chain it is: each case is `subject == value`,
-    its body a branch of its own, a capture holds what the subject holds. Class, sequence and mapping
-    patterns, which read an object's attributes, length or items, stay a statement the wrapper may not hold."""
+    its body a branch of its own, a capture holds what the subject holds; so is a sequence pattern of a
+    shape (match tuple(weight.shape): case (m,) if m == n:). Class and mapping patterns, and sequence
+    patterns of anything else, which read an object's attributes, length or items, stay a statement the
+    wrapper may not hold."""
     body = MATCHED.replace("MATCH", statement, 1)
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
@@ -1196,6 +1204,16 @@ def test_a_module_level_def_handed_to_map_is_walked_with_its_items(helper, found
     """x2, fx2 = map(_rows, (x, fx)) with a def of the notebook's own: its body is walked as for _rows(x)."""
     body = helper + "\n\n" + wrapper_with("x2, fx2 = map(_rows, (x, fx))")
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
+@pytest.mark.parametrize("lines, found", [
+    ("same = torch.broadcast_shapes(x.shape, fx.shape) == x.shape == fx.shape", set()),
+    ("same = torch.broadcast_shapes(x, fx)", {("wrapper-arithmetic", FLAG)}),     # a tensor's values as sizes
+])
+def test_broadcast_shapes_of_shapes_is_a_shape_check(lines, found):
+    """torch.broadcast_shapes(x.shape, fx.shape) (honest5-nb12: it cost the two launch tests, held for review)
+    computes on sizes only, as torch.Size does."""
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=wrapper_with(lines)), FUSED)) == found
 
 
 FACTORY = """
