@@ -289,13 +289,17 @@ def _kernel_aliases(fn, ctx: Notebook) -> dict[str, str]:
             if isinstance(node.value, ast.Name) and node.value.id in ctx.kernels and node.value.id not in own}
 
 
-def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript]:
-    """The names fn binds once, to a notebook kernel's kernel[grid] (or an alias's, _kernel_aliases), and in
-    no other way: calling one is that launch (launch = kernel[grid]; launch(...))."""
+def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript | ast.Call]:
+    """The names fn binds once, to a notebook kernel's kernel[grid] (or an alias's, _kernel_aliases), or to
+    functools.partial(kernel[grid], ...) of one, and in no other way: calling one is that launch (launch =
+    kernel[grid]; launch(...)), with the partial's arguments before the call's."""
     aliases = _kernel_aliases(fn, ctx)
-    return {node.targets[0].id: node.value for node in _bound_once(fn)
-            if isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Name)
-            and (node.value.value.id in ctx.kernels or node.value.value.id in aliases)}
+    launch = lambda v: isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and \
+        (v.value.id in ctx.kernels or v.value.id in aliases)
+    partial = lambda v: isinstance(v, ast.Call) and ctx.resolve(v.func) == "functools.partial" and \
+        len(v.args) >= 1 and launch(v.args[0]) and not any(isinstance(a, ast.Starred) for a in v.args) and \
+        all(k.arg is not None for k in v.keywords)
+    return {node.targets[0].id: node.value for node in _bound_once(fn) if launch(node.value) or partial(node.value)}
 
 
 def _rebound_in(fn) -> set[str]:
@@ -415,11 +419,12 @@ class _Body:
         self.instances = dict(instances or {})   # name -> the notebook class it holds an instance of
         self.own = local     # the names the function binds: they hide module-level ones
         self.tensors |= wrapper.ctx.mutables - local     # items stored there by any function may be tensors
-        self.launchers: dict[str, ast.Subscript] = {}      # launch = kernel[grid]: _launchers
+        self.launchers: dict[str, ast.Subscript | ast.Call] = {}   # launch = kernel[grid]: _launchers
         self.kernel_aliases: dict[str, str] = {}          # kernel = the notebook's kernel: _kernel_aliases
         self.helpers: dict[str, ast.FunctionDef] = {}     # defs in the function, only called: _nested_helpers
         self.classes: dict[str, str] = {}                 # a classmethod's cls -> the notebook class it names
         self.generators: dict[int, ast.GeneratorExp | None] = {}    # id(a map call) -> as_generator's node
+        self.partials: dict[int, ast.Call] = {}           # id(launch(...)) -> the launch with a partial's arguments
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
@@ -793,8 +798,15 @@ class _Body:
         f, ctx = node.func, self.w.ctx
         if self.as_generator(node) is not None:     # its lambda's body is walked as a generator expression's
             return
+        if any(node is bound for bound in self.launchers.values()):    # launch = functools.partial(kernel[grid])
+            return
         if isinstance(f, ast.Name) and f.id in self.launchers:     # launch = kernel[grid]; launch(...)
-            f = self.launchers[f.id]
+            bound = self.launchers[f.id]
+            if isinstance(bound, ast.Call):         # the partial's arguments, then the call's
+                node = self.partials.setdefault(id(node), ast.copy_location(ast.Call(
+                    bound.args[0], [*bound.args[1:], *node.args], [*bound.keywords, *node.keywords]), node))
+                bound = bound.args[0]
+            f = bound
         if isinstance(f, ast.Name) and f.id in self.helpers:       # def require(...): ... in the function
             fn = self.helpers[f.id]
             self.w._function(self.label, fn, self.passed(fn, node) | (self.tensors - _own_names(fn)), outer=self)

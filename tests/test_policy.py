@@ -1252,6 +1252,35 @@ def test_a_tuple_subclass_of_item_properties_is_a_result_type(change, found):
             if r[0].startswith("wrapper")} == found
 
 
+PARTIAL = WRAPPER_SOURCE.replace(
+    "    fused_add_layernorm_kernel[(rows_x.shape[0],)](\n        rows_x, rows_fx, weight.contiguous(), bias.contiguous(), "
+    "h, y, n, eps,\n        BLOCK=block, num_warps=min(max(block // 256, 1), 16))\n",
+    "    launch = functools.partial(fused_add_layernorm_kernel[(rows_x.shape[0],)], BLOCK=block,\n"
+    "                               num_warps=min(max(block // 256, 1), 16))\n"
+    "    LAUNCH\n")
+
+
+@pytest.mark.parametrize("launch, found", [
+    ("launch(rows_x, rows_fx, weight.contiguous(), bias.contiguous(), h, y, n, eps)", set()),
+    ("launch(rows_x, rows_fx, weight, bias, h, y, n, eps)\n    launch(rows_x, rows_fx, weight, bias, h, y, n, eps)",
+     {("wrapper-launches", FLAG)}),
+    ("for _ in range(2):\n        launch(rows_x, rows_fx, weight, bias, h, y, n, eps)", {("wrapper-launch-loop", FLAG)}),
+    ("launch(rows_x + 1, rows_fx, weight, bias, h, y, n, eps)", {("wrapper-arithmetic", FLAG)}),
+])
+def test_a_partial_of_the_launch_is_the_launch(launch, found):
+    """launch = functools.partial(kernel[grid], BLOCK=block, num_warps=...); launch(x, ...) (honest5-nb02: it
+    cost the two launch tests, held for review, as a launch of nothing) is that launch, with the partial's
+    arguments: counted once per call, in a loop or not, its arguments checked as a launch's are."""
+    body = "import functools\n\n\n" + PARTIAL.replace("LAUNCH", launch)
+    assert "functools.partial" in body
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
+def test_a_partial_of_anything_else_is_still_a_call_the_wrapper_cannot_name():
+    body = "import functools\n\n\n" + wrapper_with("add = functools.partial(torch.add, x)\n    z = add(fx)")
+    assert ("wrapper-torch-op", FLAG) in rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED))
+
+
 FACTORY = """
 class Cfg:
     def __init__(self, block, warps):
