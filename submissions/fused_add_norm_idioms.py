@@ -528,6 +528,50 @@ IDIOMS = [
                                    BLOCK=cfg.block, num_warps=cfg.num_warps)
             return h.view(x.shape), y.view(x.shape)
         '''),
+    # the launch as a functools.partial; a match on a shape's items; torch.broadcast_shapes; a tuple subclass
+    # with item properties as the result (honest5: nb02, nb05, nb12, nb10)
+    (("partial-launcher", "match-shape-sequence", "broadcast-shapes", "tuple-subclass-result"),
+     "fused_add_layernorm", '''
+        import functools
+
+
+        class HY(tuple):
+            """(h, y), also as .h and .y."""
+            __slots__ = ()
+
+            @property
+            def h(self) -> Tensor:
+                return self[0]
+
+            @property
+            def y(self) -> Tensor:
+                return self[1]
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> HY:
+            """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
+            if x.shape != fx.shape or torch.broadcast_shapes(x.shape, fx.shape) != x.shape:
+                raise ValueError(f"x {tuple(x.shape)} and fx {tuple(fx.shape)} must have one shape")
+            n = x.shape[-1]
+            if n > MAX_WIDTH:
+                raise ValueError(f"width {n} is above MAX_WIDTH ({MAX_WIDTH})")
+            for label, p in (("weight", weight), ("bias", bias)):
+                match tuple(p.shape):
+                    case (m,) if m == n:
+                        pass
+                    case other:
+                        raise ValueError(f"{label} has shape {other!r}, expected ({n},)")
+            if x.dtype not in DTYPES or fx.dtype != x.dtype or weight.dtype not in DTYPES or bias.dtype not in DTYPES:
+                raise ValueError(f"dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}: float16, bfloat16 "
+                                 "or float32 (x and fx alike)")
+            xs, fs = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(xs), torch.empty_like(xs)
+            block = triton.next_power_of_2(n)
+            launch = functools.partial(fused_add_layernorm_kernel[(xs.shape[0],)], BLOCK=block,
+                                       num_warps=min(max(block // 256, 1), 16))
+            launch(xs, fs, weight.contiguous(), bias.contiguous(), h, y, n, eps)
+            return HY((h.view(x.shape), y.view(x.shape)))
+        '''),
     # the configs from a function, as Triton's matmul tutorial writes them; a while loop over column chunks
     # (honest4: fanp37, fanp30)
     (("tutorial-config-function", "while-chunks"), "fused_kernel", '''
