@@ -142,12 +142,19 @@ def shots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser(chromium):
+    """Chromium through Playwright; at the end, none of the processes they started is left. Only theirs
+    count: this worker is a child subreaper (tests/test_hostile.py), so what other tests' processes leave
+    behind (a class's grading, a server's kernels) is handed to it too."""
     before = descendants(os.getpid())
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium)
+        launched = descendants(os.getpid()) - before        # Playwright's driver and the browser's processes
         yield b
+        started = launched.union(*(descendants(pid) for pid in launched))    # and the renderers since
         b.close()
-    left = descendants(os.getpid()) - before
+    deadline = time.monotonic() + 10       # the browser's processes end after close returns
+    while (left := started & set(parents())) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not left, f"the browser left processes behind: {left}"
 
 
