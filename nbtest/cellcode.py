@@ -101,8 +101,7 @@ class Notebook:
         self.bound = {name for label, tree in self.trees.items() if self.student[label]
                       for _, name in _bindings(tree.body)}
         if "tuple" in self.bound:       # class R(tuple) is a result type of Python's tuple only
-            self.containers -= {node.name for tree in self.trees.values() for node in tree.body
-                                if isinstance(node, ast.ClassDef) and [ast.unparse(b) for b in node.bases] == ["tuple"]}
+            self.containers -= {node.name for tree in self.trees.values() for node in tree.body if _tuple_based(node)}
         # a constant is plain data by every binding: `C = 0` then `C = torch` makes C the module
         self.constants -= {name for label, tree in self.trees.items() if self.student[label]
                            for node, name in _bindings(tree.body)
@@ -245,18 +244,31 @@ def _private_names(tree) -> set[str]:
     return {name for name in own if name.startswith("_") and not name.startswith("__") and name not in MODULE_PRIVATE}
 
 
+def _is_docstring(stmt) -> bool:
+    """A string (or other constant) standing alone: a docstring, or an attribute's docstring below it."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+
+
+def after_docstring(body: list) -> list:
+    """A def's or class's statements after its docstring."""
+    return body[1:] if body and _is_docstring(body[0]) else body
+
+
+def _tuple_based(node) -> bool:
+    """class R(tuple): a class whose one base is named tuple (Python's unless a cell rebinds it: Notebook)."""
+    return isinstance(node, ast.ClassDef) and [ast.unparse(b) for b in node.bases] == ["tuple"]
+
+
 def _is_container(node, ctx: Notebook) -> bool:
     """A result type that computes nothing when built: `class R(NamedTuple)` with only annotated fields
     (typing refuses a __new__ or __init__ there), `R = namedtuple("R", ...)`, or `class R(tuple)` with only
     properties that return an item (`def h(self): return self[0]`), built by tuple's own __new__."""
-    docstring = lambda s: isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-    if isinstance(node, ast.ClassDef) and not node.keywords and not node.decorator_list and \
-            [b.id if isinstance(b, ast.Name) else None for b in node.bases] == ["tuple"]:     # Python's: below
-        return all(docstring(s) or _item_property(s) or ast.unparse(s) == "__slots__ = ()" for s in node.body)
+    if _tuple_based(node) and not node.keywords and not node.decorator_list:
+        return all(_is_docstring(s) or _item_property(s) or ast.unparse(s) == "__slots__ = ()" for s in node.body)
     if isinstance(node, ast.ClassDef):
         return [ctx.resolve(b) for b in node.bases] == ["typing.NamedTuple"] and not node.keywords and \
             all(isinstance(s, ast.AnnAssign) and s.value is None and isinstance(s.target, ast.Name) or
-                docstring(s) for s in node.body)
+                _is_docstring(s) for s in node.body)
     return isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and \
         isinstance(node.value, ast.Call) and ctx.resolve(node.value.func) in NAMED_TUPLES
 
@@ -265,9 +277,7 @@ def _item_property(node) -> bool:
     """@property def NAME(self): return self[INT], with a docstring or a return annotation at most."""
     if not (isinstance(node, ast.FunctionDef) and [ast.unparse(d) for d in node.decorator_list] == ["property"]):
         return False
-    a = node.args
-    body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) and \
-        isinstance(node.body[0].value, ast.Constant) else node.body
+    a, body = node.args, after_docstring(node.body)
     return not (a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults) and len(a.args) == 1 and \
         len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Subscript) and \
         isinstance(body[0].value.value, ast.Name) and body[0].value.value.id == a.args[0].arg and \

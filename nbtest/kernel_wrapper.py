@@ -14,7 +14,7 @@ import ast
 import functools
 
 from .cellcode import (FLAG, HONEST_MODULES, Notebook, Violation, _arguments, _bindings, _constant_default,
-                       _is_literal, _parameters, is_stub, quote)
+                       _is_literal, _parameters, after_docstring, is_stub, quote)
 
 # allocations that carry no value of the caller's: empty, zeros and ones (a weight of ones for weight=None), never
 # full or tensor, whose values the wrapper would give
@@ -374,8 +374,7 @@ def _lambda_like(node) -> bool:
     optional docstring (def grid(meta): return (n_rows,) is grid = lambda meta: (n_rows,))."""
     if not isinstance(node, ast.FunctionDef):
         return False
-    body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) and \
-        isinstance(node.body[0].value, ast.Constant) else node.body
+    body = after_docstring(node.body)
     return not node.decorator_list and len(body) == 1 and isinstance(body[0], ast.Return) and \
         body[0].value is not None
 
@@ -732,7 +731,7 @@ class _Body:
         return at(ast.GeneratorExp(elt, [ast.comprehension(target, iterable, [], 0)]))
 
     def expr(self, node, path):
-        loops = []      # comprehensions, and maps of a lambda (as_generator): their targets take their items
+        loops = []      # comprehensions, and maps (as_generator): their targets take their items
         for c in ast.walk(node):
             if isinstance(c, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
                 loops.append(c)
@@ -916,10 +915,7 @@ class _Kernel:
                 self.flag(d, "kernel-signature", "a kernel parameter's default must be a plain constant")
         if args.vararg or args.kwarg:
             self.flag(fn, "kernel-signature", "*args / **kwargs in a kernel signature")
-        body = fn.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-            body = body[1:]          # the docstring
-        for stmt in body:
+        for stmt in after_docstring(fn.body):
             self.stmt(stmt)
         return self.found
 
@@ -959,9 +955,7 @@ class _Kernel:
         found = self.ctx.functions.get(v.func.id)
         if found is None or found[1].decorator_list or _arguments(found[1].args):
             return False
-        body = found[1].body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-            body = body[1:]          # the docstring
+        body = after_docstring(found[1].body)
         return len(body) == 1 and isinstance(body[0], ast.Return) and _is_literal(body[0].value, self.ctx)
 
     def heuristic(self, v) -> bool:
