@@ -392,7 +392,7 @@ def deep_residual_runs(t: Trial, size: dict = RESIDUAL) -> list[tuple[str, list[
     """deep_residual_trains: residual_mlp at size's depth trained by the grader on a fresh problem and
     initialisation, again until most of RUNS runs passed or most failed, unless the first passed within half
     of each bound (every run of the reference did, none of a wrong variant's); for each run, (label, losses as
-    small_run's, what was wrong or None). The test passes where most of them passed."""
+    small_run's, what was wrong or None). The test passes where most of them passed (deep_residual_passed)."""
     runs = []
     while True:
         label, losses = _trained(t, "residual_mlp", size, size["d_in"], size["k"], before=True)
@@ -401,6 +401,11 @@ def deep_residual_runs(t: Trial, size: dict = RESIDUAL) -> list[tuple[str, list[
         if max(passed, len(runs) - passed) > RUNS // 2 or \
                 (len(runs) == 1 and _deep_residual_wrong(losses, size, margin=0.5) is None):
             return runs
+
+
+def deep_residual_passed(runs: list[tuple[str, list[float], str | None]]) -> bool:
+    """deep_residual_trains' verdict on deep_residual_runs: most of the runs passed."""
+    return 2 * sum(wrong is None for *_, wrong in runs) > len(runs)
 
 
 def _deep_residual_wrong(losses: list[float], size: dict, margin: float = 1.0) -> str | None:
@@ -460,7 +465,7 @@ def deep_residual_trains(t: Trial):
     runs = deep_residual_runs(t)
     wrong = [w for *_, w in runs if w is not None]
     label = runs[0][0]
-    if 2 * len(wrong) > len(runs):
+    if not deep_residual_passed(runs):
         t.fail(f"{label} after {RESIDUAL['steps']} steps of {GRADER_TRAINING}, in {len(wrong)} of {len(runs)} runs on "
                f"fresh problems: {'; '.join(wrong)}. The reference passes on every seed. A residual stack this deep "
                "trains only if every block adds its input back unscaled (alpha=1, the identity where the width stays "
