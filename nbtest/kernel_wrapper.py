@@ -65,10 +65,13 @@ def plain_methods() -> frozenset[str]:
 def function_forms() -> frozenset[str]:
     """torch.NAME for each method of SCALAR_METHODS and TENSOR_VIEW_METHODS that torch also has as a function
     (torch.reshape(x, s) is x.reshape(s), torch.numel(x) is x.numel()); not a dtype (torch.float) or a module
-    (torch.cuda), which share a method's name and are no function of it."""
+    (torch.cuda), which share a method's name and are no function of it. And torch.Tensor.NAME for each: the
+    method itself, torch.Tensor.contiguous(x) is x.contiguous() (map(torch.Tensor.contiguous, (x, fx)))."""
     import torch
-    return frozenset(f"torch.{m}" for m in SCALAR_METHODS | TENSOR_VIEW_METHODS
-                     if callable(getattr(torch, m, None)) and not isinstance(getattr(torch, m), (type, torch.dtype)))
+    methods = SCALAR_METHODS | TENSOR_VIEW_METHODS
+    return frozenset({f"torch.{m}" for m in methods
+                      if callable(getattr(torch, m, None)) and not isinstance(getattr(torch, m), (type, torch.dtype))}
+                     | {f"torch.Tensor.{m}" for m in methods if callable(getattr(torch.Tensor, m, None))})
 
 
 # those a list, dict or set holding tensors answers with what it holds (a tensor has none of these methods)

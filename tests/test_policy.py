@@ -1181,6 +1181,12 @@ def test_a_lambda_bound_to_a_name_and_only_called_is_a_helper(lines, found):
     ("def rows(t):\n        return t.exp()\n\n    x2, fx2 = map(rows, (x, fx))", {("wrapper-torch-op", FLAG)}),
     ("message = ', '.join(map(str, x.shape))", set()),
     ("x2, fx2 = map(torch.exp, (x, fx))", {("wrapper-torch-op", FLAG)}),
+    # a tensor method as a function of the tensor: torch.Tensor.contiguous(t) is t.contiguous()
+    ("x2, fx2 = map(torch.Tensor.contiguous, (x, fx))", set()),
+    ("x2, fx2 = map(Tensor.reshape, (x, fx), ((-1, n), (-1, n)))", set()),
+    ("x2, fx2 = map(torch.Tensor.contiguous, (x, fx))\n    z = x2 + fx2", {("wrapper-arithmetic", FLAG)}),
+    ("x2, fx2 = map(torch.Tensor.exp, (x, fx))", {("wrapper-torch-op", FLAG)}),
+    ("z = torch.Tensor.add(x, fx)", {("wrapper-torch-op", FLAG)}),
     ("x2, fx2 = map(fused_add_layernorm_kernel[(1,)], (x, fx))", {("wrapper-launch-loop", FLAG), ("wrapper-launches", FLAG)}),
     # what a comprehension returns holds a tensor where its items do
     ("x2, fx2 = (t.reshape(-1, n) for t in (x, fx))\n    z = x2 + fx2", {("wrapper-arithmetic", FLAG)}),
