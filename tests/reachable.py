@@ -133,25 +133,29 @@ def _handed_out() -> list:
     return out
 
 
-def walk(roots, subclasses: bool = False, found_if=_of_grader) -> list:
+def walk(roots, subclasses: bool = False, found_if=_of_grader, noted_if=None) -> list | tuple[list, list]:
     """One line per object reachable from roots [(label, object)] that found_if says is the grader's (by default
-    any of it; _sealed: its live state), with its path; subclasses: through __subclasses__() too."""
-    seen, found, queue = {}, [], collections.deque(roots)   # breadth first: each path is a shortest one
+    any of it; _sealed: its live state), with its path; subclasses: through __subclasses__() too. With noted_if,
+    also (second) the first five lines of what that says is the grader's, walked through, not stopped at."""
+    seen, found, noted, queue = {}, [], [], collections.deque(roots)   # breadth first: each path a shortest one
     while queue:
         path, o = queue.popleft()
         if isinstance(o, _atoms) or id(o) in seen:
             continue
         seen[id(o)] = o
+        line = lambda: f"{path}: {type(o).__name__} {getattr(o, '__name__', '')!s:.80}"   # of the grader's only
         if found_if(o):
-            found.append(f"{path}: {type(o).__name__} {getattr(o, '__name__', '')!s:.80}")
+            found.append(line())
             continue
+        if noted_if is not None and len(noted) < 5 and noted_if(o):
+            noted.append(line())
         try:
             for label, child in _edges(o, subclasses):
                 if not isinstance(child, _atoms) and id(child) not in seen:
                     queue.append((path + label, child))
         except BaseException:
             pass
-    return found
+    return found if noted_if is None else (found, noted)
 
 
 def roots() -> list:
@@ -163,9 +167,9 @@ def roots() -> list:
 if __name__ == "submission":        # run as the sandbox's first cell (imported by a test, it only defines)
     _FOUND = walk(roots())
     # object.__subclasses__() lists every class, the grader's among them, and a class's methods lead to its
-    # module's dict: none of what runs beside the student's code reads those (nbtest.sealed)
-    _LIVE = walk(roots(), subclasses=True, found_if=_sealed)
-    _THROUGH = walk(roots(), subclasses=True)[:5]      # what that walk does reach of the grader (not [] )
+    # module's dict: none of what runs beside the student's code reads those (nbtest.sealed); noted, what that
+    # walk does reach of the grader (not [])
+    _LIVE, _THROUGH = walk(roots(), subclasses=True, found_if=_sealed, noted_if=_of_grader)
 
 
 def found() -> list:
