@@ -327,7 +327,7 @@ def parts_left_out(a: Assignment, kept: list[Result]) -> set[int]:
     """Parts of a whose points leave the maximum: every test of the part needs CUDA, course.toml says
     without_cuda = "skip", and the part's tests were not run, in any of `kept` (the class's results, graded
     wherever they were) or, with none kept yet, on this machine, where they will be graded. A part that
-    one kept result ran stays in: a class graded partly without CUDA is regraded where there is one."""
+    one kept result ran stays in (a kept result is reused, not regraded, on any machine: docs/results.md)."""
     if a.timing is None or a.timing.without_cuda != "skip":
         return set()
     tests = suites.load(a.name).tests
