@@ -147,6 +147,36 @@ def test_text_from_a_child_is_cut_before_it_is_tidied():
     assert tidy("bad \ud800 text", 100) == "bad ? text"      # a lone surrogate cannot reach a table or JSON
 
 
+# a cell's function that writes, on every socket it holds, a reply to the call as the probe would word it (42.0)
+# and then returns 1.0: the frame the grader reads first is the forged one
+FORGER = """import os, stat, struct
+def answer():
+    for fd in range(3, 64):
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.write(fd, struct.pack("!i", len(FORGED)) + FORGED)
+        except OSError:
+            pass
+    return 1.0
+def plain():
+    return 2.0
+"""
+
+
+@pytest.mark.parametrize("signature", [b"", bytes(32)])
+def test_a_frame_a_cell_writes_on_the_connection_is_no_reply(zygote, signature):
+    """The child holds the grader's connection: its code can find the socket and write a well-formed frame on it,
+    with no signature or a made-up one, before the probe's reply. The grader takes only frames the child's loop
+    signed (core/frames.py): the call is refused as not the probe's, never answered 42.0."""
+    forged = signature + codec.dumps({"result": {"kind": "number", "value": 42.0, "type": "float"},
+                                      "shares_input": False, "args_after": []})
+    with Sandbox(zygote, [("a", f"FORGED = {forged!r}\n" + FORGER)], None, Limits(10, 4096)) as box:
+        with pytest.raises(sandbox.Died, match="not a frame the child's loop signed"):
+            box.request({"op": "call", "fn": "answer", "args": []}, Deadline.after(10))
+        box.start()           # a fresh child; the probe's own replies are read as ever
+        assert box.request({"op": "call", "fn": "plain", "args": []}, Deadline.after(10))["result"]["value"] == 2.0
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the whole box needs root: see docs/security.md")
 def test_a_child_is_boxed(zygote):
     # wave: a standard module the fork server has not imported, read from the disk as uid 65534

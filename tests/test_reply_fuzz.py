@@ -3,8 +3,9 @@ children send them still gives every student a result with every test.
 
 The children here are threads that play a sandbox child's side of the socket (a fake fork
 server hands them to the real Grader): they answer the grader's requests with replies shaped as
-core/probe.py sends them, then mutate them (fields dropped, added, retyped, resized; bytes
-flipped, frames cut, lengths lied about). Seeded, so a failure reproduces.
+core/probe.py sends them, signed as the child's loop signs them (core/frames.py), then mutate them
+(fields dropped, added, retyped, resized; bytes flipped, frames cut, lengths lied about, frames left
+unsigned, as a cell writing on the connection would). Seeded, so a failure reproduces.
 """
 import os
 import random
@@ -21,7 +22,7 @@ import torch
 
 from autograder import course, suites
 from autograder.core import codec, probe, replies
-from autograder.core.frames import FrameError, read_frame
+from autograder.core.frames import FrameError, read_frame, signed
 from autograder.core.sandbox import Child
 from autograder.grading import grader as grader_module
 from autograder.grading.grader import Grader
@@ -111,9 +112,10 @@ def mutate(obj, rng: random.Random):
     return rng.choice(EVIL)
 
 
-def wire(obj, rng: random.Random, broken: bool) -> tuple[bytes, bool]:
-    """(bytes to send, whether the frame is cut or lies about its length, so the sender hangs up after it)."""
-    data = codec.dumps(obj)
+def wire(obj, rng: random.Random, broken: bool, sign=lambda data: data) -> tuple[bytes, bool]:
+    """(bytes to send, whether the frame is cut or lies about its length, so the sender hangs up after it);
+    sign: what makes the payload a frame (the child's signature)."""
+    data = sign(codec.dumps(obj))
     if not broken:
         return struct.pack("!i", len(data)) + data, False
     roll = rng.random()
@@ -137,25 +139,33 @@ class FakeChild(threading.Thread):
     def __init__(self, end: socket.socket, status_w: int, rng: random.Random, counter: list):
         super().__init__(daemon=True)
         self.end, self.status_w, self.rng, self.counter = end, status_w, rng, counter
+        self.key, self.sent = b"", 0
 
     def send(self, obj, p_mutate: float) -> bool:
         """False when the frame was one the grader must hang up on (the child then stops)."""
         self.counter[0] += 1
         rng = self.rng
+        n, self.sent = self.sent, self.sent + 1
+        sign = lambda data: signed(self.key, n, data)
         if rng.random() < p_mutate:
-            if rng.random() < 0.6:
+            roll = rng.random()
+            if roll < 0.6:
                 obj = mutate(obj, rng)
+            elif roll < 0.75:         # well formed, but not signed by the loop: the grader hangs up
+                self.end.sendall(wire(obj, rng, broken=False)[0])
+                return False
             else:
-                data, last = wire(obj, rng, broken=True)
+                data, last = wire(obj, rng, broken=True, sign=sign)
                 self.end.sendall(data)
                 return not last
-        self.end.sendall(wire(obj, rng, broken=False)[0])
+        self.end.sendall(wire(obj, rng, broken=False, sign=sign)[0])
         return True
 
     def run(self):
         conn = Connection(os.dup(self.end.fileno()))
         try:
             config = codec.loads(conn.recv_bytes())
+            self.key = bytes.fromhex(config["key"])
             # the first frame comes before any of the student's code runs: the probe's own, never mutated
             for i, (label, _) in enumerate(config["cells"]):
                 if not self.send({"cell": label}, 0.02 if i else 0.0):

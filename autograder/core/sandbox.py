@@ -11,7 +11,9 @@ and mount namespaces, a memory cgroup, rlimits, a clean environment, Landlock, a
 seccomp filter, uid 65534 without capabilities; less where the machine lacks a
 feature, said in Sandbox.isolation), then runs the submission's cells one by one and
 answers requests until the grader hangs up. Frames both ways are codec frames, read
-with a deadline for the whole frame; the grader never unpickles anything a child wrote.
+with a deadline for the whole frame; the grader never unpickles anything a child wrote,
+and takes only frames the child's loop signed with the key it was sent before its first
+cell (core/frames.py): bytes a cell writes on the connection are no reply.
 
 A deadline is counted in the child's own CPU time (its cgroup's: every process it
 started), so a busy machine or a neighbour's load does not make a submission late. Its idle
@@ -62,7 +64,7 @@ from ..course import ROOT, SOLUTIONS
 from . import arena as shared
 from . import box as boxing
 from . import codec, replies
-from .frames import FrameError, read_frame
+from .frames import FrameError, read_frame, signed, unsigned
 
 MAX_FRAME = 256 << 20        # bytes; a larger reply is treated as garbage
 MAX_EVENT_BYTES = 1 << 20    # the monitor's events read at once; the first ones are what counts
@@ -410,6 +412,7 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
         conn = Connection(data_fd)
         sock = socket.socket(fileno=os.dup(data_fd))   # for the arenas' descriptors (core/arena.py)
         config = codec.loads(conn.recv_bytes())
+        key = bytes.fromhex(config.pop("key"))   # a local of this frame and the loop's alone (core/frames.py)
         probe = sys.modules[PROBE]
         specs = importlib.import_module(config["specs"]).SPECS if config["specs"] else {}
         isolation = _isolate(config, cgroup)
@@ -421,23 +424,26 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
         uncompiled.install()     # torch.compile and torch.jit.script hand back their function: no dynamo hook here
         monitor.install(events_fd, config["scratch"], GRADER_CODE, GRADING_PACKAGES)   # before any student code runs
         _out_of_reach(module)
-        run(conn, sock, events_fd, config, module, specs, isolation, serve, describe, declared, check_state)
+        run(conn, sock, events_fd, key, config, module, specs, isolation, serve, describe, declared, check_state)
     finally:
         os._exit(0)
 
 
 # the functions the child's loop calls, bound here: its sealed copy reads these, never a module's attribute
 _dumps, _loads, _child_map, _cells, _lines = codec.dumps, codec.loads, shared.child_map, linecache.cache, python_lines
+_signed = signed
 _compile_cell, _compile_statements = compile_cell, compile_statements
 
 
-def _run(conn: Connection, sock: socket.socket, events_fd: int, config: dict, module: types.ModuleType, specs: dict,
-         isolation: str, serve, describe, declared, check_state) -> None:
-    """The child's loop: the submission's cells, then requests until EOF (run sealed, by _child)."""
-    problems, modes = {}, (0, 0)
+def _run(conn: Connection, sock: socket.socket, events_fd: int, key: bytes, config: dict, module: types.ModuleType,
+         specs: dict, isolation: str, serve, describe, declared, check_state) -> None:
+    """The child's loop: the submission's cells, then requests until EOF (run sealed, by _child); each frame it
+    sends signed with `key`, numbered from 0."""
+    problems, modes, sent = {}, (0, 0), 0
     own = frozenset(config.get("own") or ())    # the student's own cells: run one statement at a time
     for label, source in config["cells"]:
-        conn.send_bytes(_dumps({"cell": label}))
+        conn.send_bytes(_signed(key, sent, _dumps({"cell": label})))
+        sent += 1
         filename = f"<cell {label}>"
         _cells[filename] = (len(source), None, _lines(source, True), filename)   # lines as Python numbers them
         try:
@@ -453,7 +459,8 @@ def _run(conn: Connection, sock: socket.socket, events_fd: int, config: dict, mo
                     break
         modes = check_state(events_fd, f"cell '{label}' ran", label, modes)
     ready = declared(module, config.get("contract", {}))
-    conn.send_bytes(_dumps({"ready": problems, "isolation": isolation, "declared": ready}))
+    conn.send_bytes(_signed(key, sent, _dumps({"ready": problems, "isolation": isolation, "declared": ready})))
+    sent += 1
     objects: dict = {}
     while True:
         try:
@@ -464,7 +471,8 @@ def _run(conn: Connection, sock: socket.socket, events_fd: int, config: dict, mo
         reply = serve(module, specs, objects, request, buffer)
         modes = check_state(events_fd, f"the request {request.get('op')!r} {request.get('fn') or request.get('cls') or ''}",
                             reported=modes)
-        conn.send_bytes(_dumps(reply))
+        conn.send_bytes(_signed(key, sent, _dumps(reply)))
+        sent += 1
 
 
 def _out_of_reach(module: types.ModuleType) -> None:
@@ -525,6 +533,8 @@ class Child:
         self.conn, self.pid, self._status_fd, self.memory_mb = conn, pid, status_fd, memory_mb
         self._pidfd, self._namespaced, self._clock, self._events_fd = pidfd, namespaced, clock, events_fd
         self._waits = waits
+        self.key = os.urandom(32)      # sent in its configuration; each frame it sends is signed with it
+        self._received = 0             # frames read so far: the number the next one is signed with
         self._status: int | None = None
         self._oom = False
         self._cpu_s = 0.0
@@ -592,7 +602,9 @@ class Child:
             if select.select([self.conn.fileno()], [], [], min(wall - now, idle, max(left / CPUS, 0.05)))[0]:
                 break
         try:
-            reply = codec.loads(read_frame(self.conn.fileno(), min(wall, time.monotonic() + deadline.cpu_s), MAX_FRAME))
+            data = read_frame(self.conn.fileno(), min(wall, time.monotonic() + deadline.cpu_s), MAX_FRAME)
+            reply = codec.loads(unsigned(self.key, self._received, data))
+            self._received += 1
         except TimeoutError:
             self.kill()
             raise Hung() from None
@@ -774,7 +786,8 @@ class Sandbox:
             expected = next(loading, None)
             labels = {label for label, _ in self.cells}     # once per start, not per frame: cells can be many
             try:
-                child.send({"cells": self.cells, "own": sorted(self.own), "specs": self.specs, "scratch": self._scratch,
+                child.send({"key": child.key.hex(), "cells": self.cells, "own": sorted(self.own), "specs": self.specs,
+                            "scratch": self._scratch,
                             "memory_mb": self.limits.memory_mb, "resident_mb": self.limits.resident_mb,
                             "cuda": self.limits.cuda, "user": self.limits.user,
                             "budget_s": self.limits.budget_s, "contract": self.contract})
