@@ -176,7 +176,7 @@ class _Wrapper:
         self.ctx, self.name = ctx, name
         self.found: list[Violation] = []
         self.launches: list[tuple[ast.AST, tuple]] = []   # (node, branch path)
-        self.seen: set[tuple] = set()   # (class, function, the parameters holding tensors) walked
+        self.seen: dict[tuple, bool] = {}   # (class, function, the parameters holding tensors) walked -> returns one
         self.fields: set[str] = set()   # attributes of the notebook's objects that some walked code sets to a tensor
 
     def flag(self, label, node, rule, message):
@@ -185,7 +185,7 @@ class _Wrapper:
     def run(self, label: str, fn: ast.FunctionDef) -> list[Violation]:
         while True:       # again while the walk finds more attributes holding tensors (self.h = ...)
             fields = set(self.fields)
-            self.found, self.launches, self.seen = [], [], set()
+            self.found, self.launches, self.seen = [], [], {}
             self._constructed()
             self._function(label, fn)
             if self.fields == fields:
@@ -206,18 +206,19 @@ class _Wrapper:
         for cls in sorted(set(self.ctx.instances.values())):
             init = self.ctx.method(cls, "__init__")
             if init is not None:
-                seen = set(self.seen)
+                seen = dict(self.seen)
                 self._function(self.ctx.cell_of(init), init, {p.arg for p, _ in _parameters(init)[1:]}, cls)
                 self.found, self.launches, self.seen = [], [], seen
 
     def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None,
-                  outer: "_Body | None" = None, named: str | None = None):
+                  outer: "_Body | None" = None, named: str | None = None) -> bool:
         """Walk fn's body. The wrapper's parameters hold tensors but for a scalar annotation or a constant
         default; a helper's (tensors given) are those its call passes tensors to, as if its body stood at
         the call: it is walked once for each set of them. A method of the notebook's class cls (called on
         an instance) has its first parameter, self, bound to that instance. A def nested in the function
         `outer` walks (_nested_helpers) also reads outer's own names, as opaque as they are there, and may
-        call outer's other such defs. A classmethod's first parameter names the class `named`."""
+        call outer's other such defs. A classmethod's first parameter names the class `named`. Returns whether
+        a `return` of it holds a tensor (True while it is being walked: a recursive call)."""
         if tensors is None:
             tensors = set()
             for arg, default in _parameters(fn):
@@ -226,8 +227,8 @@ class _Wrapper:
                     tensors.add(arg.arg)
         key = (cls, named, id(fn), frozenset(tensors))
         if key in self.seen:
-            return
-        self.seen.add(key)
+            return self.seen[key]
+        self.seen[key] = True
         params = _parameters(fn)
         instances = {params[0][0].arg: cls} if cls is not None and params else {}
         own = _own_names(fn)
@@ -239,6 +240,8 @@ class _Wrapper:
         body.helpers = {**({k: v for k, v in outer.helpers.items() if k not in own} if outer is not None else {}),
                         **_nested_helpers(fn)}
         body.walk(fn.body, ())
+        self.seen[key] = body.returns_tensor
+        return body.returns_tensor
 
 
 MAP_ITEM = "map item "    # the names of map's items when its function is called written out (_Body.as_generator)
@@ -427,6 +430,7 @@ class _Body:
         self.classes: dict[str, str] = {}                 # a classmethod's cls -> the notebook class it names
         self.generators: dict[int, ast.GeneratorExp | None] = {}    # id(a map call) -> as_generator's node
         self.partials: dict[int, ast.Call] = {}           # id(launch(...)) -> the launch with a partial's arguments
+        self.returns_tensor = False                       # a `return` of the walked function holds a tensor
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
@@ -531,6 +535,7 @@ class _Body:
         elif isinstance(node, (ast.Return, ast.Expr)):
             if node.value is not None:
                 self.expr(node.value, path)
+                self.returns_tensor |= isinstance(node, ast.Return) and self.tensorish(node.value)
         elif isinstance(node, ast.Raise):
             if node.exc is not None:
                 self.expr(node.exc, path)
@@ -685,6 +690,8 @@ class _Body:
             return any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)]) or \
                 _has_alloc(fn, self.w.ctx) or any(isinstance(n, ast.Name) and n.id in self.tensors
                                                   for n in ast.walk(fn))
+        if isinstance(node, ast.Call) and self.returned(node) is not None:
+            return self.returned(node)
         if isinstance(node, ast.Call):
             f = node.func
             path = self.w.ctx.resolve(f)
@@ -704,6 +711,21 @@ class _Body:
         if isinstance(node, (ast.BinOp, ast.UnaryOp)):
             return any(self.tensorish(c) for c in ast.iter_child_nodes(node))
         return False
+
+    def returned(self, node: ast.Call) -> bool | None:
+        """Whether a call of one of the notebook's module-level defs or of a method of its classes returns a
+        tensor: a `return` of it holding one, walked with the tensors this call passes (rows_view(x).contiguous(),
+        h, y = Fn.apply(...)); None for any other call (a class's constructor returns its instance)."""
+        f, ctx = node.func, self.w.ctx
+        if isinstance(f, ast.Name) and f.id in ctx.functions and f.id not in self.own | set(self.helpers) | \
+                set(self.launchers) and ctx.resolve(f) is None:
+            label, fn = ctx.functions[f.id]
+            return self.w._function(label, fn, self.passed(fn, node))
+        method = self.method(f) if self.class_named(f) is None else None
+        if method is not None and method[1] is not None:
+            cls, fn, bound, named = method
+            return self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls, named=named)
+        return None
 
     def as_generator(self, node) -> ast.GeneratorExp | None:
         """map(f, items) with Python's own map: the generator expression (f(t) for t in items) it is, or for

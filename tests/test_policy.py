@@ -1212,6 +1212,40 @@ def test_a_module_level_def_handed_to_map_is_walked_with_its_items(helper, found
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
+ROWS_HELPERS = """def rows_view(t):
+    return t.reshape(-1, t.shape[-1])
+
+
+def row_count(t):
+    return t.numel() // t.shape[-1]
+
+
+class Rows:
+    @staticmethod
+    def of(t):
+        return t.reshape(-1, t.shape[-1])
+"""
+
+
+@pytest.mark.parametrize("lines, found", [
+    ("x2 = rows_view(x).contiguous()", set()),
+    ("x2 = rows_view(x)\n    x2 = x2.contiguous()", set()),
+    ("x2 = Rows.of(x).contiguous()", set()),
+    ("m = triton.cdiv(row_count(x), 4)", set()),              # a count stays a count
+    ("z = rows_view(x) + 1", {("wrapper-arithmetic", FLAG)}),
+    ("z = Rows.of(x) * 2", {("wrapper-arithmetic", FLAG)}),
+    ("z = rows_view(x).exp()", {("wrapper-torch-op", FLAG)}),
+])
+def test_what_a_def_or_method_of_the_notebook_returns_holds_a_tensor_where_its_return_does(lines, found):
+    """x2 = rows_view(x).contiguous() with a def of the notebook's own (honest6-fan_23: it cost the two launch
+    tests, held for review, as a callee the policy cannot name), and h, y = Fn.apply(...) of an autograd
+    Function whose forward launches the kernel (honest6-fan_22): what the call returns holds a tensor where a
+    `return` of the def does, walked with the tensors the call hands it, so a view of it is a view and
+    arithmetic on it is arithmetic (it was not seen before: rows_view(x) + 1 passed)."""
+    body = ROWS_HELPERS + "\n\n" + wrapper_with(lines)
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+
+
 @pytest.mark.parametrize("lines, found", [
     ("same = torch.broadcast_shapes(x.shape, fx.shape) == x.shape == fx.shape", set()),
     ("same = torch.broadcast_shapes(x, fx)", {("wrapper-arithmetic", FLAG)}),     # a tensor's values as sizes
