@@ -25,6 +25,8 @@ WRAPPER_SCALAR_FUNCS = {
     "repr", "print", "all", "any", "zip", "enumerate", "dict", "divmod", "type", "ValueError", "TypeError",
     "RuntimeError", "NotImplementedError", "AssertionError", "torch.Size", "torch.broadcast_shapes", "torch.is_tensor",
     "torch.cuda.is_available", "torch.cuda.device", "torch.no_grad", "torch.finfo", "torch.iinfo",
+    # a device and dtypes, named or compared, and whether autograd is on: no tensor's values
+    "torch.device", "torch.get_default_dtype", "torch.promote_types", "torch.can_cast", "torch.is_grad_enabled",
     "triton.next_power_of_2", "triton.cdiv",
     # the device a launch runs on, and how many programs it holds (a persistent kernel's grid), and the
     # context managers that choose it or turn autograd off around the launch
@@ -38,6 +40,8 @@ TENSOR_VIEW_METHODS = {"reshape", "view", "view_as", "reshape_as", "contiguous",
                        "new_zeros", "new_ones",
                        # views of parts of a tensor: one buffer allocated for h and y, then h, y = out.unbind(0)
                        "unbind", "split", "chunk", "narrow", "select"}
+# torch's functions that return views of their tensors and are no tensor method (torch.atleast_2d(x).flatten(0, -2))
+VIEW_FUNCTIONS = {"torch.atleast_1d", "torch.atleast_2d", "torch.atleast_3d"}
 SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", "ndimension", "is_contiguous",
                   "data_ptr", "get_device", "storage_offset", "is_floating_point"}
 SCALAR_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize"}
@@ -66,12 +70,14 @@ def function_forms() -> frozenset[str]:
     """torch.NAME for each method of SCALAR_METHODS and TENSOR_VIEW_METHODS that torch also has as a function
     (torch.reshape(x, s) is x.reshape(s), torch.numel(x) is x.numel()); not a dtype (torch.float) or a module
     (torch.cuda), which share a method's name and are no function of it. And torch.Tensor.NAME for each: the
-    method itself, torch.Tensor.contiguous(x) is x.contiguous() (map(torch.Tensor.contiguous, (x, fx)))."""
+    method itself, torch.Tensor.contiguous(x) is x.contiguous() (map(torch.Tensor.contiguous, (x, fx))). And
+    VIEW_FUNCTIONS."""
     import torch
     methods = SCALAR_METHODS | TENSOR_VIEW_METHODS
     return frozenset({f"torch.{m}" for m in methods
                       if callable(getattr(torch, m, None)) and not isinstance(getattr(torch, m), (type, torch.dtype))}
-                     | {f"torch.Tensor.{m}" for m in methods if callable(getattr(torch.Tensor, m, None))})
+                     | {f"torch.Tensor.{m}" for m in methods if callable(getattr(torch.Tensor, m, None))}
+                     | VIEW_FUNCTIONS)
 
 
 # those a list, dict or set holding tensors answers with what it holds (a tensor has none of these methods)
@@ -695,7 +701,7 @@ class _Body:
         if isinstance(node, ast.Call):
             f = node.func
             path = self.w.ctx.resolve(f)
-            if path in function_forms() and path.split(".")[-1] in TENSOR_VIEW_METHODS:     # torch.reshape(x, s)
+            if path in function_forms() and path.rsplit(".", 1)[-1] not in SCALAR_METHODS:     # torch.reshape(x, s)
                 return any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)])
             if path is None and isinstance(f, ast.Attribute) and f.attr in TENSOR_VIEW_METHODS:
                 return self.tensorish(f.value)

@@ -1247,6 +1247,22 @@ def test_what_a_def_or_method_of_the_notebook_returns_holds_a_tensor_where_its_r
 
 
 @pytest.mark.parametrize("lines, found", [
+    ("x2 = torch.atleast_2d(x).flatten(0, -2).contiguous()", set()),
+    ("x2 = torch.atleast_2d(x)\n    z = x2 * 2", {("wrapper-arithmetic", FLAG)}),
+    ("z = torch.atleast_2d(x).exp()", {("wrapper-torch-op", FLAG)}),
+    ("with torch.device(x.device):\n        pass", set()),
+    ("d = torch.device('cpu') if x.device.type == 'cpu' else x.device", set()),
+    ("t = torch.promote_types(x.dtype, fx.dtype)\n    ok = torch.can_cast(t, torch.float32)", set()),
+    ("m = f'{torch.get_default_dtype()} {torch.is_grad_enabled()}'", set()),
+])
+def test_devices_dtypes_and_atleast_2d_read_no_values(lines, found):
+    """with torch.device(x.device): (honest6-fan_11) and torch.atleast_2d(x).flatten(0, -2) (honest6-fan_17)
+    each cost the two launch tests, held for review: a device, dtypes compared and a view read no tensor's
+    values; the view still holds the tensor."""
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=wrapper_with(lines)), FUSED)) == found
+
+
+@pytest.mark.parametrize("lines, found", [
     ("same = torch.broadcast_shapes(x.shape, fx.shape) == x.shape == fx.shape", set()),
     ("same = torch.broadcast_shapes(x, fx)", {("wrapper-arithmetic", FLAG)}),     # a tensor's values as sizes
 ])
