@@ -8,7 +8,9 @@
 The hook watches the audit events (docs/security.md lists them) that reach the process: strings
 compiled or executed, frames and gc walks, ctypes, code objects built, writes to library types,
 imports of the grading packages (`guarded`), opens outside the scratch folder, processes, sockets, tracing and
-other audit hooks. An event counts when student code caused it: it was raised while a student
+other audit hooks. The process's own memory and descriptors (/proc/self/mem, /proc/self/fd/N, a descriptor
+it held before the first cell, opened by number) count whoever opens them: a library that opens what it is
+handed (gzip.GzipFile, codecs.open) stands between the cell and its own process, not its own data. An event counts when student code caused it: it was raised while a student
 cell's frame ran (a cell is compiled under the file name "<cell LABEL>"), with only library frames
 between it and the hook. Library code that builds code for a decorator the student applied
 (dataclasses, namedtuple, Triton's jit) is not the student's doing, but the code it built is judged as
@@ -76,6 +78,8 @@ FRAME_EVENTS = ("sys._getframe", "sys._current_frames", "object.__getattr__")
 # between the cell and the frames read, yet the reading is torch's, as torch.manual_seed's is
 ANOMALY_RECORDER = ("/traceback.py", "format_stack")
 MAX_DISTINCT = 10_000      # events remembered as sent (the grader keeps its first 50)
+# a process's /proc entries that are its memory or its descriptors, at any depth below /proc/PID (task/TID/mem)
+PROCESS_FILES = frozenset({"mem", "fd", "fdinfo", "map_files"})
 _getframe, _write, _str, _isinstance, _type, _id, _sum = sys._getframe, os.write, str, isinstance, type, id, sum
 _function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
 _function_mode_at, _range = torch._C._get_function_stack_at, range
@@ -94,6 +98,14 @@ class Event:
     detail: str
 
 
+@dataclass(frozen=True)
+class Process:
+    """What of the process is its own: its /proc directory ("/proc/PID/") and the descriptors it held when the
+    monitor was installed."""
+    proc: str = "/proc/self/"
+    fds: frozenset[int] = frozenset()
+
+
 def sandbox_cell(filename: str) -> str | None:
     """The label of the sandbox child's cell compiled under this file name ("<cell LABEL>"), or None."""
     return filename[len(CELL_PREFIX):-1] if filename.startswith(CELL_PREFIX) else None
@@ -109,6 +121,10 @@ def install(fd: int, scratch: str, own: tuple[str, ...], guarded: tuple[str, ...
     busy = [False]
     sent: set[tuple] = set()      # each event once: a loop repeating one fills no pipe, whatever the grader reads
     prefixes = (os.path.realpath(scratch), os.devnull)
+    # this process's /proc directory, and the descriptors it holds now, before any student code (the grader's
+    # connection, this pipe; 0-2 are the standard streams, which a library may reopen)
+    process = Process(os.path.realpath("/proc/self") + os.sep,
+                      frozenset(int(n) for n in os.listdir("/proc/self/fd")) - {0, 1, 2})
     generated: dict[int, CodeType] = {}   # id -> code a generator compiled (held, so that no id is reused)
 
     def hook(event: str, args: tuple) -> None:
@@ -119,7 +135,7 @@ def install(fd: int, scratch: str, own: tuple[str, ...], guarded: tuple[str, ...
         try:
             if event == "exec" and _type(args[0]) is CodeType and _getframe(1).f_code.co_filename.endswith(GENERATORS):
                 _remember(args[0], generated)
-            where = _attribute(event, args, prefixes, cell_of, own, guarded, modules, generated)
+            where = _attribute(event, args, prefixes, cell_of, own, guarded, modules, generated, process)
             if where is not None and (key := (*where, event, _detail(event, args))) not in sent:
                 if len(sent) < MAX_DISTINCT:
                     sent.add(key)
@@ -165,7 +181,7 @@ def _remember(code: CodeType, generated: dict[int, CodeType]) -> None:
 
 def _attribute(event: str, args: tuple, inside: tuple, cell_of: Callable[[str], str | None], own: tuple[str, ...],
                guarded: tuple[str, ...], modules: Container[str],
-               generated: Container[int] = frozenset()) -> tuple[str, int] | None:
+               generated: Container[int] = frozenset(), process: Process = Process()) -> tuple[str, int] | None:
     """(cell, line) of the student frame this event is to be charged to, or None. Code the student wrote to a
     file it may write (the scratch folder) and ran is the student's too, and so is code a generator compiled
     (`generated`: the ids of what dataclasses, namedtuple or Triton's jit executed), judged by what it does, not
@@ -181,7 +197,8 @@ def _attribute(event: str, args: tuple, inside: tuple, cell_of: Callable[[str], 
         if cell is not None or not judged and (name.startswith(inside) or _id(frame.f_code) in generated):
             if not judged and (compiler and event.startswith(COMPILER_EVENTS) or loading and event != "import"
                                or event in FRAME_EVENTS and framing and _recorded_by_anomaly_mode(outer)
-                               or not _counts(event, args, site, direct, framing, inside, guarded, modules)):
+                               or not _counts(event, args, site, direct, framing, inside, guarded, modules,
+                                              process)):
                 return None
             if cell is not None:
                 return cell, frame.f_lineno
@@ -210,7 +227,7 @@ def _recorded_by_anomaly_mode(outer) -> bool:
 
 
 def _counts(event: str, args: tuple, site: str, direct: bool, framing: bool, inside: tuple, guarded: tuple[str, ...],
-            modules: Container[str]) -> bool:
+            modules: Container[str], process: Process = Process()) -> bool:
     """Whether an event a student cell caused (directly, or through the library file `site`) reaches the process.
     framing: only frame libraries (inspect, traceback) stand between the cell and the event, so the frames they
     read go back to the cell (torch.manual_seed formats the stack into text for its own log: not the cell's doing)."""
@@ -228,9 +245,11 @@ def _counts(event: str, args: tuple, site: str, direct: bool, framing: bool, ins
         return _str(args[0]).split(".")[0] in guarded
     if event == "open":
         path = args[0]
-        if not _isinstance(path, (str, bytes)):
-            return direct
+        if not _isinstance(path, (str, bytes)):      # a descriptor by number
+            return direct or path in process.fds
         path = os.path.realpath(os.fsdecode(path))
+        if path.startswith(process.proc) and PROCESS_FILES.intersection(path[len(process.proc):].split(os.sep)):
+            return True
         return not path.startswith(inside) and (direct or _writes(args[1]))
     if event.startswith(("os.", "ctypes.")) and not direct:
         return event.startswith(PROCESS_EVENTS)

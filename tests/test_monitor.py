@@ -98,6 +98,9 @@ F.gelu(x)
 functools.partial(F.layer_norm, normalized_shape=(8,))(x)
 Pair(1, 2), Split(1.0, 2.0), Config(), Norm("pre"), math.sqrt(2.0), seeded(0)
 torch.manual_seed(1)
+import tempfile
+with tempfile.TemporaryFile() as scratch:      # a descriptor a library made itself, then opened by number
+    scratch.write(b"x")
 try:
     raise ValueError(f"{type(block).__name__}: {tuple(x.shape)}")
 except ValueError:
@@ -129,6 +132,11 @@ REACHING = [
     ("import ctypes\nctypes.string_at(id(1), 8)\n", "ctypes.string_at", 2),
     ("import os\nos.system('true')\n", "os.system", 2),
     ("open('/etc/hostname').read()\n", "open", 1),
+    # the process's own memory and descriptors, opened by a library that opens what it is handed
+    ("import gzip\nmemory = gzip.GzipFile('/proc/self/mem', 'rb')\n", "open", 2),
+    ("import codecs\ninfo = codecs.open('/proc/self/fdinfo/1', 'rb')\n", "open", 2),
+    ("import os\nfor fd in range(3, 64):\n    try:\n        os.fdopen(fd, 'rb', closefd=False)\n"
+     "    except OSError:\n        pass\n", "open", 4),
     # a string routed into the code a generator compiles is judged by what it does, not by dataclasses' file
     ("import dataclasses\nf = dataclasses._create_fn('f', [], [\"return __import__('sys')._getframe(0)\"])\n"
      "frame = f()\n", "sys._getframe", 3),
