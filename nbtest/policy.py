@@ -49,11 +49,12 @@ class Rules(Protocol):
 # What each withhold rule still guards with the probe out of reach (the demotion of each to a flag, tried
 # against the forgeries and the hostile corpus); docs/security.md says the same, tests/test_policy.py checks
 GUARDS = {
-    "process-introspection": "sys, os, gc, ctypes, frames, sockets and files, by import, attribute or re-export: "
-    "the child's connection to the grader, on which a cell can write any frame and the grader reads it as the "
-    "probe's reply (core/replies.py; hostile-frame-* are read so), so a well-formed forged structure or "
-    "launch-trace reply would pay what forged-structure-report and forged-launch-trace did; no sample forges one, "
-    "and with every static withhold rule demoted no forgery sample outscores its twin",
+    "process-introspection": "sys, os, gc, ctypes, frames, sockets and files, by import, attribute or re-export: the "
+    "process's memory and the loop's own state (ctypes writes any word of the child, as the *-retypes-error samples "
+    "do by other routes; gc and frames reach the running loop's locals, among them the key it signs its frames "
+    "with). Writing on the child's connection to the grader pays nothing since frames are signed: the grader refuses "
+    "a frame the loop did not sign (core/frames.py; forged-reply-frame, red team round 5, scored 100 to its twin's "
+    "96 before), and the test that asked loses its point",
     "dynamic-code": "exec, eval, compile, __import__, open, globals and vars: __import__ and the builtins that "
     "globals() and vars() hand out import a loaded module (os) with no audited event, the spelling of "
     "process-introspection's route; exec, compile and open are audited too; the only withhold finding on "
