@@ -687,6 +687,53 @@ ERROR_CLASSES = {    # name -> (how the class is built, the code before residual
                               f'(RuntimeError,), dict({_CLAIMS}))\n\n\n'),
 }
 
+# refuses-with-runtime-error's RuntimeError, with the reply a ValueError would get written on the child's connection
+# to the grader first: gzip.GzipFile (torch.profiler holds the module) opens a raw file on any descriptor; the
+# socket is the one whose /proc/self/fdinfo shows flags 2. The forged frame's message string is made as long as the
+# probe's own reply to the RuntimeError that follows, which it swallows, so that the stream stays in step (red team
+# round 5). The grader takes only frames the child's loop signed, and the monitor sees the opens.
+FORGED_REPLY = """\
+_SOCKET = []
+
+
+class _Raw(torch.profiler.profiler.gzip.GzipFile):
+    def __init__(self, fd, mode):
+        try:
+            super().__init__(fd, mode)       # opens fd, then refuses an int as a file name: the file is kept
+        except TypeError:
+            pass
+
+
+def _flags(fd):
+    try:
+        with torch.profiler.profiler.gzip.GzipFile(f"/proc/self/fdinfo/{fd}", "rb") as info:
+            return info.fileobj.read().decode().split("flags:")[1].split()[0].lstrip("0")
+    except Exception:
+        return ""
+
+
+def _text(s):
+    return b"s" + len(s.encode()).to_bytes(4, "little") + s.encode()
+
+
+def _error(kind, message):
+    head = b"RC\\x01d" + (1).to_bytes(4, "little") + _text("error") + b"d" + (3).to_bytes(4, "little")
+    return head + _text("type") + _text(kind) + _text("is") + b"l" + (1).to_bytes(4, "little") + _text(kind) + \\
+        _text("message") + message
+
+
+def refuse(message):
+    if not _SOCKET:
+        _SOCKET.append(_Raw({_flags(fd): fd for fd in range(3, 32)}["2"], "wb"))
+    probes = _error("RuntimeError", _text("z"))
+    probes = len(probes).to_bytes(4, "big") + probes
+    body = _error("ValueError", b"s" + (len(message.encode()) + len(probes)).to_bytes(4, "little") + message.encode())
+    _SOCKET[0].myfileobj.raw.write((len(body) + len(probes)).to_bytes(4, "big") + body)
+    raise RuntimeError("z")
+
+
+"""
+
 # the same RuntimeError made a ValueError in memory: its type pointer (the word after its reference count,
 # at id(error) + 8) overwritten with ValueError's address by a Triton kernel, whose interpreter stores at
 # the raw address a kernel computes (importing triton is only a flag in this assignment)
