@@ -126,8 +126,10 @@ class Notebook:
                          isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))}
         # the private names the notebook gives its own objects, in any of its cells: a method of a base class
         # in the cell above, or a helper class's constant, is read in another cell as Run All runs them
-        self.own_private = {name for label, tree in self.trees.items() if self.student[label]
-                            for name in _private_names(tree)}
+        self.own_names = {name for label, tree in self.trees.items() if self.student[label]
+                          for name in _given_names(tree)}
+        self.own_private = {name for name in self.own_names if name.startswith("_") and not name.startswith("__")
+                            and name not in MODULE_PRIVATE}
 
     def _top_level(self, label, node, student):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -225,10 +227,9 @@ def _imported(node) -> list[tuple[str, str]]:
     return []
 
 
-def _private_names(tree) -> set[str]:
-    """The private names a cell gives objects of its own: attributes it sets on self or cls, the functions,
-    methods and classes it defines, and the names a class body binds (class constants, dataclass fields),
-    never one of nn.Module's own (MODULE_PRIVATE)."""
+def _given_names(tree) -> set[str]:
+    """The names a cell gives objects of its own: attributes it sets on self or cls, the functions, methods and
+    classes it defines, and the names a class body binds (class constants, dataclass fields)."""
     own = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
@@ -241,7 +242,7 @@ def _private_names(tree) -> set[str]:
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else \
                     [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
                 own |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return {name for name in own if name.startswith("_") and not name.startswith("__") and name not in MODULE_PRIVATE}
+    return own
 
 
 def _is_docstring(stmt) -> bool:

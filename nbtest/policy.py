@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import functools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -89,7 +90,8 @@ GUARDS = {
     "resize(refcheck=False) frees the data under its views alike); adding a sparse "
     "tensor to a dense one writes at its index however far past that tensor, so any word of the child "
     "(sparse-retypes-error, a RuntimeError turned into a ValueError with torch alone, scores 100 to its twin's 96 "
-    "with it demoted)",
+    "with it demoted); a name the notebook gives its own object (self.saved_storage, a method pair_indices) is "
+    "its own unless torch or numpy has it too",
     "monitor": "an audited event (a frame or gc read, exec, compile, an import, a file, a torch mode left "
     "active): the only defence against reach-dynamic-class-* and reach-torch-mode-*, torch modes that "
     "answer the probe's reads without reaching it; the strings a library runs (reach-string-*) find no probe",
@@ -163,6 +165,17 @@ def unchecked_memory(name: str) -> bool:
     """A name of torch's sparse or storage API; asking whether a tensor is sparse (is_sparse) makes none."""
     lower = name.lower()
     return not lower.startswith("is_") and ("sparse" in lower or "storage" in lower and lower != "storage_offset")
+
+
+@functools.cache
+def library_names() -> frozenset[str]:
+    """The attribute names of torch, its tensors, storages, sparse and functional APIs and numpy's arrays: a name
+    the notebook gives its own object (self.saved_storage, a method pair_indices) is its own unless a library
+    has it too, whatever object it is read off (imported here, when first asked, not with the policy)."""
+    import numpy
+    import torch
+    return frozenset(name for api in (torch, torch.Tensor, torch.UntypedStorage, torch.TypedStorage, torch.sparse,
+                                      torch.nn.functional, numpy, numpy.ndarray) for name in dir(api))
 
 
 # the contexts where type(x) is only read (its name, a comparison, isinstance's classes, a message), never
@@ -482,7 +495,7 @@ class _General(ast.NodeVisitor):
         elif attr in PROCESS_ATTRIBUTES:
             self.flag(node, "process-introspection", WITHHOLD,
                       f"'.{attr}' leads from this object to the grading process; a solution needs none of it")
-        elif unchecked_memory(attr):
+        elif unchecked_memory(attr) and not self._own_name(attr):
             self._unchecked(node, f"'.{attr}'")
 
         elif attr.startswith("_") and not attr.startswith("__") and not (
@@ -498,6 +511,10 @@ class _General(ast.NodeVisitor):
 
     def _own_private(self, node) -> bool:
         return node.attr in self.own_private
+
+    def _own_name(self, name: str) -> bool:
+        """A name the notebook gives an object of its own that no library of the sparse and storage rule has."""
+        return name in self.ctx.own_names and name not in library_names()
 
     def _path(self, node, path: str):
         forbidden = PROCESS_PATHS + self.policy.extra_forbidden_paths
@@ -537,7 +554,7 @@ class _General(ast.NodeVisitor):
         method = node.func.attr if isinstance(node.func, ast.Attribute) and self.ctx.resolve(node.func) is None else \
             node.args[1].value if func in ATTRIBUTE_FUNCS and len(node.args) > 1 and \
             isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) else ""
-        if method.endswith("indices"):
+        if method.endswith("indices") and not self._own_name(method):
             # a sparse tensor's indices() (crow_indices(), ...) hands out the index tensor torch trusts; a
             # library's function (torch.triu_indices) and a result's field (topk(...).indices) are not calls of it
             self._unchecked(node, f"'.{method}()', a sparse tensor's own indices")

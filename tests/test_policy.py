@@ -1662,6 +1662,15 @@ RAW_MEMORY = {
     "honest: a result's indices, triu_indices, sparse=False, a storage offset": (
         "import torch\ndef f(x):\n    i = torch.topk(x, 2).indices\n    j = torch.triu_indices(3, 3)\n"
         "    e = torch.nn.Embedding(3, 2, sparse=False)\n    return i, j, e, x.storage_offset()\n", set()),
+    # red team round 5: the rule read any name holding "storage", or a method ending in "indices", as torch's
+    "honest: a name of the notebook's own holding storage or indices": (
+        "class Cache:\n    def __init__(self):\n        self.saved_storage = {}\n\n    def pair_indices(self, n):\n"
+        "        return [(i, j) for i in range(n) for j in range(i)]\n\n\ndef f():\n    c = Cache()\n"
+        "    return c.saved_storage, c.pair_indices(2)\n", set()),
+    "an own name that torch has too": ("class W:\n    def __init__(self):\n        self.to_sparse = 1\n\n\n"
+                                       "def f(x):\n    return x.to_sparse()\n", {("unchecked-memory", WITHHOLD)}),
+    "an own method named indices": ("class W:\n    def indices(self):\n        return 1\n\n\ndef f(g):\n"
+                                    "    return g.indices()\n", {("unchecked-memory", WITHHOLD)}),
     "honest: a loop name shadowing a module": (
         "import torch.nn.functional as F\ndef f(branches):\n    for F, _ in branches:\n        y = F(1)\n    return y\n",
         set()),
