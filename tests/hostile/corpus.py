@@ -309,7 +309,8 @@ with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
 frame = buf.getvalue()
 """ + _SEND_FRAME + "time.sleep(600)\n"),
     # once ended the batch: Sandbox.start took a null label for "no cell ran yet", a failure of the grader
-    "frame-cell-null": (Case("grader side", reason="cannot use"), """
+    # a frame the loop did not sign: refused before it is read (a signed one is replies.loading's: test_reply_fuzz)
+    "frame-cell-null": (Case("grader side", reason="not a frame the child's loop signed"), """
 import os, stat, struct
 frame = b"RC\\x01d" + struct.pack("<I", 1) + b"s" + struct.pack("<I", 4) + b"cellN"   # codec: {"cell": None}
 """ + _SEND_FRAME + "os._exit(0)\n"),
