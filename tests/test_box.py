@@ -177,6 +177,35 @@ def test_a_frame_a_cell_writes_on_the_connection_is_no_reply(zygote, signature):
         assert box.request({"op": "call", "fn": "plain", "args": []}, Deadline.after(10))["result"]["value"] == 2.0
 
 
+REDIRECT = """import os, stat
+for fd in range(3, 64):
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), fd)      # the monitor's pipe, now /dev/null
+    except OSError:
+        pass
+def plain():
+    return 2.0
+"""
+
+
+def test_a_monitor_pipe_redirected_by_the_code_is_an_event():
+    """A cell that points the monitor's pipe at /dev/null hides every later event of its own (none of the
+    monitor's hook writes reach the grader), with no event for the redirect itself: the loop's mark before each
+    frame goes there too, and the grader, not finding it, records the redirect as the monitor's event."""
+    zygote = Zygote([PROBE])
+    try:
+        with Sandbox(zygote, [("a", REDIRECT)], None, Limits(10, 4096)) as box:
+            assert box.request({"op": "call", "fn": "plain", "args": []}, Deadline.after(10))["result"]["value"] == 2.0
+            assert [e.event for e in box.events] == ["monitor"], box.events
+            assert "did not carry the mark" in box.events[0].detail
+        with Sandbox(zygote, [("a", "def plain():\n    return 2.0\n")], None, Limits(10, 4096)) as box:
+            box.request({"op": "call", "fn": "plain", "args": []}, Deadline.after(10))
+            assert box.events == [], box.events
+    finally:
+        zygote.close()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the whole box needs root: see docs/security.md")
 def test_a_child_is_boxed(zygote):
     # wave: a standard module the fork server has not imported, read from the disk as uid 65534

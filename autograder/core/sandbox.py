@@ -13,7 +13,9 @@ feature, said in Sandbox.isolation), then runs the submission's cells one by one
 answers requests until the grader hangs up. Frames both ways are codec frames, read
 with a deadline for the whole frame; the grader never unpickles anything a child wrote,
 and takes only frames the child's loop signed with the key it was sent before its first
-cell (core/frames.py): bytes a cell writes on the connection are no reply.
+cell (core/frames.py): bytes a cell writes on the connection are no reply. Before each frame
+the loop writes a mark signed alike on the monitor's pipe: a frame whose mark the grader does
+not find there is an event of the monitor's (the code redirected the pipe, or filled it).
 
 A deadline is counted in the child's own CPU time (its cgroup's: every process it
 started), so a busy machine or a neighbour's load does not make a submission late. Its idle
@@ -64,7 +66,7 @@ from ..course import ROOT, SOLUTIONS
 from . import arena as shared
 from . import box as boxing
 from . import codec, replies
-from .frames import FrameError, read_frame, signed, unsigned
+from .frames import FrameError, is_mark, mark, read_frame, signed, unsigned
 
 MAX_FRAME = 256 << 20        # bytes; a larger reply is treated as garbage
 MAX_EVENT_BYTES = 1 << 20    # the monitor's events read at once; the first ones are what counts
@@ -431,7 +433,7 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
 
 # the functions the child's loop calls, bound here: its sealed copy reads these, never a module's attribute
 _dumps, _loads, _child_map, _cells, _lines = codec.dumps, codec.loads, shared.child_map, linecache.cache, python_lines
-_signed = signed
+_signed, _mark, _write = signed, mark, os.write
 _compile_cell, _compile_statements = compile_cell, compile_statements
 
 
@@ -442,6 +444,7 @@ def _run(conn: Connection, sock: socket.socket, events_fd: int, key: bytes, conf
     problems, modes, sent = {}, (0, 0), 0
     own = frozenset(config.get("own") or ())    # the student's own cells: run one statement at a time
     for label, source in config["cells"]:
+        _marked(events_fd, key, sent)
         conn.send_bytes(_signed(key, sent, _dumps({"cell": label})))
         sent += 1
         filename = f"<cell {label}>"
@@ -459,6 +462,7 @@ def _run(conn: Connection, sock: socket.socket, events_fd: int, key: bytes, conf
                     break
         modes = check_state(events_fd, f"cell '{label}' ran", label, modes)
     ready = declared(module, config.get("contract", {}))
+    _marked(events_fd, key, sent)
     conn.send_bytes(_signed(key, sent, _dumps({"ready": problems, "isolation": isolation, "declared": ready})))
     sent += 1
     objects: dict = {}
@@ -471,8 +475,17 @@ def _run(conn: Connection, sock: socket.socket, events_fd: int, key: bytes, conf
         reply = serve(module, specs, objects, request, buffer)
         modes = check_state(events_fd, f"the request {request.get('op')!r} {request.get('fn') or request.get('cls') or ''}",
                             reported=modes)
+        _marked(events_fd, key, sent)
         conn.send_bytes(_signed(key, sent, _dumps(reply)))
         sent += 1
+
+
+def _marked(events_fd: int, key: bytes, n: int) -> None:
+    """The loop's mark for its nth frame, on the monitor's pipe (a full pipe drops it: its events are there)."""
+    try:
+        _write(events_fd, _mark(key, n))
+    except OSError:
+        pass
 
 
 def _out_of_reach(module: types.ModuleType) -> None:
@@ -535,6 +548,7 @@ class Child:
         self._waits = waits
         self.key = os.urandom(32)      # sent in its configuration; each frame it sends is signed with it
         self._received = 0             # frames read so far: the number the next one is signed with
+        self._marked: set[int] = set()   # the frames whose mark the monitor's pipe carried
         self._status: int | None = None
         self._oom = False
         self._cpu_s = 0.0
@@ -570,7 +584,20 @@ class Child:
             if not part:
                 break
             data += part
-        return monitor.parse(data)
+        events = []
+        for e in monitor.parse(data):
+            if e.event == "mark" and not e.cell and is_mark(self.key, e.line, e.detail):
+                self._marked.add(e.line)
+            else:
+                events.append(e)
+        return events
+
+    def unmarked(self) -> int | None:
+        """The first frame read whose mark the monitor's pipe did not carry before it, or None (and always None
+        for a child without the pipe)."""
+        if self._events_fd < 0:
+            return None
+        return next((n for n in range(self._received) if n not in self._marked), None)
 
     def send(self, obj, fd: int = -1) -> None:
         """One frame; with fd, that descriptor after it (SCM_RIGHTS on one byte, which the child reads
@@ -768,8 +795,14 @@ class Sandbox:
                 arena.close()
 
     def _take_events(self, child: Child) -> None:
-        """Keep the child's new events (a restarted child repeats its cells' ones), the first MAX_EVENTS."""
-        for e in child.events():
+        """Keep the child's new events (a restarted child repeats its cells' ones), the first MAX_EVENTS; a frame
+        read without its mark on the monitor's pipe is one."""
+        events = child.events()
+        n = child.unmarked()
+        if n is not None:
+            events.append(monitor.Event("", 0, "monitor", f"the monitor's pipe did not carry the mark of the child's "
+                                        f"frame {n}: the code redirected the pipe or filled it"))
+        for e in events:
             if e not in self.events and len(self.events) < MAX_EVENTS:
                 self.events.append(e)
 
@@ -794,6 +827,7 @@ class Sandbox:
                 deadline = Deadline.after(self.limits.timeout_s, self.budget.end)
                 while True:
                     frame = child.receive(deadline)
+                    self._take_events(child)      # as they come: the pipe holds 64 KiB, marks included
                     try:
                         label = replies.loading(frame, expected, labels)
                     except replies.ReplyError as e:
