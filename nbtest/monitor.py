@@ -106,6 +106,17 @@ class Process:
     fds: frozenset[int] = frozenset()
 
 
+def _this_process() -> Process:
+    """This process's /proc directory and the descriptors it holds now, before any student code (the grader's
+    connection, the monitor's pipe; 0-2 are the standard streams, which a library may reopen). A student's
+    machine without /proc (macOS, Windows: the public tests) has no such files, and its descriptors go unnamed."""
+    try:
+        return Process(os.path.realpath("/proc/self") + os.sep,
+                       frozenset(int(n) for n in os.listdir("/proc/self/fd")) - {0, 1, 2})
+    except OSError:
+        return Process()
+
+
 def sandbox_cell(filename: str) -> str | None:
     """The label of the sandbox child's cell compiled under this file name ("<cell LABEL>"), or None."""
     return filename[len(CELL_PREFIX):-1] if filename.startswith(CELL_PREFIX) else None
@@ -121,10 +132,7 @@ def install(fd: int, scratch: str, own: tuple[str, ...], guarded: tuple[str, ...
     busy = [False]
     sent: set[tuple] = set()      # each event once: a loop repeating one fills no pipe, whatever the grader reads
     prefixes = (os.path.realpath(scratch), os.devnull)
-    # this process's /proc directory, and the descriptors it holds now, before any student code (the grader's
-    # connection, this pipe; 0-2 are the standard streams, which a library may reopen)
-    process = Process(os.path.realpath("/proc/self") + os.sep,
-                      frozenset(int(n) for n in os.listdir("/proc/self/fd")) - {0, 1, 2})
+    process = _this_process()
     generated: dict[int, CodeType] = {}   # id -> code a generator compiled (held, so that no id is reused)
 
     def hook(event: str, args: tuple) -> None:

@@ -264,3 +264,17 @@ def test_the_default_device_mode_is_torchs_own_and_no_other_class_is():
         Mine("cpu").__enter__()
         ''')
     assert ("device", 0, "torch.function_mode") in found, found
+
+
+def test_a_machine_without_proc_installs_the_monitor_with_no_process_files(monkeypatch):
+    """The public tests install the monitor on a student's machine, which may have no /proc (macOS, Windows):
+    there the process's own files and descriptors go unnamed, and installing it raises nothing."""
+    import os
+
+    from nbtest import monitor
+
+    def no_proc(path):
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(os, "listdir", no_proc)
+    assert monitor._this_process() == monitor.Process()
