@@ -177,6 +177,45 @@ def test_a_frame_a_cell_writes_on_the_connection_is_no_reply(zygote, signature):
         assert box.request({"op": "call", "fn": "plain", "args": []}, Deadline.after(10))["result"]["value"] == 2.0
 
 
+STALLER = """import ctypes, threading
+def stall():
+    # a thread that holds the GIL in a C call that sleeps: the loop, which reads the next request, never runs
+    threading.Timer(0.2, ctypes.PyDLL(None).sleep, (120,)).start()
+    return 1.0
+def size(s):
+    return len(s)
+"""
+
+
+def test_a_child_that_reads_no_request_costs_the_grader_its_send_wait_only(monkeypatch):
+    """A request larger than the socket's buffer waits for the child to read it. A child whose loop cannot run (a
+    thread of its own holds the GIL without computing: no deadline of its CPU or idle time is being counted while
+    the grader writes) once held the grader in that write for good, and its whole batch with it; now a write that
+    waits SEND_WAIT_S ends the child, and the test that asked loses its point."""
+    monkeypatch.setattr(sandbox, "SEND_WAIT_S", 1)
+    zygote = Zygote([PROBE])
+    try:
+        with Sandbox(zygote, [("a", STALLER)], None, Limits(10, 4096)) as box:
+            assert box.request({"op": "call", "fn": "stall", "args": []}, Deadline.after(10))["result"]["value"] == 1.0
+            time.sleep(0.5)
+            outcome = []
+
+            def big_request():
+                try:
+                    box.request({"op": "call", "fn": "size", "args": ["x" * (16 << 20)]}, Deadline.after(10))
+                except sandbox.Died as e:
+                    outcome.append(e)
+
+            start = time.monotonic()
+            asker = threading.Thread(target=big_request, daemon=True)
+            asker.start()
+            asker.join(60)
+            assert not asker.is_alive(), "the grader is still writing to a child that reads nothing"
+            assert outcome and time.monotonic() - start < 30, outcome
+    finally:
+        zygote.close()
+
+
 REDIRECT = """import os, stat
 for fd in range(3, 64):
     try:

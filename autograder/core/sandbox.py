@@ -81,6 +81,9 @@ PROBE = "autograder.core.probe"
 GRADER_CODE = (str(Path(__file__).resolve().parent.parent) + os.sep,)
 GRADING_PACKAGES = ("autograder", "nbtest")
 BACKSTOP = 5                 # a deadline's wall clock, in times its CPU time
+# how long one write of a request may wait for the child to read: a child waits in its loop for the next request,
+# so one that reads nothing for this long is stuck (a thread holding the GIL in a C call that does not compute)
+SEND_WAIT_S = 30
 CPUS = os.cpu_count() or 1   # read once: each os.cpu_count() reads /sys, 17 us, on every wait for a reply
 _RECV_FDS = socket.recv_fds  # a child's, bound before any student code runs there
 
@@ -212,6 +215,7 @@ class Zygote:
             theirs.close()
             os.close(status_w)
             os.close(events_w)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", SEND_WAIT_S, 0))
         return Child(Connection(ours.detach()), pid, status_r, memory_mb, pidfd, namespaced, clock, events_r, waits)
 
     def _ask(self, data_fd: int, status_fd: int, events_fd: int, memory_mb: int,
