@@ -448,9 +448,7 @@ def _run(conn: Connection, sock: socket.socket, events_fd: int, key: bytes, conf
     problems, modes, sent = {}, (0, 0), 0
     own = frozenset(config.get("own") or ())    # the student's own cells: run one statement at a time
     for label, source in config["cells"]:
-        _marked(events_fd, key, sent)
-        conn.send_bytes(_signed(key, sent, _dumps({"cell": label})))
-        sent += 1
+        sent = _send(conn, events_fd, key, sent, {"cell": label})
         filename = f"<cell {label}>"
         _cells[filename] = (len(source), None, _lines(source, True), filename)   # lines as Python numbers them
         try:
@@ -466,9 +464,7 @@ def _run(conn: Connection, sock: socket.socket, events_fd: int, key: bytes, conf
                     break
         modes = check_state(events_fd, f"cell '{label}' ran", label, modes)
     ready = declared(module, config.get("contract", {}))
-    _marked(events_fd, key, sent)
-    conn.send_bytes(_signed(key, sent, _dumps({"ready": problems, "isolation": isolation, "declared": ready})))
-    sent += 1
+    sent = _send(conn, events_fd, key, sent, {"ready": problems, "isolation": isolation, "declared": ready})
     objects: dict = {}
     while True:
         try:
@@ -479,17 +475,18 @@ def _run(conn: Connection, sock: socket.socket, events_fd: int, key: bytes, conf
         reply = serve(module, specs, objects, request, buffer)
         modes = check_state(events_fd, f"the request {request.get('op')!r} {request.get('fn') or request.get('cls') or ''}",
                             reported=modes)
-        _marked(events_fd, key, sent)
-        conn.send_bytes(_signed(key, sent, _dumps(reply)))
-        sent += 1
+        sent = _send(conn, events_fd, key, sent, reply)
 
 
-def _marked(events_fd: int, key: bytes, n: int) -> None:
-    """The loop's mark for its nth frame, on the monitor's pipe (a full pipe drops it: its events are there)."""
+def _send(conn: Connection, events_fd: int, key: bytes, n: int, obj) -> int:
+    """The loop's nth frame: its mark on the monitor's pipe (a full pipe drops it: its events are there), then the
+    frame, both signed with `key`; returns n + 1, the next frame's number."""
     try:
         _write(events_fd, _mark(key, n))
     except OSError:
         pass
+    conn.send_bytes(_signed(key, n, _dumps(obj)))
+    return n + 1
 
 
 def _out_of_reach(module: types.ModuleType) -> None:
@@ -859,7 +856,6 @@ class Sandbox:
                 self.problems[label] = f"cell '{label}' raised {error['type']} when loaded: {error['message']}"
             self.isolation = frame["isolation"]
             self.declared = frame["declared"]
-            self._take_events(child)
             self._child = child
 
     def discard(self) -> None:
