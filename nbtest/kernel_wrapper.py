@@ -696,8 +696,8 @@ class _Body:
             return any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)]) or \
                 _has_alloc(fn, self.w.ctx) or any(isinstance(n, ast.Name) and n.id in self.tensors
                                                   for n in ast.walk(fn))
-        if isinstance(node, ast.Call) and self.returned(node) is not None:
-            return self.returned(node)
+        if isinstance(node, ast.Call) and (returned := self.returned(node)) is not None:
+            return returned
         if isinstance(node, ast.Call):
             f = node.func
             path = self.w.ctx.resolve(f)
