@@ -11,6 +11,7 @@ import socket
 import struct
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import tracemalloc
@@ -24,6 +25,7 @@ from autograder.core import codec, sandbox
 from autograder.core.frames import FrameError, read_frame
 from autograder.core.sandbox import BACKSTOP, PROBE, Deadline, GraderError, Hung, Limits, Sandbox, Zygote
 from autograder.results.result import MAX_OUTPUT, entry, tidy
+from hostile.corpus import SEND_FRAME
 
 
 @pytest.fixture(scope="module")
@@ -147,20 +149,10 @@ def test_text_from_a_child_is_cut_before_it_is_tidied():
     assert tidy("bad \ud800 text", 100) == "bad ? text"      # a lone surrogate cannot reach a table or JSON
 
 
-# a cell's function that writes, on every socket it holds, a reply to the call as the probe would word it (42.0)
-# and then returns 1.0: the frame the grader reads first is the forged one
-FORGER = """import os, stat, struct
-def answer():
-    for fd in range(3, 64):
-        try:
-            if stat.S_ISSOCK(os.fstat(fd).st_mode):
-                os.write(fd, struct.pack("!i", len(FORGED)) + FORGED)
-        except OSError:
-            pass
-    return 1.0
-def plain():
-    return 2.0
-"""
+# a cell's function that writes, on every socket it holds (the hostile corpus's way), a reply to the call as the
+# probe would word it (42.0) and then returns 1.0: the frame the grader reads first is the forged one
+FORGER = ("import os, stat, struct\ndef answer():\n    frame = FORGED\n" + textwrap.indent(SEND_FRAME, "    ")
+          + "    return 1.0\ndef plain():\n    return 2.0\n")
 
 
 @pytest.mark.parametrize("signature", [b"", bytes(32)])

@@ -39,7 +39,7 @@ _NAME = "import ctypes\nctypes.CDLL(None).prctl(15, b'hostile', 0, 0, 0)\n"   # 
 # killed over the memory limit, or (on a busy machine, the kernel reclaiming) past the load deadline
 _DROPPED = "the memory limit|did not finish loading"
 # `frame`, length-prefixed, written to every socket the child holds: the grader's connection among them
-_SEND_FRAME = """\
+SEND_FRAME = """\
 for fd in range(3, 64):
     try:
         if stat.S_ISSOCK(os.fstat(fd).st_mode):
@@ -307,18 +307,18 @@ with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for _ in range(256):
             f.write(zeros)
 frame = buf.getvalue()
-""" + _SEND_FRAME + "time.sleep(600)\n"),
+""" + SEND_FRAME + "time.sleep(600)\n"),
     # once ended the batch: Sandbox.start took a null label for "no cell ran yet", a failure of the grader
     # a frame the loop did not sign: refused before it is read (a signed one is replies.loading's: test_reply_fuzz)
     "frame-cell-null": (Case("grader side", reason="not a frame the child's loop signed"), """
 import os, stat, struct
 frame = b"RC\\x01d" + struct.pack("<I", 1) + b"s" + struct.pack("<I", 4) + b"cellN"   # codec: {"cell": None}
-""" + _SEND_FRAME + "os._exit(0)\n"),
+""" + SEND_FRAME + "os._exit(0)\n"),
     # a codec frame whose string claims 4 GiB in a frame of a few bytes
     "frame-claims-4g": (Case("grader side", reason="unreadable reply"), """
 import os, stat, struct, time
 frame = b"RC\\x01d" + struct.pack("<I", 1) + b"s" + struct.pack("<I", 4) + b"cells" + struct.pack("<I", 2 ** 32 - 1) + b"x"
-""" + _SEND_FRAME + "time.sleep(600)\n"),
+""" + SEND_FRAME + "time.sleep(600)\n"),
     "spaces-400k": (Case("grader side", reason="raised RuntimeError"), """
 def residual_add(*args, **kwargs):
     raise RuntimeError(" " * 400_000 + "x")
