@@ -10,9 +10,9 @@ compiled or executed, frames and gc walks, ctypes, code objects built, writes to
 imports of the grading packages (`guarded`), opens outside the scratch folder, processes, sockets, tracing and
 other audit hooks. The process's own memory and descriptors (/proc/self/mem, /proc/self/fd/N, a descriptor
 it held before the first cell, opened by number) count whoever opens them: a library that opens what it is
-handed (gzip.GzipFile, codecs.open) stands between the cell and its own process, not its own data. An event counts when student code caused it: it was raised while a student
-cell's frame ran (a cell is compiled under the file name "<cell LABEL>"), with only library frames
-between it and the hook. Library code that builds code for a decorator the student applied
+handed (gzip.GzipFile, codecs.open) stands between the cell and its own process, not its own data. An event
+counts when student code caused it: it was raised while a student cell's frame ran (a cell is compiled
+under the file name "<cell LABEL>"), with only library frames between it and the hook. Library code that builds code for a decorator the student applied
 (dataclasses, namedtuple, Triton's jit) is not the student's doing, but the code it built is judged as
 the student's when it runs (a string the student routed into it runs there); a library that evaluates a
 string the student handed it (typing's forward references) is the student's doing. Events the grader's own code
