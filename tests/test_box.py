@@ -169,6 +169,27 @@ def test_a_frame_a_cell_writes_on_the_connection_is_no_reply(zygote, signature):
         assert box.request({"op": "call", "fn": "plain", "args": []}, Deadline.after(10))["result"]["value"] == 2.0
 
 
+GROWER = """import array
+def grow(kind):
+    owner = bytearray(64) if kind == "bytearray" else array.array("b", bytes(64))
+    view = torch.frombuffer(owner, dtype=torch.uint8) if kind == "bytearray" else torch.asarray(owner)
+    try:
+        owner.extend(bytes(4096))     # the memory under view would move, and view read what is freed
+    except BufferError:
+        return "held"
+    return "moved"
+"""
+
+
+@pytest.mark.parametrize("kind", ["bytearray", "array"])
+def test_a_tensor_over_a_buffer_holds_it_in_the_child(zygote, kind):
+    """torch.frombuffer and torch.asarray release the buffer they share at once, so the object could grow
+    and the tensor then read and write freed memory (a retyped exception, with nothing audited). In the child
+    a tensor holds its buffer while it lives (nbtest/buffers.py): growing the object raises BufferError."""
+    with Sandbox(zygote, [("a", "import torch\n" + GROWER)], None, Limits(10, 4096)) as box:
+        assert box.request({"op": "call", "fn": "grow", "args": [kind]}, Deadline.after(10))["result"]["value"] == "held"
+
+
 STALLER = """import ctypes, threading
 def stall():
     # a thread that holds the GIL in a C call that sleeps: the loop, which reads the next request, never runs

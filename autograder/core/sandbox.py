@@ -58,7 +58,7 @@ from typing import Callable
 
 import nbtest
 import torch
-from nbtest import cellcode, monitor, uncompiled
+from nbtest import buffers, cellcode, monitor, uncompiled
 from nbtest.cellsource import compile_cell, compile_statements, python_lines
 from nbtest.sealed import seal
 
@@ -428,6 +428,7 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
         run, serve, describe, declared, check_state, specs = (seal(f, GRADING_PACKAGES) for f in (
             _run, probe.serve_request, probe.describe_error, probe.declared, monitor.check_state, specs))
         uncompiled.install()     # torch.compile and torch.jit.script hand back their function: no dynamo hook here
+        buffers.install()        # torch.frombuffer and torch.asarray hold the buffer they share while the tensor lives
         monitor.install(events_fd, config["scratch"], GRADER_CODE, GRADING_PACKAGES)   # before any student code runs
         _out_of_reach(module)
         run(conn, sock, events_fd, key, config, module, specs, isolation, serve, describe, declared, check_state)
