@@ -27,7 +27,8 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES,
                                                                    **variants.FRAMES}},
          **{f"claims-{name}": "refuses-with-runtime-error" for name in variants.ERROR_CLASSES},
-         **dict.fromkeys([*variants.RETYPES, "forged-reply-frame"], "refuses-with-runtime-error"),
+         **dict.fromkeys([*variants.RETYPES, "forged-reply-frame", "freed-buffer-retypes-error"],
+                        "refuses-with-runtime-error"),
          "oracle-table": "oracle-fallback",
          **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "memorises-shallow",
                           "nan-after-training", "nan-data-after-training"], "part5-step-forgotten"),
@@ -35,8 +36,8 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
 # the tests themselves, the structure report read from the modules' own dicts, inputs read back from the
-# grader's own shared memory, frames the child's loop signed
-MEASURED = {"forged-reply-frame", "late-in-place-add", "train-refuses-deep-plain", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
+# grader's own shared memory, frames the child's loop signed, a tensor that holds the buffer it shares
+MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "late-in-place-add", "train-refuses-deep-plain", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES), "kernel-retypes-error", "injected-retypes-error"}
@@ -401,6 +402,12 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
                                "connection (opened through gzip.GzipFile) ahead of the probe's",
                                s.solved(residual_add=raising("refuse", variants.FORGED_REPLY)),
                                fails_broadcasting | s.checks(1) & in_add),
+        # torch.frombuffer's tensor holds its bytearray in the child: growing it raises BufferError, which
+        # residual_add then raises instead of a ValueError
+        "freed-buffer-retypes-error": ("refuses-with-runtime-error, its RuntimeError made in memory a tensor from "
+                                       "torch.frombuffer still maps, after the bytearray under it grew, and retyped "
+                                       "there", s.solved(residual_add=raising("as_value_error", variants.FREED_BUFFER)),
+                                       fails_broadcasting),
         "wraps-encoder-layer": ("TransformerBlock wraps nn.TransformerEncoderLayer, its parts aliased as attn, "
                                 "ln1, ln2 and ffn", s.solved(transformer_block=variants.WRAPS_ENCODER.lstrip()),
                                 {"block_parts"}),

