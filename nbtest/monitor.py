@@ -10,7 +10,8 @@ compiled or executed, frames and gc walks, ctypes, code objects built, writes to
 imports of the grading packages (`guarded`), opens outside the scratch folder, processes, sockets, tracing and
 other audit hooks. The process's own memory and descriptors (/proc/self/mem, /proc/self/fd/N, a descriptor
 it held before the first cell, opened by number) count whoever opens them: a library that opens what it is
-handed (gzip.GzipFile, codecs.open) stands between the cell and its own process, not its own data. An event
+handed (gzip.GzipFile, codecs.open) stands between the cell and its own process, not its own data. So does a
+path that is not a plain str, bytes or int, whose own methods would answer the checks. An event
 counts when student code caused it: it was raised while a student cell's frame ran (a cell is compiled
 under the file name "<cell LABEL>"), with only library frames between it and the hook. Library code that builds code for a decorator the student applied
 (dataclasses, namedtuple, Triton's jit) is not the student's doing, but the code it built is judged as
@@ -253,8 +254,12 @@ def _counts(event: str, args: tuple, site: str, direct: bool, framing: bool, ins
         return _str(args[0]).split(".")[0] in guarded
     if event == "open":
         path = args[0]
-        if not _isinstance(path, (str, bytes)):      # a descriptor by number
+        if _type(path) is int:          # a descriptor by number
             return direct or path in process.fds
+        if _type(path) not in (str, bytes):
+            # a str subclass or an object with __index__: its own methods would answer the checks below, while
+            # the open reads what lies under them (the io module hands a plain str to the event for a PathLike)
+            return True
         path = os.path.realpath(os.fsdecode(path))
         if path.startswith(process.proc) and PROCESS_FILES.intersection(path[len(process.proc):].split(os.sep)):
             return True

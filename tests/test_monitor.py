@@ -137,6 +137,15 @@ REACHING = [
     ("import codecs\ninfo = codecs.open('/proc/self/fdinfo/1', 'rb')\n", "open", 2),
     ("import os\nfor fd in range(3, 64):\n    try:\n        os.fdopen(fd, 'rb', closefd=False)\n"
      "    except OSError:\n        pass\n", "open", 4),
+    # a path whose own methods would answer the monitor's checks: a str subclass that lies to realpath, a number
+    # by __index__ that equals no descriptor held (opened through a library's wrapper, so not directly)
+    ("import codecs\nclass Liar(str):\n    def startswith(self, *args):\n        return False\n"
+     "    def partition(self, sep):\n        return '', '', ''\nmemory = codecs.open(Liar('/proc/self/mem'), 'rb')\n",
+     "open", 7),
+    ("import functools, io\nclass Number(int):\n    def __hash__(self):\n        return 7\n"
+     "    def __eq__(self, other):\n        return False\nopener = functools.singledispatch(io.open)\n"
+     "for fd in range(3, 64):\n    try:\n        opener(Number(fd), 'rb', closefd=False)\n    except OSError:\n"
+     "        pass\n", "open", 10),
     # a string routed into the code a generator compiles is judged by what it does, not by dataclasses' file
     ("import dataclasses\nf = dataclasses._create_fn('f', [], [\"return __import__('sys')._getframe(0)\"])\n"
      "frame = f()\n", "sys._getframe", 3),
