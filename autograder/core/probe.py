@@ -65,9 +65,9 @@ _Tensor, _Module = torch.Tensor, nn.Module
 _detach, _clone, _to = torch.Tensor.detach, torch.Tensor.clone, torch.Tensor.to
 _numel, _requires_grad_, _copy = torch.Tensor.numel, torch.Tensor.requires_grad_, torch.Tensor.copy_
 # Tensor attributes read through torch._C.TensorBase's descriptors: TensorBase is a C type that
-# student code cannot change, while `torch.Tensor.grad = property(...)` would change what x.grad
-# says (and forge gradients).
-_grad_of, _requires_grad_of = torch._C.TensorBase.grad.__get__, torch._C.TensorBase.requires_grad.__get__
+# student code cannot change, while `torch.Tensor.requires_grad = property(...)` would change what
+# x.requires_grad says.
+_requires_grad_of = torch._C.TensorBase.requires_grad.__get__
 _layout_of, _shape_of = torch._C.TensorBase.layout.__get__, torch._C.TensorBase.shape.__get__
 _storage = torch.Tensor.untyped_storage
 _storage_ptr = torch.UntypedStorage.data_ptr
@@ -76,7 +76,7 @@ _double, _eval = nn.Module.double, nn.Module.eval
 # and .parameters call the submodules' methods, which a class may override to leave a layer out
 _attribute, _id, _dict_items = object.__getattribute__, id, dict.items
 _Indexed = (nn.Sequential, nn.ModuleList)   # their children are reached by position: model[l]
-_backward, _tsum, _mul = torch.autograd.backward, torch.sum, torch.mul
+_autograd_grad, _tsum, _mul = torch.autograd.grad, torch.sum, torch.mul
 _no_grad, _set_grad_enabled, _set_default_dtype = torch.no_grad, torch.set_grad_enabled, torch.set_default_dtype
 _seed_cpu, _seed_cuda, _cuda_initialized = (torch.default_generator.manual_seed, torch.cuda.manual_seed_all,
                                             torch.cuda.is_initialized)
@@ -287,15 +287,17 @@ def _shares_storage(result, tensors) -> bool:
 
 
 def _grads(result, args, request):
-    """Gradients of sum(result * upstream) with respect to the chosen arguments."""
+    """Gradients of sum(result * upstream) with respect to the chosen arguments, as autograd computes them along
+    the result's graph and returns them (torch.autograd.grad): never read off x.grad, which a hook of the code
+    could write for a result that no graph joins to x."""
     if _type(result) is not _Tensor or not _requires_grad_of(result):
         return {"error": {"type": "Detached", "message": "the result does not require grad", "is": []}}
     try:
-        # not backward(result, grad_tensors=...): its first use imports sympy, 0.4 s per child
-        _backward(_tsum(_mul(result, request["grad"])))
+        grads = _autograd_grad(_tsum(_mul(result, request["grad"])), [args[i] for i in request["grad_args"]],
+                               allow_unused=True)
     except BaseException as e:
         return {"error": describe_error(e)}
-    return [encode(_grad_of(args[i])) for i in request["grad_args"]]
+    return [encode(g) for g in grads]
 
 
 def _new(module, specs, objects, request):
