@@ -22,6 +22,7 @@ PARTS = {1: ["residual_add", "residual", "projection_shortcut", "residual_ffn"],
          5: ["plain_mlp", "residual_mlp", "train", "grad_norms", "depth_sweep"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-place-add", "forged-gradients-report": "detached-residual-add",
+         "gradients-written-by-hook": "detached-residual-add",
          **dict.fromkeys(["tells-read-back-storage", "tells-read-back-shape"], "in-place-add"),
          **dict.fromkeys(["hides-encoder-layer", "forged-structure-report"], "wraps-encoder-layer"),
          **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES,
@@ -36,8 +37,9 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
 # the tests themselves, the structure report read from the modules' own dicts, inputs read back from the
-# grader's own shared memory, frames the child's loop signed, a tensor that holds the buffer it shares
-MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "late-in-place-add", "train-refuses-deep-plain", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
+# grader's own shared memory, frames the child's loop signed, a tensor that holds the buffer it shares,
+# gradients autograd returns along the result's graph
+MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "gradients-written-by-hook", "late-in-place-add", "train-refuses-deep-plain", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES), "kernel-retypes-error", "injected-retypes-error"}
@@ -365,6 +367,12 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
     return {
         "detached-residual-add": ("residual_add returns (x + fx).detach(): no gradient reaches x or fx",
                                   s.solved(upto4, residual_add=s.filled("residual_add", detached)), detached_fails),
+        # a detached result given requires_grad, whose hook writes x.grad and fx.grad: autograd, asked for the
+        # gradients along the result's graph, finds no path to x or fx
+        "gradients-written-by-hook": ("detached residual_add whose result's hook writes the upstream gradient "
+                                      "into x.grad and fx.grad", s.solved(upto4, residual_add=s.filled(
+                                          "residual_add", s.body("residual_add", 0, ("return x + fx", variants.GRADS_BY_HOOK)))),
+                                      detached_fails),
         "forged-mutation-report": ("in-place residual_add, with the probe patched (through sys.modules) to report "
                                    "the inputs unchanged", s.solved(residual_add=s.filled(
                                        "residual_add", in_place, before=variants.FORGED_MUTATION.lstrip())),

@@ -754,6 +754,15 @@ def as_value_error(message):
 
 '''
 
+# residual_add's return, detached, with a hook that writes the gradients autograd would have computed
+GRADS_BY_HOOK = """out = (x + fx).detach().requires_grad_(x.requires_grad or fx.requires_grad)
+if out.requires_grad:
+    def write_grads(g):
+        for t in (x, fx):
+            t.grad = g.clone() if t.grad is None else t.grad + g
+    out.register_hook(write_grads)
+return out"""
+
 # the same RuntimeError made a ValueError in memory: its type pointer (the word after its reference count,
 # at id(error) + 8) overwritten with ValueError's address by a Triton kernel, whose interpreter stores at
 # the raw address a kernel computes (importing triton is only a flag in this assignment)
