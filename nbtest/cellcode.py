@@ -227,14 +227,21 @@ def _imported(node) -> list[tuple[str, str]]:
     return []
 
 
+# nn.Module's methods that give the module an attribute by the name they are handed
+REGISTERS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
+
+
 def _given_names(tree) -> set[str]:
-    """The names a cell gives objects of its own: attributes it sets on self or cls, the functions, methods and
-    classes it defines, and the names a class body binds (class constants, dataclass fields)."""
+    """The names a cell gives objects of its own: attributes it sets on self or cls (self.x = ..., by name through
+    register_buffer, add_module or setattr), the functions, methods and classes it defines, and the names a class
+    body binds (class constants, dataclass fields)."""
     own = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
                 isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
             own.add(node.attr)
+        elif isinstance(node, ast.Call) and (name := _named_on_self(node)) is not None:
+            own.add(name)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             own.add(node.name)
         if isinstance(node, ast.ClassDef):
@@ -243,6 +250,21 @@ def _given_names(tree) -> set[str]:
                     [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
                 own |= {t.id for t in targets if isinstance(t, ast.Name)}
     return own
+
+
+def _named_on_self(call: ast.Call) -> str | None:
+    """The literal name a call gives an attribute of self or cls: self.register_buffer("_mask", m) and its kin,
+    setattr(self, "_x", v)."""
+    f, args = call.func, call.args
+    if isinstance(f, ast.Attribute) and f.attr in REGISTERS and isinstance(f.value, ast.Name) and \
+            f.value.id in ("self", "cls"):
+        named = args[0] if args else next((k.value for k in call.keywords if k.arg == "name"), None)
+    elif isinstance(f, ast.Name) and f.id == "setattr" and len(args) > 1 and isinstance(args[0], ast.Name) and \
+            args[0].id in ("self", "cls"):
+        named = args[1]
+    else:
+        return None
+    return named.value if isinstance(named, ast.Constant) and isinstance(named.value, str) else None
 
 
 def _is_docstring(stmt) -> bool:

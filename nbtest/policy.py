@@ -151,6 +151,14 @@ DATA_MODEL = frozenset({
     "__annotations__", "__match_args__", "__copy__", "__deepcopy__", "__reduce__", "__reduce_ex__",
     "__getstate__", "__setstate__", "__getnewargs__", "__getnewargs_ex__", "__sizeof__", "__name__", "__main__",
     "__all__", "__version__", "__file__", "__future__", "__dataclass_fields__"})
+# of those, the methods an override hands on to its base class's (super().__repr__(), super().__call__(x)): what the
+# object does, never its attributes by name, its class, its namespace or how it is copied and pickled
+SUPER_METHODS = frozenset({
+    *(f"__{p}{op}__" for op in _OPERATORS for p in ("", "r", "i")),
+    "__repr__", "__str__", "__format__", "__bytes__", "__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__",
+    "__hash__", "__bool__", "__call__", "__len__", "__getitem__", "__setitem__", "__delitem__", "__iter__", "__next__",
+    "__reversed__", "__contains__", "__neg__", "__pos__", "__abs__", "__invert__", "__int__", "__float__", "__index__",
+    "__enter__", "__exit__", "__post_init__"})
 # the names through which torch makes a tensor whose memory it trusts the code with (rule unchecked-memory):
 # every name of its sparse API holds "sparse" (sparse_coo_tensor, to_sparse, torch.sparse, the sparse_coo
 # layout, Embedding's sparse=True), every storage's "storage" (untyped_storage(), UntypedStorage; its offset is
@@ -165,6 +173,14 @@ def unchecked_memory(name: str) -> bool:
     """A name of torch's sparse or storage API; asking whether a tensor is sparse (is_sparse) makes none."""
     lower = name.lower()
     return not lower.startswith("is_") and ("sparse" in lower or "storage" in lower and lower != "storage_offset")
+
+
+def _annotations(node) -> list:
+    """The annotations a def's arguments and return, or an annotated assignment, declare."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [a.annotation for a in _arguments(node.args) if a.annotation is not None] + \
+            ([node.returns] if node.returns is not None else [])
+    return [node.annotation] if isinstance(node, ast.AnnAssign) else []
 
 
 @functools.cache
@@ -297,6 +313,10 @@ class _General(ast.NodeVisitor):
             elif isinstance(node, ast.Call) and one_arg_type(node.func):
                 node.func.type_read = True      # type(X)(name, bases, namespace): checked as a class built
                 node.metaclass_call = True
+            for annotation in _annotations(node):      # a declaration (block_cls: type, -> type[nn.Module])
+                for n in ast.walk(annotation):
+                    if isinstance(n, ast.Name) and n.id == "type":
+                        n.type_read = True
 
     def _unchecked(self, node, what: str) -> None:
         self.flag(node, "unchecked-memory", WITHHOLD, f"{what}: a sparse tensor's indices and a storage's size are "
@@ -437,6 +457,11 @@ class _General(ast.NodeVisitor):
             self.visit(node.returns)
         self.scopes.pop()
 
+    def _super(self, node) -> bool:
+        """Whether node is a call of the builtin super(): super() or super(C, self)."""
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and \
+            not self._local("super") and "super" not in self.ctx.bound
+
     def _local(self, name: str) -> bool:
         return any(name in scope for scope in self.scopes)
 
@@ -489,7 +514,8 @@ class _General(ast.NodeVisitor):
                 node.value.attr == "__class__" and isinstance(node.ctx, ast.Load):
             node.value.reads_name = True       # self.__class__.__name__: reading a name, not the class
         if attr.startswith("__") and attr.endswith("__") and attr not in SAFE_DUNDERS and \
-                not getattr(node, "reads_name", False) and not getattr(node, "frozen_field", False):
+                not getattr(node, "reads_name", False) and not getattr(node, "frozen_field", False) and \
+                not (attr in SUPER_METHODS and self._super(node.value)):
             self.flag(node, "dunder", WITHHOLD, f"'.{attr}' reaches an object's internals (its dict, class, code "
                                                 "or globals): not allowed in a solution")
         elif attr in PROCESS_ATTRIBUTES:

@@ -1681,3 +1681,36 @@ RAW_MEMORY = {
 def test_code_that_hands_a_library_a_raw_address_is_held(name):
     source, expected = RAW_MEMORY[name]
     assert rules(policy.check(source, RESIDUAL)) == expected
+
+
+@pytest.mark.parametrize("source, found", [
+    # honest7's rc_09 and rc_19: the builtin type as an annotation is a declaration, not a class held
+    ("def stack(block_cls: type, n: int) -> list:\n    return [block_cls() for _ in range(n)]\n", set()),
+    ("def pick(name: str) -> type[nn.Module] | None:\n    return nn.GELU if name else None\n", set()),
+    ("import dataclasses\n@dataclasses.dataclass\nclass Cfg:\n    block: type = nn.Linear\n", set()),
+    ("def f():\n    kind: type = nn.Linear\n    return kind\n", set()),
+    ("def f():\n    kind: type = type\n    return kind\n", {("protocol", WITHHOLD)}),           # held, as a value
+    ("def f(block_cls=type):\n    return block_cls\n", {("protocol", WITHHOLD)}),
+    # rc_21: a data-model method handed on to the base class
+    ("class B(nn.Sequential):\n    def __repr__(self):\n        return 'pre ' + super().__repr__()\n\n"
+     "    def __getitem__(self, i):\n        return super(B, self).__getitem__(i)\n", set()),
+    ("class B(nn.Module):\n    def f(self, name):\n        return super().__getattribute__(name)\n",
+     {("dunder", WITHHOLD)}),
+    ("class B(nn.Module):\n    def f(self):\n        return super().__reduce_ex__(2), self.__repr__()\n",
+     {("dunder", WITHHOLD)}),
+    ("def f(x):\n    return x.__repr__()\n", {("dunder", WITHHOLD)}),             # not the base class's
+    # rc_28: a private name given through register_buffer (nanoGPT's mask) or setattr is the notebook's own
+    ("class B(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.register_buffer('_mask', torch.ones(2, 2))\n        setattr(self, '_scale', 2.0)\n\n"
+     "    def forward(self, x):\n        return x * self._mask * self._scale\n", set()),
+    ("class B(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.register_buffer('_buffers', torch.ones(2))\n\n    def forward(self, x):\n"
+     "        return self._buffers\n", {("private-attribute", WITHHOLD)}),          # nn.Module's own stays its
+])
+def test_honest_declarations_base_calls_and_registered_names(source, found):
+    """The builtin type in an annotation, a data-model method called on super(), and a private name the notebook
+    gives its module by register_buffer or setattr read nothing of a library's; holding type as a value, other
+    dunders read off super() or off any other object, and nn.Module's own private names still do."""
+    cells = with_cells(RESIDUAL_NB, residual_add="import torch\nfrom torch import nn\n" + source +
+                       "\n\ndef residual_add(x, fx):\n    return x + fx\n")
+    assert {(v.rule, v.severity) for v in policy.check_cells(cells, RESIDUAL) if v.cell == "residual_add"} == found
