@@ -20,11 +20,16 @@ from .cellcode import (FLAG, HONEST_MODULES, Notebook, Violation, _arguments, _b
 # full or tensor, whose values the wrapper would give
 WRAPPER_ALLOC = {"torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like",
                  "torch.ones", "torch.ones_like"}
+# allocations filled with a value the call names (torch.full_like(x, float("nan")): outputs poisoned until the kernel
+# writes them): allowed where that value is a literal, which carries no value of the caller's either
+WRAPPER_FILLS = {"torch.full", "torch.full_like"}
+FILL_METHODS = {"new_full"}
+FILL_CONSTANTS = {"math.nan", "math.inf", "torch.nan", "torch.inf"}
 WRAPPER_SCALAR_FUNCS = {
-    "len", "min", "max", "int", "float", "bool", "abs", "round", "tuple", "list", "range", "isinstance", "str",
-    "repr", "print", "all", "any", "zip", "enumerate", "dict", "divmod", "type", "ValueError", "TypeError",
-    "RuntimeError", "NotImplementedError", "AssertionError", "torch.Size", "torch.broadcast_shapes", "torch.is_tensor",
-    "torch.cuda.is_available", "torch.cuda.device", "torch.no_grad", "torch.finfo", "torch.iinfo",
+    "len", "min", "max", "int", "float", "bool", "abs", "round", "tuple", "list", "next", "iter", "range",
+    "isinstance", "str", "repr", "print", "all", "any", "zip", "enumerate", "dict", "divmod", "type", "ValueError",
+    "TypeError", "RuntimeError", "NotImplementedError", "AssertionError", "torch.Size", "torch.broadcast_shapes",
+    "torch.is_tensor", "torch.cuda.is_available", "torch.cuda.device", "torch.no_grad", "torch.finfo", "torch.iinfo",
     # a device and dtypes, named or compared, and whether autograd is on: no tensor's values
     "torch.device", "torch.get_default_dtype", "torch.promote_types", "torch.can_cast", "torch.is_grad_enabled",
     "triton.next_power_of_2", "triton.cdiv",
@@ -43,12 +48,15 @@ TENSOR_VIEW_METHODS = {"reshape", "view", "view_as", "reshape_as", "contiguous",
 # torch's functions that return views of their tensors and are no tensor method (torch.atleast_2d(x).flatten(0, -2))
 VIEW_FUNCTIONS = {"torch.atleast_1d", "torch.atleast_2d", "torch.atleast_3d"}
 SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", "ndimension", "is_contiguous",
-                  "data_ptr", "get_device", "storage_offset", "is_floating_point"}
+                  "data_ptr", "get_device", "storage_offset", "is_floating_point",
+                  # what kind of tensor it is, read off its dtype and flags (never is_nonzero, which reads a value)
+                  "is_complex", "is_signed", "is_inference", "is_conj", "is_neg", "is_pinned"}
 SCALAR_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize"}
 SCALAR_ANNOTATIONS = {"int", "float", "bool", "str"}
 # builtins that pack tensors without reading their values (argument checks over dict(x=x, ...) or
-# zip(names, tensors)); what they return holds the tensors, so computing on it is still seen
-PACKING = {"dict", "zip", "enumerate", "tuple", "list"}
+# zip(names, tensors), the first of them that fails one: next(t for t in ... if ...)); what they return holds the
+# tensors, so computing on it is still seen
+PACKING = {"dict", "zip", "enumerate", "tuple", "list", "next", "iter"}
 PACKING_METHODS = {"items", "values", "keys"}
 # methods of plain data a wrapper's checks and messages call on what is not a tensor (max(n - 1, 0).bit_length(),
 # ", ".join(names)): every public method of Python's plain types that neither a tensor nor torch has, so that
@@ -705,7 +713,9 @@ class _Body:
                 return any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)])
             if path is None and isinstance(f, ast.Attribute) and f.attr in TENSOR_VIEW_METHODS:
                 return self.tensorish(f.value)
-            return path in WRAPPER_ALLOC
+            if path is None and isinstance(f, ast.Attribute) and f.attr in FILL_METHODS:
+                return True
+            return path in WRAPPER_ALLOC or path in WRAPPER_FILLS
         if isinstance(node, (ast.Tuple, ast.List)):
             return any(self.tensorish(e) for e in node.elts)
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):    # its targets bound by expr()
@@ -877,7 +887,8 @@ class _Body:
             if name.startswith("numpy"):
                 self.w.flag(self.label, node, "numpy", f"{name} in the wrapper: the kernel computes h and y")
             elif name in WRAPPER_ALLOC or name.startswith("math.") or name in ctx.containers or \
-                    name.split(".")[0] in HONEST_MODULES or name in function_forms():
+                    name.split(".")[0] in HONEST_MODULES or name in function_forms() or \
+                    name in WRAPPER_FILLS and _literal_fill(node, ctx):
                 pass      # warnings.warn(...) reports, as print does; torch.reshape(x, s) is x.reshape(s)
             elif name in WRAPPER_SCALAR_FUNCS:
                 if name not in PASSIVE_BUILTINS and any(self.tensorish(a) for a in node.args):
@@ -906,6 +917,8 @@ class _Body:
                 root = root.value
             if isinstance(root, ast.Name):      # a list a tensor was put in holds a tensor: names.append(x)
                 self.tensors.add(root.id)
+        if isinstance(f, ast.Attribute) and f.attr in FILL_METHODS and _literal_fill(node, ctx):
+            return
         if isinstance(f, ast.Attribute) and f.attr not in SCALAR_METHODS | TENSOR_VIEW_METHODS | PACKING_METHODS | \
                 CONTAINER_METHODS and self.tensorish(f.value):
             self.w.flag(self.label, node, "wrapper-torch-op", f".{f.attr}(...) in the wrapper computes on the data; "
@@ -913,7 +926,21 @@ class _Body:
 
 
 def _has_alloc(node, ctx) -> bool:
-    return any(isinstance(n, ast.Call) and ctx.resolve(n.func) in WRAPPER_ALLOC for n in ast.walk(node))
+    return any(isinstance(n, ast.Call) and ctx.resolve(n.func) in WRAPPER_ALLOC | WRAPPER_FILLS for n in ast.walk(node))
+
+
+def _literal_fill(call: ast.Call, ctx) -> bool:
+    """Whether the fill of torch.full(size, fill), torch.full_like(x, fill) or x.new_full(size, fill) is a literal:
+    a number, float("nan") or float("inf"), math.nan, torch.inf, or one negated."""
+    fill = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "fill_value"), None)
+    while isinstance(fill, ast.UnaryOp) and isinstance(fill.op, (ast.USub, ast.UAdd)):
+        fill = fill.operand
+    if isinstance(fill, ast.Constant):
+        return isinstance(fill.value, (int, float, bool))
+    if isinstance(fill, ast.Call) and isinstance(fill.func, ast.Name) and fill.func.id == "float" and \
+            "float" not in ctx.bound and len(fill.args) == 1 and not fill.keywords:
+        return isinstance(fill.args[0], ast.Constant) and isinstance(fill.args[0].value, str)
+    return fill is not None and ctx.resolve(fill) in FILL_CONSTANTS
 
 
 class _Kernel:

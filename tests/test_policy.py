@@ -992,12 +992,19 @@ def test_a_nested_def_that_a_lambda_could_be_is_walked_as_one(definition, found)
     ("weight = torch.ones_like(bias) if weight is None else weight", set()),
     ("bias = x.new_zeros(n) if bias is None else bias", set()),
     ("weight = x.new_ones((n,)) if weight is None else weight", set()),
-    ("weight = torch.full_like(bias, 2.0)", {("wrapper-torch-op", FLAG)}),    # full carries a value of its own
-    ("z = torch.ones_like(x) * x", {("wrapper-arithmetic", FLAG)}),            # what it allocates is a tensor
+    # a literal fill (outputs poisoned with NaN until the kernel writes them: honest7's fan_11) carries none either
+    ("h0, y0 = torch.full_like(x, float('nan')), torch.full((n,), -torch.inf, device=x.device)", set()),
+    ("h0 = x.new_full(x.shape, fill_value=torch.nan).view(-1, n)", set()),
+    ("weight = torch.full_like(bias, 2.0) if weight is None else weight", set()),
+    ("weight = torch.full_like(bias, eps)", {("wrapper-torch-op", FLAG)}),    # a value the caller handed it
+    ("h0 = x.new_full(x.shape, float(x.sum()))", {("wrapper-torch-op", FLAG)}),
+    ("z = torch.full_like(x, 0.0) + x", {("wrapper-arithmetic", FLAG)}),       # what it allocates is a tensor
+    ("z = torch.ones_like(x) * x", {("wrapper-arithmetic", FLAG)}),
 ])
 def test_an_allocation_of_ones_carries_no_value_of_the_callers(line, found):
     """torch.ones and ones_like (a weight of ones when weight is None), and x.new_zeros and new_ones, allocate
-    as torch.zeros and x.new_empty do; torch.full, which the wrapper would hand a value, stays a torch op."""
+    as torch.zeros and x.new_empty do, and so do torch.full, full_like and x.new_full with a literal fill; a fill
+    the wrapper computes or was handed stays a torch op."""
     body = wrapper_with(line)
     assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
@@ -1681,6 +1688,22 @@ RAW_MEMORY = {
 def test_code_that_hands_a_library_a_raw_address_is_held(name):
     source, expected = RAW_MEMORY[name]
     assert rules(policy.check(source, RESIDUAL)) == expected
+
+
+@pytest.mark.parametrize("line, found", [
+    # honest7's fan_12 and fan_13: a tensor's kind read off its dtype, the first tensor that fails a check
+    ("if x.is_complex() or torch.is_complex(fx) or not x.is_signed():\n        raise TypeError('real floats only')",
+     set()),
+    ("bad = next((t for t in (x, fx) if t.dtype == torch.float64), None)\n    if bad is not None:\n"
+     "        raise TypeError(f'float64 is not supported: {bad.dtype}')", set()),
+    ("first = next(iter((x, fx)))\n    z = first * 2", {("wrapper-arithmetic", FLAG)}),   # next hands on a tensor
+    ("if x.is_nonzero():\n        pass", {("wrapper-torch-op", FLAG)}),                   # reads the value
+])
+def test_a_wrappers_dtype_predicates_and_next_read_no_values(line, found):
+    """is_complex, is_signed and their kin read a tensor's dtype and flags, as is_floating_point does; next()
+    and iter() hand on what they are given, as zip and tuple do, so computing on it is still seen."""
+    body = wrapper_with(line)
+    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
 
 
 @pytest.mark.parametrize("source, found", [
