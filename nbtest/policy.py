@@ -414,6 +414,16 @@ class _General(ast.NodeVisitor):
         elif any(part.startswith("_") for part in name.split(".")):
             self.flag(node, "private-attribute", WITHHOLD,
                       f"module '{name}' is a library's private module; use its public interface")
+        elif (parent := next((p for p in self.policy.allowed_imports if name.startswith(f"{p}.")), None)) is not None:
+            # a submodule of an allowed package is that package's path: `from torch.optim import SGD` is
+            # torch.optim.SGD, read as the attribute path is
+            reached = [part for part in name[len(parent) + 1:].split(".") if part in PROCESS_ATTRIBUTES]
+            if reached:
+                self.flag(node, "process-introspection", WITHHOLD, f"module '{name}': '.{reached[0]}' leads from "
+                                                                   f"{parent} to the grading process; a solution "
+                                                                   "needs none of it")
+            else:
+                self._path(node, name)
         elif name not in self.policy.allowed_imports:
             # the standard library's modules outside PROCESS_MODULES write no raw memory (copy, time, random); an
             # installed library may (cffi casts a number to a pointer), and the policy cannot vouch for it

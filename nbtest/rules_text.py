@@ -17,7 +17,8 @@ def imports_rule(rules: Rules) -> str:
     allowed = _listed(rules.allowed_imports)
     forbidden = f"; no {_listed(rules.forbidden_modules, 'or')}" if rules.forbidden_modules else ""
     tried = _listed([m for m in OFTEN_TRIED if m not in rules.allowed_imports], "or")
-    return (f"- Import only {allowed}, and in any cell {_listed(sorted(HONEST_MODULES))}{forbidden}. Any other "
+    return (f"- Import only {allowed} (and their submodules, read as the paths they are: `from torch.optim import "
+            f"SGD` is `torch.optim.SGD`), and in any cell {_listed(sorted(HONEST_MODULES))}{forbidden}. Any other "
             f"module of Python's standard library ({tried}, say) is flagged; any other installed library (`cffi`, "
             f"say) also holds the tests that rest on what your code's process reports. These reach the grading process and hold the tests that rest on "
             f"what your code's process reports: the modules {_listed(sorted(PROCESS_MODULES))}, and "

@@ -1737,3 +1737,20 @@ def test_honest_declarations_base_calls_and_registered_names(source, found):
     cells = with_cells(RESIDUAL_NB, residual_add="import torch\nfrom torch import nn\n" + source +
                        "\n\ndef residual_add(x, fx):\n    return x + fx\n")
     assert {(v.rule, v.severity) for v in policy.check_cells(cells, RESIDUAL) if v.cell == "residual_add"} == found
+
+
+@pytest.mark.parametrize("line, found", [
+    # honest7's rc_29: torch.optim.SGD(...) was allowed and `from torch.optim import SGD` held for review
+    ("from torch.optim import SGD\nfrom torch.nn.init import zeros_\nimport torch.autograd", set()),
+    ("from numpy.linalg import norm\nimport collections.abc", set()),
+    ("import torch.utils.data", {("process-introspection", WITHHOLD)}),      # as torch.utils.data is
+    ("from torch.library import Library", {("process-introspection", WITHHOLD)}),   # as torch.library is
+    ("import numpy.ctypeslib", {("process-introspection", WITHHOLD)}),
+    ("from torch._dynamo import config", {("private-attribute", WITHHOLD)}),
+])
+def test_a_submodule_of_an_allowed_package_is_read_as_its_path(line, found):
+    """An allowed package's submodule, imported, is the path the attribute form reads (from torch.optim import
+    SGD is torch.optim.SGD), with its rules: no import rule of its own, and the paths that reach the process
+    held as they are held written out."""
+    cells = with_cells(RESIDUAL_NB, residual_add=line + "\n\n\ndef residual_add(x, fx):\n    return x + fx\n")
+    assert {(v.rule, v.severity) for v in policy.check_cells(cells, RESIDUAL) if v.cell == "residual_add"} == found
