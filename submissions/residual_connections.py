@@ -282,10 +282,8 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                           s.solved(**wrong), fails_wrong),
         "checker-cheat": ("the wrong answers of wrong-answers.ipynb, plus a cell that makes torch.allclose, "
                           "torch.equal, torch.testing.assert_close, numpy.allclose and numpy.testing always pass",
-                          # its imports (numpy.testing, torch.testing) are outside the assignment's: held, in
-                          # Part 3's child too (this cell imports math, which gradient_norms' cell reads)
-                          s.solved(**{**wrong, "residual_add": variants.CHEAT + broadcasting}),
-                          fails_wrong | s.trusting("residual_add") | (s.trusting("gradient_norms") & s.checks(3))),
+                          # its patches are flagged (monkeypatch), and the grader compares in its own process
+                          s.solved(**{**wrong, "residual_add": variants.CHEAT + broadcasting}), fails_wrong),
         "always-equal": ("every function returns an object that equals anything and claims to be a Tensor",
                          s.solved(**always_equal),
                          # Part 5 is the reference's: its tests that need no Part 1 function still pass

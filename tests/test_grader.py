@@ -320,14 +320,12 @@ def test_an_in_place_add_that_tells_the_read_back_call_apart_still_fails_no_muta
     assert [r for r in graded.review if "[unchecked-memory]" not in r or tell != STORAGE_TELL] == [], graded.review
 
 
-def test_checker_cheat_scores_no_test_more_than_the_wrong_answers(graded):
-    """The patched checkers change nothing the grader compares; the imports they need are outside the
-    assignment's, so the tests that rest on the child's reports are held besides."""
+def test_checker_cheat_scores_what_the_wrong_answers_score(graded):
+    """The patched checkers (torch.allclose, numpy.testing, ...) change nothing the grader compares, in its own
+    process: test for test, the wrong answers' scores, and a review line for the patches (monkeypatch)."""
     cheat, honest = graded(RESIDUAL)["checker-cheat.ipynb"], graded(RESIDUAL)["wrong-answers.ipynb"]
-    assert [t["name"] for t in cheat["tests"]] == [t["name"] for t in honest["tests"]]
-    assert all(c["score"] <= h["score"] for c, h in zip(cheat["tests"], honest["tests"]))
-    held = [c for c, h in zip(cheat["tests"], honest["tests"]) if c["score"] < h["score"]]
-    assert held and all("held for an instructor's review" in c["output"] for c in held)
+    assert [(t["name"], t["score"]) for t in cheat["tests"]] == [(t["name"], t["score"]) for t in honest["tests"]]
+    assert any("[monkeypatch]" in line for line in cheat["review"])
     assert 0 < cheat["score"] < cheat["max_score"]
 
 

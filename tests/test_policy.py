@@ -83,7 +83,7 @@ def test_reference_solutions_trip_nothing(path, pol):
 SAMPLES = {"residual-connections": RESIDUAL, "fused-add-norm": FUSED}
 # samples that cheat or break the rules, and the rules each must trip; every other sample trips none
 SAMPLE_RULES = {
-    ("residual-connections", "checker-cheat"): {("import", WITHHOLD), ("monkeypatch", FLAG)},
+    ("residual-connections", "checker-cheat"): {("monkeypatch", FLAG)},
     ("residual-connections", "always-equal"): {("override", FLAG), ("protocol", WITHHOLD)},   # its __getattr__
     ("residual-connections", "reads-solutions"): {("import", FLAG), ("process-introspection", WITHHOLD),
                                                   ("dynamic-code", WITHHOLD)},
@@ -199,7 +199,7 @@ def test_withheld_rules_of_other_samples_sit_where_holding_changes_no_score():
                      "exits-at-import": {"residual_stream_norms"},
                      # their expected scores count the held tests as failed
                      "always-equal": {"residual_add"}, "tells-read-back-storage": {"residual_add"},
-                     "torch-under-another-name": {"fused_add_layernorm"}, "checker-cheat": {"residual_add"},
+                     "torch-under-another-name": {"fused_add_layernorm"},
                      "numpy-wrapper": {"fused_add_layernorm"}, "numpy-empty-kernel": {"fused_add_layernorm"},
                      # its cell fails at load: no later child loads it
                      "crash-at-import": {"residual_add"}}
