@@ -13,7 +13,7 @@ Requests (dicts) and what they return:
         -> {"result", "args_after", "shares_input", "grads"}
         (with "spec_fn": [KIND, ...] in place of "fn": the callable the assignment's SPECS table builds,
         the grader's own code run on the submission's objects: Part 5's trainer)
-    {"op": "new", "cls": NAME, "args", "kwargs", "double": bool}
+    {"op": "new", "cls": NAME, "args", "kwargs", "double": bool}    (or "spec": [KIND, ...], the grader's own)
         -> {"handle", "structure"}
     {"op": "load", "handle": H, "weights": {"ffn.0.weight": TENSOR, ...}}  -> {}
     {"op": "invoke", "handle": H, "at": PATH or "", "args", "kwargs", "no_grad": bool}  -> like "call"
@@ -301,10 +301,15 @@ def _grads(result, args, request):
 
 
 def _new(module, specs, objects, request):
-    cls = _lookup(module, request["cls"])
-    args = [_decode(a, specs, objects) for a in request.get("args", [])]
-    kwargs = {k: _decode(v, specs, objects) for k, v in request.get("kwargs", {}).items()}
-    obj = cls(*args, **kwargs)
+    """cls(*args, **kwargs) of the submission, or with "spec": [KIND, ...] the grader's own object that spec
+    builds (Part 5's residual_mlp, for train), kept under a new handle."""
+    if "spec" in request:
+        obj = build(specs, request["spec"])
+    else:
+        cls = _lookup(module, request["cls"])
+        args = [_decode(a, specs, objects) for a in request.get("args", [])]
+        kwargs = {k: _decode(v, specs, objects) for k, v in request.get("kwargs", {}).items()}
+        obj = cls(*args, **kwargs)
     if request.get("double"):
         if not _isinstance(obj, _Module):
             return {"error": {"type": "TypeError", "is": [],

@@ -308,11 +308,18 @@ class Trial:
                           "fresh": fresh, "rows": rows, "seed": self.rng.getrandbits(63)},
                          f"{fn}(...)", False)
 
-    def new(self, cls: str, *args, double: bool = False, expect_error: bool = False, **kwargs):
-        """cls(*args, **kwargs) in the submission (as float64 in eval mode with double); a Remote."""
-        label = f"{cls}({', '.join([*map(_short, args), *(f'{k}={_short(v)}' for k, v in kwargs.items())])})"
-        obs = self._ask({"op": "new", "cls": cls, "args": _wire(args), "kwargs": _wire(kwargs),
-                         "double": double}, label, expect_error)
+    def new(self, cls: str | dict, *args, double: bool = False, expect_error: bool = False, **kwargs):
+        """cls(*args, **kwargs) in the submission (as float64 in eval mode with double); a Remote. cls a spec
+        ({"spec": [KIND, ...]}): the grader's own object that spec builds in the child, for the submission's
+        functions to work on."""
+        if isinstance(cls, dict):
+            kind, *params = cls["spec"]
+            label = f"the grader's {kind}({', '.join(map(_short, params))})"
+            request = {"op": "new", "spec": list(cls["spec"]), "double": double}
+        else:
+            label = f"{cls}({', '.join([*map(_short, args), *(f'{k}={_short(v)}' for k, v in kwargs.items())])})"
+            request = {"op": "new", "cls": cls, "args": _wire(args), "kwargs": _wire(kwargs), "double": double}
+        obs = self._ask(request, label, expect_error)
         if expect_error:
             return obs
         return Remote(obs._reply["handle"], label, obs._reply["structure"], self.rests)

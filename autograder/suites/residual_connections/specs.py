@@ -11,6 +11,8 @@ child before any student code: the torch and math functions used are bound here.
     ["mlp", W1, b1, W2, b2]     Part 5: a trainable Sequential(Linear, ReLU, Linear) with these weights
     ["stack", shortcut, W, b, ..., Wh, bh]
                                 Part 5: Sequential(fixed TanhBlocks, a Linear head) for grad_norms
+    ["residual_mlp", d_in, width, d_out, depth]
+                                Part 5: the contract's residual_mlp, the grader's own, for train to train
     ["trainer"]                 Part 5: the grader's own train (`fit`), for the tests that judge a model
 """
 from __future__ import annotations
@@ -116,6 +118,29 @@ def stack(shortcut: bool, *tensors) -> nn.Sequential:
     return nn.Sequential(*(TanhBlock(w, b, shortcut) for w, b in pairs), _linear_layer(wh, bh))
 
 
+class PreLNBlock(nn.Module):
+    """(*, d_in) -> (*, d_out): shortcut(x) + ffn(ln(x)), the reference's ResidualBlock with alpha = branch_scale = 1:
+    ln = LayerNorm(d_in), shortcut a Linear(d_in, d_out) without bias where the width changes (else x itself),
+    ffn = Sequential(Linear(d_in, d_out), GELU, Linear(d_out, d_out))."""
+
+    def __init__(self, d_in: int, d_out: int):
+        super().__init__()
+        self.ln = nn.LayerNorm(d_in)
+        self.shortcut = nn.Identity() if d_in == d_out else nn.Linear(d_in, d_out, bias=False)
+        self.ffn = nn.Sequential(nn.Linear(d_in, d_out), nn.GELU(), nn.Linear(d_out, d_out))
+
+    def forward(self, x):
+        return self.shortcut(x) + self.ffn(self.ln(x))
+
+
+def residual_mlp(d_in: int, width: int, d_out: int, depth: int) -> nn.Sequential:
+    """(B, d_in) -> (B, d_out): depth PreLNBlocks, a final LayerNorm and a Linear head, laid out as residual_mlp's
+    contract, with PyTorch's default initialisation drawn in the child: train is graded on a model the
+    grader built, which only what train does to it can make learn."""
+    blocks = [PreLNBlock(d_in if l == 0 else width, width) for l in range(depth)]
+    return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))
+
+
 def fit(model, X, y, steps: int, lr: float) -> list:
     """The contract's train on the whole set at every step (batch = len(X)), written by the grader: SGD with
     momentum 0.9 on the mean cross-entropy of model(X), the loss before each step's update returned. The
@@ -137,7 +162,7 @@ def fit(model, X, y, steps: int, lr: float) -> list:
 
 
 SPECS = {"pair": pair, "derivative": derivative, "branch": Branch, "mlp": mlp, "stack": stack,
-         "trainer": lambda: fit}
+         "residual_mlp": residual_mlp, "trainer": lambda: fit}
 
 
 def warm_up() -> None:
