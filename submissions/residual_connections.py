@@ -32,14 +32,14 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
                         "refuses-with-runtime-error"),
          "oracle-table": "oracle-fallback",
          **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "memorises-shallow",
-                          "nan-after-training", "nan-data-after-training"], "part5-step-forgotten"),
+                          "nan-after-training", "nan-data-after-training", "model-steps-itself"], "part5-step-forgotten"),
          "train-refuses-deep-plain": "part5-plain-adds-x",
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
 # the tests themselves, the structure report read from the modules' own dicts, inputs read back from the
 # grader's own shared memory, frames the child's loop signed, a tensor that holds the buffer it shares,
-# gradients autograd returns along the result's graph
-MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "gradients-written-by-hook", "late-in-place-add", "train-refuses-deep-plain", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
+# gradients autograd returns along the result's graph, train graded on the grader's own model
+MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "gradients-written-by-hook", "model-steps-itself", "late-in-place-add", "train-refuses-deep-plain", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES), "kernel-retypes-error", "injected-retypes-error"}
@@ -129,7 +129,7 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
     fails_wrong = fails_broadcasting | fails_hard_coded | fails_causal | fails_detached
     uses_residual_add = (part[1] - {"shortcut_identity", "shortcut_projection", "ffn_layers"}) | \
         (part[4] - {"block_parts", "block_bad_norm", "stream_norms"}) | \
-        {"residual_forward", "residual_scaled", "residual_zero_init", "deep_residual_trains", "train_lowers_loss"}
+        {"residual_forward", "residual_scaled", "residual_zero_init", "deep_residual_trains"}
     always = "return AlwaysEqual()"
     ref = s.bodies
     always_equal = {
@@ -287,10 +287,10 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
         "always-equal": ("every function returns an object that equals anything and claims to be a Tensor",
                          s.solved(**always_equal),
                          # Part 5 is the reference's: its tests that need no Part 1 function still pass
-                         # (its ProjectionShortcut answers too: ffn_layers and residual_structure call it by name)
-                         # and its __getattr__ answers every name, a library's protocol's too: the protocol
-                         # rule holds the rest of them (block_parts, block_bad_norm, plain_structure, ...)
-                         every - {"deep_plain_stalls"}),
+                         # (its ProjectionShortcut answers too: ffn_layers and residual_structure call it by name;
+                         # train trains the grader's own model) and its __getattr__ answers every name, a library's
+                         # protocol's too: the protocol rule holds the rest of them (block_parts, plain_structure, ...)
+                         every - {"deep_plain_stalls", "train_lowers_loss"}),
         "locked-cells-deleted": ("the reference solution with every locked code cell (imports, checks, demos) "
                                  "deleted", s.notebook({l: s.filled(l) for p in PARTS for l in PARTS[p]}, locked),
                                  set()),
@@ -510,6 +510,12 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
         "memorises-shallow": ("train never steps, and hooks the forward of a two-block model only (the deep plain "
                               "test's control) to answer train's own X with 30 * one_hot(y)",
                               s.solved(train=train(variants.MEMORISE_SHALLOW)), fails_train),
+        "model-steps-itself": ("train never steps, and residual_mlp's parameters take an SGD step themselves once "
+                               "their gradient is in (register_post_accumulate_grad_hook)",
+                               s.solved(train=s.filled("train", [no_step]), residual_mlp=s.filled(
+                                   "residual_mlp", s.body("residual_mlp", 2, (
+                                       "return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))",
+                                       variants.SELF_STEPPING)), before=variants.STEP_ITSELF.lstrip())), fails_train),
         "nan-after-training": ("train never steps, then fills every parameter with NaN",
                                s.solved(train=train(variants.NAN_FILL)), fails_train),
         "nan-data-after-training": ("train never steps, then multiplies every parameter's .data by NaN",

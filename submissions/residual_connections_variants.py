@@ -918,6 +918,20 @@ for _base in _sys.path:
 '''
 
 # train written with torch.optim.SGD: what Part 5's samples leave a step out of
+# residual_mlp's parameters step themselves (SGD, lr 0.1) as backward leaves each one's gradient: a train that
+# never steps would seem to train the model it is handed, were that model the submission's own
+STEP_ITSELF = '''
+def step_itself(p):
+    with torch.no_grad():
+        p -= 0.1 * p.grad
+
+
+'''
+SELF_STEPPING = """model = nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))
+for p in model.parameters():
+    p.register_post_accumulate_grad_hook(step_itself)
+return model"""
+
 TORCH_OPTIM_TRAIN = '''\
 gen = torch.Generator().manual_seed(seed)
 opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
