@@ -32,7 +32,8 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
                         "refuses-with-runtime-error"),
          "oracle-table": "oracle-fallback",
          **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "memorises-shallow",
-                          "nan-after-training", "nan-data-after-training", "model-steps-itself"], "part5-step-forgotten"),
+                          "nan-after-training", "nan-data-after-training", "model-steps-itself"],
+                         "part5-step-forgotten"),
          "train-refuses-deep-plain": "part5-plain-adds-x",
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
@@ -65,7 +66,7 @@ SHOWN = {
     "late-in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
     **dict.fromkeys(["tells-read-back-storage", "tells-read-back-shape"],
                     dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add")),
-    "detached-residual-add": {"residual_add_gradients": "detached-gradient"},
+    **dict.fromkeys(["detached-residual-add", "gradients-written-by-hook"], {"residual_add_gradients": "detached-gradient"}),
     "wraps-encoder-layer": {"block_parts": "block-structure"},
     "ffn-module-list-gelu-last": {"block_parts": "block-structure"},
     "oracle-fallback": {"split": "gradient-split"},
