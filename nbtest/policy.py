@@ -633,7 +633,8 @@ class _General(ast.NodeVisitor):
                 self.flag(node, "computed-attribute", WITHHOLD,
                           f"{func}() with a computed name can reach anything; write the attribute out, or "
                           f"build the name on self from a plain prefix: getattr(self, f\"ln{{i}}\")")
-            elif isinstance(name, ast.Constant):
+            elif isinstance(name, ast.Constant) and not (func == "hasattr" and name.value in DATA_MODEL):
+                # hasattr(x, "__call__") answers whether, never what: Python's own special names may be asked for
                 self._literal_attribute(node, func, name.value)
         self.generic_visit(node)
 

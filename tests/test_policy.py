@@ -1725,6 +1725,9 @@ def test_a_wrappers_dtype_predicates_and_next_read_no_values(line, found):
     ("class B(nn.Module):\n    def f(self):\n        return super().__reduce_ex__(2), self.__repr__()\n",
      {("dunder", WITHHOLD)}),
     ("def f(x):\n    return x.__repr__()\n", {("dunder", WITHHOLD)}),             # not the base class's
+    # duck typing: hasattr answers whether an object has one of Python's special names, never hands it out
+    ("def f(x):\n    return hasattr(x, '__call__') or hasattr(x, '__len__')\n", set()),
+    ("def f(x):\n    return hasattr(x, '__dict__'), getattr(x, '__call__')\n", {("dunder", WITHHOLD)}),
     # rc_28: a private name given through register_buffer (nanoGPT's mask) or setattr is the notebook's own
     ("class B(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
      "        self.register_buffer('_mask', torch.ones(2, 2))\n        setattr(self, '_scale', 2.0)\n\n"
@@ -1734,9 +1737,10 @@ def test_a_wrappers_dtype_predicates_and_next_read_no_values(line, found):
      "        return self._buffers\n", {("private-attribute", WITHHOLD)}),          # nn.Module's own stays its
 ])
 def test_honest_declarations_base_calls_and_registered_names(source, found):
-    """The builtin type in an annotation, a data-model method called on super(), and a private name the notebook
-    gives its module by register_buffer or setattr read nothing of a library's; holding type as a value, other
-    dunders read off super() or off any other object, and nn.Module's own private names still do."""
+    """The builtin type in an annotation, a data-model method called on super() or asked for by hasattr, and a
+    private name the notebook gives its module by register_buffer or setattr read nothing of a library's; holding
+    type as a value, other dunders read off super() or off any other object, and nn.Module's own private names
+    still do."""
     cells = with_cells(RESIDUAL_NB, residual_add="import torch\nfrom torch import nn\n" + source +
                        "\n\ndef residual_add(x, fx):\n    return x + fx\n")
     assert {(v.rule, v.severity) for v in policy.check_cells(cells, RESIDUAL) if v.cell == "residual_add"} == found
