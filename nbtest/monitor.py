@@ -5,20 +5,20 @@
     modes = monitor.check_state(fd, "cell 'x'", "x", modes)   # child, after each cell and request: torch modes
     events = monitor.parse(data)          # grader: the lines read from the pipe's other end
 
-The hook watches the audit events (docs/security.md lists them) that reach the process: strings
-compiled or executed, frames and gc walks, ctypes, code objects built, writes to library types,
-imports of the grading packages (`guarded`), opens outside the scratch folder, processes, sockets, tracing and
-other audit hooks. The process's own memory and descriptors (/proc/self/mem, /proc/self/fd/N, a descriptor
-it held before the first cell, opened by number) count whoever opens them: a library that opens what it is
-handed (gzip.GzipFile, codecs.open) stands between the cell and its own process, not its own data. So does a
-path that is not a plain str, bytes or int, whose own methods would answer the checks. An event
-counts when student code caused it: it was raised while a student cell's frame ran (a cell is compiled
-under the file name "<cell LABEL>"), with only library frames between it and the hook. Library code that builds code for a decorator the student applied
-(dataclasses, namedtuple, Triton's jit) is not the student's doing, but the code it built is judged as
-the student's when it runs (a string the student routed into it runs there); a library that evaluates a
-string the student handed it (typing's forward references) is the student's doing. Events the grader's own code
-causes (the probe calling torch) never count: the nearest non-library frame is then the grader's (`own`,
-which each caller names: the sandbox its package, the public tests their own files and this package).
+The hook watches the audit events (docs/security.md lists them) that reach the process: strings compiled or
+executed, frames and gc walks, ctypes, code objects built, writes to library types, imports of the grading
+packages (`guarded`), opens outside the scratch folder, processes, sockets, tracing and other audit hooks. The
+process's own memory and descriptors (/proc/self/mem, /proc/self/fd/N, a descriptor it held before the first
+cell, opened by number) count whoever opens them: a library that opens what it is handed (gzip.GzipFile,
+codecs.open) stands between the cell and its own process, not its own data. So does an open of a path that is
+not a plain str, bytes or int: its own methods would answer the checks. An event counts when student code caused
+it: it was raised while a student cell's frame ran (a cell is compiled under the file name "<cell LABEL>"), with
+only library frames between it and the hook. Library code that builds code for a decorator the student applied
+(dataclasses, namedtuple, Triton's jit) is not the student's doing, but the code it built is judged as the
+student's when it runs (a string the student routed into it runs there); a library that evaluates a string the
+student handed it (typing's forward references) is the student's doing. Events the grader's own code causes (the
+probe calling torch) never count: the nearest non-library frame is then the grader's (`own`, which each caller
+names: the sandbox its package, the public tests their own files and this package).
 
 Each event is one line, `LABEL<TAB>LINE<TAB>EVENT<TAB>DETAIL`, written with os.write the moment it
 happens, on a pipe whose reading end only the grader holds: once written the code cannot take it

@@ -66,7 +66,8 @@ SHOWN = {
     "late-in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
     **dict.fromkeys(["tells-read-back-storage", "tells-read-back-shape"],
                     dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add")),
-    **dict.fromkeys(["detached-residual-add", "gradients-written-by-hook"], {"residual_add_gradients": "detached-gradient"}),
+    **dict.fromkeys(["detached-residual-add", "gradients-written-by-hook"],
+                    {"residual_add_gradients": "detached-gradient"}),
     "wraps-encoder-layer": {"block_parts": "block-structure"},
     "ffn-module-list-gelu-last": {"block_parts": "block-structure"},
     "oracle-fallback": {"split": "gradient-split"},
@@ -370,7 +371,8 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
         # gradients along the result's graph, finds no path to x or fx
         "gradients-written-by-hook": ("detached residual_add whose result's hook writes the upstream gradient "
                                       "into x.grad and fx.grad", s.solved(upto4, residual_add=s.filled(
-                                          "residual_add", s.body("residual_add", 0, ("return x + fx", variants.GRADS_BY_HOOK)))),
+                                          "residual_add",
+                                          s.body("residual_add", 0, ("return x + fx", variants.GRADS_BY_HOOK)))),
                                       detached_fails),
         "forged-mutation-report": ("in-place residual_add, with the probe patched (through sys.modules) to report "
                                    "the inputs unchanged", s.solved(residual_add=s.filled(

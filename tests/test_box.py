@@ -187,7 +187,8 @@ def test_a_tensor_over_a_buffer_holds_it_in_the_child(zygote, kind):
     and the tensor then read and write freed memory (a retyped exception, with nothing audited). In the child
     a tensor holds its buffer while it lives (nbtest/buffers.py): growing the object raises BufferError."""
     with Sandbox(zygote, [("a", "import torch\n" + GROWER)], None, Limits(10, 4096)) as box:
-        assert box.request({"op": "call", "fn": "grow", "args": [kind]}, Deadline.after(10))["result"]["value"] == "held"
+        reply = box.request({"op": "call", "fn": "grow", "args": [kind]}, Deadline.after(10))
+        assert reply["result"]["value"] == "held"
 
 
 STALLER = """import ctypes, threading
