@@ -551,6 +551,7 @@ class Child:
         self.key = os.urandom(32)      # sent in its configuration; each frame it sends is signed with it
         self._received = 0             # frames read so far: the number the next one is signed with
         self._marked: set[int] = set()   # the frames whose mark the monitor's pipe carried
+        self._vouched = 0              # frames 0 .. _vouched - 1 all had theirs
         self._status: int | None = None
         self._oom = False
         self._cpu_s = 0.0
@@ -599,7 +600,9 @@ class Child:
         for a child without the pipe)."""
         if self._events_fd < 0:
             return None
-        return next((n for n in range(self._received) if n not in self._marked), None)
+        while self._vouched < self._received and self._vouched in self._marked:   # each frame looked at once
+            self._vouched += 1
+        return self._vouched if self._vouched < self._received else None
 
     def send(self, obj, fd: int = -1) -> None:
         """One frame; with fd, that descriptor after it (SCM_RIGHTS on one byte, which the child reads
