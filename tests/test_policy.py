@@ -775,6 +775,11 @@ def wrapper_with(line: str) -> str:
     return body
 
 
+def wrapper_rules(body: str) -> set[tuple[str, str]]:
+    """(rule, severity) of each finding of fused-add-norm's policy with `body` as the wrapper's cell."""
+    return rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED))
+
+
 REBINDINGS = {
     "assignment": "fused_add_layernorm = print\n",
     "def in an if": "if True:\n    def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):\n        return x, fx\n",
@@ -912,7 +917,7 @@ def test_a_name_holds_a_tensor_after_any_branch_that_left_one(source, found):
     where any branch left one; a loop's body again with what its last run left, until nothing changes; a
     handler from what the try's body held before or after it."""
     assert source != WRAPPER_SOURCE
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=source), FUSED)) == found
+    assert wrapper_rules(source) == found
 
 
 NAMED_DEFAULT = WRAPPER_SOURCE.replace("eps: float = 1e-5)", "eps=DEFAULT_EPS, saved=_SAVED)").replace(
@@ -947,7 +952,7 @@ def test_torchs_function_form_of_an_allowed_method_is_that_method(line, found):
     allowed in torch's function form too, and a view it returns is still a tensor."""
     body = WRAPPER_SOURCE.replace("    h, y = torch.empty_like(rows_x)", f"    {line}\n    h, y = torch.empty_like(rows_x)", 1)
     assert body != WRAPPER_SOURCE
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 @pytest.mark.parametrize("line, found", [
@@ -964,7 +969,7 @@ def test_views_of_parts_of_a_tensor_are_views(line, found):
     and take its halves (honest4-fanp14: out.unbind(0) cost the two launch tests, held for review); what
     they return are tensors, so computing on them is still seen."""
     body = wrapper_with(line)
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 GRID_DEF = WRAPPER_SOURCE.replace("    fused_add_layernorm_kernel[(rows_x.shape[0],)](",
@@ -987,7 +992,7 @@ def test_a_nested_def_that_a_lambda_could_be_is_walked_as_one(definition, found)
     statement the wrapper may not hold, and calling it is calling a local that holds a function."""
     body = GRID_DEF.replace("DEF\n", definition, 1)
     assert body != WRAPPER_SOURCE
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 @pytest.mark.parametrize("line, found", [
@@ -1009,7 +1014,7 @@ def test_an_allocation_of_ones_carries_no_value_of_the_callers(line, found):
     as torch.zeros and x.new_empty do, and so do torch.full, full_like and x.new_full with a literal fill; a fill
     the wrapper computes or was handed stays a torch op."""
     body = wrapper_with(line)
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 @pytest.mark.parametrize("line, found", [
@@ -1029,7 +1034,7 @@ def test_the_wrapper_may_ask_which_device_it_launches_on(line, found):
     for it with torch.cuda.synchronize (honest4-fanp40: it cost the two launch tests, held for review). Handed
     a tensor, a device query is still reading it, and the rest of torch.cuda stays a torch op."""
     body = wrapper_with(line)
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 LAUNCHER = WRAPPER_SOURCE.replace("    fused_add_layernorm_kernel[(rows_x.shape[0],)](",
@@ -1049,7 +1054,7 @@ def test_a_name_bound_once_to_kernel_grid_launches_it(before, found):
     function."""
     body = LAUNCHER.replace("BEFORE", before, 1)
     assert body != WRAPPER_SOURCE
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 ALIASED = WRAPPER_SOURCE.replace("    fused_add_layernorm_kernel[(rows_x.shape[0],)](",
@@ -1073,7 +1078,7 @@ def test_a_name_bound_once_to_the_kernel_is_the_kernel(before, found):
     as well is no kernel."""
     body = ALIASED.replace("BEFORE", before, 1)
     assert body != WRAPPER_SOURCE
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 def test_a_local_that_shadows_the_kernels_name_is_no_alias():
@@ -1081,8 +1086,7 @@ def test_a_local_that_shadows_the_kernels_name_is_no_alias():
     body = ALIASED.replace("BEFORE", "pass", 1).replace(
         "    kernel = fused_add_layernorm_kernel\n",
         "    fused_add_layernorm_kernel = print\n    kernel = fused_add_layernorm_kernel\n", 1)
-    assert ("wrapper-no-launch", FLAG) in rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body),
-                                                                   FUSED))
+    assert ("wrapper-no-launch", FLAG) in wrapper_rules(body)
 
 
 @pytest.mark.parametrize("statement", [
@@ -1095,7 +1099,7 @@ def test_a_statement_the_wrapper_may_not_hold_is_flagged_not_a_crash(statement):
     body, is flagged as one."""
     body = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", f"    n = x.shape[-1]\n    {statement}\n    n = x.shape[-1]\n", 1)
     assert body != WRAPPER_SOURCE
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == {("wrapper-statement", FLAG)}
+    assert wrapper_rules(body) == {("wrapper-statement", FLAG)}
 
 
 MATCHED = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n    MATCH\n", 1)
@@ -1127,7 +1131,7 @@ def test_a_match_of_values_is_an_if_chain(statement, found):
     patterns of anything else, which read an object's attributes, length or items, stay a statement the
     wrapper may not hold."""
     body = MATCHED.replace("MATCH", statement, 1)
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 NESTED = "def require(ok, message):\n        if not ok:\n            raise ValueError(message)\n\n    "
@@ -1154,7 +1158,7 @@ def test_a_def_in_the_wrapper_that_is_only_called_is_a_helper(lines, found):
     wrapper's, and what it returns a tensor where it reads one. A def used other than called, bound again,
     or a generator stays a statement the wrapper may not hold."""
     body = wrapper_with(lines)
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 @pytest.mark.parametrize("lines, found", [
@@ -1171,7 +1175,7 @@ def test_a_lambda_bound_to_a_name_and_only_called_is_a_helper(lines, found):
     """as_rows = lambda t: t.reshape(-1, n).contiguous(); x2 = as_rows(x) (honest4-fanp35: each call cost the
     two launch tests, held for review) is the def `return` of its body, walked where it is called as a def
     in the wrapper is. A name bound to anything else too, or read other than called, may hold anything."""
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=wrapper_with(lines)), FUSED)) == found
+    assert wrapper_rules(wrapper_with(lines)) == found
 
 
 @pytest.mark.parametrize("lines, found", [
@@ -1209,7 +1213,7 @@ def test_a_map_is_the_generator_expression_it_is(lines, found):
     items): its lambda's parameter takes the items, a launch in it is one in a loop; map(f, items) as
     (f(t) for t in items), the call checked as written out. And what a comprehension or such a map returns
     holds a tensor where its items do: x2 + fx2 after either is arithmetic on tensors."""
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=wrapper_with(lines)), FUSED)) == found
+    assert wrapper_rules(wrapper_with(lines)) == found
 
 
 @pytest.mark.parametrize("helper, found", [
@@ -1219,7 +1223,7 @@ def test_a_map_is_the_generator_expression_it_is(lines, found):
 def test_a_module_level_def_handed_to_map_is_walked_with_its_items(helper, found):
     """x2, fx2 = map(_rows, (x, fx)) with a def of the notebook's own: its body is walked as for _rows(x)."""
     body = helper + "\n\n" + wrapper_with("x2, fx2 = map(_rows, (x, fx))")
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 ROWS_HELPERS = """def rows_view(t):
@@ -1253,7 +1257,7 @@ def test_what_a_def_or_method_of_the_notebook_returns_holds_a_tensor_where_its_r
     `return` of the def does, walked with the tensors the call hands it, so a view of it is a view and
     arithmetic on it is arithmetic (it was not seen before: rows_view(x) + 1 passed)."""
     body = ROWS_HELPERS + "\n\n" + wrapper_with(lines)
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 @pytest.mark.parametrize("lines, found", [
@@ -1269,7 +1273,7 @@ def test_devices_dtypes_and_atleast_2d_read_no_values(lines, found):
     """with torch.device(x.device): (honest6-fan_11) and torch.atleast_2d(x).flatten(0, -2) (honest6-fan_17)
     each cost the two launch tests, held for review: a device, dtypes compared and a view read no tensor's
     values; the view still holds the tensor."""
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=wrapper_with(lines)), FUSED)) == found
+    assert wrapper_rules(wrapper_with(lines)) == found
 
 
 @pytest.mark.parametrize("lines, found", [
@@ -1279,7 +1283,7 @@ def test_devices_dtypes_and_atleast_2d_read_no_values(lines, found):
 def test_broadcast_shapes_of_shapes_is_a_shape_check(lines, found):
     """torch.broadcast_shapes(x.shape, fx.shape) (honest5-nb12: it cost the two launch tests, held for review)
     computes on sizes only, as torch.Size does."""
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=wrapper_with(lines)), FUSED)) == found
+    assert wrapper_rules(wrapper_with(lines)) == found
 
 
 TUPLE_RESULT = '''
@@ -1314,7 +1318,7 @@ def test_a_tuple_subclass_of_item_properties_is_a_result_type(change, found):
     cls = TUPLE_RESULT.replace(*change) if change[0] else TUPLE_RESULT
     body = cls + WRAPPER_SOURCE.replace("return h.view(x.shape), y.view(x.shape)", "return AddNorm((h, y))")
     assert body != cls + WRAPPER_SOURCE
-    assert {r for r in rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED))
+    assert {r for r in wrapper_rules(body)
             if r[0].startswith("wrapper")} == found
 
 
@@ -1339,12 +1343,12 @@ def test_a_partial_of_the_launch_is_the_launch(launch, found):
     arguments: counted once per call, in a loop or not, its arguments checked as a launch's are."""
     body = "import functools\n\n\n" + PARTIAL.replace("LAUNCH", launch)
     assert "functools.partial" in body
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 def test_a_partial_of_anything_else_is_still_a_call_the_wrapper_cannot_name():
     body = "import functools\n\n\n" + wrapper_with("add = functools.partial(torch.add, x)\n    z = add(fx)")
-    assert ("wrapper-torch-op", FLAG) in rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED))
+    assert ("wrapper-torch-op", FLAG) in wrapper_rules(body)
 
 
 FACTORY = """
@@ -1706,7 +1710,7 @@ def test_a_wrappers_dtype_predicates_and_next_read_no_values(line, found):
     """is_complex, is_signed and their kin read a tensor's dtype and flags, as is_floating_point does; next()
     and iter() hand on what they are given, as zip and tuple do, so computing on it is still seen."""
     body = wrapper_with(line)
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED)) == found
+    assert wrapper_rules(body) == found
 
 
 @pytest.mark.parametrize("source, found", [
