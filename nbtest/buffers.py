@@ -13,6 +13,11 @@ then raises BufferError, as it does under numpy.frombuffer.
 
 The values, dtypes and shapes are torch's own: a memoryview of the object is read as the object is.
 numpy's arrays and scalars go to torch.asarray as they are: torch reads them through numpy, which holds them.
+
+And torch checks every sparse tensor it builds against its size (torch.sparse.check_sparse_tensor_invariants,
+enabled for the process): adding a sparse tensor to a dense one writes at its indices, and one built unchecked
+(the legacy x.new(indices, values, size) on a sparse gradient, whatever the spelling) would write past the
+dense tensor into any object of the process.
 """
 
 
@@ -26,9 +31,11 @@ def held(obj):
 
 
 def install() -> None:
-    """torch.frombuffer and torch.asarray take their buffer through held() (before any cell)."""
+    """torch.frombuffer and torch.asarray take their buffer through held(), and sparse tensors are checked
+    (before any cell)."""
     import numpy
     import torch
+    torch.sparse.check_sparse_tensor_invariants.enable()
     frombuffer, asarray = torch.frombuffer, torch.asarray
     if frombuffer.__module__ == __name__:
         return          # installed already (the public tests load each notebook in one process)

@@ -191,6 +191,25 @@ def test_a_tensor_over_a_buffer_holds_it_in_the_child(zygote, kind):
         assert reply["result"]["value"] == "held"
 
 
+SPARSE_PAST = """def past(far):
+    table = torch.nn.Embedding(4, 1, sparse=True)
+    table(torch.tensor([1])).sum().backward()
+    try:      # the legacy constructor on a sparse gradient: a sparse tensor with no word of 'sparse' written
+        step = table.weight.grad.new(torch.tensor([[far], [0]]), torch.tensor([1.0]), (4, 1))
+    except RuntimeError:
+        return "checked"
+    return "built"
+"""
+
+
+def test_a_sparse_tensor_past_its_size_is_refused_in_the_child(zygote):
+    """Adding a sparse tensor to a dense one writes at its indices: one whose index lies past its size would
+    write into any object of the child. There torch checks every sparse tensor it builds (nbtest/buffers.py)."""
+    with Sandbox(zygote, [("a", "import torch\n" + SPARSE_PAST)], None, Limits(10, 4096)) as box:
+        reply = box.request({"op": "call", "fn": "past", "args": [1 << 20]}, Deadline.after(10))
+        assert reply["result"]["value"] == "checked"
+
+
 STALLER = """import ctypes, threading
 def stall():
     # a thread that holds the GIL in a C call that sleeps: the loop, which reads the next request, never runs
