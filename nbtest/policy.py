@@ -69,8 +69,10 @@ GUARDS = {
     "(torch._C, torch._dynamo), where torch._C._dynamo.eval_frame.set_eval_frame hands a callback every frame "
     "that runs after it, the probe's included, with no audited event; and nn.Module's _modules, _parameters and "
     "hooks, a layer hidden from the structure the probe reads",
-    "computed-attribute": "getattr, setattr and delattr with a name the policy cannot read: the spelling of "
-    "a dunder, private or frame attribute (tb_frame, f_globals) out of the rules above; no sample trips it",
+    "computed-attribute": "getattr, setattr and delattr with a name the policy cannot read, or held and handed "
+    "on (ga = getattr, map(setattr, ...)): the spelling of a dunder, private or frame attribute (tb_frame, "
+    "f_globals) out of the rules above, a sparse tensor's indices, or numpy's __array_interface__ set on a class "
+    "(alias-setattr-retypes-error scores 100 to its twin's 96 with it demoted)",
     "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
     "construct above could hide there",
     "import": "a module outside the assignment's imports and the standard library, or all of one's names "
@@ -81,17 +83,23 @@ GUARDS = {
     "protocol": "a special name that is not Python's own defined by a class, as a keyword or as a string (numpy's "
     "__array_interface__, __array_struct__; the CUDA array interface, __dlpack__), __getattr__, which answers "
     "any name, and classes built from names the policy cannot read (three-argument type(), a metaclass, "
-    "make_dataclass): numpy builds an array at the raw address such an object names, so any object of the child "
-    "is read or written with no process module and no audited event (interface-retypes-error, a RuntimeError "
-    "turned into a ValueError in memory, scores 100 to its twin's 96 with it demoted)",
+    "make_dataclass and its namespace, __annotations__ and __slots__ other than literal names, a class based on "
+    "typing.Type, the builtin type handed back by typing.get_origin, kept in a subscript (get_args hands it "
+    "back), or in an annotation the notebook reads back (get_type_hints, dataclasses.fields)): numpy builds an array at the raw address such an object names, so any object of the "
+    "child is read or written with no process module and no audited event (interface-retypes-error, a "
+    "RuntimeError turned into a ValueError in memory, scores 100 to its twin's 96 with it demoted, as "
+    "annotations-retypes-error, namespace-retypes-error and getargs-type-retypes-error do)",
     "unchecked-memory": "torch's tensors whose memory torch leaves to the code to keep in bounds: a sparse tensor, "
     "whose indices torch trusts (no invariant is checked by default, and indices() hands them out to be changed "
     "after any check), and a storage, which resize_ shrinks under the tensors that view it (numpy's "
     "resize(refcheck=False) frees the data under its views alike); adding a sparse "
     "tensor to a dense one writes at its index however far past that tensor, so any word of the child "
-    "(sparse-retypes-error, a RuntimeError turned into a ValueError with torch alone, scores 100 to its twin's 96 "
-    "with it demoted); a name the notebook gives its own object (self.saved_storage, a method pair_indices) is "
-    "its own unless torch or numpy has it too",
+    "(sparse-retypes-error once scored 100 to its twin's 96 with torch alone; the child now checks every sparse "
+    "tensor torch builds, nbtest/buffers.py, but indices() still hands them out to be changed); numpy's array "
+    "classes called or held (numpy.ndarray, recarray, numpy.rec) build an array over any buffer, of objects too, "
+    "and .resize given keywords the policy cannot read may drop its check (object-buffer-retypes-error and "
+    "refcheck-kwargs-retypes-error score 100 to their twin's 96 with it demoted); a name the notebook gives its "
+    "own object (self.saved_storage, a method pair_indices) is its own unless torch or numpy has it too",
     "monitor": "an audited event (a frame or gc read, exec, compile, an import, a file, a torch mode left "
     "active): the only defence against reach-dynamic-class-* and reach-torch-mode-*, torch modes that "
     "answer the probe's reads without reaching it; the strings a library runs (reach-string-*) find no probe",
@@ -124,6 +132,11 @@ PROCESS_PATHS = ("torch.load", "torch.save", "torch.from_file", "torch.utils", "
                  "numpy.load", "numpy.save", "numpy.savez", "numpy.fromfile", "numpy.memmap",
                  "numpy.loadtxt", "numpy.genfromtxt", "numpy.lib", "triton.runtime", "triton.compiler",
                  "triton.backends", "triton.knobs", "triton.testing", "triton.tools")
+# numpy's array classes and the modules that build records and strings over a buffer: called, each builds an
+# array over any buffer it is handed, of objects too (a pointer to an object the code made up); only read
+# (isinstance's class, an annotation) they build nothing
+ARRAY_CLASSES = frozenset({"numpy.ndarray", "numpy.recarray", "numpy.chararray", "numpy.matrix"})
+ARRAY_MODULES = ("numpy.rec", "numpy.char", "numpy.core")
 # Compilers the grader's child and the public tests replace by a pass-through (nbtest/uncompiled.py): no
 # compiler runs, so calling one reaches nothing.
 UNCOMPILED = ("torch.compile", "torch.compiler.compile", "torch.jit.script")
@@ -203,6 +216,13 @@ NAMEDTUPLE_API = frozenset(name for name in dir(collections.namedtuple("Row", "f
                            if name.startswith("_") and not name.startswith("__"))
 TRANSFORMER = re.compile(r"^(Transformer(Encoder|Decoder)?(Layer)?|transformer)$")
 ATTRIBUTE_FUNCS = ("getattr", "setattr", "delattr", "hasattr")
+# typing's alias of the builtin type: what get_origin hands back for it, and what a class based on it subclasses
+# (a metaclass), with no `type` written at all; get_args hands back only what the code wrote in the subscript
+TYPE_ALIAS = "typing.Type"
+# what hands back an annotation as a value: typing.get_type_hints, a dataclass field's .type, a singledispatch
+# function's registry
+ANNOTATION_READERS = frozenset({"typing.get_type_hints", "dataclasses.fields", "functools.singledispatch",
+                                "functools.singledispatchmethod"})
 MAX_LITERAL_NUMBERS = 24     # more numbers than this in one literal container is a lookup table
 # nn.Transformer.generate_square_subsequent_mask builds a causal mask: a static helper, not a layer
 MASK_HELPER = ".generate_square_subsequent_mask"
@@ -262,6 +282,36 @@ def check(source: str, policy: Policy, label: str = "cell", trusted: list[tuple[
 
 
 
+def _reads_annotations(ctx: Notebook) -> bool:
+    """Whether any cell uses what hands an annotation back as a value (ANNOTATION_READERS)."""
+    return any(ctx.resolve(n) in ANNOTATION_READERS for tree in ctx.trees.values() for n in ast.walk(tree)
+               if isinstance(n, (ast.Name, ast.Attribute)))
+
+
+def _keywords(node: ast.Call) -> list[ast.keyword]:
+    """A call's keywords, with those of a **{...} display whose keys are strings written out read as keywords
+    (any other ** stays one keyword with no name)."""
+    out = []
+    for k in node.keywords:
+        if k.arg is None and isinstance(k.value, ast.Dict) and _literal_names(k.value):
+            out += [ast.copy_location(ast.keyword(arg=key.value, value=value), k)
+                    for key, value in zip(k.value.keys, k.value.values)]
+        else:
+            out.append(k)
+    return out
+
+
+# a class body's tables of names, each of which becomes an attribute of the class or its instances
+NAME_TABLES = ("__annotations__", "__slots__")
+
+
+def _literal_names(node) -> bool:
+    """A string, or a dict display, tuple, list or set whose keys or items are all strings written out."""
+    items = node.keys if isinstance(node, ast.Dict) else node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) \
+        else [node]
+    return all(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in items)
+
+
 def _constant(node) -> bool:
     """A literal number, string, bool or None (a negative number too)."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -280,22 +330,24 @@ class _General(ast.NodeVisitor):
 
     def run(self, tree) -> list[Violation]:
         self._survey(tree)
-        self._type_reads(tree)
+        self._type_reads(tree, _reads_annotations(self.ctx))
         self.visit(tree)
         return self.found
 
     @staticmethod
-    def _type_reads(tree) -> None:
+    def _type_reads(tree, reads_annotations: bool) -> None:
         """Marks each type(x) that is only read (type(x).__name__, type(a) is type(b), isinstance(y, type(x)),
-        a message, a dict's key) and the builtin `type` as isinstance's class: anything else that holds or calls
-        it may hold a metaclass (rule protocol)."""
+        a message, a dict's key) and the builtin `type` as isinstance's class or an annotation's (unless the
+        notebook reads annotations back): anything else that holds or calls it may hold a metaclass (rule
+        protocol). A subscript keeps what it is given (typing.Optional[type], whose get_args is type)."""
         def one_arg_type(n):
             return isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "type" and \
                 len(n.args) == 1 and not n.keywords
 
-        def mark(n):
+        def mark(n, calls_only=False):
             for m in ([n, *n.elts] if isinstance(n, ast.Tuple) else [n]):
-                if one_arg_type(m) or isinstance(m, ast.Name) and m.id == "type":
+                m.class_read = True
+                if one_arg_type(m) or not calls_only and isinstance(m, ast.Name) and m.id == "type":
                     m.type_read = True
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute):
@@ -306,7 +358,7 @@ class _General(ast.NodeVisitor):
             elif isinstance(node, ast.FormattedValue):
                 mark(node.value)
             elif isinstance(node, ast.Subscript):
-                mark(node.slice)
+                mark(node.slice, calls_only=True)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _TYPE_READERS:
                 for a in node.args:
                     mark(a)
@@ -315,13 +367,13 @@ class _General(ast.NodeVisitor):
                 node.metaclass_call = True
             for annotation in _annotations(node):      # a declaration (block_cls: type, -> type[nn.Module])
                 for n in ast.walk(annotation):
+                    n.class_read = True
                     if isinstance(n, ast.Name) and n.id == "type":
-                        n.type_read = True
+                        n.type_read, n.read_back = not reads_annotations, reads_annotations
 
-    def _unchecked(self, node, what: str) -> None:
-        self.flag(node, "unchecked-memory", WITHHOLD, f"{what}: a sparse tensor's indices and a storage's size are "
-                                                      "memory torch trusts the code to keep in bounds; a solution "
-                                                      "uses dense tensors and their views")
+    def _unchecked(self, node, what: str, why: str = "a sparse tensor's indices and a storage's size are memory "
+                   "torch trusts the code to keep in bounds; a solution uses dense tensors and their views") -> None:
+        self.flag(node, "unchecked-memory", WITHHOLD, f"{what}: {why}")
 
     def _protocol(self, node, what: str) -> None:
         self.flag(node, "protocol", WITHHOLD, f"{what}: a library reads such a name off an object, and numpy "
@@ -354,7 +406,8 @@ class _General(ast.NodeVisitor):
             if isinstance(b, ast.Name) and b.id == "type":
                 b.type_read = True      # said once, here
         if any(k.arg == "metaclass" for k in node.keywords) or \
-                any(isinstance(b, ast.Name) and b.id == "type" for b in node.bases):
+                any(isinstance(b, ast.Name) and b.id == "type" or self.ctx.resolve(
+                    b.value if isinstance(b, ast.Subscript) else b) == TYPE_ALIAS for b in node.bases):
             self._protocol(node, f"class {node.name} is or has a metaclass, which can build it from any names")
 
     def _survey(self, tree) -> None:
@@ -478,19 +531,33 @@ class _General(ast.NodeVisitor):
     def visit_Name(self, node):
         if not isinstance(node.ctx, ast.Load):
             self._special(node, node.id, "a binding of")
+        elif node.id == "type" and not self._local(node.id) and getattr(node, "read_back", False):
+            self._protocol(node, "the builtin type in an annotation the notebook reads back (dataclasses.fields, "
+                                 "singledispatch): what reads it holds type, which builds a class from any names; "
+                                 "annotate with typing.Type[...]")
         elif node.id == "type" and not self._local(node.id) and not getattr(node, "type_read", False) and \
                 not getattr(node, "type_called", False):
             self._protocol(node, "the builtin type, held or passed on (it builds a class from any names)")
+        elif node.id in ("getattr", "setattr", "delattr") and not self._local(node.id) and \
+                not getattr(node, "attribute_called", False):
+            self.flag(node, "computed-attribute", WITHHOLD,
+                      f"{node.id} held or passed on: whoever calls it names an attribute out of the policy's sight (a "
+                      f"sparse tensor's indices, numpy's __array_interface__); call {node.id}(obj, \"name\") itself")
         elif node.id in self.ctx.modules and not self._local(node.id) and not getattr(node, "attribute_base", False):
             # an import's name, in a function too: only ever read as module.NAME
             self.flag(node, "process-introspection", WITHHOLD,
                       f"the module '{node.id}' held, passed or returned as a value: under another name the paths "
                       f"read off it (numpy.lib, torch.utils) are out of the policy's sight; write {node.id}.NAME")
+        if not self._local(node.id) and node.id in self.ctx.aliases:
+            self._array_class(node, self.ctx.aliases[node.id])
         if self._local(node.id):
             pass
         elif node.id in FORBIDDEN_NAMES and not getattr(node, "function_locals", False):
             self.flag(node, "dynamic-code", WITHHOLD,
                       f"'{node.id}' runs code, opens files or exposes a namespace: not allowed in a solution")
+        elif node.id in NAME_TABLES and not (isinstance(node.ctx, ast.Store) and getattr(node, "literal_names", False)):
+            self._protocol(node, f"{node.id} other than set once to literal names: each name becomes an attribute "
+                                 "(a dataclass's field, a slot), numpy's __array_interface__ among them")
         elif node.id == "__class__" and isinstance(node.ctx, ast.Load):
             self.flag(node, "dunder", WITHHOLD, "'__class__' exposes the class object: not allowed")
         self.generic_visit(node)
@@ -499,6 +566,9 @@ class _General(ast.NodeVisitor):
         if _constant(node.value):
             for target in node.targets:
                 target.constant_value = True
+        if _literal_names(node.value):
+            for target in node.targets:
+                target.literal_names = True
         self.generic_visit(node)
 
     def visit_Attribute(self, node):
@@ -533,6 +603,10 @@ class _General(ast.NodeVisitor):
                       f"'.{attr}' leads from this object to the grading process; a solution needs none of it")
         elif unchecked_memory(attr) and not self._own_name(attr):
             self._unchecked(node, f"'.{attr}'")
+        elif attr == "resize" and not getattr(node, "resize_called", False) and not self._own_name(attr):
+            self._unchecked(node, "'.resize' held, or called with keywords the policy cannot read",
+                            "refcheck=False frees the data the array's views still use; call a.resize(shape) with "
+                            "its keywords written out, or use numpy.resize")
 
         elif attr.startswith("_") and not attr.startswith("__") and not (
                 library is None and (self._own_private(node) or attr in NAMEDTUPLE_API)):
@@ -542,8 +616,16 @@ class _General(ast.NodeVisitor):
         path = self.ctx.resolve(node)
         if path is not None:
             self._path(node, path)
+            self._array_class(node, path)
         self._transformer(node, attr)
         self.generic_visit(node)
+
+    def _array_class(self, node, path: str) -> None:
+        hit = path if path in ARRAY_CLASSES else next((p for p in ARRAY_MODULES if path == p or
+                                                        path.startswith(p + ".")), None)
+        if hit is not None and not getattr(node, "class_read", False) and not getattr(node, "attribute_base", False):
+            self._unchecked(node, f"{hit} called or held", "it builds an array over any buffer, of objects too; "
+                                  "build arrays with numpy.array, numpy.zeros and the like")
 
     def _own_private(self, node) -> bool:
         return node.attr in self.own_private
@@ -578,7 +660,7 @@ class _General(ast.NodeVisitor):
     # -- calls: getattr family, object.__setattr__
     def visit_Call(self, node):
         func = node.func.id if isinstance(node.func, ast.Name) and not self._local(node.func.id) else None
-        for k in node.keywords:
+        for k in _keywords(node):
             if k.arg is not None:
                 self._special(k, k.arg, "the keyword")
                 if unchecked_memory(k.arg) and not (isinstance(k.value, ast.Constant) and k.value.value is False):
@@ -586,6 +668,9 @@ class _General(ast.NodeVisitor):
                 elif k.arg == "refcheck" and not (isinstance(k.value, ast.Constant) and k.value.value is True):
                     # numpy's resize without its check frees the data its views still read and write
                     self._unchecked(k, "resize(refcheck=...), which frees the data the array's views still use")
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "resize" and \
+                all(k.arg is not None for k in _keywords(node)):
+            node.func.resize_called = True       # its keywords all read above
 
         method = node.func.attr if isinstance(node.func, ast.Attribute) and self.ctx.resolve(node.func) is None else \
             node.args[1].value if func in ATTRIBUTE_FUNCS and len(node.args) > 1 and \
@@ -598,6 +683,11 @@ class _General(ast.NodeVisitor):
         if at is not None and len(node.args) > at and not (
                 isinstance(node.args[at], ast.Constant) and node.args[at].value is False):
             self._unchecked(node, "an embedding's sparse argument, given by position: its gradient is a sparse tensor")
+        if func in ATTRIBUTE_FUNCS:
+            node.func.attribute_called = True
+        if self.ctx.resolve(node.func) == "typing.get_origin":
+            self._protocol(node, "typing.get_origin() hands back the class a type alias stands for, the builtin type "
+                                 "for typing.Type, which builds a class from any names")
         if func == "type":
             node.func.type_called = True
             if len(node.args) == 1 and not node.keywords:
@@ -619,8 +709,11 @@ class _General(ast.NodeVisitor):
                      for f in (fields.elts if isinstance(fields, (ast.List, ast.Tuple)) else [])]
             if fields is None or not isinstance(fields, (ast.List, ast.Tuple)) or \
                     not all(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in names) or \
-                    any(k.arg is None or k.arg == "namespace" and not isinstance(k.value, ast.Dict) for k in node.keywords):
+                    any(k.arg is None for k in node.keywords):
                 self._protocol(node, "make_dataclass with field names the policy cannot read")
+            for k in node.keywords:
+                if k.arg == "namespace":
+                    self._namespace(node, k.value)
         if func == "locals" and self.scopes and not node.args and not node.keywords:
             # locals() called in a function (a debug print) is that call's own names, never the module's
             # namespace and its builtins, which module-level locals() is; the name itself is still flagged
