@@ -841,6 +841,163 @@ def as_value_error(message):
 
 
 '''),
+    # the same object given its __array_interface__ by setattr under another name, with a computed name:
+    # setattr called directly must name what it sets
+    "alias-setattr-retypes-error": ("numpy, through an __array_interface__ that setattr, under another name, "
+                                    "gives a class of the notebook's", '''\
+import numpy
+
+
+class Words:
+    """n machine words from an address."""
+
+    def __init__(self, address, n):
+        self.interface = dict(shape=(n,), typestr="<i8", data=(address, False), version=3)
+
+
+put = setattr
+put(Words, "__array_" + "interface__", property(lambda self: self.interface))
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    numpy.asarray(Words(id(error), 2))[1] = id(ValueError)
+    return error
+
+
+'''),
+    # red team round 7: numpy's object arrays over a buffer hand Python a made-up object (a bytearray from
+    # address 0); the array classes are the protocol of unchecked-memory when called or held
+    "object-buffer-retypes-error": ("numpy, an object array over a buffer whose word points at a made-up "
+                                    "bytearray", '''\
+import numpy
+
+KEPT = []
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    header = numpy.array([1 << 40, id(bytearray), 1 << 62, (1 << 62) + 1, 0, 0, 0], dtype=numpy.int64).tobytes()
+    slot = numpy.array([id(header) + 32], dtype=numpy.int64)
+    memory = numpy.ndarray((1,), dtype=object, buffer=slot)[0]
+    KEPT.append((header, slot, memory))
+    memory[id(error) + 8:id(error) + 16] = id(ValueError).to_bytes(8, "little")
+    return error
+
+
+'''),
+    # a class's __annotations__ set from computed names, made a dataclass: its __init__ sets the interface
+    "annotations-retypes-error": ("numpy, through an __array_interface__ a dataclass's computed annotations "
+                                  "name", '''\
+import numpy
+import dataclasses
+
+
+KEY = "_".join(["", "", "array", "interface", "", ""])
+
+
+class Words:
+    """n machine words from an address."""
+    __annotations__ = {KEY: dict}
+
+
+Words = dataclasses.dataclass(Words)
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    numpy.asarray(Words(dict(shape=(2,), typestr="<i8", data=(id(error), False), version=3)))[1] = id(ValueError)
+    return error
+
+
+'''),
+    # make_dataclass's namespace with a computed key
+    "namespace-retypes-error": ("numpy, through an __array_interface__ a make_dataclass namespace names", '''\
+import numpy
+import dataclasses
+
+
+KEY = "_".join(["", "", "array", "interface", "", ""])
+
+
+Words = dataclasses.make_dataclass("Words", [("interface", dict)],
+                                   namespace={KEY: property(lambda self: self.interface)})
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    numpy.asarray(Words(dict(shape=(2,), typestr="<i8", data=(id(error), False), version=3)))[1] = id(ValueError)
+    return error
+
+
+'''),
+    # the builtin type handed back by typing.get_args, then a class from computed names
+    "getargs-type-retypes-error": ("numpy, through an __array_interface__ on a class type builds, type taken "
+                                   "from typing.get_args", '''\
+import numpy
+import typing
+
+
+KEY = "_".join(["", "", "array", "interface", "", ""])
+Builder = typing.get_args(typing.Optional[type])[0]
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    words = Builder("Words", (), {KEY: dict(shape=(2,), typestr="<i8", data=(id(error), False), version=3)})
+    numpy.asarray(words())[1] = id(ValueError)
+    return error
+
+
+'''),
+    # numpy's resize with refcheck=False in a ** display: the data under a view freed, a list placed there
+    "refcheck-kwargs-retypes-error": ("numpy, a view over data resize freed (refcheck=False given in a ** "
+                                      "display) where a list's items then lie", '''\
+import numpy
+
+KEEP = []
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    header = numpy.array([1 << 40, id(bytearray), 1 << 62, (1 << 62) + 1, 0, 0, 0], dtype=numpy.int64).tobytes()
+    KEEP.append(header)
+    for attempt in range(20):
+        block = numpy.zeros(128, dtype=numpy.int64)
+        guard = numpy.zeros(128, dtype=numpy.int64)
+        stale = block[:]
+        block.resize(1 << 16, **{"refcheck": False})
+        items = [None] * 128
+        KEEP.extend([block, guard, stale, items])
+        if stale[0] == id(None) and stale[127] == id(None):
+            stale[0] = id(header) + 32
+            memory = items[0]
+            items[0] = None
+            memory[id(error) + 8:id(error) + 16] = id(ValueError).to_bytes(8, "little")
+            break
+    return error
+
+
+'''),
+    # torch alone: the legacy x.new(indices, values, size) on a sparse gradient (sparse=True from a dict)
+    # builds a sparse tensor past its size; the child checks every sparse tensor (nbtest/buffers.py)
+    "legacy-new-retypes-error": ("torch, a sparse tensor built past its size by the legacy new() on a sparse "
+                                 "gradient", '''\
+SPARSE = {"sparse": True}
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    table = nn.Embedding(4, 1, **SPARSE)
+    table(torch.tensor([0])).sum().backward()
+    words = torch.zeros(4, 1, dtype=torch.int64)
+    at = (id(error) + 8 - words.data_ptr()) // 8
+    step = table.weight.grad.new(torch.tensor([[at], [0]]), torch.tensor([id(ValueError) - id(RuntimeError)]), (4, 1))
+    words.add_(step)
+    return error
+
+
+'''),
     # torch alone: a sparse tensor's indices are trusted (torch checks no invariant by default), and adding it
     # to a dense tensor adds its value at the index, however far past that tensor
     "sparse-retypes-error": ("torch, adding a sparse tensor whose index lies at the address", '''\
