@@ -484,6 +484,12 @@ def part5_samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
             "train uses torch.optim.SGD but never calls opt.step()",
             s.solved(train=optim("    opt.step()\n", "")),
             {"train_updates", "train_lowers_loss"}),
+        "part5-batch-ignored": (
+            "train steps on the whole set every time, whatever batch asks for",
+            s.solved(train=optim("    idx = torch.randperm(len(X), generator=gen)[:batch]\n"
+                                 "    loss = F.cross_entropy(model(X[idx]), y[idx])\n",
+                                 "    loss = F.cross_entropy(model(X), y)\n")),
+            {"train_updates"}),
         "part5-zero-grad-forgotten": (
             "train uses torch.optim.SGD but never calls opt.zero_grad(): gradients pile up",
             s.solved(train=optim("    opt.zero_grad()\n", "")),

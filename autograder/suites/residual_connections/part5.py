@@ -4,7 +4,7 @@ A Part 5 block is ln = LayerNorm(d_in), ffn = Sequential(Linear(d_in, width), GE
 plus shortcut = ProjectionShortcut(d_in, width) in residual_mlp; model[depth] is the final LayerNorm,
 model[depth + 1] the head. Every loss a test judges is computed here from the model's outputs
 (t.invoke), never taken from the list train returns, except in train_updates, which checks that list
-against a trajectory only honest full-batch SGD produces.
+against the trajectories only honest SGD produces, on the whole set and on the minibatches the contract draws.
 """
 from __future__ import annotations
 
@@ -243,12 +243,20 @@ def residual_zero_init(t: Trial):
 
 # ------------------------------------------------------------------ training
 
-def _sgd_losses(w1, b1, w2, b2, X, y, steps, lr, *, momentum=0.9, zero_grad=True, step=True, after=False):
-    """Full-batch SGD with momentum on Sequential(Linear, ReLU, Linear), computed here; switches for mistakes."""
+def _sgd_losses(w1, b1, w2, b2, X, y, steps, lr, *, momentum=0.9, zero_grad=True, step=True, after=False,
+                batch=None, seed=0):
+    """SGD with momentum on Sequential(Linear, ReLU, Linear), computed here, on the whole set or (batch) on the
+    contract's minibatches: idx = torch.randperm(len(X), generator=gen)[:batch], gen seeded once with seed;
+    switches for mistakes."""
     params = [p.clone().requires_grad_(True) for p in (w1, b1, w2, b2)]
     bufs, losses = [None] * 4, []
-    loss_of = lambda: F.cross_entropy(F.linear(F.relu(F.linear(X, params[0], params[1])), params[2], params[3]), y)
+    gen = torch.Generator().manual_seed(seed)
+    idx = slice(None)
+    loss_of = lambda: F.cross_entropy(F.linear(F.relu(F.linear(X[idx], params[0], params[1])), params[2],
+                                               params[3]), y[idx])
     for _ in range(steps):
+        if batch is not None:
+            idx = torch.randperm(len(X), generator=gen)[:batch]
         loss = loss_of()
         if zero_grad:
             for p in params:
@@ -292,6 +300,15 @@ def train_updates(t: Trial):
     for name, before, after in (("X", X, obs.args_after[1]), ("y", y, obs.args_after[2])):
         if not torch.equal(t.tensor(after, name), before):
             t.fail(f"train changed its input {name}; the data must be left as it was.")
+    batch = t.rng.randrange(3, n - 5)
+    what = f"train(model, X of shape {tuple(X.shape)}, y, steps={steps}, lr={lr:.3g}, batch={batch}, seed={seed})"
+    got = t.numbers(t.call("train", spec("mlp", *tensors), X, y, steps, lr=lr, batch=batch, seed=seed).result, what,
+                    steps, kinds=("list",))
+    t.check(got, _sgd_losses(*tensors, X, y, steps, lr, batch=batch, seed=seed), what,
+            "each step draws idx = torch.randperm(len(X), generator=gen)[:batch] from one torch.Generator seeded "
+            "with seed, and steps on the loss of those examples", rtol=1e-4, atol=1e-6,
+            alternatives=lambda: [("batch ignored: every step used the whole set; draw `batch` examples each step",
+                                   _sgd_losses(*tensors, X, y, steps, lr))])
 
 
 def teacher_problem(gen: torch.Generator, n: int, d_in: int, k: int):
