@@ -12,6 +12,7 @@ leading underscore are the two rule modules' own, not the package's interface.
 from __future__ import annotations
 
 import ast
+import builtins
 import threading
 from dataclasses import dataclass
 
@@ -67,6 +68,7 @@ class Notebook:
         self.containers: set[str] = set()         # student result types: a NamedTuple of fields, a namedtuple()
         self.classes: dict[str, tuple[str, ast.ClassDef]] = {}   # student classes of plain methods, by name
         self.instances: dict[str, str] = {}       # module-level names bound once to C(...), C such a class
+        self.built: dict[str, ast.Call] = {}      # and the C(...) that binds each
         for i, (label, source, student) in enumerate(cells):
             self.order[label], self.sources[label], self.student[label] = i, source, student
             try:
@@ -100,19 +102,15 @@ class Notebook:
         # every name the student's cells bind at module level (a builtin such as int rebound among them)
         self.bound = {name for label, tree in self.trees.items() if self.student[label]
                       for _, name in _bindings(tree.body)}
+        for name, (_, node) in list(self.classes.items()):     # ValueError rebound is no longer Python's
+            if any(isinstance(b, ast.Name) and b.id in EXCEPTIONS & self.bound for b in node.bases):
+                del self.classes[name]
         if "tuple" in self.bound:       # class R(tuple) is a result type of Python's tuple only
             self.containers -= {node.name for tree in self.trees.values() for node in tree.body if _tuple_based(node)}
         # a constant is plain data by every binding: `C = 0` then `C = torch` makes C the module
         self.constants -= {name for label, tree in self.trees.items() if self.student[label]
                            for node, name in _bindings(tree.body)
                            if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self))}
-        # names bound to data by every binding: plain data, and what an import names read as a value
-        # (_SUPPORTED = (torch.float16, torch.float32)); a function read so can only be called by a name
-        self.data = {name for label, tree in self.trees.items() if self.student[label]
-                     for _, name in _bindings(tree.body)}
-        self.data -= {name for label, tree in self.trees.items() if self.student[label]
-                      for node, name in _bindings(tree.body)
-                      if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_data(node.value, self))}
         # names that hold one number, string, bool or None: bound so by every binding in any cell, never named in
         # a `global` (eps=DEFAULT_EPS as a parameter's default holds no tensor)
         self.scalars = {name for label, tree in self.trees.items() for _, name in _bindings(tree.body)}
@@ -120,6 +118,13 @@ class Notebook:
                          if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _scalar(node.value))}
         self.scalars -= {name for tree in self.trees.values() for node in ast.walk(tree)
                          if isinstance(node, ast.Global) for name in node.names}
+        # names bound to data by every binding: plain data, and what an import names read as a value
+        # (_SUPPORTED = (torch.float16, torch.float32)); a function read so can only be called by a name
+        self.data = {name for label, tree in self.trees.items() if self.student[label]
+                     for _, name in _bindings(tree.body)}
+        self.data -= {name for label, tree in self.trees.items() if self.student[label]
+                      for node, name in _bindings(tree.body)
+                      if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_data(node.value, self))}
         # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
         self.mutables = {name for label, tree in self.trees.items() if self.student[label]
                          for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
@@ -161,7 +166,7 @@ class Notebook:
             if len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and len(nodes[0].targets) == 1 and \
                     isinstance(nodes[0].targets[0], ast.Name) and isinstance(value, ast.Call) and \
                     isinstance(value.func, ast.Name) and value.func.id in self.classes:
-                self.instances[name] = value.func.id
+                self.instances[name], self.built[name] = value.func.id, value
         for label, tree in self.trees.items():
             for node in ast.walk(tree) if self.student[label] else ():
                 if isinstance(node, ast.Global):
@@ -307,6 +312,12 @@ def _item_property(node) -> bool:
         isinstance(body[0].value.slice, ast.Constant) and type(body[0].value.slice.value) is int
 
 
+# Python's exception classes, a plain class's possible base (class ShapeError(ValueError)): built, each keeps
+# its arguments and computes nothing
+EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
+                       if isinstance(obj, type) and issubclass(obj, BaseException))
+
+
 def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
     """A class whose methods the wrapper's check can follow: no decorator or keyword (metaclass), one base at
     most, a library class or the notebook's, and a body of a docstring, defs (static and class methods among
@@ -314,7 +325,7 @@ def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
     would hide a def (self.forward = f), so that what a call or an attribute of it runs is one of these
     defs or the library base's own."""
     if node.decorator_list or node.keywords or len(node.bases) > 1 or not all(
-            ctx.resolve(b) is not None or (isinstance(b, ast.Name) and b.id in {*ctx.classes, "object"})
+            ctx.resolve(b) is not None or (isinstance(b, ast.Name) and b.id in {*ctx.classes, "object", *EXCEPTIONS})
             for b in node.bases):
         return False
     methods = {s.name for s in node.body if isinstance(s, ast.FunctionDef)} | {"forward", "__call__"}
@@ -332,17 +343,45 @@ def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
             if not all(isinstance(t, ast.Name) and not t.id.startswith("__") for t in targets) or \
                     (s.value is not None and not _is_literal(s.value, ctx)):
                 return False
-        elif not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)):
+        elif not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) or isinstance(s, ast.Pass)):
             return False
     return True
 
 
+# what these hand back is a number, a string or a bool whatever they are given (min and max: one of their
+# arguments, data when those are)
+_SCALAR_CALLS = frozenset({"int", "float", "str", "bool", "len", "abs", "round", "triton.next_power_of_2",
+                           "triton.cdiv", "torch.cuda.is_available", "torch.cuda.device_count"})
+
+
 def _is_data(node, ctx: Notebook) -> bool:
-    """Plain data, what an import names (torch.float16), and tuples, lists, sets and dicts of these."""
+    """Plain data, what an import names (torch.float16), tuples, lists, sets and dicts of these, and what is
+    computed from them once, at module level, into a number, string or bool: an f-string, a string's method
+    (", ".join(...)), a conditional between data, arithmetic on data, a call of _SCALAR_CALLS, a device's
+    properties (torch.cuda.get_device_properties(0).multi_processor_count). None of these is a callable or a
+    tensor, so a wrapper reading one computes nothing out of the policy's sight."""
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return all(_is_data(e, ctx) for e in node.elts)
     if isinstance(node, ast.Dict):
         return all(k is not None and _is_data(k, ctx) and _is_data(v, ctx) for k, v in zip(node.keys, node.values))
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.IfExp):
+        return _is_data(node.body, ctx) and _is_data(node.orelse, ctx)
+    if isinstance(node, ast.BinOp):
+        return _is_data(node.left, ctx) and _is_data(node.right, ctx)
+    if isinstance(node, ast.Name) and node.id in ctx.scalars:
+        return True
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) and \
+            ctx.resolve(node.value.func) == "torch.cuda.get_device_properties":
+        return True
+    if isinstance(node, ast.Call):
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Constant) and isinstance(f.value.value, str):
+            return True
+        name = f.id if isinstance(f, ast.Name) and f.id not in ctx.bound else ctx.resolve(f)
+        if name in _SCALAR_CALLS or name in ("min", "max") and all(_is_data(a, ctx) for a in node.args):
+            return True
     return _is_literal(node, ctx) or (isinstance(node, (ast.Name, ast.Attribute)) and ctx.resolve(node) is not None)
 
 
@@ -351,6 +390,11 @@ def _scalar(node) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         node = node.operand
     return isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (int, float, str)))
+
+
+def holds_no_tensor(node, ctx: Notebook) -> bool:
+    """An argument given at module level that is plain data (_is_data) or a name only ever bound to a scalar."""
+    return _constant_default(node, ctx) or _is_data(node, ctx)
 
 
 def _constant_default(node, ctx: Notebook) -> bool:

@@ -14,7 +14,7 @@ import ast
 import functools
 
 from .cellcode import (FLAG, HONEST_MODULES, Notebook, Violation, _arguments, _bindings, _constant_default,
-                       _is_literal, _parameters, after_docstring, is_stub, quote)
+                       _is_literal, _parameters, after_docstring, holds_no_tensor, is_stub, quote)
 
 # allocations that carry no value of the caller's: empty, zeros and ones (a weight of ones for weight=None), never
 # full or tensor, whose values the wrapper would give
@@ -216,12 +216,15 @@ class _Wrapper:
 
     def _constructed(self):
         """The attributes that the __init__ of the notebook's module-level objects sets to tensors: walked
-        for those alone (it runs when the cell does, not in the wrapper), any argument taken as a tensor."""
-        for cls in sorted(set(self.ctx.instances.values())):
-            init = self.ctx.method(cls, "__init__")
+        for those alone (it runs when the cell does, not in the wrapper), with a tensor in each parameter that
+        its construction (LAUNCH = Launch(256)) gives anything but plain data or leaves at a default that is
+        not a constant."""
+        for name in sorted(self.ctx.instances):
+            init = self.ctx.method(self.ctx.instances[name], "__init__")
             if init is not None:
                 seen = dict(self.seen)
-                self._function(self.ctx.cell_of(init), init, {p.arg for p, _ in _parameters(init)[1:]}, cls)
+                self._function(self.ctx.cell_of(init), init, _given_tensors(init, self.ctx.built[name], self.ctx),
+                               self.ctx.instances[name])
                 self.found, self.launches, self.seen = [], [], seen
 
     def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None,
@@ -423,6 +426,24 @@ def _shape_like(node) -> bool:
         return _shape_like(node.args[0])
     return False
 
+
+
+def _given_tensors(init: ast.FunctionDef, call: ast.Call, ctx: Notebook) -> set[str]:
+    """The parameters of a class's __init__ (after self) that its module-level construction `call` may hand a
+    tensor: each given anything but plain data, each left at a default that is not a constant, and all of them
+    when the call unpacks (*args, **kwargs)."""
+    a, params = init.args, _parameters(init)[1:]
+    if any(isinstance(v, ast.Starred) for v in call.args) or any(k.arg is None for k in call.keywords):
+        return {p.arg for p, _ in params} | {v.arg for v in (a.vararg, a.kwarg) if v is not None}
+    positional = [p.arg for p in a.posonlyargs + a.args][1:]
+    tensors = {p for p, v in zip(positional, call.args) if not holds_no_tensor(v, ctx)}
+    if a.vararg is not None and any(not holds_no_tensor(v, ctx) for v in call.args[len(positional):]):
+        tensors.add(a.vararg.arg)
+    by_name = {p.arg for p in a.args + a.kwonlyargs}
+    tensors |= {k.arg if k.arg in by_name or a.kwarg is None else a.kwarg.arg for k in call.keywords
+                if not holds_no_tensor(k.value, ctx)}
+    given = set(positional[:len(call.args)]) | {k.arg for k in call.keywords}
+    return tensors | {p.arg for p, d in params if p.arg not in given and not _constant_default(d, ctx)}
 
 def _exclusive(a: tuple, b: tuple) -> bool:
     """Two launches on different branches of the same if statement never both run."""

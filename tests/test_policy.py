@@ -1816,3 +1816,35 @@ def test_a_submodule_of_an_allowed_package_is_read_as_its_path(line, found):
     held as they are held written out."""
     cells = with_cells(RESIDUAL_NB, residual_add=line + "\n\n\ndef residual_add(x, fx):\n    return x + fx\n")
     assert {(v.rule, v.severity) for v in policy.check_cells(cells, RESIDUAL) if v.cell == "residual_add"} == found
+
+
+SETTINGS = ("class Launch:\n    def __init__(self, per_warp: int = 256):\n        self.per_warp = per_warp\n\n"
+            "    def warps(self, block):\n        return block // self.per_warp\n\n\n")
+
+
+@pytest.mark.parametrize("before, line, found", [
+    # honest8's fan_06, fan_29, fan_30: an exception class of the notebook's, a device's SM count, a message
+    ('class WidthError(ValueError):\n    """Too wide."""\n\n\n', "if n > 1 << 16:\n        raise WidthError('too wide')",
+     set()),
+    ("NUM_SMS = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 4\n"
+     "MAX_BLOCK = triton.next_power_of_2(1 << 16)\n\n\n", "grid = (max(1, min(n, 4 * NUM_SMS, MAX_BLOCK)),)", set()),
+    ('ACCEPTED = ", ".join(sorted(str(d) for d in (torch.float16, torch.float32)))\nWHAT = f"dtypes {ACCEPTED}"\n\n\n',
+     "if x.dtype not in (torch.float16, torch.float32):\n        raise TypeError(WHAT)", set()),
+    # an exception class whose __init__ computes is followed as the notebook's own code
+    ("class Out(ValueError):\n    def __init__(self, a, b):\n        super().__init__('out')\n        self.h = a + b\n\n\n",
+     "h0 = Out(x, fx).h", {("wrapper-arithmetic", FLAG)}),
+    # a module-level name bound to a call's result stays opaque unless the call returns plain data
+    ("ADD = functools.partial(torch.add)\n\n\n", "h0 = ADD(x, fx)", {("wrapper-torch-op", FLAG)}),
+    ("ValueError = lambda *a: torch.add(*a)\nclass E(ValueError):\n    pass\n\n\n", "h0 = E(x, fx)",
+     {("wrapper-torch-op", FLAG)}),
+    # honest8's fan_27: a settings object built with plain data; built with a tensor, what it holds is one
+    (SETTINGS + "LAUNCH = Launch()\n\n\n", "w = min(max(LAUNCH.warps(n), 1), 16)", set()),
+    (SETTINGS + "LAUNCH = Launch(per_warp=torch.ones(1))\n\n\n", "w = min(max(LAUNCH.warps(n), 1), 16)",
+     {("wrapper-arithmetic", FLAG)}),
+], ids=["exception-class", "device-data", "message", "exception-init-computes", "partial-held", "exception-rebound",
+        "settings-object", "settings-object-with-a-tensor"])
+def test_module_data_and_exception_classes_of_the_notebook_in_a_wrapper(before, line, found):
+    """A number, string or bool computed once at module level (a device's SM count, a message) is plain data,
+    and an exception class of the notebook's computes nothing when built; what could compute stays seen."""
+    got = wrapper_rules(before + wrapper_with(line))
+    assert found <= got if found else got == set()
