@@ -201,6 +201,21 @@ def test_a_stub_redefined_by_a_later_cell_is_done_as_the_grader_finds(tmp_path):
                 nbtest.rule_breaks(1, path)
 
 
+def test_an_abstract_method_of_the_students_own_class_is_no_stub(tmp_path):
+    """A base class of the student's own, not a name the contract asks for, may leave a method to its
+    subclasses by raising NotImplementedError (honest8's rc_05): the part is done all the same."""
+    reference = nbtest.read_notebook(SOURCE_NB)
+    index = next(i for i, c in enumerate(reference["cells"]) if nbtest.grade_id(c) == "residual_add")
+    cell = reference["cells"][index]
+    base = ("class Combiner:\n    def combine(self, x, fx):\n        raise NotImplementedError('subclasses combine')"
+            "\n\n\n")
+    reference["cells"][index] = dict(cell, source=base + nbtest.source_of(cell))
+    path = tmp_path / "own" / "residual-connections.ipynb"
+    path.parent.mkdir()
+    path.write_text(json.dumps(reference))
+    assert nbtest.rule_breaks(1, _beside_release(tmp_path / "release", "residual-connections", path)) == []
+
+
 def _release_copy(tmp_path, assignment: str, notebook: dict) -> Path:
     """The student release (its vendored nbtest package, pytest.ini, the assignments' folders) with this
     notebook in it: the folder to run `pytest` in."""
