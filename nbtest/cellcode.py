@@ -348,18 +348,20 @@ def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
     return True
 
 
-# what these hand back is a number, a string or a bool whatever they are given (min and max: one of their
-# arguments, data when those are)
-_SCALAR_CALLS = frozenset({"int", "float", "str", "bool", "len", "abs", "round", "triton.next_power_of_2",
-                           "triton.cdiv", "torch.cuda.is_available", "torch.cuda.device_count"})
+# what these hand back is a number, a string or a bool whatever they are given (Python refuses an __int__,
+# __str__, __bool__ or __len__ that returns anything else)
+_SCALAR_CALLS = frozenset({"int", "float", "str", "bool", "len", "torch.cuda.is_available", "torch.cuda.device_count"})
+# and these when what they are given is data (an object's own operators could return anything)
+_DATA_CALLS = frozenset({"min", "max", "abs", "round", "triton.next_power_of_2", "triton.cdiv"})
 
 
 def _is_data(node, ctx: Notebook) -> bool:
     """Plain data, what an import names (torch.float16), tuples, lists, sets and dicts of these, and what is
     computed from them once, at module level, into a number, string or bool: an f-string, a string's method
-    (", ".join(...)), a conditional between data, arithmetic on data, a call of _SCALAR_CALLS, a device's
-    properties (torch.cuda.get_device_properties(0).multi_processor_count). None of these is a callable or a
-    tensor, so a wrapper reading one computes nothing out of the policy's sight."""
+    (", ".join(...)), a conditional between data, arithmetic on data, a call of _SCALAR_CALLS (or of
+    _DATA_CALLS on data), a device's properties (torch.cuda.get_device_properties(0).multi_processor_count).
+    None of these is a callable or a tensor, so a wrapper reading one computes nothing out of the policy's
+    sight."""
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return all(_is_data(e, ctx) for e in node.elts)
     if isinstance(node, ast.Dict):
@@ -380,15 +382,18 @@ def _is_data(node, ctx: Notebook) -> bool:
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Constant) and isinstance(f.value.value, str):
             return True
         name = f.id if isinstance(f, ast.Name) and f.id not in ctx.bound else ctx.resolve(f)
-        if name in _SCALAR_CALLS or name in ("min", "max") and all(_is_data(a, ctx) for a in node.args):
+        if name in _SCALAR_CALLS or name in _DATA_CALLS and not node.keywords and \
+                all(_is_data(a, ctx) for a in node.args):
             return True
     return _is_literal(node, ctx) or (isinstance(node, (ast.Name, ast.Attribute)) and ctx.resolve(node) is not None)
 
 
 def _scalar(node) -> bool:
-    """One number, string, bool or None, signed or not."""
+    """One number, string, bool or None, signed or not, or arithmetic on such (1 << 16, 8 * 32)."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         node = node.operand
+    if isinstance(node, ast.BinOp):
+        return _scalar(node.left) and _scalar(node.right)
     return isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (int, float, str)))
 
 

@@ -1827,7 +1827,11 @@ SETTINGS = ("class Launch:\n    def __init__(self, per_warp: int = 256):\n      
     ('class WidthError(ValueError):\n    """Too wide."""\n\n\n', "if n > 1 << 16:\n        raise WidthError('too wide')",
      set()),
     ("NUM_SMS = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 4\n"
-     "MAX_BLOCK = triton.next_power_of_2(1 << 16)\n\n\n", "grid = (max(1, min(n, 4 * NUM_SMS, MAX_BLOCK)),)", set()),
+     "MAX_WIDTH = 1 << 16\nMAX_BLOCK = triton.next_power_of_2(MAX_WIDTH)\n\n\n",
+     "grid = (max(1, min(n, 4 * NUM_SMS, MAX_BLOCK)),)", set()),
+    # what an object's own operators return may be anything: abs(obj) is data only when obj is
+    ("class K:\n    def __abs__(self):\n        return torch.add\n\n\nADD = abs(K())\n\n\n", "h0 = ADD(x, fx)",
+     {("wrapper-torch-op", FLAG)}),
     ('ACCEPTED = ", ".join(sorted(str(d) for d in (torch.float16, torch.float32)))\nWHAT = f"dtypes {ACCEPTED}"\n\n\n',
      "if x.dtype not in (torch.float16, torch.float32):\n        raise TypeError(WHAT)", set()),
     # an exception class whose __init__ computes is followed as the notebook's own code
@@ -1841,7 +1845,7 @@ SETTINGS = ("class Launch:\n    def __init__(self, per_warp: int = 256):\n      
     (SETTINGS + "LAUNCH = Launch()\n\n\n", "w = min(max(LAUNCH.warps(n), 1), 16)", set()),
     (SETTINGS + "LAUNCH = Launch(per_warp=torch.ones(1))\n\n\n", "w = min(max(LAUNCH.warps(n), 1), 16)",
      {("wrapper-arithmetic", FLAG)}),
-], ids=["exception-class", "device-data", "message", "exception-init-computes", "partial-held", "exception-rebound",
+], ids=["exception-class", "device-data", "operator-result", "message", "exception-init-computes", "partial-held", "exception-rebound",
         "settings-object", "settings-object-with-a-tensor"])
 def test_module_data_and_exception_classes_of_the_notebook_in_a_wrapper(before, line, found):
     """A number, string or bool computed once at module level (a device's SM count, a message) is plain data,
