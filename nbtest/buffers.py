@@ -14,6 +14,10 @@ then raises BufferError, as it does under numpy.frombuffer.
 The values, dtypes and shapes are torch's own: a memoryview of the object is read as the object is.
 numpy's arrays and scalars go to torch.asarray as they are: torch reads them through numpy, which holds them.
 
+A tensor exported through DLPack (numpy.from_dlpack, torch.from_dlpack, torch.to_dlpack) is exported as an
+alias of it whose storage can no longer be resized, as .numpy() leaves a tensor's: the importer maps the storage's
+memory, and resize_() or set_() on the tensor would free that memory under it.
+
 And torch checks every sparse tensor it builds against its size (torch.sparse.check_sparse_tensor_invariants,
 enabled for the process): adding a sparse tensor to a dense one writes at its indices, and one built unchecked
 (the legacy x.new(indices, values, size) on a sparse gradient, whatever the spelling) would write past the
@@ -30,9 +34,19 @@ def held(obj):
         return obj
 
 
+def unresizable(t):
+    """An alias of tensor t that holds its storage, that storage made unresizable (on the CPU: numpy's view of
+    it marks it so; a GPU's memory holds no object of the process)."""
+    import torch
+    alias = t.detach()
+    if alias.device.type == "cpu":
+        torch.empty(0, dtype=torch.uint8).set_(alias.untyped_storage()).numpy()
+    return alias
+
+
 def install() -> None:
-    """torch.frombuffer and torch.asarray take their buffer through held(), and sparse tensors are checked
-    (before any cell)."""
+    """torch.frombuffer and torch.asarray take their buffer through held(), a DLPack export an unresizable
+    alias, and sparse tensors are checked (before any cell)."""
     import numpy
     import torch
     torch.sparse.check_sparse_tensor_invariants.enable()
@@ -47,6 +61,17 @@ def install() -> None:
     def asarray_held(obj, *args, **kwargs):
         return asarray(obj if issubclass(type(obj), numpy_types) else held(obj), *args, **kwargs)
 
-    for name, new, old in (("frombuffer", frombuffer_held, frombuffer), ("asarray", asarray_held, asarray)):
+    export, to_dlpack = torch.Tensor.__dlpack__, torch.to_dlpack
+
+    def __dlpack__(self, *args, **kwargs):
+        return export(unresizable(self), *args, **kwargs)
+
+    def to_dlpack_held(tensor):
+        return to_dlpack(unresizable(tensor))
+
+    for owner, name, new, old in ((torch, "frombuffer", frombuffer_held, frombuffer),
+                                  (torch, "asarray", asarray_held, asarray),
+                                  (torch, "to_dlpack", to_dlpack_held, to_dlpack),
+                                  (torch.Tensor, "__dlpack__", __dlpack__, export)):
         new.__name__, new.__qualname__, new.__doc__ = name, name, old.__doc__
-        setattr(torch, name, new)
+        setattr(owner, name, new)

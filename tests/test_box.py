@@ -210,6 +210,30 @@ def test_a_sparse_tensor_past_its_size_is_refused_in_the_child(zygote):
         assert reply["result"]["value"] == "checked"
 
 
+DLPACK_FREED = """import numpy
+def free_under(how, change):
+    block = torch.zeros(1000, dtype=torch.int64)
+    stale = numpy.from_dlpack(block) if how == "numpy" else torch.from_dlpack(block)
+    try:
+        block.resize_(1 << 16) if change == "resize_" else block.set_()
+    except RuntimeError:
+        return "refused"
+    items = [1.5] * 1000      # would land in the freed block
+    return "held" if not (numpy.asarray(stale) == id(1.5)).any() else "freed"
+"""
+
+
+@pytest.mark.parametrize("how", ["numpy", "torch"])
+@pytest.mark.parametrize("change", ["resize_", "set_"])
+def test_a_dlpack_import_keeps_its_memory_in_the_child(zygote, how, change):
+    """numpy.from_dlpack and torch.from_dlpack map a tensor's memory; resize_() or set_() on the tensor once
+    freed it under them (red team round 8: a list's items placed there, a made-up object read back). In the
+    child the export is an alias whose storage cannot be resized (nbtest/buffers.py)."""
+    with Sandbox(zygote, [("a", "import torch\n" + DLPACK_FREED)], None, Limits(10, 4096)) as box:
+        reply = box.request({"op": "call", "fn": "free_under", "args": [how, change]}, Deadline.after(10))
+        assert reply["result"]["value"] == ("refused" if change == "resize_" else "held")
+
+
 STALLER = """import ctypes, threading
 def stall():
     # a thread that holds the GIL in a C call that sleeps: the loop, which reads the next request, never runs
