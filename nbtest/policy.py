@@ -30,12 +30,15 @@ from __future__ import annotations
 import ast
 import collections
 import functools
+import importlib
+import inspect
 import re
 import sys
+import types
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .cellcode import (FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Violation, _arguments,
+from .cellcode import (FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Violation, _arguments, _bindings,
                        _locals, _plain, quote)
 from .kernel_wrapper import check_fused
 
@@ -135,7 +138,7 @@ PROCESS_PATHS = ("torch.load", "torch.save", "torch.from_file", "torch.utils", "
 # numpy's array classes and the modules that build records and strings over a buffer: called, each builds an
 # array over any buffer it is handed, of objects too (a pointer to an object the code made up); only read
 # (isinstance's class, an annotation) they build nothing
-ARRAY_CLASSES = frozenset({"numpy.ndarray", "numpy.recarray", "numpy.chararray", "numpy.matrix"})
+ARRAY_CLASSES = frozenset({"numpy.ndarray", "numpy.recarray", "numpy.chararray"})
 ARRAY_MODULES = ("numpy.rec", "numpy.char", "numpy.core")
 # Compilers the grader's child and the public tests replace by a pass-through (nbtest/uncompiled.py): no
 # compiler runs, so calling one reaches nothing.
@@ -205,6 +208,49 @@ def library_names() -> frozenset[str]:
     import torch
     return frozenset(name for api in (torch, torch.Tensor, torch.UntypedStorage, torch.TypedStorage, torch.sparse,
                                       torch.nn.functional, numpy, numpy.ndarray) for name in dir(api))
+
+
+# the packages whose objects the policy looks up to see what a path names (what a solution may import)
+LOOKED_UP = frozenset({"numpy", "torch", "triton", "typing", "dataclasses", "functools", "collections", "itertools",
+                       "math"})
+
+
+@functools.lru_cache(maxsize=None)
+def named(path: str) -> tuple[str, object]:
+    """What a dotted path rooted at an import names, looked up on the objects themselves: the path as they name
+    themselves, each module it reaches renamed by its __name__ (numpy.ma.core.np.lib is numpy.lib,
+    dataclasses.types is types), and the object, or None where the lookup stops (a package outside LOOKED_UP,
+    a name that is not a plain attribute: no module __getattr__ or property runs here)."""
+    parts = path.split(".")
+    if parts[0] not in LOOKED_UP:
+        return path, None
+    obj, name = importlib.import_module(parts[0]), parts[0]
+    for i, part in enumerate(parts[1:], 1):
+        found = vars(obj).get(part) if hasattr(obj, "__dict__") else None
+        if found is None and isinstance(obj, types.ModuleType) and not part.startswith("_") and \
+                not any(f"{obj.__name__}.{part}".startswith(p) for p in PROCESS_PATHS):
+            try:      # a submodule the notebook imports (import numpy.ma.mrecords): a library's own code
+                found = importlib.import_module(f"{obj.__name__}.{part}")
+            except Exception:
+                found = None
+        if found is None:
+            return ".".join([name, *parts[i:]]), None
+        obj = found
+        name = obj.__name__ if isinstance(obj, types.ModuleType) else f"{name}.{part}"
+    return name, obj
+
+
+def _over_a_buffer(obj) -> bool:
+    """numpy's ndarray, or a subclass of it built over a buffer or a file it is handed (recarray's buf,
+    chararray's buffer, numpy.ma.mrecords.MaskedRecords, memmap), not over data it copies (MaskedArray, matrix)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None or not (isinstance(obj, type) and issubclass(obj, numpy.ndarray)):
+        return False
+    try:
+        given = set(inspect.signature(obj.__new__).parameters)
+    except (TypeError, ValueError):
+        return True
+    return bool(given & {"buf", "buffer", "filename", "args", "kwargs"})
 
 
 # the contexts where type(x) is only read (its name, a comparison, isinstance's classes, a message), never
@@ -282,10 +328,31 @@ def check(source: str, policy: Policy, label: str = "cell", trusted: list[tuple[
 
 
 
+def _annotation_aliases(ctx: Notebook) -> set[str]:
+    """Module-level names bound once, to a subscript (BlockClass = type[nn.Module]), and read only in
+    annotations, in every cell."""
+    bound = collections.Counter(name for tree in ctx.trees.values() for _, name in _bindings(tree.body))
+    candidates = {b.targets[0].id for tree in ctx.trees.values() for b in tree.body
+                  if isinstance(b, ast.Assign) and len(b.targets) == 1 and isinstance(b.targets[0], ast.Name) and
+                  isinstance(b.value, ast.Subscript) and bound[b.targets[0].id] == 1}
+    in_annotations = {id(n) for tree in ctx.trees.values() for node in ast.walk(tree) for a in _annotations(node)
+                      for n in ast.walk(a)}
+    read_elsewhere = {n.id for tree in ctx.trees.values() for n in ast.walk(tree) if isinstance(n, ast.Name) and
+                      n.id in candidates and isinstance(n.ctx, ast.Load) and id(n) not in in_annotations}
+    return candidates - read_elsewhere
+
+
 def _reads_annotations(ctx: Notebook) -> bool:
-    """Whether any cell uses what hands an annotation back as a value (ANNOTATION_READERS)."""
-    return any(ctx.resolve(n) in ANNOTATION_READERS for tree in ctx.trees.values() for n in ast.walk(tree)
-               if isinstance(n, (ast.Name, ast.Attribute)))
+    """Whether any cell uses what hands an annotation back as a value: ANNOTATION_READERS, dataclasses.fields
+    only where some `.type` is read off an object and not called (field.type; x.type(torch.float32) is a
+    tensor's method)."""
+    nodes = [n for tree in ctx.trees.values() for n in ast.walk(tree)]
+    used = {ctx.resolve(n) for n in nodes if isinstance(n, (ast.Name, ast.Attribute))}
+    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    type_read = any(isinstance(n, ast.Attribute) and n.attr == "type" and id(n) not in called for n in nodes) or any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr" and len(n.args) > 1 and
+        isinstance(n.args[1], ast.Constant) and n.args[1].value == "type" for n in nodes)
+    return bool(used & ANNOTATION_READERS - {"dataclasses.fields"}) or "dataclasses.fields" in used and type_read
 
 
 def _keywords(node: ast.Call) -> list[ast.keyword]:
@@ -330,12 +397,13 @@ class _General(ast.NodeVisitor):
 
     def run(self, tree) -> list[Violation]:
         self._survey(tree)
-        self._type_reads(tree, _reads_annotations(self.ctx))
+        reads = _reads_annotations(self.ctx)
+        self._type_reads(tree, reads, set() if reads else _annotation_aliases(self.ctx))
         self.visit(tree)
         return self.found
 
     @staticmethod
-    def _type_reads(tree, reads_annotations: bool) -> None:
+    def _type_reads(tree, reads_annotations: bool, aliases: set[str]) -> None:
         """Marks each type(x) that is only read (type(x).__name__, type(a) is type(b), isinstance(y, type(x)),
         a message, a dict's key) and the builtin `type` as isinstance's class or an annotation's (unless the
         notebook reads annotations back): anything else that holds or calls it may hold a metaclass (rule
@@ -346,7 +414,7 @@ class _General(ast.NodeVisitor):
 
         def mark(n, calls_only=False):
             for m in ([n, *n.elts] if isinstance(n, ast.Tuple) else [n]):
-                m.class_read = True
+                m.class_read = m.class_read if calls_only and hasattr(m, "class_read") else not calls_only
                 if one_arg_type(m) or not calls_only and isinstance(m, ast.Name) and m.id == "type":
                     m.type_read = True
         for node in ast.walk(tree):
@@ -365,11 +433,14 @@ class _General(ast.NodeVisitor):
             elif isinstance(node, ast.Call) and one_arg_type(node.func):
                 node.func.type_read = True      # type(X)(name, bases, namespace): checked as a class built
                 node.metaclass_call = True
-            for annotation in _annotations(node):      # a declaration (block_cls: type, -> type[nn.Module])
-                for n in ast.walk(annotation):
-                    n.class_read = True
+            written_once = [node.value] if isinstance(node, ast.Assign) and node in tree.body and \
+                len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in aliases \
+                else []     # BlockClass = type[nn.Module], read only in annotations: an annotation written once
+            for annotation in _annotations(node) + written_once:   # a declaration (block_cls: type, -> type[...])
+                for n in ast.walk(annotation):      # unless the notebook reads annotations back, to call them
+                    n.class_read, n.read_back = not reads_annotations, reads_annotations
                     if isinstance(n, ast.Name) and n.id == "type":
-                        n.type_read, n.read_back = not reads_annotations, reads_annotations
+                        n.type_read = not reads_annotations
 
     def _unchecked(self, node, what: str, why: str = "a sparse tensor's indices and a storage's size are memory "
                    "torch trusts the code to keep in bounds; a solution uses dense tensors and their views") -> None:
@@ -621,11 +692,21 @@ class _General(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _array_class(self, node, path: str) -> None:
-        hit = path if path in ARRAY_CLASSES else next((p for p in ARRAY_MODULES if path == p or
-                                                        path.startswith(p + ".")), None)
-        if hit is not None and not getattr(node, "class_read", False) and not getattr(node, "attribute_base", False):
+        """numpy's array classes, and any class that builds classes (a metaclass: typing.ABCMeta), called or held
+        under any path (numpy.ma.core.ndarray is numpy.ndarray); only read (isinstance's class, an annotation
+        nothing reads back) they build nothing."""
+        if getattr(node, "class_read", False) or getattr(node, "attribute_base", False):
+            return
+        canonical, obj = named(path)
+        hit = path if path in ARRAY_CLASSES else next((p for p in ARRAY_MODULES if canonical == p or
+                                                        canonical.startswith(p + ".")), None)
+        if hit is None and _over_a_buffer(obj):
+            hit = f"{path}, numpy's {obj.__name__},"
+        if hit is not None:
             self._unchecked(node, f"{hit} called or held", "it builds an array over any buffer, of objects too; "
                                   "build arrays with numpy.array, numpy.zeros and the like")
+        elif isinstance(obj, type) and issubclass(obj, type):
+            self._protocol(node, f"{path}, a metaclass, called or held (it builds a class from any names)")
 
     def _own_private(self, node) -> bool:
         return node.attr in self.own_private
@@ -635,8 +716,11 @@ class _General(ast.NodeVisitor):
         return name in self.ctx.own_names and name not in library_names()
 
     def _path(self, node, path: str):
+        canonical, obj = named(path)
+        if canonical != path and isinstance(obj, types.ModuleType):   # a module as another's attribute: numpy.ma.core.np
+            self._reached(node, path, canonical)
         forbidden = PROCESS_PATHS + self.policy.extra_forbidden_paths
-        hit = next((p for p in forbidden if path == p or path.startswith(p + ".")), None)
+        hit = next((p for p in forbidden if any(q == p or q.startswith(p + ".") for q in (path, canonical))), None)
         if path in UNCOMPILED and isinstance(node, ast.Attribute):
             node.value.uncompiled = True      # the `torch.jit` of `torch.jit.script` is no use of torch.jit
         if hit is not None and path not in UNCOMPILED and not getattr(node, "uncompiled", False):
@@ -650,6 +734,18 @@ class _General(ast.NodeVisitor):
                 and not path.endswith(MASK_HELPER):
             self.flag(node, "transformer-class", FLAG, f"{path}: build TransformerBlock from its parts "
                                                        "(attn, ln1, ln2, ffn), not from torch's Transformer classes")
+
+    def _reached(self, node, path: str, canonical: str) -> None:
+        """A path that reaches a module under another's name, judged as that module's import would be."""
+        root = canonical.split(".")[0]
+        if root in PROCESS_MODULES:
+            self.flag(node, "process-introspection", WITHHOLD, f"{path} is the module {canonical}, which reaches "
+                                                               "the grading process; a solution needs none of it")
+        elif any(part.startswith("_") for part in canonical.split(".")):
+            self.flag(node, "private-attribute", WITHHOLD, f"{path} is the private module {canonical}; use its "
+                                                           "public interface")
+        elif root not in self.policy.allowed_imports and root not in HONEST_MODULES and root != path.split(".")[0]:
+            self.flag(node, "import", FLAG, f"{path} is the module {canonical}, outside the assignment's imports")
 
     def _transformer(self, node, attr: str):
         """Transformer classes reached without an import alias (some_module.TransformerEncoderLayer)."""
@@ -668,6 +764,11 @@ class _General(ast.NodeVisitor):
                 elif k.arg == "refcheck" and not (isinstance(k.value, ast.Constant) and k.value.value is True):
                     # numpy's resize without its check frees the data its views still read and write
                     self._unchecked(k, "resize(refcheck=...), which frees the data the array's views still use")
+        for k in node.keywords:
+            if k.arg is None and isinstance(k.value, ast.Dict) and not _literal_names(k.value):
+                self.flag(k.value, "computed-attribute", WITHHOLD,
+                          "a ** display with a computed key names a keyword out of the policy's sight (resize's "
+                          "refcheck, sparse); write each keyword out")
         if isinstance(node.func, ast.Attribute) and node.func.attr == "resize" and \
                 all(k.arg is not None for k in _keywords(node)):
             node.func.resize_called = True       # its keywords all read above
@@ -685,9 +786,10 @@ class _General(ast.NodeVisitor):
             self._unchecked(node, "an embedding's sparse argument, given by position: its gradient is a sparse tensor")
         if func in ATTRIBUTE_FUNCS:
             node.func.attribute_called = True
-        if self.ctx.resolve(node.func) == "typing.get_origin":
-            self._protocol(node, "typing.get_origin() hands back the class a type alias stands for, the builtin type "
-                                 "for typing.Type, which builds a class from any names")
+        if self.ctx.resolve(node.func) == "typing.get_origin" and not getattr(node, "class_read", False):
+            self._protocol(node, "typing.get_origin() held or called on: it hands back the class a type alias stands "
+                                 "for, the builtin type for typing.Type, which builds a class from any names; compare "
+                                 "it (get_origin(hint) is typing.Literal)")
         if func == "type":
             node.func.type_called = True
             if len(node.args) == 1 and not node.keywords:

@@ -117,6 +117,9 @@ SAMPLE_RULES = {
     ("residual-connections", "reach-attrgetter"): {("import", FLAG), ("private-attribute", WITHHOLD),
                                                    ("process-introspection", WITHHOLD)},
     # getattr under another name handed the module torch: a module held or passed hides its paths
+    # the reply frame written through gzip, reached as torch.profiler.profiler.gzip: a module outside the
+    # assignment's imports, flagged as its import would be
+    ("residual-connections", "forged-reply-frame"): {("import", FLAG)},
     ("residual-connections", "reach-alias-getattr"): {("process-introspection", WITHHOLD),
                                                       ("computed-attribute", WITHHOLD)},
     ("residual-connections", "reach-alias-partial"): {("process-introspection", WITHHOLD),
@@ -1714,7 +1717,30 @@ RAW_MEMORY = {
                                   {("computed-attribute", WITHHOLD)}),
     "type from typing.get_origin": ("import typing\nT = typing.get_origin(typing.Type[int])\n",
                                     {("protocol", WITHHOLD)}),
-    "type kept in a subscript": ("import typing\nA = typing.Optional[type]\n", {("protocol", WITHHOLD)}),
+    "type kept in a subscript": ("import typing\nA = typing.Optional[type]\nB = typing.get_args(A)\n",
+                                 {("protocol", WITHHOLD)}),
+    "numpy's array class kept in a subscript": (
+        "import typing\nimport numpy\nB = typing.get_args(typing.Optional[numpy.ndarray])\n",
+        {("unchecked-memory", WITHHOLD)}),
+    "a metaclass under typing": ("import typing\nW = typing.ABCMeta('W', (), {})\n", {("protocol", WITHHOLD)}),
+    "numpy's array class reached through numpy.ma": (
+        "import numpy\na = numpy.ma.core.ndarray((1,), dtype=object, buffer=b)\n", {("unchecked-memory", WITHHOLD)}),
+    "a module reached as another's attribute": (
+        "import dataclasses\nimport numpy\nn = dataclasses.types.SimpleNamespace()\n"
+        "v = numpy.ma.core.np.lib.stride_tricks.as_strided\n", {("process-introspection", WITHHOLD)}),
+    "a keyword named at run time": ("import numpy\nnumpy.zeros(3).resize(4, **{K: False})\n",
+                                    {("computed-attribute", WITHHOLD), ("unchecked-memory", WITHHOLD)}),
+    "type in a dataclass field whose .type is read": (
+        "import dataclasses\nimport numpy\n@dataclasses.dataclass\nclass C:\n    k: numpy.ndarray = None\n\n\n"
+        "T = dataclasses.fields(C)[0].type\n", {("unchecked-memory", WITHHOLD)}),
+    # honest9's rc_04, rc_12, rc_13 and a numpy alias: annotations not read back, get_origin compared
+    "honest: fields() for names, a type alias in annotations, get_origin compared, masked arrays": (
+        "import dataclasses\nimport typing\nimport numpy\nimport torch\n@dataclasses.dataclass(frozen=True)\n"
+        "class Kind:\n    block: type\n\n    def names(self):\n        return [f.name for f in dataclasses.fields(self)]"
+        "\n\n\nBlockClass = type[torch.nn.Module]\nArrayLike = typing.Union[numpy.ndarray, torch.Tensor]\n\n\n"
+        "def f(cls: BlockClass, x: ArrayLike, hint=None) -> ArrayLike:\n"
+        "    if typing.get_origin(hint) is typing.Literal:\n        return typing.get_args(hint)\n"
+        "    return numpy.ma.masked_array(numpy.asarray(x)), numpy.matrix([[1]])\n", set()),
     "type in a dataclass field read back": (
         "import dataclasses\n@dataclasses.dataclass\nclass C:\n    k: type = int\n\n\n"
         "T = dataclasses.fields(C)[0].type\n", {("protocol", WITHHOLD)}),
