@@ -129,6 +129,8 @@ class Notebook:
         self.mutables = {name for label, tree in self.trees.items() if self.student[label]
                          for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
                          isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))}
+        # ... except one of plain data that is only ever read by an item (LAUNCH["warps"]): nothing can store there
+        self.mutables -= {name for name in self.mutables & self.data if _only_items_read(name, self)}
         # the private names the notebook gives its own objects, in any of its cells: a method of a base class
         # in the cell above, or a helper class's constant, is read in another cell as Run All runs them
         self.own_names = {name for label, tree in self.trees.items() if self.student[label]
@@ -385,6 +387,8 @@ def _is_data(node, ctx: Notebook) -> bool:
         if name in _SCALAR_CALLS or name in _DATA_CALLS and not node.keywords and \
                 all(_is_data(a, ctx) for a in node.args):
             return True
+        if name == "typing.get_args" and len(node.args) == 1 and literal_type(node.args[0], ctx):
+            return True      # a Literal's choices: a tuple of constants
     return _is_literal(node, ctx) or (isinstance(node, (ast.Name, ast.Attribute)) and ctx.resolve(node) is not None)
 
 
@@ -395,6 +399,26 @@ def _scalar(node) -> bool:
     if isinstance(node, ast.BinOp):
         return _scalar(node.left) and _scalar(node.right)
     return isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (int, float, str)))
+
+
+def _only_items_read(name: str, ctx: Notebook) -> bool:
+    """Whether every use of the module-level name after its binding is an item read (NAME[key]), in any cell."""
+    subscripted = {id(n.value) for tree in ctx.trees.values() for n in ast.walk(tree)
+                   if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)}
+    uses = [n for tree in ctx.trees.values() for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name]
+    return all(isinstance(n.ctx, ast.Store) or id(n) in subscripted for n in uses) and \
+        sum(isinstance(n.ctx, ast.Store) for n in uses) == 1
+
+
+def literal_type(node, ctx: Notebook) -> bool:
+    """typing.Literal[...] of constants, or a module-level name only ever bound to one (Norm = Literal[...])."""
+    def literal(n):
+        return isinstance(n, ast.Subscript) and ctx.resolve(n.value) == "typing.Literal" and all(
+            isinstance(e, ast.Constant) for e in (n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]))
+    if not isinstance(node, ast.Name):
+        return literal(node)
+    bound = [b for tree in ctx.trees.values() for b, name in _bindings(tree.body) if name == node.id]
+    return bool(bound) and all(isinstance(b, (ast.Assign, ast.AnnAssign)) and literal(b.value) for b in bound)
 
 
 def holds_no_tensor(node, ctx: Notebook) -> bool:

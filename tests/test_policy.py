@@ -1871,8 +1871,15 @@ SETTINGS = ("class Launch:\n    def __init__(self, per_warp: int = 256):\n      
     (SETTINGS + "LAUNCH = Launch()\n\n\n", "w = min(max(LAUNCH.warps(n), 1), 16)", set()),
     (SETTINGS + "LAUNCH = Launch(per_warp=torch.ones(1))\n\n\n", "w = min(max(LAUNCH.warps(n), 1), 16)",
      {("wrapper-arithmetic", FLAG)}),
+    # honest9's fan_07 and fan_12: a Literal's choices, a dict of ints only ever read by key
+    ('import typing\nName = typing.Literal["float16", "float32"]\nNAMES = typing.get_args(Name)\n\n\n',
+     "if str(x.dtype).removeprefix('torch.') not in NAMES:\n        raise TypeError('dtype')", set()),
+    ('LAUNCH = {"elems": 8, "max_warps": 8}\n\n\n', "w = min(max(n // (32 * LAUNCH['elems']), 1), LAUNCH['max_warps'])",
+     set()),
+    ('CACHE = {"elems": 8}\n\n\ndef keep(t):\n    CACHE["t"] = t\n\n\n', "w = n // CACHE['elems']",
+     {("wrapper-arithmetic", FLAG)}),
 ], ids=["exception-class", "device-data", "operator-result", "message", "exception-init-computes", "partial-held", "exception-rebound",
-        "settings-object", "settings-object-with-a-tensor"])
+        "settings-object", "settings-object-with-a-tensor", "literal-choices", "config-dict", "dict-stored-into"])
 def test_module_data_and_exception_classes_of_the_notebook_in_a_wrapper(before, line, found):
     """A number, string or bool computed once at module level (a device's SM count, a message) is plain data,
     and an exception class of the notebook's computes nothing when built; what could compute stays seen."""
