@@ -422,8 +422,12 @@ def literal_type(node, ctx: Notebook) -> bool:
 
 
 def holds_no_tensor(node, ctx: Notebook) -> bool:
-    """An argument given at module level that is plain data (_is_data) or a name only ever bound to a scalar."""
-    return _constant_default(node, ctx) or _is_data(node, ctx)
+    """An argument given at module level that is plain data (_is_data), or a name only ever bound to a scalar or
+    to plain data (DTYPES = (torch.float16, torch.float32)) by the notebook, or a value by the release's cells."""
+    return _constant_default(node, ctx) or _is_data(node, ctx) or isinstance(node, ast.Name) and (
+        node.id in ctx.data or node.id not in ctx.bound and any(
+            isinstance(b, ast.Assign) and name == node.id for label, tree in ctx.trees.items() if not ctx.student[label]
+            for b, name in _bindings(tree.body)))     # a constant of the release's own cells
 
 
 def _constant_default(node, ctx: Notebook) -> bool:

@@ -192,6 +192,7 @@ class _Wrapper:
         self.launches: list[tuple[ast.AST, tuple]] = []   # (node, branch path)
         self.seen: dict[tuple, bool] = {}   # (class, function, the parameters holding tensors) walked -> returns one
         self.fields: set[str] = set()   # attributes of the notebook's objects that some walked code sets to a tensor
+        self.partials = _module_partials(ctx)
 
     def flag(self, label, node, rule, message):
         self.found.append(Violation(label, node.lineno, rule, FLAG, message, quote(self.ctx.sources[label], node.lineno)))
@@ -250,7 +251,7 @@ class _Wrapper:
         instances = {params[0][0].arg: cls} if cls is not None and params else {}
         own = _own_names(fn)
         body = _Body(self, label, set(tensors), instances, own | (outer.own if outer is not None else set()))
-        body.launchers = _launchers(fn, self.ctx)
+        body.launchers = {**{k: v for k, v in self.partials.items() if k not in own}, **_launchers(fn, self.ctx)}
         body.kernel_aliases = _kernel_aliases(fn, self.ctx)
         body.classes = {params[0][0].arg: named} if named is not None and params and \
             params[0][0].arg not in _rebound_in(fn) else {}
@@ -314,15 +315,36 @@ def _kernel_aliases(fn, ctx: Notebook) -> dict[str, str]:
 
 def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript | ast.Call]:
     """The names fn binds once, to a notebook kernel's kernel[grid] (or an alias's, _kernel_aliases), or to
-    functools.partial(kernel[grid], ...) of one, and in no other way: calling one is that launch (launch =
-    kernel[grid]; launch(...)), with the partial's arguments before the call's."""
-    aliases = _kernel_aliases(fn, ctx)
+    functools.partial of one or of a def of the notebook's, and in no other way: calling one is that launch
+    or call (launch = kernel[grid]; launch(...)), with the partial's arguments before the call's."""
+    aliases, own = _kernel_aliases(fn, ctx), _own_names(fn)
     launch = lambda v: isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and \
         (v.value.id in ctx.kernels or v.value.id in aliases)
-    partial = lambda v: isinstance(v, ast.Call) and ctx.resolve(v.func) == "functools.partial" and \
-        len(v.args) >= 1 and launch(v.args[0]) and not any(isinstance(a, ast.Starred) for a in v.args) and \
+    own_def = lambda v: isinstance(v, ast.Name) and v.id in ctx.functions and v.id not in own
+    return {node.targets[0].id: node.value for node in _bound_once(fn)
+            if launch(node.value) or _partial_of(node.value, ctx, lambda v: launch(v) or own_def(v))}
+
+
+def _partial_of(v, ctx: Notebook, callee) -> bool:
+    """functools.partial(f, ...) with f such that callee(f), its arguments named or in order (no * or **)."""
+    return isinstance(v, ast.Call) and ctx.resolve(v.func) == "functools.partial" and len(v.args) >= 1 and \
+        callee(v.args[0]) and not any(isinstance(a, ast.Starred) for a in v.args) and \
         all(k.arg is not None for k in v.keywords)
-    return {node.targets[0].id: node.value for node in _bound_once(fn) if launch(node.value) or partial(node.value)}
+
+
+def _module_partials(ctx: Notebook) -> dict[str, ast.Call]:
+    """Module-level names bound once, to functools.partial of a def of the notebook's with plain data only
+    (_require_float = functools.partial(_require_dtype, allowed=DTYPES)): calling one calls that def."""
+    bindings: dict[str, list] = {}
+    for label, tree in ctx.trees.items():
+        for node, name in _bindings(tree.body) if ctx.student[label] else ():
+            bindings.setdefault(name, []).append(node)
+    def plain(call: ast.Call) -> bool:
+        return all(holds_no_tensor(a, ctx) for a in [*call.args[1:], *(k.value for k in call.keywords)])
+    return {name: nodes[0].value for name, nodes in bindings.items()
+            if len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and _partial_of(
+                nodes[0].value, ctx, lambda v: isinstance(v, ast.Name) and v.id in ctx.functions) and
+            plain(nodes[0].value)}
 
 
 def _rebound_in(fn) -> set[str]:
@@ -749,10 +771,20 @@ class _Body:
             return any(self.tensorish(c) for c in ast.iter_child_nodes(node))
         return False
 
+    def unpartial(self, node: ast.Call) -> ast.Call:
+        """A call of a name bound to functools.partial(f, ...) as the call of f it is, the partial's arguments
+        before the call's (made once per call, so that a launch is counted once)."""
+        bound = self.launchers.get(node.func.id) if isinstance(node.func, ast.Name) else None
+        if not isinstance(bound, ast.Call):
+            return node
+        return self.partials.setdefault(id(node), ast.copy_location(ast.Call(
+            bound.args[0], [*bound.args[1:], *node.args], [*bound.keywords, *node.keywords]), node))
+
     def returned(self, node: ast.Call) -> bool | None:
         """Whether a call of one of the notebook's module-level defs or of a method of its classes returns a
         tensor: a `return` of it holding one, walked with the tensors this call passes (rows_view(x).contiguous(),
         h, y = Fn.apply(...)); None for any other call (a class's constructor returns its instance)."""
+        node = self.unpartial(node)
         f, ctx = node.func, self.w.ctx
         if isinstance(f, ast.Name) and f.id in ctx.functions and f.id not in self.own | set(self.helpers) | \
                 set(self.launchers) and ctx.resolve(f) is None:
@@ -835,7 +867,7 @@ class _Body:
         ctx = self.w.ctx
         return name not in self.own and name in ctx.bound and not (
             name in ctx.functions or name in ctx.kernels or name in ctx.data or name in ctx.containers or
-            name in ctx.aliases or name in ctx.classes)
+            name in ctx.aliases or name in ctx.classes or name in self.w.partials)
 
     def vouched_callee(self, f) -> bool:
         """What a call in the wrapper may call: an import's path, a name (a builtin, a def, a kernel, a result
@@ -862,12 +894,8 @@ class _Body:
         if any(node is bound for bound in self.launchers.values()):    # launch = functools.partial(kernel[grid])
             return
         if isinstance(f, ast.Name) and f.id in self.launchers:     # launch = kernel[grid]; launch(...)
-            bound = self.launchers[f.id]
-            if isinstance(bound, ast.Call):         # the partial's arguments, then the call's
-                node = self.partials.setdefault(id(node), ast.copy_location(ast.Call(
-                    bound.args[0], [*bound.args[1:], *node.args], [*bound.keywords, *node.keywords]), node))
-                bound = bound.args[0]
-            f = bound
+            node = self.unpartial(node)
+            f = node.func if isinstance(self.launchers[f.id], ast.Call) else self.launchers[f.id]
         if isinstance(f, ast.Name) and f.id in self.helpers:       # def require(...): ... in the function
             fn = self.helpers[f.id]
             self.w._function(self.label, fn, self.passed(fn, node) | (self.tensors - _own_names(fn)), outer=self)

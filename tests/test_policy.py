@@ -1856,6 +1856,8 @@ def test_a_submodule_of_an_allowed_package_is_read_as_its_path(line, found):
     assert {(v.rule, v.severity) for v in policy.check_cells(cells, RESIDUAL) if v.cell == "residual_add"} == found
 
 
+REQUIRE = ("import functools\n\n\ndef _require(name, t, allowed):\n    if t.dtype not in allowed:\n"
+           "        raise TypeError(f'{name}: {t.dtype}')\n\n\n")
 SETTINGS = ("class Launch:\n    def __init__(self, per_warp: int = 256):\n        self.per_warp = per_warp\n\n"
             "    def warps(self, block):\n        return block // self.per_warp\n\n\n")
 
@@ -1890,8 +1892,19 @@ SETTINGS = ("class Launch:\n    def __init__(self, per_warp: int = 256):\n      
      set()),
     ('CACHE = {"elems": 8}\n\n\ndef keep(t):\n    CACHE["t"] = t\n\n\n', "w = n // CACHE['elems']",
      {("wrapper-arithmetic", FLAG)}),
+    # honest9's fan_06 and fan_14: functools.partial of a check of the notebook's, at module level or local
+    (REQUIRE + "_require_float = functools.partial(_require, allowed=(torch.float16, torch.float32))\n\n\n",
+     "_require_float('x', x)", set()),
+    (REQUIRE, "check = functools.partial(_require, allowed=(torch.float32,))\n    check('x', x)", set()),
+    # a partial is the call of what it binds: that def's arithmetic is seen, a torch function's stays a torch op
+    ("import functools\n\n\ndef _add(a, b):\n    return a + b\n\n\n",
+     "add = functools.partial(_add, x)\n    h0 = add(fx)",
+     {("wrapper-arithmetic", FLAG)}),
+    ("import functools\nADD = functools.partial(torch.add, alpha=1)\n\n\n", "h0 = ADD(x, fx)",
+     {("wrapper-torch-op", FLAG)}),
 ], ids=["exception-class", "device-data", "operator-result", "message", "exception-init-computes", "partial-held", "exception-rebound",
-        "settings-object", "settings-object-with-a-tensor", "literal-choices", "config-dict", "dict-stored-into"])
+        "settings-object", "settings-object-with-a-tensor", "literal-choices", "config-dict", "dict-stored-into",
+        "partial-module", "partial-local", "partial-computes", "partial-of-torch"])
 def test_module_data_and_exception_classes_of_the_notebook_in_a_wrapper(before, line, found):
     """A number, string or bool computed once at module level (a device's SM count, a message) is plain data,
     and an exception class of the notebook's computes nothing when built; what could compute stays seen."""
