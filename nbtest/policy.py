@@ -763,7 +763,8 @@ class _General(ast.NodeVisitor):
                     self._unchecked(k, f"the keyword {k.arg}")
                 elif k.arg == "refcheck" and not (isinstance(k.value, ast.Constant) and k.value.value is True):
                     # numpy's resize without its check frees the data its views still read and write
-                    self._unchecked(k, "resize(refcheck=...), which frees the data the array's views still use")
+                    self._unchecked(k, "resize(refcheck=...)", "without its check numpy frees the data the array's "
+                                                                 "views still use; call a.resize(shape), or numpy.resize")
         for k in node.keywords:
             if k.arg is None and isinstance(k.value, ast.Dict) and not _literal_names(k.value):
                 self.flag(k.value, "computed-attribute", WITHHOLD,
