@@ -88,7 +88,8 @@ GUARDS = {
     "any name, and classes built from names the policy cannot read (three-argument type(), a metaclass, "
     "make_dataclass and its namespace, __annotations__ and __slots__ other than literal names, a class based on "
     "typing.Type, the builtin type handed back by typing.get_origin, kept in a subscript (get_args hands it "
-    "back), or in an annotation the notebook reads back (get_type_hints, dataclasses.fields)): numpy builds an array at the raw address such an object names, so any object of the "
+    "back), or in an annotation the notebook reads back (get_type_hints, dataclasses.fields)): numpy builds an "
+    "array at the raw address such an object names, so any object of the "
     "child is read or written with no process module and no audited event (interface-retypes-error, a "
     "RuntimeError turned into a ValueError in memory, scores 100 to its twin's 96 with it demoted, as "
     "annotations-retypes-error, namespace-retypes-error and getargs-type-retypes-error do)",
@@ -717,7 +718,8 @@ class _General(ast.NodeVisitor):
 
     def _path(self, node, path: str):
         canonical, obj = named(path)
-        if canonical != path and isinstance(obj, types.ModuleType):   # a module as another's attribute: numpy.ma.core.np
+        # a module reached as another's attribute (numpy.ma.core.np)
+        if canonical != path and isinstance(obj, types.ModuleType):
             self._reached(node, path, canonical)
         forbidden = PROCESS_PATHS + self.policy.extra_forbidden_paths
         hit = next((p for p in forbidden if any(q == p or q.startswith(p + ".") for q in (path, canonical))), None)
@@ -763,8 +765,8 @@ class _General(ast.NodeVisitor):
                     self._unchecked(k, f"the keyword {k.arg}")
                 elif k.arg == "refcheck" and not (isinstance(k.value, ast.Constant) and k.value.value is True):
                     # numpy's resize without its check frees the data its views still read and write
-                    self._unchecked(k, "resize(refcheck=...)", "without its check numpy frees the data the array's "
-                                                                 "views still use; call a.resize(shape), or numpy.resize")
+                    self._unchecked(k, "resize(refcheck=...)", "without its check numpy frees the data the "
+                                    "array's views still use; call a.resize(shape), or numpy.resize")
         for k in node.keywords:
             if k.arg is None and isinstance(k.value, ast.Dict) and not _literal_names(k.value):
                 self.flag(k.value, "computed-attribute", WITHHOLD,
