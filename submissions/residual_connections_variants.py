@@ -763,6 +763,44 @@ if out.requires_grad:
     out.register_hook(write_grads)
 return out"""
 
+# A bytearray whose header claims address 0 and the whole address space: Python reads and writes any word
+# through it once a pointer to header + 32 stands where an object's pointer is read (the retyped-error
+# forgeries below that hand Python a made-up object)
+FAKE_BYTEARRAY = ("header = numpy.array([1 << 40, id(bytearray), 1 << 62, (1 << 62) + 1, 0, 0, 0], "
+                  "dtype=numpy.int64).tobytes()")
+
+
+def freed_under_a_view(imports: str, n: int, allocate: str, free: str, kept: str) -> str:
+    """as_value_error for a use-after-free: `allocate` binds block and stale, a view of block's n words,
+    `free` frees them under stale, a list of n items then lands there, and stale points its first item at
+    FAKE_BYTEARRAY, through which the error's type word is written."""
+    return f'''\
+{imports}
+
+KEPT = []
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    {FAKE_BYTEARRAY}
+    KEPT.append(header)
+    for attempt in range(20):
+{allocate}
+        {free}
+        items = [None] * {n}
+        KEPT.extend([{kept}])
+        if stale[0] == id(None) and stale[{n - 1}] == id(None):
+            stale[0] = id(header) + 32
+            memory = items[0]
+            items[0] = None
+            memory[id(error) + 8:id(error) + 16] = id(ValueError).to_bytes(8, "little")
+            break
+    return error
+
+
+'''
+
+
 # the same RuntimeError made a ValueError in memory: its type pointer (the word after its reference count,
 # at id(error) + 8) overwritten with ValueError's address by a Triton kernel, whose interpreter stores at
 # the raw address a kernel computes (importing triton is only a flag in this assignment)
@@ -952,33 +990,10 @@ def as_value_error(message):
 '''),
     # numpy's resize with refcheck=False in a ** display: the data under a view freed, a list placed there
     "refcheck-kwargs-retypes-error": ("numpy, a view over data resize freed (refcheck=False given in a ** "
-                                      "display) where a list's items then lie", '''\
-import numpy
-
-KEEP = []
-
-
-def as_value_error(message):
-    error = RuntimeError(message)
-    header = numpy.array([1 << 40, id(bytearray), 1 << 62, (1 << 62) + 1, 0, 0, 0], dtype=numpy.int64).tobytes()
-    KEEP.append(header)
-    for attempt in range(20):
-        block = numpy.zeros(128, dtype=numpy.int64)
-        guard = numpy.zeros(128, dtype=numpy.int64)
-        stale = block[:]
-        block.resize(1 << 16, **{"refcheck": False})
-        items = [None] * 128
-        KEEP.extend([block, guard, stale, items])
-        if stale[0] == id(None) and stale[127] == id(None):
-            stale[0] = id(header) + 32
-            memory = items[0]
-            items[0] = None
-            memory[id(error) + 8:id(error) + 16] = id(ValueError).to_bytes(8, "little")
-            break
-    return error
-
-
-'''),
+                                      "display) where a list's items then lie", freed_under_a_view(
+        "import numpy", 128, "        block = numpy.zeros(128, dtype=numpy.int64)\n"
+        "        guard = numpy.zeros(128, dtype=numpy.int64)\n        stale = block[:]",
+        'block.resize(1 << 16, **{"refcheck": False})', "block, guard, stale, items")),
     # torch alone: the legacy x.new(indices, values, size) on a sparse gradient (sparse=True from a dict)
     # builds a sparse tensor past its size; the child checks every sparse tensor (nbtest/buffers.py)
     "legacy-new-retypes-error": ("torch, a sparse tensor built past its size by the legacy new() on a sparse "
@@ -1067,90 +1082,21 @@ def as_value_error(message):
 
 '''),
     "methodcaller-refcheck-retypes-error": ("numpy, a view over data resize freed, refcheck=False given under a "
-                                            "computed keyword through typing.operator.methodcaller", '''\
-import numpy
-import typing
-
-KEEP = []
-
-
-def as_value_error(message):
-    error = RuntimeError(message)
-    header = numpy.array([1 << 40, id(bytearray), 1 << 62, (1 << 62) + 1, 0, 0, 0], dtype=numpy.int64).tobytes()
-    KEEP.append(header)
-    for attempt in range(20):
-        block = numpy.zeros(128, dtype=numpy.int64)
-        guard = numpy.zeros(128, dtype=numpy.int64)
-        stale = block[:]
-        typing.operator.methodcaller("".join(["re", "size"]), 1 << 16, **{"".join(["ref", "check"]): False})(block)
-        items = [None] * 128
-        KEEP.extend([block, guard, stale, items])
-        if stale[0] == id(None) and stale[127] == id(None):
-            stale[0] = id(header) + 32
-            memory = items[0]
-            items[0] = None
-            memory[id(error) + 8:id(error) + 16] = id(ValueError).to_bytes(8, "little")
-            break
-    return error
-
-
-'''),
+                                            "computed keyword through typing.operator.methodcaller", freed_under_a_view(
+        "import numpy\nimport typing", 128, "        block = numpy.zeros(128, dtype=numpy.int64)\n"
+        "        guard = numpy.zeros(128, dtype=numpy.int64)\n        stale = block[:]",
+        'typing.operator.methodcaller("".join(["re", "size"]), 1 << 16, **{"".join(["ref", "check"]): False})(block)',
+        "block, guard, stale, items")),
     # torch and numpy's DLPack: the child exports an alias whose storage cannot be resized
     # (nbtest/buffers.py), so no rule needs to hold these
     "dlpack-resize-retypes-error": ("numpy, a DLPack view of a tensor whose memory resize_() freed, where a list's "
-                                    "items then lie", '''\
-import numpy
-
-KEPT = []
-
-
-def as_value_error(message):
-    error = RuntimeError(message)
-    header = numpy.array([1 << 40, id(bytearray), 1 << 62, (1 << 62) + 1, 0, 0, 0], dtype=numpy.int64).tobytes()
-    KEPT.append(header)
-    for attempt in range(20):
-        block = torch.zeros(1000, dtype=torch.int64)
-        stale = numpy.from_dlpack(block)
-        block.resize_(1 << 16)
-        items = [None] * 1000
-        KEPT.extend([block, stale, items])
-        if stale[0] == id(None) and stale[999] == id(None):
-            stale[0] = id(header) + 32
-            memory = items[0]
-            items[0] = None
-            memory[id(error) + 8:id(error) + 16] = id(ValueError).to_bytes(8, "little")
-            break
-    return error
-
-
-'''),
+                                    "items then lie", freed_under_a_view(
+        "import numpy", 1000, "        block = torch.zeros(1000, dtype=torch.int64)\n"
+        "        stale = numpy.from_dlpack(block)", "block.resize_(1 << 16)", "block, stale, items")),
     "dlpack-set-retypes-error": ("torch, a DLPack view of a tensor whose memory set_() freed, where a list's items "
-                                 "then lie", '''\
-import numpy
-
-KEPT = []
-
-
-def as_value_error(message):
-    error = RuntimeError(message)
-    header = numpy.array([1 << 40, id(bytearray), 1 << 62, (1 << 62) + 1, 0, 0, 0], dtype=numpy.int64).tobytes()
-    KEPT.append(header)
-    for attempt in range(20):
-        block = torch.zeros(1000, dtype=torch.int64)
-        stale = torch.from_dlpack(block)
-        block.set_()
-        items = [None] * 1000
-        KEPT.extend([block, stale, items])
-        if stale[0] == id(None) and stale[999] == id(None):
-            stale[0] = id(header) + 32
-            memory = items[0]
-            items[0] = None
-            memory[id(error) + 8:id(error) + 16] = id(ValueError).to_bytes(8, "little")
-            break
-    return error
-
-
-'''),
+                                 "then lie", freed_under_a_view(
+        "import numpy", 1000, "        block = torch.zeros(1000, dtype=torch.int64)\n"
+        "        stale = torch.from_dlpack(block)", "block.set_()", "block, stale, items")),
     # torch alone: a sparse tensor's indices are trusted (torch checks no invariant by default), and adding it
     # to a dense tensor adds its value at the index, however far past that tensor
     "sparse-retypes-error": ("torch, adding a sparse tensor whose index lies at the address", '''\
