@@ -73,7 +73,8 @@ GUARDS = {
     "that runs after it, the probe's included, with no audited event; and nn.Module's _modules, _parameters and "
     "hooks, a layer hidden from the structure the probe reads",
     "computed-attribute": "getattr, setattr and delattr with a name the policy cannot read, or held and handed "
-    "on (ga = getattr, map(setattr, ...)): the spelling of a dunder, private or frame attribute (tb_frame, "
+    "on (ga = getattr, map(setattr, ...)), or copied by functools.update_wrapper under such names: the spelling of "
+    "a dunder, private or frame attribute (tb_frame, "
     "f_globals) out of the rules above, a sparse tensor's indices, or numpy's __array_interface__ set on a class "
     "(alias-setattr-retypes-error scores 100 to its twin's 96 with it demoted)",
     "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
@@ -367,6 +368,11 @@ def _keywords(node: ast.Call) -> list[ast.keyword]:
         else:
             out.append(k)
     return out
+
+
+# functools' attribute copiers and how many arguments they take before assigned and updated: those name
+# the attributes copied from one object to another
+WRAPPER_COPIERS = {"functools.update_wrapper": 2, "functools.wraps": 1}
 
 
 # a class body's tables of names, each of which becomes an attribute of the class or its instances
@@ -767,6 +773,12 @@ class _General(ast.NodeVisitor):
                     # numpy's resize without its check frees the data its views still read and write
                     self._unchecked(k, "resize(refcheck=...)", "without its check numpy frees the data the "
                                     "array's views still use; call a.resize(shape), or numpy.resize")
+        if self.ctx.resolve(node.func) in WRAPPER_COPIERS and (len(node.args) > WRAPPER_COPIERS[
+                self.ctx.resolve(node.func)] or any(k.arg is None or k.arg in ("assigned", "updated") and
+                                                     not _literal_names(k.value) for k in node.keywords)):
+            self.flag(node, "computed-attribute", WITHHOLD,
+                      "functools.update_wrapper or wraps with names the policy cannot read: it copies attributes "
+                      "by those names, a getattr and a setattr out of the policy's sight; name them in a literal")
         for k in node.keywords:
             if k.arg is None and isinstance(k.value, ast.Dict) and not _literal_names(k.value):
                 self.flag(k.value, "computed-attribute", WITHHOLD,

@@ -1740,6 +1740,12 @@ RAW_MEMORY = {
     "a module reached as another's attribute": (
         "import dataclasses\nimport numpy\nn = dataclasses.types.SimpleNamespace()\n"
         "v = numpy.ma.core.np.lib.stride_tricks.as_strided\n", {("process-introspection", WITHHOLD)}),
+    # update_wrapper copies attributes by the names it is given: a getattr and a setattr by a computed name
+    "update_wrapper with computed names": ("import functools\nfunctools.update_wrapper(w, src, assigned=(n,))\n",
+                                           {("computed-attribute", WITHHOLD)}),
+    "honest: functools.wraps and literal names": (
+        "import functools\ndef deco(f):\n    @functools.wraps(f)\n    def g(*a):\n        return f(*a)\n"
+        "    return functools.update_wrapper(g, f, assigned=('__doc__',))\n", set()),
     "a keyword named at run time": ("import numpy\nnumpy.zeros(3).resize(4, **{K: False})\n",
                                     {("computed-attribute", WITHHOLD), ("unchecked-memory", WITHHOLD)}),
     "type in a dataclass field whose .type is read": (
