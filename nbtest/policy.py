@@ -301,11 +301,13 @@ def for_assignment(rules: Rules) -> Policy:
 def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Violation]:
     """Every violation in the student cells, in cell and line order."""
     ctx = Notebook(cells)
+    reads = _reads_annotations(ctx)       # of the whole notebook, as Run All runs it: worked out once
+    annotations = reads, set() if reads else _annotation_aliases(ctx)
     out: list[Violation] = []
     for label, source, student in cells:
         if student and label in ctx.trees:
             try:
-                out += _General(label, source, ctx, policy).run(ctx.trees[label])
+                out += _General(label, source, ctx, policy, annotations).run(ctx.trees[label])
             except RecursionError:
                 out.append(_too_deep(label, source))
     if policy.fused:
@@ -397,15 +399,17 @@ def _constant(node) -> bool:
 class _General(ast.NodeVisitor):
     """Imports, names and attributes that reach the process; monkeypatching; Transformer classes."""
 
-    def __init__(self, label: str, source: str, ctx: Notebook, policy: Policy):
+    def __init__(self, label: str, source: str, ctx: Notebook, policy: Policy, annotations: tuple[bool, set[str]]):
+        """annotations: whether the notebook reads annotations back (_reads_annotations), and the names it binds
+        to a type read only in annotations (_annotation_aliases)."""
         self.label, self.source, self.ctx, self.policy = label, source, ctx, policy
+        self.annotations = annotations
         self.found: list[Violation] = []
         self.scopes: list[set[str]] = []          # the local names of each enclosing function
 
     def run(self, tree) -> list[Violation]:
         self._survey(tree)
-        reads = _reads_annotations(self.ctx)
-        self._type_reads(tree, reads, set() if reads else _annotation_aliases(self.ctx))
+        self._type_reads(tree, *self.annotations)
         self.visit(tree)
         return self.found
 
