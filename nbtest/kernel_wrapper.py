@@ -224,8 +224,8 @@ class _Wrapper:
             init = self.ctx.method(self.ctx.instances[name], "__init__")
             if init is not None:
                 seen = dict(self.seen)
-                self._function(self.ctx.cell_of(init), init, _given_tensors(init, self.ctx.built[name], self.ctx),
-                               self.ctx.instances[name])
+                given = _passed(init, self.ctx.built[name], 1, lambda v: not holds_no_tensor(v, self.ctx), self.ctx)
+                self._function(self.ctx.cell_of(init), init, given, self.ctx.instances[name])
                 self.found, self.launches, self.seen = [], [], seen
 
     def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None,
@@ -449,23 +449,25 @@ def _shape_like(node) -> bool:
     return False
 
 
-
-def _given_tensors(init: ast.FunctionDef, call: ast.Call, ctx: Notebook) -> set[str]:
-    """The parameters of a class's __init__ (after self) that its module-level construction `call` may hand a
-    tensor: each given anything but plain data, each left at a default that is not a constant, and all of them
-    when the call unpacks (*args, **kwargs)."""
-    a, params = init.args, _parameters(init)[1:]
+def _passed(fn, call: ast.Call, bound: int, carries, ctx: Notebook) -> set[str]:
+    """The parameters of fn that `call` hands a tensor: an argument that carries(argument) says may hold one,
+    or a default that is not a constant; every parameter when the call unpacks (*args, **kwargs). The first
+    `bound` parameters (a method's self) take no argument of the call."""
+    a = fn.args
+    params = _parameters(fn)[bound:]
     if any(isinstance(v, ast.Starred) for v in call.args) or any(k.arg is None for k in call.keywords):
         return {p.arg for p, _ in params} | {v.arg for v in (a.vararg, a.kwarg) if v is not None}
-    positional = [p.arg for p in a.posonlyargs + a.args][1:]
-    tensors = {p for p, v in zip(positional, call.args) if not holds_no_tensor(v, ctx)}
-    if a.vararg is not None and any(not holds_no_tensor(v, ctx) for v in call.args[len(positional):]):
+    positional = [p.arg for p in a.posonlyargs + a.args][bound:]
+    tensors = {p for p, v in zip(positional, call.args) if carries(v)}
+    if a.vararg is not None and any(carries(v) for v in call.args[len(positional):]):
         tensors.add(a.vararg.arg)
     by_name = {p.arg for p in a.args + a.kwonlyargs}
     tensors |= {k.arg if k.arg in by_name or a.kwarg is None else a.kwarg.arg for k in call.keywords
-                if not holds_no_tensor(k.value, ctx)}
+                if carries(k.value)}
     given = set(positional[:len(call.args)]) | {k.arg for k in call.keywords}
-    return tensors | {p.arg for p, d in params if p.arg not in given and not _constant_default(d, ctx)}
+    return tensors | {p.arg for p, d in params if p.arg not in given and d is not None
+                      and not _constant_default(d, ctx)}
+
 
 def _exclusive(a: tuple, b: tuple) -> bool:
     """Two launches on different branches of the same if statement never both run."""
@@ -652,25 +654,8 @@ class _Body:
         self.tensors = held
 
     def passed(self, fn, node: ast.Call, bound: int = 0) -> set[str]:
-        """The parameters of fn that this call hands a tensor: an argument that may hold one, or a default
-        that is not a constant; every parameter when the call unpacks (*args, **kwargs). The first `bound`
-        parameters (a method's self) take no argument of the call."""
-        a = fn.args
-        params = _parameters(fn)[bound:]
-        everything = {p.arg for p, _ in params} | {v.arg for v in (a.vararg, a.kwarg) if v is not None}
-        if any(isinstance(v, ast.Starred) for v in node.args) or any(k.arg is None for k in node.keywords):
-            return everything
-        positional = [p.arg for p in a.posonlyargs + a.args][bound:]
-        tensors = {p for p, v in zip(positional, node.args) if self.tensorish(v)}
-        if a.vararg is not None and any(self.tensorish(v) for v in node.args[len(positional):]):
-            tensors.add(a.vararg.arg)
-        by_name = {p.arg for p in a.args + a.kwonlyargs}
-        for k in node.keywords:
-            if self.tensorish(k.value):
-                tensors.add(k.arg if k.arg in by_name or a.kwarg is None else a.kwarg.arg)
-        given = set(positional[:len(node.args)]) | {k.arg for k in node.keywords}
-        return tensors | {p.arg for p, d in params if p.arg not in given and d is not None
-                          and not _constant_default(d, self.w.ctx)}
+        """The parameters of fn that this call hands a tensor (_passed, with what may hold one here)."""
+        return _passed(fn, node, bound, self.tensorish, self.w.ctx)
 
     def bind(self, target, value):
         if isinstance(target, ast.Name):
