@@ -137,10 +137,9 @@ PROCESS_PATHS = ("torch.load", "torch.save", "torch.from_file", "torch.utils", "
                  "numpy.load", "numpy.save", "numpy.savez", "numpy.fromfile", "numpy.memmap",
                  "numpy.loadtxt", "numpy.genfromtxt", "numpy.lib", "triton.runtime", "triton.compiler",
                  "triton.backends", "triton.knobs", "triton.testing", "triton.tools")
-# numpy's array classes and the modules that build records and strings over a buffer: called, each builds an
-# array over any buffer it is handed, of objects too (a pointer to an object the code made up); only read
-# (isinstance's class, an annotation) they build nothing
-ARRAY_CLASSES = frozenset({"numpy.ndarray", "numpy.recarray", "numpy.chararray"})
+# numpy's modules that build records and strings over a buffer (numpy.rec.array(buf), numpy.char.array): called,
+# each builds an array over any buffer it is handed, of objects too (a pointer to an object the code made up);
+# numpy's array classes themselves are known by what they are (_over_a_buffer)
 ARRAY_MODULES = ("numpy.rec", "numpy.char", "numpy.core")
 # Compilers the grader's child and the public tests replace by a pass-through (nbtest/uncompiled.py): no
 # compiler runs, so calling one reaches nothing.
@@ -709,10 +708,9 @@ class _General(ast.NodeVisitor):
         if getattr(node, "class_read", False) or getattr(node, "attribute_base", False):
             return
         canonical, obj = named(path)
-        hit = path if path in ARRAY_CLASSES else next((p for p in ARRAY_MODULES if canonical == p or
-                                                        canonical.startswith(p + ".")), None)
+        hit = next((p for p in ARRAY_MODULES if canonical == p or canonical.startswith(p + ".")), None)
         if hit is None and _over_a_buffer(obj):
-            hit = f"{path}, numpy's {obj.__name__},"
+            hit = path if canonical == f"numpy.{obj.__name__}" else f"{path}, numpy's {obj.__name__},"
         if hit is not None:
             self._unchecked(node, f"{hit} called or held", "it builds an array over any buffer, of objects too; "
                                   "build arrays with numpy.array, numpy.zeros and the like")
