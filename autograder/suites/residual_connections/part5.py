@@ -251,13 +251,11 @@ def _sgd_losses(w1, b1, w2, b2, X, y, steps, lr, *, momentum=0.9, zero_grad=True
     params = [p.clone().requires_grad_(True) for p in (w1, b1, w2, b2)]
     bufs, losses = [None] * 4, []
     gen = torch.Generator().manual_seed(seed)
-    idx = slice(None)
-    loss_of = lambda: F.cross_entropy(F.linear(F.relu(F.linear(X[idx], params[0], params[1])), params[2],
-                                               params[3]), y[idx])
+    loss_of = lambda idx: F.cross_entropy(F.linear(F.relu(F.linear(X[idx], params[0], params[1])), params[2],
+                                                   params[3]), y[idx])
     for _ in range(steps):
-        if batch is not None:
-            idx = torch.randperm(len(X), generator=gen)[:batch]
-        loss = loss_of()
+        idx = slice(None) if batch is None else torch.randperm(len(X), generator=gen)[:batch]
+        loss = loss_of(idx)
         if zero_grad:
             for p in params:
                 p.grad = None
@@ -267,7 +265,7 @@ def _sgd_losses(w1, b1, w2, b2, X, y, steps, lr, *, momentum=0.9, zero_grad=True
                 if step:
                     bufs[i] = p.grad.clone() if bufs[i] is None or momentum == 0 else momentum * bufs[i] + p.grad
                     p -= lr * bufs[i]
-        losses.append(loss_of().item() if after else loss.item())
+        losses.append(loss_of(idx).item() if after else loss.item())
     return losses
 
 
