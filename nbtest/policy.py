@@ -746,7 +746,9 @@ class _General(ast.NodeVisitor):
                                                        "(attn, ln1, ln2, ffn), not from torch's Transformer classes")
 
     def _reached(self, node, path: str, canonical: str) -> None:
-        """A path that reaches a module under another's name, judged as that module's import would be."""
+        """A path that reaches a module under another's name (dataclasses.types): a process module or a private
+        one held as its import would be (_module); any other outside the assignment's imports only flagged, even
+        an installed library's, whose import _module holds."""
         root = canonical.split(".")[0]
         if root in PROCESS_MODULES:
             self.flag(node, "process-introspection", WITHHOLD, f"{path} is the module {canonical}, which reaches "
