@@ -79,7 +79,8 @@ GUARDS = {
     "(alias-setattr-retypes-error scores 100 to its twin's 96 with it demoted)",
     "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
     "construct above could hide there",
-    "import": "a module outside the assignment's imports and the standard library, or all of one's names "
+    "import": "a module outside the assignment's imports and the standard library, by import or as another "
+    "module's attribute (torch.nn.functional.np), or all of one's names "
     "(import *): the policy vouches only for the modules it lists and the standard library's (its process "
     "modules are process-introspection's), and an installed library can write raw addresses as ctypes does (cffi, a "
     "Jupyter dependency: cffi-retypes-error, a RuntimeError turned into a ValueError, scores 100 to its twin's 96 "
@@ -535,19 +536,22 @@ class _General(ast.NodeVisitor):
                 self._path(node, f"{node.module}.{a.name}")
         self.generic_visit(node)
 
-    def _module(self, node, name: str):
+    def _module(self, node, name: str, via: str | None = None):
+        """An import of `name`, or `via`, a path that reaches that module as another's attribute
+        (numpy.ma.core.np)."""
         root = name.split(".")[0]
+        what = f"module '{name}'" if via is None else f"{via}, the module {name},"
         if name in HONEST_MODULES:
             return
         if unchecked_memory(name):
-            self._unchecked(node, f"module '{name}'")
+            self._unchecked(node, what)
         if root in PROCESS_MODULES or name in PROCESS_MODULES:
             self.flag(node, "process-introspection", WITHHOLD,
-                      f"module '{name}' reaches the grading process (files, frames, other modules); "
+                      f"{what} reaches the grading process (files, frames, other modules); "
                       "a solution needs none of it")
         elif any(part.startswith("_") for part in name.split(".")):
             self.flag(node, "private-attribute", WITHHOLD,
-                      f"module '{name}' is a library's private module; use its public interface")
+                      f"{what} is a library's private module; use its public interface")
         elif (parent := next((p for p in self.policy.allowed_imports if name.startswith(f"{p}.")), None)) is not None:
             # a submodule of an allowed package is that package's path: `from torch.optim import SGD` is
             # torch.optim.SGD, read as the attribute path is
@@ -561,7 +565,7 @@ class _General(ast.NodeVisitor):
         elif name not in self.policy.allowed_imports:
             # the standard library's modules outside PROCESS_MODULES write no raw memory (copy, time, random); an
             # installed library may (cffi casts a number to a pointer), and the policy cannot vouch for it
-            outside = f"module '{name}' is not among this assignment's imports " \
+            outside = f"{what} is not among this assignment's imports " \
                       f"({', '.join(sorted(self.policy.allowed_imports))})"
             if root in sys.stdlib_module_names:
                 self.flag(node, "import", FLAG, outside)
@@ -726,9 +730,9 @@ class _General(ast.NodeVisitor):
 
     def _path(self, node, path: str):
         canonical, obj = named(path)
-        # a module reached as another's attribute (numpy.ma.core.np)
+        # a module reached as another's attribute (numpy.ma.core.np, dataclasses.types) is judged as its import
         if canonical != path and isinstance(obj, types.ModuleType):
-            self._reached(node, path, canonical)
+            self._module(node, canonical, via=path)
         forbidden = PROCESS_PATHS + self.policy.extra_forbidden_paths
         hit = next((p for p in forbidden if any(q == p or q.startswith(p + ".") for q in (path, canonical))), None)
         if path in UNCOMPILED and isinstance(node, ast.Attribute):
@@ -744,20 +748,6 @@ class _General(ast.NodeVisitor):
                 and not path.endswith(MASK_HELPER):
             self.flag(node, "transformer-class", FLAG, f"{path}: build TransformerBlock from its parts "
                                                        "(attn, ln1, ln2, ffn), not from torch's Transformer classes")
-
-    def _reached(self, node, path: str, canonical: str) -> None:
-        """A path that reaches a module under another's name (dataclasses.types): a process module or a private
-        one held as its import would be (_module); any other outside the assignment's imports only flagged, even
-        an installed library's, whose import _module holds."""
-        root = canonical.split(".")[0]
-        if root in PROCESS_MODULES:
-            self.flag(node, "process-introspection", WITHHOLD, f"{path} is the module {canonical}, which reaches "
-                                                               "the grading process; a solution needs none of it")
-        elif any(part.startswith("_") for part in canonical.split(".")):
-            self.flag(node, "private-attribute", WITHHOLD, f"{path} is the private module {canonical}; use its "
-                                                           "public interface")
-        elif root not in self.policy.allowed_imports and root not in HONEST_MODULES and root != path.split(".")[0]:
-            self.flag(node, "import", FLAG, f"{path} is the module {canonical}, outside the assignment's imports")
 
     def _transformer(self, node, attr: str):
         """Transformer classes reached without an import alias (some_module.TransformerEncoderLayer)."""

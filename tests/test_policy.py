@@ -1862,6 +1862,21 @@ def test_a_submodule_of_an_allowed_package_is_read_as_its_path(line, found):
     assert {(v.rule, v.severity) for v in policy.check_cells(cells, RESIDUAL) if v.cell == "residual_add"} == found
 
 
+@pytest.mark.parametrize("assignment, path, found", [
+    ("residual-connections", "torch.nn.functional.np", set()),                      # numpy: an import it allows
+    ("fused-add-norm", "torch.nn.functional.np", {("import", WITHHOLD)}),           # outside its imports,
+    ("fused-add-norm", "torch.nn.functional.np.zeros", {("import", WITHHOLD)}),     # as `import numpy` is
+    ("fused-add-norm", "typing.operator", {("import", FLAG)}),                      # the standard library's
+    ("fused-add-norm", "typing.sys", {("process-introspection", WITHHOLD)}),
+])
+def test_a_module_reached_as_another_modules_attribute_is_judged_as_its_import(assignment, path, found):
+    """A path that reaches a module under another's name finds what `import` of that module finds: an installed
+    library outside the assignment's imports held, a standard-library one flagged, a process module held."""
+    rules_of = {"residual-connections": RESIDUAL, "fused-add-norm": FUSED}[assignment]
+    source = f"import torch\nimport typing\nimport torch.nn.functional\nx = {path}\n"
+    assert {(v.rule, v.severity) for v in policy.check(source, rules_of) if v.rule != "forbidden-module"} == found
+
+
 REQUIRE = ("import functools\n\n\ndef _require(name, t, allowed):\n    if t.dtype not in allowed:\n"
            "        raise TypeError(f'{name}: {t.dtype}')\n\n\n")
 SETTINGS = ("class Launch:\n    def __init__(self, per_warp: int = 256):\n        self.per_warp = per_warp\n\n"
