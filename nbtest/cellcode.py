@@ -111,13 +111,13 @@ class Notebook:
         self.constants -= {name for label, tree in self.trees.items() if self.student[label]
                            for node, name in _bindings(tree.body)
                            if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self))}
+        self.constants -= _global_names(self)
         # names that hold one number, string, bool or None: bound so by every binding in any cell, never named in
         # a `global` (eps=DEFAULT_EPS as a parameter's default holds no tensor)
         self.scalars = {name for label, tree in self.trees.items() for _, name in _bindings(tree.body)}
         self.scalars -= {name for label, tree in self.trees.items() for node, name in _bindings(tree.body)
                          if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _scalar(node.value))}
-        self.scalars -= {name for tree in self.trees.values() for node in ast.walk(tree)
-                         if isinstance(node, ast.Global) for name in node.names}
+        self.scalars -= _global_names(self)
         # names bound to data by every binding: plain data, and what an import names read as a value
         # (_SUPPORTED = (torch.float16, torch.float32)); a function read so can only be called by a name
         self.data = {name for label, tree in self.trees.items() if self.student[label]
@@ -125,6 +125,7 @@ class Notebook:
         self.data -= {name for label, tree in self.trees.items() if self.student[label]
                       for node, name in _bindings(tree.body)
                       if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_data(node.value, self))}
+        self.data -= _global_names(self)      # a function may bind it to anything
         # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
         self.mutables = {name for label, tree in self.trees.items() if self.student[label]
                          for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
@@ -510,9 +511,16 @@ def _plain(text) -> bool:
     return isinstance(text, str) and text[:1].isalpha()
 
 
+def _global_names(ctx: Notebook) -> set[str]:
+    """The names some function of the notebook's binds at module level (global NAME)."""
+    return {name for tree in ctx.trees.values() for node in ast.walk(tree) if isinstance(node, ast.Global)
+            for name in node.names}
+
+
 def _bindings(stmts) -> list[tuple[ast.AST, str]]:
-    """(statement, name) for each name bound at module level by these statements, in order; the bodies of
-    if, for, while, try and with run at module level too, those of functions and classes do not."""
+    """(statement, name) for each name bound at module level by these statements, in order (an assignment
+    expression, x := ..., is its own statement: what x holds is its value, not the enclosing statement's); the
+    bodies of if, for, while, try and with run at module level too, those of functions and classes do not."""
     out = []
     for node in stmts:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -527,8 +535,8 @@ def _bindings(stmts) -> list[tuple[ast.AST, str]]:
                    if isinstance(node, (ast.With, ast.AsyncWith)) else [])
         for target in targets:
             out += [(node, n.id) for n in ast.walk(target) if isinstance(n, ast.Name)]
-        for expr in (c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)):   # x := ... anywhere
-            out += [(node, n.target.id) for n in ast.walk(expr) if isinstance(n, ast.NamedExpr)]
+        for expr in (c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)):   # x := ... anywhere,
+            out += [(n, n.target.id) for n in ast.walk(expr) if isinstance(n, ast.NamedExpr)]   # bound by itself
         for handler in getattr(node, "handlers", []):
             out += [(handler, handler.name)] if handler.name else []
             out += _bindings(handler.body)

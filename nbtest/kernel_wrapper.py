@@ -91,6 +91,17 @@ def function_forms() -> frozenset[str]:
 # those a list, dict or set holding tensors answers with what it holds (a tensor has none of these methods)
 CONTAINER_METHODS = {"get", "append", "extend", "pop", "setdefault", "update", "insert", "copy", "clear"}
 # builtins that may take a tensor without reading its values
+# builtins whose result is a number, string or bool of Python's own, whatever they are given, and those whose
+# result is as plain as what they are given (a container of Python's own built from it, one of its items)
+SCALAR_BUILTINS = {"str", "repr", "format", "int", "float", "bool", "len", "isinstance"}
+ITEM_BUILTINS = {"list", "tuple", "dict", "set", "frozenset", "sorted", "range", "enumerate", "zip", "reversed",
+                 "min", "max", "abs", "round", "sum", "divmod", "next", "iter"}
+# methods that hand out a container's items, and those that store what they are given in it
+ITEM_METHODS = {"get", "pop", "popitem", "setdefault", "values", "items", "copy", "index"}
+STORING_METHODS = {"append", "extend", "insert", "add", "update", "setdefault"}
+# library calls whose result is plain data when what they are given is
+_PLAIN_LIBRARY_CALLS = {"triton.next_power_of_2", "triton.cdiv", "torch.finfo", "torch.iinfo", "torch.Size",
+                        "torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.get_device_properties"}
 PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueError", "TypeError", "RuntimeError",
                     "NotImplementedError", "AssertionError", "torch.is_tensor", "torch.cuda.device_of", *PACKING}
 
@@ -193,6 +204,22 @@ class _Wrapper:
         self.seen: dict[tuple, bool] = {}   # (class, function, the parameters holding tensors) walked -> returns one
         self.fields: set[str] = set()   # attributes of the notebook's objects that some walked code sets to a tensor
         self.partials = _module_partials(ctx)
+        self.plain_returns: dict[tuple, bool] = {}   # (def, its opaque parameters) -> whether it returns plain data
+
+    def returns_plain(self, label: str, fn, opaque: frozenset[str], outer: "_Body | None" = None) -> bool:
+        """Whether every `return` of fn (not of the defs in it) gives plain data (_Body.plain), its `opaque`
+        parameters handed what is not; a def nested in `outer` reads outer's names as they are there. False
+        for a recursive call, while it is being worked out."""
+        own = _own_names(fn)
+        if outer is not None:
+            opaque |= frozenset(outer.opaque_names() - own)
+        key = (id(fn), opaque)
+        if key not in self.plain_returns:
+            self.plain_returns[key] = False
+            body = _Body(self, label, set(), local=own | (outer.own if outer is not None else set()), fn=fn,
+                         opaque=opaque)
+            self.plain_returns[key] = all(n.value is None or body.plain(n.value) for n in _returns(fn.body))
+        return self.plain_returns[key]
 
     def flag(self, label, node, rule, message):
         self.found.append(Violation(label, node.lineno, rule, FLAG, message, quote(self.ctx.sources[label], node.lineno)))
@@ -229,13 +256,14 @@ class _Wrapper:
                 self.found, self.launches, self.seen = [], [], seen
 
     def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None,
-                  outer: "_Body | None" = None, named: str | None = None) -> bool:
+                  outer: "_Body | None" = None, named: str | None = None, opaque: frozenset[str] = frozenset()) -> bool:
         """Walk fn's body. The wrapper's parameters hold tensors but for a scalar annotation or a constant
         default; a helper's (tensors given) are those its call passes tensors to, as if its body stood at
         the call: it is walked once for each set of them. A method of the notebook's class cls (called on
         an instance) has its first parameter, self, bound to that instance. A def nested in the function
         `outer` walks (_nested_helpers) also reads outer's own names, as opaque as they are there, and may
-        call outer's other such defs. A classmethod's first parameter names the class `named`. Returns whether
+        call outer's other such defs. A classmethod's first parameter names the class `named`. `opaque`: the
+        parameters its call hands what is not plain data (_Body.given_opaque). Returns whether
         a `return` of it holds a tensor (True while it is being walked: a recursive call)."""
         if tensors is None:
             tensors = set()
@@ -243,14 +271,15 @@ class _Wrapper:
                 scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
                 if not (scalar_type or _constant_default(default, self.ctx)):
                     tensors.add(arg.arg)
-        key = (cls, named, id(fn), frozenset(tensors))
+        key = (cls, named, id(fn), frozenset(tensors), opaque)
         if key in self.seen:
             return self.seen[key]
         self.seen[key] = True
         params = _parameters(fn)
         instances = {params[0][0].arg: cls} if cls is not None and params else {}
         own = _own_names(fn)
-        body = _Body(self, label, set(tensors), instances, own | (outer.own if outer is not None else set()))
+        body = _Body(self, label, set(tensors), instances, own | (outer.own if outer is not None else set()), fn,
+                     opaque)
         body.launchers = {**{k: v for k, v in self.partials.items() if k not in own}, **_launchers(fn, self.ctx)}
         body.kernel_aliases = _kernel_aliases(fn, self.ctx)
         body.classes = {params[0][0].arg: named} if named is not None and params and \
@@ -403,6 +432,16 @@ def _nested_helpers(fn) -> dict[str, ast.FunctionDef]:
     return helpers
 
 
+def _returns(stmts):
+    """The return statements of a body, not of the defs, lambdas and classes in it."""
+    for node in stmts:
+        if isinstance(node, ast.Return):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                yield from _returns(getattr(node, field, []))
+
+
 def _statements(stmts):
     """The statements of a body and of the if, for, while, with and try bodies in it, not of nested defs."""
     for stmt in stmts:
@@ -478,8 +517,9 @@ class _Body:
     """Statements of a wrapper function, with the names known to hold tensors."""
 
     def __init__(self, wrapper: _Wrapper, label: str, tensors: set[str], instances: dict[str, str] | None = None,
-                 local: set[str] = frozenset()):
+                 local: set[str] = frozenset(), fn=None, opaque: frozenset[str] = frozenset()):
         self.w, self.label, self.tensors, self.loops = wrapper, label, tensors, 0
+        self.opaque = set(opaque)     # own names that may hold what is not plain data (plain())
         self.instances = dict(instances or {})   # name -> the notebook class it holds an instance of
         self.own = local     # the names the function binds: they hide module-level ones
         self.tensors |= wrapper.ctx.mutables - local     # items stored there by any function may be tensors
@@ -490,6 +530,7 @@ class _Body:
         self.generators: dict[int, ast.GeneratorExp | None] = {}    # id(a map call) -> as_generator's node
         self.partials: dict[int, ast.Call] = {}           # id(launch(...)) -> the launch with a partial's arguments
         self.returns_tensor = False                       # a `return` of the walked function holds a tensor
+        self.fn, self._opaque = fn, None if fn is not None else set(self.opaque)
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
@@ -657,6 +698,10 @@ class _Body:
         """The parameters of fn that this call hands a tensor (_passed, with what may hold one here)."""
         return _passed(fn, node, bound, self.tensorish, self.w.ctx)
 
+    def given_opaque(self, fn, node: ast.Call, bound: int = 0) -> frozenset[str]:
+        """The parameters of fn that this call hands what plain() cannot vouch for."""
+        return frozenset(_passed(fn, node, bound, lambda v: not self.plain(v), self.w.ctx))
+
     def bind(self, target, value):
         if isinstance(target, ast.Name):
             if self.tensorish(value) or _has_alloc(value, self.w.ctx):
@@ -706,6 +751,144 @@ class _Body:
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             return any(self.tensorish(e) for e in node.elts)
         return self.tensorish(node)
+
+    def plain(self, node) -> bool:
+        """Whether node certainly holds plain data or a library's object, read from the source alone: a literal,
+        a module-level data name, a parameter or own name bound only so, an attribute or an item of such, what
+        a builtin, a library function or a method of such makes from such. An object of the notebook's, an
+        exception caught, what the notebook's defs return, an item of a module-level list or dict (a function
+        may have stored anything there) may have any method under a plain method's name (get, items, append)
+        and any __getitem__. A tensor is plain by what it is bound to (x.reshape(-1, n))."""
+        ctx = self.w.ctx
+        if isinstance(node, (ast.Constant, ast.JoinedStr)):
+            return True
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return all(self.plain(e.value if isinstance(e, ast.Starred) else e) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            return all(k is None or self.plain(k) for k in node.keys) and all(self.plain(v) for v in node.values)
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self.plain(node.elt)
+        if isinstance(node, ast.DictComp):
+            return self.plain(node.key) and self.plain(node.value)
+        if isinstance(node, ast.Name):
+            if node.id in self.own or node.id.startswith(MAP_ITEM):
+                return node.id not in self.opaque_names()
+            return node.id in ctx.data | ctx.constants | ctx.scalars or ctx.resolve(node) is not None
+        if isinstance(node, ast.Attribute):
+            return ctx.resolve(node) is not None or self.plain(node.value)
+        if isinstance(node, ast.Subscript):
+            return self.items_plain(node.value) and self.plain(node.slice)
+        if isinstance(node, ast.Slice):
+            return all(self.plain(c) for c in (node.lower, node.upper, node.step) if c is not None)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp)):
+            return all(self.plain(c) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))
+        if isinstance(node, ast.Call):
+            f, given = node.func, [*node.args, *(k.value for k in node.keywords)]
+            given = [a.value if isinstance(a, ast.Starred) else a for a in given]
+            builtin = isinstance(f, ast.Name) and f.id not in self.own | ctx.bound and f.id
+            if builtin in SCALAR_BUILTINS:
+                return True        # str(d), len(names): Python's own scalars, whatever they are given
+            if builtin in ITEM_BUILTINS:      # tuple(x.shape), max(n - 1, 0): as plain as the items they are given
+                return all(map(self.items_plain, given))
+            if builtin == "map" and len(node.args) >= 2:     # map(f, items): as plain as what f makes of them
+                fn, items = node.args[0], node.args[1:]
+                if isinstance(fn, ast.Lambda):
+                    return self.plain(fn.body)      # its parameters take the items (_opaque_locals)
+                if isinstance(fn, ast.Name) and fn.id in ctx.functions and fn.id not in self.own:
+                    label, def_ = ctx.functions[fn.id]
+                    params = [a.arg for a in def_.args.posonlyargs + def_.args.args]
+                    return self.w.returns_plain(label, def_, frozenset(
+                        p for p, it in zip(params, items) if not self.items_plain(it)))
+                return ctx.resolve(fn) is not None and all(map(self.items_plain, items))
+            if isinstance(f, ast.Name) and f.id in self.helpers:       # as_rows = lambda t: t.reshape(-1, n)
+                return self.w.returns_plain(self.label, self.helpers[f.id], self.given_opaque(self.helpers[f.id], node),
+                                            outer=self)
+            if isinstance(f, ast.Name) and f.id in ctx.functions and f.id not in self.own:   # rows_view(x)
+                label, def_ = ctx.functions[f.id]
+                return self.w.returns_plain(label, def_, self.given_opaque(def_, node))
+            if ctx.resolve(f) is not None:   # torch.empty_like(x), triton.next_power_of_2(n)
+                return all(map(self.plain, given))
+            if isinstance(f, ast.Attribute) and ctx.resolve(f) is None:   # x.reshape(-1, n), str(d).split(".")
+                receiver = self.items_plain if f.attr in ITEM_METHODS else self.plain
+                return receiver(f.value) and all(map(self.plain, given))
+        return False
+
+    def items_plain(self, node) -> bool:
+        """Whether what node holds as items is plain: node is, and is no module-level list, dict or set, where
+        any function may have stored anything."""
+        ctx = self.w.ctx
+        return self.plain(node) and not (isinstance(node, ast.Name) and node.id not in self.own and
+                                         node.id in ctx.mutables)
+
+    def opaque_names(self) -> set[str]:
+        """The function's own names that may hold what is not plain (plain()): worked out once, when first asked,
+        from every binding of each in the function (flow aside) and the parameters its call hands such."""
+        if self._opaque is None:
+            self._opaque = set(self.opaque)        # while working them out: every other name plain
+            self._opaque = self._opaque_locals(self.fn, self.opaque)
+        return self._opaque
+
+    def _opaque_locals(self, fn, opaque: set[str]) -> set[str]:
+        """fn's own names that may hold what is not plain: those `opaque` names (parameters a call hands such a
+        thing), those some binding of fn gives what plain() cannot vouch for or puts such into (names.append(v),
+        table[k] = v), and those it binds in a way plain() cannot read (an exception caught, a with's target, a
+        nested def or class, an import, a global)."""
+        values: dict[str, list] = {}
+        unknown: set[str] = set(opaque)
+        def pair(target, value):
+            if isinstance(target, ast.Name):
+                values.setdefault(target.id, []).append(value)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                same = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
+                for i, t in enumerate(target.elts):       # an item of what is unpacked is as plain as it is
+                    pair(t.value if isinstance(t, ast.Starred) else t, value.elts[i] if same else value)
+            elif isinstance(target, ast.Starred):
+                pair(target.value, value)
+            elif isinstance(target, ast.Subscript):       # table[k] = v: the table holds v
+                root = target.value
+                while isinstance(root, (ast.Subscript, ast.Attribute)):
+                    root = root.value
+                pair(root, value)
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    pair(t, n.value)
+            elif isinstance(n, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and n.value is not None:
+                pair(n.target, n.value)
+            elif isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)):
+                pair(n.target, n.iter)          # an item of a plain iterable is plain
+            elif isinstance(n, (ast.With, ast.AsyncWith)):
+                unknown |= {m.id for i in n.items if i.optional_vars is not None for m in ast.walk(i.optional_vars)
+                            if isinstance(m, ast.Name)}
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                unknown.add(n.name)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                unknown |= {(a.asname or a.name).split(".")[0] for a in n.names}
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not fn:
+                unknown.add(n.name)
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                unknown |= set(n.names)
+            elif isinstance(n, ast.Match):      # a capture holds the subject, an item or an attribute of it
+                for m in (m for case in n.cases for m in ast.walk(case.pattern)):
+                    name = m.rest if isinstance(m, ast.MatchMapping) else getattr(m, "name", None)
+                    if name is not None:
+                        values.setdefault(name, []).append(n.subject)
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                    and n.func.attr in STORING_METHODS:     # names.append(v), table.update(...)
+                values.setdefault(n.func.value.id, []).extend(a.value if isinstance(a, ast.Starred) else a
+                                                              for a in [*n.args, *(k.value for k in n.keywords)])
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "map" and n.args:
+                # map(lambda t: ..., items): t takes the items; map(f, items) calls f(MAP_ITEM0) (as_generator)
+                params = [a.arg for a in _arguments(n.args[0].args)] if isinstance(n.args[0], ast.Lambda) else \
+                    [f"{MAP_ITEM}{i}" for i in range(len(n.args) - 1)]
+                for param, items in zip(params, n.args[1:]):
+                    values.setdefault(param, []).append(items)
+        while True:     # from every name plain, the names whose values are not, until none is added
+            self._opaque = set(unknown)
+            more = {name for name, vs in values.items() if name not in unknown and not all(map(self.plain, vs))}
+            if not more:
+                return unknown
+            unknown |= more
 
     def tensorish(self, node) -> bool:
         if self.as_generator(node) is not None:
@@ -774,11 +957,12 @@ class _Body:
         if isinstance(f, ast.Name) and f.id in ctx.functions and f.id not in self.own | set(self.helpers) | \
                 set(self.launchers) and ctx.resolve(f) is None:
             label, fn = ctx.functions[f.id]
-            return self.w._function(label, fn, self.passed(fn, node))
+            return self.w._function(label, fn, self.passed(fn, node), opaque=self.given_opaque(fn, node))
         method = self.method(f) if self.class_named(f) is None else None
         if method is not None and method[1] is not None:
             cls, fn, bound, named = method
-            return self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls, named=named)
+            return self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls, named=named,
+                                    opaque=self.given_opaque(fn, node, bound))
         return None
 
     def as_generator(self, node) -> ast.GeneratorExp | None:
@@ -827,6 +1011,7 @@ class _Body:
                 self.call(self.as_generator(c).elt, path, True)
         # a module-level object of the notebook's plain class may be called or have an attribute read or set
         # (what that runs is followed, self.method); handed on anywhere else (a kernel's argument) it is opaque
+        launched = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
         used = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)} | \
             {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute)}
         for sub in ast.walk(node):
@@ -835,6 +1020,14 @@ class _Body:
                 self.w.flag(self.label, sub, "wrapper-torch-op", f"'{sub.id}' in the wrapper is an object of the "
                             "notebook's own (not a def, an import or plain data): what it runs is out of the "
                             "policy's sight; the wrapper only checks shapes, allocates h and y, and launches the kernel")
+            if isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Load) and not (
+                    self.items_plain(sub.value) or self.tensorish(sub.value)) and \
+                    not (isinstance(sub.value, ast.Name) and (id(sub) in launched or self.kernel_aliases.get(
+                        sub.value.id, sub.value.id) in self.w.ctx.kernels)):    # kernel[grid]: call()'s to judge
+                self.w.flag(self.label, sub, "wrapper-torch-op", f"'{ast.unparse(sub)[:60]}' in the wrapper takes an "
+                            "item of what the policy cannot read (an object of the notebook's, a call's result): its "
+                            "__getitem__ may compute anything; the wrapper only checks shapes, allocates h and y, and "
+                            "launches the kernel")
             if isinstance(sub, ast.BinOp) and (self.tensorish(sub.left) or self.tensorish(sub.right)):
                 self.w.flag(self.label, sub, "wrapper-arithmetic",
                             "arithmetic on tensors in the wrapper (h = x + fx, a norm...): the kernel computes h and y")
@@ -857,8 +1050,8 @@ class _Body:
     def vouched_callee(self, f) -> bool:
         """What a call in the wrapper may call: an import's path, a name (a builtin, a def, a kernel, a result
         type; not one of the function's own, which may hold anything), a method of a tensor (checked below),
-        or a plain-data method (str.join, dict.items, torch.Size.numel) of anything else. Not a call's or an
-        item's result, nor a method a tensor's class or a module has under another name (type(x).numpy)."""
+        or a plain-data method (str.join, dict.items, torch.Size.numel) of what is plain data (plain()). Not a
+        method a tensor's class or a module has under another name (type(x).numpy)."""
         if self.w.ctx.resolve(f) is not None or self.method(f) is not None:   # or the notebook's plain class
             return True
         if _super_init(f) and "super" not in self.w.ctx.bound:     # a followed class's __init__ calling its base's
@@ -869,7 +1062,7 @@ class _Body:
                                              f.id in ctx.containers or f.id in ctx.aliases)
         if isinstance(f, ast.Attribute):
             return self.tensorish(f.value) or f.attr in SCALAR_METHODS | PACKING_METHODS | plain_methods() | \
-                CONTAINER_METHODS
+                CONTAINER_METHODS and self.plain(f.value)
         return False
 
     def call(self, node, path, in_comprehension: bool):
@@ -883,7 +1076,8 @@ class _Body:
             f = node.func if isinstance(self.launchers[f.id], ast.Call) else self.launchers[f.id]
         if isinstance(f, ast.Name) and f.id in self.helpers:       # def require(...): ... in the function
             fn = self.helpers[f.id]
-            self.w._function(self.label, fn, self.passed(fn, node) | (self.tensors - _own_names(fn)), outer=self)
+            self.w._function(self.label, fn, self.passed(fn, node) | (self.tensors - _own_names(fn)), outer=self,
+                             opaque=self.given_opaque(fn, node) | frozenset(self.opaque_names() - _own_names(fn)))
             return
         if not (isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name)) and not self.vouched_callee(f):
             self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls "
@@ -910,7 +1104,8 @@ class _Body:
         if method is not None:          # the notebook's class: C(...), obj(...), obj.method(...), C.method(...)
             cls, fn, bound, named = method
             if fn is not None:
-                self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls, named=named)
+                self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls, named=named,
+                                 opaque=self.given_opaque(fn, node, bound))
             context = ctx.method(f.value.id, "setup_context") if isinstance(f, ast.Attribute) and \
                 f.attr == "apply" and isinstance(f.value, ast.Name) and f.value.id in ctx.classes else None
             if context is not None:     # it runs on apply's inputs and forward's output
@@ -939,7 +1134,7 @@ class _Body:
         if isinstance(f, ast.Name):
             if f.id in ctx.functions:
                 label, fn = ctx.functions[f.id]
-                self.w._function(label, fn, self.passed(fn, node))
+                self.w._function(label, fn, self.passed(fn, node), opaque=self.given_opaque(fn, node))
             else:
                 self.w.flag(self.label, node, "wrapper-no-launch", f"{f.id}(...) calls the kernel without a grid; "
                                                                    f"launch it as {f.id}[grid](...)")
@@ -953,6 +1148,12 @@ class _Body:
                 self.tensors.add(root.id)
         if isinstance(f, ast.Attribute) and f.attr in FILL_METHODS and _literal_fill(node, ctx):
             return
+        if isinstance(f, ast.Attribute) and f.attr in PACKING_METHODS | CONTAINER_METHODS and \
+                self.tensorish(f.value) and not self.plain(f.value):
+            # table[k].get(...), where a module-level table's item may be anything a function stored there
+            self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls a "
+                        "method of what the policy cannot read (an item of a module-level list or dict): the wrapper "
+                        "only checks shapes, allocates h and y, and launches the kernel")
         if isinstance(f, ast.Attribute) and f.attr not in SCALAR_METHODS | TENSOR_VIEW_METHODS | PACKING_METHODS | \
                 CONTAINER_METHODS and self.tensorish(f.value):
             self.w.flag(self.label, node, "wrapper-torch-op", f".{f.attr}(...) in the wrapper computes on the data; "

@@ -1877,6 +1877,47 @@ def test_a_module_reached_as_another_modules_attribute_is_judged_as_its_import(a
     assert {(v.rule, v.severity) for v in policy.check(source, rules_of) if v.rule != "forbidden-module"} == found
 
 
+# red team 9: a notebook object reached in the wrapper through a name the checks took for plain data, a plain
+# method's name, or an item; each beside the honest shape it imitates
+NORM = "class Norm:\n    def get(self, a, b):\n        return torch.add(a, b)\n\n    def __getitem__(self, k):\n" \
+       "        return torch.add(*k)\n\n\n"
+
+
+@pytest.mark.parametrize("before, line, found", [
+    # an assignment expression inside data computed once binds its own value, not the string around it
+    (NORM + 'TAG = f"{(ADDER := Norm())}"\n\n\n', "h0 = ADDER.get(x, fx)", {("wrapper-torch-op", FLAG)}),
+    (NORM + 'TAG = f"{(ADDER := Norm())}"\n\n\n', "h0 = ADDER[x, fx]", {("wrapper-torch-op", FLAG)}),
+    # a name some function binds with `global` holds what that function gives it
+    (NORM + "ADDER = 0\n\n\ndef arm():\n    global ADDER\n    ADDER = Norm()\n\n\n", "h0 = ADDER.get(x, fx)",
+     {("wrapper-torch-op", FLAG)}),
+    # a plain method's name on an object of the notebook's, an exception caught, an item of a tuple
+    ("class Launch:\n    def __init__(self):\n        self.get = torch.add\n\n\nLAUNCH = Launch()\n\n\n",
+     "h0 = LAUNCH.get(x, fx)", {("wrapper-torch-op", FLAG)}),
+    ("class WidthError(ValueError):\n    def get(self, a, b):\n        return torch.add(a, b)\n\n\n",
+     "try:\n        raise WidthError('x')\n    except WidthError as err:\n        h0 = err.get(x, fx)",
+     {("wrapper-torch-op", FLAG)}),
+    (NORM, "rows = (Norm(),)[0]\n    h0 = rows.get(x, fx)", {("wrapper-torch-op", FLAG)}),
+    (NORM, "h0 = Norm()[x, fx]", {("wrapper-torch-op", FLAG)}),
+    (NORM + "def pick(table):\n    return table.get(1, 2)\n\n\n", "pick(Norm())", {("wrapper-torch-op", FLAG)}),
+    ("TABLE = {}\n\n\ndef keep(v):\n    TABLE['k'] = v\n\n\n", "h0 = TABLE['k'].get(x, fx)",
+     {("wrapper-torch-op", FLAG)}),
+    # the honest shapes: a local list and dict, a message's parts, a table of data, a helper's plain result
+    ("", "problems = []\n    problems.append(f'{n}')\n    sizes = {'n': n}\n    for k, v in sizes.items():\n"
+         "        problems.append(str(v).split('.')[0].rstrip())\n    if problems and not problems[0]:\n"
+         "        raise ValueError(', '.join(problems))", set()),
+    ('WARPS = {"small": 4, "big": 8}\n\n\ndef rows_of(t):\n    return t.reshape(-1, t.shape[-1])\n\n\n',
+     "w = WARPS['small'] + (n - 1).bit_length()\n    r = rows_of(x).shape[0]", set()),
+], ids=["walrus-in-data", "walrus-item", "global-rebinds", "settings-attribute-get", "exception-caught-get",
+        "item-of-a-tuple", "item-of-an-object", "object-handed-to-a-helper", "item-of-a-module-table",
+        "honest-local-containers", "honest-table-and-helper"])
+def test_a_plain_methods_name_is_vouched_only_on_plain_data(before, line, found):
+    """A plain method's name (get, append, items) or an item is Python's own only on what is plain data for
+    certain: a literal, a data name, what a builtin or a helper returning such makes (red team 9: ten fused
+    notebooks returned torch's h and y through get, [] and an assignment expression)."""
+    got = wrapper_rules(before + wrapper_with(line))
+    assert found <= got if found else got == set()
+
+
 REQUIRE = ("import functools\n\n\ndef _require(name, t, allowed):\n    if t.dtype not in allowed:\n"
            "        raise TypeError(f'{name}: {t.dtype}')\n\n\n")
 SETTINGS = ("class Launch:\n    def __init__(self, per_warp: int = 256):\n        self.per_warp = per_warp\n\n"
