@@ -28,7 +28,9 @@ applied before uploading.
 from __future__ import annotations
 
 import ast
+import builtins
 import collections
+import copy
 import functools
 import importlib
 import inspect
@@ -88,9 +90,10 @@ GUARDS = {
     "protocol": "a special name that is not Python's own defined by a class, as a keyword or as a string (numpy's "
     "__array_interface__, __array_struct__; the CUDA array interface, __dlpack__), __getattr__, which answers "
     "any name, and classes built from names the policy cannot read (three-argument type(), a metaclass, "
-    "make_dataclass and its namespace, __annotations__ and __slots__ other than literal names, a class based on "
-    "typing.Type, the builtin type handed back by typing.get_origin, kept in a subscript (get_args hands it "
-    "back), or in an annotation the notebook reads back (get_type_hints, dataclasses.fields)): numpy builds an "
+    "make_dataclass and its namespace, __annotations__, __slots__ and __match_args__ other than literal names, a "
+    "class based on typing.Type, the builtin type handed back by typing.get_origin, kept in a subscript (get_args "
+    "hands it back), compared with an object of the notebook's (its __eq__ keeps it), or in an annotation the "
+    "notebook reads back (get_type_hints, dataclasses.fields, a match's Field(type=...))): numpy builds an "
     "array at the raw address such an object names, so any object of the "
     "child is read or written with no process module and no audited event (interface-retypes-error, a "
     "RuntimeError turned into a ValueError in memory, scores 100 to its twin's 96 with it demoted, as "
@@ -348,14 +351,15 @@ def _annotation_aliases(ctx: Notebook) -> set[str]:
 
 def _reads_annotations(ctx: Notebook) -> bool:
     """Whether any cell uses what hands an annotation back as a value: ANNOTATION_READERS, dataclasses.fields
-    only where some `.type` is read off an object and not called (field.type; x.type(torch.float32) is a
-    tensor's method)."""
+    only where some `.type` is read off an object and not called (field.type, a class pattern's type=;
+    x.type(torch.float32) is a tensor's method)."""
     nodes = [n for tree in ctx.trees.values() for n in ast.walk(tree)]
     used = {ctx.resolve(n) for n in nodes if isinstance(n, (ast.Name, ast.Attribute))}
     called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
     type_read = any(isinstance(n, ast.Attribute) and n.attr == "type" and id(n) not in called for n in nodes) or any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr" and len(n.args) > 1 and
-        isinstance(n.args[1], ast.Constant) and n.args[1].value == "type" for n in nodes)
+        isinstance(n.args[1], ast.Constant) and n.args[1].value == "type" for n in nodes) or any(
+        isinstance(n, ast.MatchClass) and "type" in n.kwd_attrs for n in nodes)     # case Field(type=T)
     return bool(used & ANNOTATION_READERS - {"dataclasses.fields"}) or "dataclasses.fields" in used and type_read
 
 
@@ -378,7 +382,7 @@ WRAPPER_COPIERS = {"functools.update_wrapper": 2, "functools.wraps": 1}
 
 
 # a class body's tables of names, each of which becomes an attribute of the class or its instances
-NAME_TABLES = ("__annotations__", "__slots__")
+NAME_TABLES = ("__annotations__", "__slots__", "__match_args__")
 
 
 def _literal_names(node) -> bool:
@@ -393,6 +397,57 @@ def _constant(node) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         node = node.operand
     return isinstance(node, ast.Constant) and not isinstance(node.value, bytes)
+
+MATCH_SUBJECT = "match subject"   # a match's subject in the reads its patterns make, where it is no path
+
+
+def _is_path(node) -> bool:
+    """A name, or attributes of one (torch.nn.functional)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _pattern_reads(pattern, subject) -> list[ast.expr]:
+    """The attributes and items of `subject` that a match pattern reads, as expressions: a class pattern's
+    keywords (case C(x=P): subject.x, then P's reads of it), a mapping pattern's keys (subject["k"]), a
+    sequence pattern's items, through or-patterns and as-patterns."""
+    at = lambda new: ast.copy_location(new, pattern)
+    if isinstance(pattern, ast.MatchClass):
+        reads = []
+        for attr, sub in zip(pattern.kwd_attrs, pattern.kwd_patterns):
+            read = at(ast.Attribute(value=copy.deepcopy(subject), attr=attr, ctx=ast.Load()))
+            reads += [read, *_pattern_reads(sub, read)]
+        return reads + [r for sub in pattern.patterns for r in _pattern_reads(sub, subject)]
+    if isinstance(pattern, ast.MatchMapping):
+        reads = []
+        for key, sub in zip(pattern.keys, pattern.patterns):
+            read = at(ast.Subscript(value=copy.deepcopy(subject), slice=copy.deepcopy(key), ctx=ast.Load()))
+            reads += [read, *_pattern_reads(sub, read)]
+        return reads
+    if isinstance(pattern, ast.MatchSequence):
+        return [r for i, sub in enumerate(pattern.patterns) for r in _pattern_reads(
+            sub, at(ast.Subscript(value=copy.deepcopy(subject), slice=ast.Constant(i), ctx=ast.Load())))]
+    if isinstance(pattern, ast.MatchOr):
+        return [r for sub in pattern.patterns for r in _pattern_reads(sub, subject)]
+    if isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+        return _pattern_reads(pattern.pattern, subject)
+    return []
+
+
+def _inert(node, ctx: Notebook) -> bool:
+    """An operand whose comparison methods are Python's or a library's, so that comparing with it hands the
+    other operand to no code of the notebook's: a constant, what an import names, plain data, a builtin
+    the notebook leaves alone, type(x), and displays of these (x in (int, float))."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_inert(e, ctx) for e in node.elts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" and \
+            len(node.args) == 1 and "type" not in ctx.bound:
+        return True
+    if isinstance(node, ast.Name) and node.id in vars(builtins) and node.id not in ctx.bound:
+        return True
+    return _constant(node) or ctx.resolve(node) is not None or isinstance(node, ast.Name) and node.id in ctx.data
+
 
 # ---------------------------------------------------------------------------- rules for every cell
 
@@ -409,16 +464,17 @@ class _General(ast.NodeVisitor):
 
     def run(self, tree) -> list[Violation]:
         self._survey(tree)
-        self._type_reads(tree, *self.annotations)
+        self._type_reads(tree, self.ctx, *self.annotations)
         self.visit(tree)
         return self.found
 
     @staticmethod
-    def _type_reads(tree, reads_annotations: bool, aliases: set[str]) -> None:
+    def _type_reads(tree, ctx: Notebook, reads_annotations: bool, aliases: set[str]) -> None:
         """Marks each type(x) that is only read (type(x).__name__, type(a) is type(b), isinstance(y, type(x)),
         a message, a dict's key) and the builtin `type` as isinstance's class or an annotation's (unless the
         notebook reads annotations back): anything else that holds or calls it may hold a metaclass (rule
-        protocol). A subscript keeps what it is given (typing.Optional[type], whose get_args is type)."""
+        protocol). A subscript keeps what it is given (typing.Optional[type], whose get_args is type), and so
+        does a comparison other than `is` with an object of the notebook's (CATCH.__eq__(type) keeps type)."""
         def one_arg_type(n):
             return isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "type" and \
                 len(n.args) == 1 and not n.keywords
@@ -432,8 +488,11 @@ class _General(ast.NodeVisitor):
             if isinstance(node, ast.Attribute):
                 mark(node.value)
             elif isinstance(node, ast.Compare):
-                for operand in (node.left, *node.comparators):
-                    mark(operand)
+                operands = [node.left, *node.comparators]
+                identity = all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops)
+                for operand in operands:
+                    if identity or all(_inert(o, ctx) for o in operands if o is not operand):
+                        mark(operand)
             elif isinstance(node, ast.FormattedValue):
                 mark(node.value)
             elif isinstance(node, ast.Subscript):
@@ -918,6 +977,17 @@ class _General(ast.NodeVisitor):
     visit_Tuple = visit_Set = visit_List
 
     # -- class bodies: type lies and dispatch overrides
+    def visit_Match(self, node):
+        """A case's patterns read what they match: a class pattern's keywords are attributes of the subject, a
+        mapping pattern's keys its items, each checked as that attribute or item written out would be
+        (case object(__class__=C) is C = subject.__class__). The subject is itself where it is a path
+        (match torch.nn.functional: ...), else a name of nothing."""
+        subject = node.subject if _is_path(node.subject) else ast.Name(id=MATCH_SUBJECT, ctx=ast.Load())
+        for case in node.cases:
+            for read in _pattern_reads(case.pattern, subject):
+                self.visit(ast.fix_missing_locations(ast.copy_location(read, case.pattern)))
+        self.generic_visit(node)
+
     def visit_ClassDef(self, node):
         self.visit_ClassDef_protocol(node)
         if self._frozen_dataclass(node):

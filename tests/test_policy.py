@@ -1783,6 +1783,31 @@ RAW_MEMORY = {
         "import dataclasses\n@dataclasses.dataclass\nclass C:\n    depth: int = 2\n\n\n"
         "names = [f.name for f in dataclasses.fields(C)]\nok = hasattr(C, 'depth')\nsetattr(C, 'depth', 3)\n",
         set()),
+    # red team 9: a comparison hands each operand to the other's methods, and a match's patterns read
+    # attributes and items with no attribute written out
+    "type(x) compared with an object of the notebook's": (
+        "class Catch:\n    def __eq__(self, other):\n        Catch.kept = other\n        return False\n\n\n"
+        "CATCH = Catch()\nif type(int) == CATCH or type(int) in CATCH:\n    pass\n", {("protocol", WITHHOLD)}),
+    "get_origin compared with an object of the notebook's": (
+        "import typing\nif typing.get_origin(typing.Type[int]) == CATCH:\n    pass\n", {("protocol", WITHHOLD)}),
+    "honest: type and get_origin compared with Python's and the libraries' own": (
+        "import typing\nimport torch\ndef f(hint, x):\n    if typing.get_origin(hint) == typing.Literal or "
+        "type(x) == torch.Tensor or type(x) in (int, float) or type(x) != type(hint):\n        return 1\n", set()),
+    "a class pattern's keyword reading __class__": (
+        "match int:\n    case object(__class__=Builder):\n        pass\n", {("dunder", WITHHOLD)}),
+    "a class pattern's keywords reaching a private module": (
+        "import torch.nn.functional\nmatch torch.nn.functional:\n    case object(torch=object(_C=c)):\n        pass\n",
+        {("private-attribute", WITHHOLD)}),
+    "a class pattern's type= reading a dataclass field's annotation back": (
+        "import dataclasses\n@dataclasses.dataclass\nclass C:\n    k: type = int\n\n\n"
+        "match dataclasses.fields(C)[0]:\n    case dataclasses.Field(type=T):\n        pass\n", {("protocol", WITHHOLD)}),
+    "__match_args__ from computed names": ("class C:\n    __match_args__ = tuple(names)\n", {("protocol", WITHHOLD)}),
+    "honest: match on values, a mapping, a sequence and a class's public fields": (
+        "import dataclasses\n@dataclasses.dataclass\nclass Cfg:\n    norm: str = 'pre'\n    depth: int = 2\n\n\n"
+        "def pick(kind, cfg):\n    match kind:\n        case 'pre' | 'post':\n            return kind\n"
+        "        case {'norm': str(n)}:\n            return n\n        case [a, *_]:\n            return a\n"
+        "    match cfg:\n        case Cfg(norm='pre', depth=d):\n            return d\n"
+        "        case _:\n            raise ValueError(kind)\n", set()),
 }
 
 
