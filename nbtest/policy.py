@@ -172,9 +172,10 @@ DATA_MODEL = frozenset({
     "__annotations__", "__match_args__", "__copy__", "__deepcopy__", "__reduce__", "__reduce_ex__",
     "__getstate__", "__setstate__", "__getnewargs__", "__getnewargs_ex__", "__sizeof__", "__name__", "__main__",
     "__all__", "__version__", "__file__", "__future__", "__dataclass_fields__"})
-# of those, the methods an override hands on to its base class's (super().__repr__(), super().__call__(x)): what the
-# object does, never its attributes by name, its class, its namespace or how it is copied and pickled
-SUPER_METHODS = frozenset({
+# of those, the methods through which Python's operators and builtins use an object (x + y is x.__add__(y), f(x) is
+# f.__call__(x), len(x) is x.__len__()): what the object does, never its attributes by name, its class, its namespace
+# or how it is copied and pickled; called by name (x.__add__(fx), super().__call__(x)) each does what its operator does
+OPERATOR_METHODS = frozenset({
     *(f"__{p}{op}__" for op in _OPERATORS for p in ("", "r", "i")),
     "__repr__", "__str__", "__format__", "__bytes__", "__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__",
     "__hash__", "__bool__", "__call__", "__len__", "__getitem__", "__setitem__", "__delitem__", "__iter__", "__next__",
@@ -664,11 +665,6 @@ class _General(ast.NodeVisitor):
             self.visit(node.returns)
         self.scopes.pop()
 
-    def _super(self, node) -> bool:
-        """Whether node is a call of the builtin super(): super() or super(C, self)."""
-        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and \
-            not self._local("super") and "super" not in self.ctx.bound
-
     def _local(self, name: str) -> bool:
         return any(name in scope for scope in self.scopes)
 
@@ -739,7 +735,7 @@ class _General(ast.NodeVisitor):
             node.value.reads_name = True       # self.__class__.__name__: reading a name, not the class
         if attr.startswith("__") and attr.endswith("__") and attr not in SAFE_DUNDERS and \
                 not getattr(node, "reads_name", False) and not getattr(node, "frozen_field", False) and \
-                not (attr in SUPER_METHODS and self._super(node.value)):
+                attr not in OPERATOR_METHODS:
             self.flag(node, "dunder", WITHHOLD, f"'.{attr}' reaches an object's internals (its dict, class, code "
                                                 "or globals): not allowed in a solution")
         elif attr in PROCESS_ATTRIBUTES:

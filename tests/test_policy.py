@@ -1848,7 +1848,9 @@ def test_a_wrappers_dtype_predicates_and_next_read_no_values(line, found):
      {("dunder", WITHHOLD)}),
     ("class B(nn.Module):\n    def f(self):\n        return super().__reduce_ex__(2), self.__repr__()\n",
      {("dunder", WITHHOLD)}),
-    ("def f(x):\n    return x.__repr__()\n", {("dunder", WITHHOLD)}),             # not the base class's
+    # honest10's rc_27: an operator's method called by name does what the operator does, on any object
+    ("def f(x, fx, sub, blocks):\n    return x.__add__(fx), sub.__call__(x), blocks.__len__(), x.__repr__()\n", set()),
+    ("def f(x):\n    return x.__reduce_ex__(2)\n", {("dunder", WITHHOLD)}),   # how it is pickled: not an operator's
     # duck typing: hasattr answers whether an object has one of Python's special names, never hands it out
     ("def f(x):\n    return hasattr(x, '__call__') or hasattr(x, '__len__')\n", set()),
     ("def f(x):\n    return hasattr(x, '__dict__'), getattr(x, '__call__')\n", {("dunder", WITHHOLD)}),
@@ -1861,10 +1863,10 @@ def test_a_wrappers_dtype_predicates_and_next_read_no_values(line, found):
      "        return self._buffers\n", {("private-attribute", WITHHOLD)}),          # nn.Module's own stays its
 ])
 def test_honest_declarations_base_calls_and_registered_names(source, found):
-    """The builtin type in an annotation, a data-model method called on super() or asked for by hasattr, and a
-    private name the notebook gives its module by register_buffer or setattr read nothing of a library's; holding
-    type as a value, other dunders read off super() or off any other object, and nn.Module's own private names
-    still do."""
+    """The builtin type in an annotation, an operator's method called by name (on super() or any object) or asked
+    for by hasattr, and a private name the notebook gives its module by register_buffer or setattr read nothing of
+    a library's; holding type as a value, other dunders read off super() or off any other object, and
+    nn.Module's own private names still do."""
     cells = with_cells(RESIDUAL_NB, residual_add="import torch\nfrom torch import nn\n" + source +
                        "\n\ndef residual_add(x, fx):\n    return x + fx\n")
     assert {(v.rule, v.severity) for v in policy.check_cells(cells, RESIDUAL) if v.cell == "residual_add"} == found
