@@ -13,8 +13,9 @@ from __future__ import annotations
 import ast
 import functools
 
-from .cellcode import (FLAG, HONEST_MODULES, Notebook, Violation, _arguments, _bindings, _constant_default,
-                       _is_literal, _parameters, after_docstring, holds_no_tensor, is_stub, quote)
+from .cellcode import (EXCEPTIONS, FLAG, HONEST_MODULES, Notebook, Violation, _arguments, _bindings,
+                       _constant_default, _global_names, _is_literal, _parameters, after_docstring, holds_no_tensor,
+                       is_stub, quote)
 
 # allocations that carry no value of the caller's: empty, zeros and ones (a weight of ones for weight=None), never
 # full or tensor, whose values the wrapper would give
@@ -33,6 +34,8 @@ WRAPPER_SCALAR_FUNCS = {
     # a device and dtypes, named or compared, and whether autograd is on: no tensor's values
     "torch.device", "torch.get_default_dtype", "torch.promote_types", "torch.can_cast", "torch.is_grad_enabled",
     "triton.next_power_of_2", "triton.cdiv",
+    # a type checker's annotation, which hands back what it is given
+    "typing.cast",
     # the device a launch runs on, and how many programs it holds (a persistent kernel's grid), and the
     # context managers that choose it or turn autograd off around the launch
     "torch.cuda.current_device", "torch.cuda.device_count", "torch.cuda.get_device_capability",
@@ -103,7 +106,8 @@ STORING_METHODS = {"append", "extend", "insert", "add", "update", "setdefault"}
 _PLAIN_LIBRARY_CALLS = {"triton.next_power_of_2", "triton.cdiv", "torch.finfo", "torch.iinfo", "torch.Size",
                         "torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.get_device_properties"}
 PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueError", "TypeError", "RuntimeError",
-                    "NotImplementedError", "AssertionError", "torch.is_tensor", "torch.cuda.device_of", *PACKING}
+                    "NotImplementedError", "AssertionError", "torch.is_tensor", "torch.cuda.device_of", "typing.cast",
+                    *PACKING}
 
 KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
 KERNEL_TYPES = {"int", "float", "bool"}          # the Python types Triton reads as i32, fp32 and u1
@@ -256,14 +260,16 @@ class _Wrapper:
                 self.found, self.launches, self.seen = [], [], seen
 
     def _function(self, label: str, fn, tensors: set[str] | None = None, cls: str | None = None,
-                  outer: "_Body | None" = None, named: str | None = None, opaque: frozenset[str] = frozenset()) -> bool:
+                  outer: "_Body | None" = None, named: str | None = None, opaque: frozenset[str] = frozenset(),
+                  raisers: frozenset[str] = frozenset()) -> bool:
         """Walk fn's body. The wrapper's parameters hold tensors but for a scalar annotation or a constant
         default; a helper's (tensors given) are those its call passes tensors to, as if its body stood at
         the call: it is walked once for each set of them. A method of the notebook's class cls (called on
         an instance) has its first parameter, self, bound to that instance. A def nested in the function
         `outer` walks (_nested_helpers) also reads outer's own names, as opaque as they are there, and may
         call outer's other such defs. A classmethod's first parameter names the class `named`. `opaque`: the
-        parameters its call hands what is not plain data (_Body.given_opaque). Returns whether
+        parameters its call hands what is not plain data (_Body.given_opaque), `raisers` those it hands only an
+        exception class (_Body.given_raisers). Returns whether
         a `return` of it holds a tensor (True while it is being walked: a recursive call)."""
         if tensors is None:
             tensors = set()
@@ -271,7 +277,7 @@ class _Wrapper:
                 scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
                 if not (scalar_type or _constant_default(default, self.ctx)):
                     tensors.add(arg.arg)
-        key = (cls, named, id(fn), frozenset(tensors), opaque)
+        key = (cls, named, id(fn), frozenset(tensors), opaque, raisers)
         if key in self.seen:
             return self.seen[key]
         self.seen[key] = True
@@ -279,7 +285,7 @@ class _Wrapper:
         instances = {params[0][0].arg: cls} if cls is not None and params else {}
         own = _own_names(fn)
         body = _Body(self, label, set(tensors), instances, own | (outer.own if outer is not None else set()), fn,
-                     opaque)
+                     opaque, raisers)
         body.launchers = {**{k: v for k, v in self.partials.items() if k not in own}, **_launchers(fn, self.ctx)}
         body.kernel_aliases = _kernel_aliases(fn, self.ctx)
         body.classes = {params[0][0].arg: named} if named is not None and params and \
@@ -334,12 +340,18 @@ def _bound_once(fn) -> list[ast.Assign]:
 
 
 def _kernel_aliases(fn, ctx: Notebook) -> dict[str, str]:
-    """The names fn binds once, to a notebook kernel's own name and in no other way, with the kernel each
-    names (kernel = fused_add_layernorm_kernel; kernel[grid](...)): the same object as the module's name,
-    which the rebinding check keeps on its checked def. Not where fn binds the kernel's name itself."""
+    """The names fn binds once, to a notebook kernel's own name, or a choice between such (kernel = small_kernel
+    if n <= 256 else kernel), and in no other way, with a kernel each names (kernel[grid](...)): the same object
+    as a module's name, which the rebinding check keeps on its checked def. Not where fn binds a kernel's name
+    itself."""
     own = _own_names(fn)
-    return {node.targets[0].id: node.value.id for node in _bound_once(fn)
-            if isinstance(node.value, ast.Name) and node.value.id in ctx.kernels and node.value.id not in own}
+
+    def kernels(v) -> list[str] | None:
+        if isinstance(v, ast.IfExp):
+            body, orelse = kernels(v.body), kernels(v.orelse)
+            return body + orelse if body is not None and orelse is not None else None
+        return [v.id] if isinstance(v, ast.Name) and v.id in ctx.kernels and v.id not in own else None
+    return {node.targets[0].id: named[0] for node in _bound_once(fn) if (named := kernels(node.value)) is not None}
 
 
 def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript | ast.Call]:
@@ -432,6 +444,50 @@ def _nested_helpers(fn) -> dict[str, ast.FunctionDef]:
     return helpers
 
 
+ANY_ITEM = "any item"     # the index of an item a loop takes, of any position (_Body.bindings)
+
+
+def _silent_exception(name: str, ctx: Notebook, seen: frozenset[str] = frozenset()) -> bool:
+    """A module-level name for an exception class that computes nothing when built: Python's own, not rebound;
+    the notebook's plain class with no __init__ or __new__ whose bases are such; or a name every binding of
+    which in the student's cells is such (ShapeError = ValueError)."""
+    if name in seen:
+        return False
+    if name in EXCEPTIONS and name not in ctx.bound:
+        return True
+    if name in ctx.classes:
+        cls = ctx.classes[name][1]
+        return bool(cls.bases) and not any(isinstance(s, ast.FunctionDef) and s.name in ("__init__", "__new__")
+                                           for s in cls.body) and \
+            all(isinstance(b, ast.Name) and _silent_exception(b.id, ctx, seen | {name}) for b in cls.bases)
+    bound = [node for label, tree in ctx.trees.items() if ctx.student[label]
+             for node, bound_name in _bindings(tree.body) if bound_name == name]
+    return bool(bound) and name not in _global_names(ctx) and all(
+        isinstance(b, ast.Assign) and isinstance(b.value, ast.Name) and
+        _silent_exception(b.value.id, ctx, seen | {name}) for b in bound)
+
+
+def _items(container, index, body: "_Body") -> list[ast.expr]:
+    """The expressions that container[index] may be: the index'th item of a display (any item for ANY_ITEM),
+    through an own name's values and items of items; a constant None (no exception class) where unknown."""
+    unknown = [ast.Constant(None)]
+    if isinstance(container, (ast.Tuple, ast.List, ast.Set)):
+        if index == ANY_ITEM:
+            return [e for e in container.elts if not isinstance(e, ast.Starred)] + \
+                (unknown if any(isinstance(e, ast.Starred) for e in container.elts) else [])
+        return [container.elts[index]] if isinstance(index, int) and -len(container.elts) <= index < len(
+            container.elts) and not any(isinstance(e, ast.Starred) for e in container.elts) else unknown
+    if isinstance(container, ast.Name) and container.id in body.own:
+        values, not_told = body.bindings()
+        if container.id in not_told or container.id not in values:
+            return unknown
+        return [item for v in values[container.id] for item in _items(v, index, body)]
+    if isinstance(container, ast.Subscript) and isinstance(container.slice, ast.Constant):
+        return [item for outer in _items(container.value, container.slice.value, body)
+                for item in _items(outer, index, body)]
+    return unknown
+
+
 def _returns(stmts):
     """The return statements of a body, not of the defs, lambdas and classes in it."""
     for node in stmts:
@@ -517,9 +573,11 @@ class _Body:
     """Statements of a wrapper function, with the names known to hold tensors."""
 
     def __init__(self, wrapper: _Wrapper, label: str, tensors: set[str], instances: dict[str, str] | None = None,
-                 local: set[str] = frozenset(), fn=None, opaque: frozenset[str] = frozenset()):
+                 local: set[str] = frozenset(), fn=None, opaque: frozenset[str] = frozenset(),
+                 raisers: frozenset[str] = frozenset()):
         self.w, self.label, self.tensors, self.loops = wrapper, label, tensors, 0
-        self.opaque = set(opaque)     # own names that may hold what is not plain data (plain())
+        self.opaque = set(opaque)     # parameters handed what may not be plain data (plain())
+        self.raisers = raisers        # parameters handed only an exception class (exception_class())
         self.instances = dict(instances or {})   # name -> the notebook class it holds an instance of
         self.own = local     # the names the function binds: they hide module-level ones
         self.tensors |= wrapper.ctx.mutables - local     # items stored there by any function may be tensors
@@ -531,6 +589,7 @@ class _Body:
         self.partials: dict[int, ast.Call] = {}           # id(launch(...)) -> the launch with a partial's arguments
         self.returns_tensor = False                       # a `return` of the walked function holds a tensor
         self.fn, self._opaque = fn, None if fn is not None else set(self.opaque)
+        self._bindings: tuple[dict[str, list], set[str]] | None = None if fn is not None else ({}, set(self.opaque))
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
@@ -638,6 +697,7 @@ class _Body:
                 self.returns_tensor |= isinstance(node, ast.Return) and self.tensorish(node.value)
         elif isinstance(node, ast.Raise):
             if node.exc is not None:
+                node.exc.raised = True      # raise error(message): call() asks what error holds
                 self.expr(node.exc, path)
         elif isinstance(node, ast.Assert):
             self.expr(node.test, path)
@@ -701,6 +761,16 @@ class _Body:
     def given_opaque(self, fn, node: ast.Call, bound: int = 0) -> frozenset[str]:
         """The parameters of fn that this call hands what plain() cannot vouch for."""
         return frozenset(_passed(fn, node, bound, lambda v: not self.plain(v), self.w.ctx))
+
+    def given_raisers(self, fn, node: ast.Call, bound: int = 0) -> frozenset[str]:
+        """The parameters of fn that this call hands an exception class (exception_class), or leaves at one;
+        none where it unpacks (*args, **kwargs)."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return frozenset()
+        positional = [p.arg for p in fn.args.posonlyargs + fn.args.args][bound:]
+        handed = {**dict(zip(positional, node.args)), **{k.arg: k.value for k in node.keywords}}
+        return frozenset(p.arg for p, default in _parameters(fn)[bound:]
+                         if (v := handed.get(p.arg, default)) is not None and self.exception_class(v))
 
     def bind(self, target, value):
         if isinstance(target, ast.Name):
@@ -824,24 +894,37 @@ class _Body:
         """The function's own names that may hold what is not plain (plain()): worked out once, when first asked,
         from every binding of each in the function (flow aside) and the parameters its call hands such."""
         if self._opaque is None:
-            self._opaque = set(self.opaque)        # while working them out: every other name plain
-            self._opaque = self._opaque_locals(self.fn, self.opaque)
+            values, not_told = self.bindings()
+            unknown = set(not_told)
+            while True:     # from every name plain, the names whose values are not, until none is added
+                self._opaque = set(unknown)
+                more = {name for name, vs in values.items() if name not in unknown and not all(map(self.plain, vs))}
+                if not more:
+                    break
+                unknown |= more
         return self._opaque
 
-    def _opaque_locals(self, fn, opaque: set[str]) -> set[str]:
-        """fn's own names that may hold what is not plain: those `opaque` names (parameters a call hands such a
-        thing), those some binding of fn gives what plain() cannot vouch for or puts such into (names.append(v),
-        table[k] = v), and those it binds in a way plain() cannot read (an exception caught, a with's target, a
-        nested def or class, an import, a global)."""
+    def bindings(self) -> tuple[dict[str, list], set[str]]:
+        """({own name: the values fn's bindings give it}, the names fn binds in a way no value tells: the
+        `opaque` parameters (a call hands them what is not plain), an exception caught, a with's target, a
+        nested def or class, an import, a global). A loop's target takes an item of what it loops over
+        (ITEMS[ANY_ITEM]), an unpacked name its item (value[i]); names.append(v) and table[k] = v give the
+        container v."""
+        if self._bindings is not None:
+            return self._bindings
         values: dict[str, list] = {}
-        unknown: set[str] = set(opaque)
+        unknown: set[str] = set(self.opaque)
+        at = lambda new, old: ast.copy_location(new, old)
+
         def pair(target, value):
             if isinstance(target, ast.Name):
                 values.setdefault(target.id, []).append(value)
             elif isinstance(target, (ast.Tuple, ast.List)):
                 same = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
-                for i, t in enumerate(target.elts):       # an item of what is unpacked is as plain as it is
-                    pair(t.value if isinstance(t, ast.Starred) else t, value.elts[i] if same else value)
+                for i, t in enumerate(target.elts):
+                    item = value.elts[i] if same else value if isinstance(t, ast.Starred) else \
+                        at(ast.Subscript(value=value, slice=ast.Constant(i), ctx=ast.Load()), value)
+                    pair(t.value if isinstance(t, ast.Starred) else t, item)
             elif isinstance(target, ast.Starred):
                 pair(target.value, value)
             elif isinstance(target, ast.Subscript):       # table[k] = v: the table holds v
@@ -849,14 +932,14 @@ class _Body:
                 while isinstance(root, (ast.Subscript, ast.Attribute)):
                     root = root.value
                 pair(root, value)
-        for n in ast.walk(fn):
+        for n in ast.walk(self.fn):
             if isinstance(n, ast.Assign):
                 for t in n.targets:
                     pair(t, n.value)
             elif isinstance(n, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and n.value is not None:
                 pair(n.target, n.value)
             elif isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)):
-                pair(n.target, n.iter)          # an item of a plain iterable is plain
+                pair(n.target, at(ast.Subscript(value=n.iter, slice=ast.Constant(ANY_ITEM), ctx=ast.Load()), n.iter))
             elif isinstance(n, (ast.With, ast.AsyncWith)):
                 unknown |= {m.id for i in n.items if i.optional_vars is not None for m in ast.walk(i.optional_vars)
                             if isinstance(m, ast.Name)}
@@ -864,7 +947,7 @@ class _Body:
                 unknown.add(n.name)
             elif isinstance(n, (ast.Import, ast.ImportFrom)):
                 unknown |= {(a.asname or a.name).split(".")[0] for a in n.names}
-            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not fn:
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not self.fn:
                 unknown.add(n.name)
             elif isinstance(n, (ast.Global, ast.Nonlocal)):
                 unknown |= set(n.names)
@@ -882,13 +965,30 @@ class _Body:
                 params = [a.arg for a in _arguments(n.args[0].args)] if isinstance(n.args[0], ast.Lambda) else \
                     [f"{MAP_ITEM}{i}" for i in range(len(n.args) - 1)]
                 for param, items in zip(params, n.args[1:]):
-                    values.setdefault(param, []).append(items)
-        while True:     # from every name plain, the names whose values are not, until none is added
-            self._opaque = set(unknown)
-            more = {name for name, vs in values.items() if name not in unknown and not all(map(self.plain, vs))}
-            if not more:
-                return unknown
-            unknown |= more
+                    values.setdefault(param, []).append(
+                        at(ast.Subscript(value=items, slice=ast.Constant(ANY_ITEM), ctx=ast.Load()), items))
+        self._bindings = values, unknown
+        return self._bindings
+
+    def exception_class(self, node, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether node certainly holds an exception class that computes nothing when built: Python's own
+        (ValueError) or the notebook's with no __init__ or __new__ in its line (class ShapeError(ValueError):
+        pass), named, aliased (Mismatch = ValueError), handed to a parameter, or an item of a display of such
+        ((failed, ShapeError, message) in a list looped over)."""
+        ctx = self.w.ctx
+        if isinstance(node, ast.Name):
+            if node.id in self.own or node.id.startswith(MAP_ITEM):
+                if node.id in self.raisers:
+                    return True
+                values, unknown = self.bindings()
+                return node.id not in unknown | seen and node.id in values and \
+                    all(self.exception_class(v, seen | {node.id}) for v in values[node.id])
+            return _silent_exception(node.id, ctx)
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            return all(self.exception_class(item, seen) for item in _items(node.value, node.slice.value, self))
+        if isinstance(node, ast.IfExp):
+            return self.exception_class(node.body, seen) and self.exception_class(node.orelse, seen)
+        return False
 
     def tensorish(self, node) -> bool:
         if self.as_generator(node) is not None:
@@ -915,6 +1015,8 @@ class _Body:
             return any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)]) or \
                 _has_alloc(fn, self.w.ctx) or any(isinstance(n, ast.Name) and n.id in self.tensors
                                                   for n in ast.walk(fn))
+        if isinstance(node, ast.Call) and self.w.ctx.resolve(node.func) == "typing.cast" and len(node.args) == 2:
+            return self.tensorish(node.args[1])       # cast(Tensor, x2): x2 itself
         if isinstance(node, ast.Call) and (returned := self.returned(node)) is not None:
             return returned
         if isinstance(node, ast.Call):
@@ -957,12 +1059,13 @@ class _Body:
         if isinstance(f, ast.Name) and f.id in ctx.functions and f.id not in self.own | set(self.helpers) | \
                 set(self.launchers) and ctx.resolve(f) is None:
             label, fn = ctx.functions[f.id]
-            return self.w._function(label, fn, self.passed(fn, node), opaque=self.given_opaque(fn, node))
+            return self.w._function(label, fn, self.passed(fn, node), opaque=self.given_opaque(fn, node),
+                                    raisers=self.given_raisers(fn, node))
         method = self.method(f) if self.class_named(f) is None else None
         if method is not None and method[1] is not None:
             cls, fn, bound, named = method
             return self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls, named=named,
-                                    opaque=self.given_opaque(fn, node, bound))
+                                    opaque=self.given_opaque(fn, node, bound), raisers=self.given_raisers(fn, node, bound))
         return None
 
     def as_generator(self, node) -> ast.GeneratorExp | None:
@@ -1045,7 +1148,7 @@ class _Body:
         ctx = self.w.ctx
         return name not in self.own and name in ctx.bound and not (
             name in ctx.functions or name in ctx.kernels or name in ctx.data or name in ctx.containers or
-            name in ctx.aliases or name in ctx.classes or name in self.w.partials)
+            name in ctx.aliases or name in ctx.classes or name in self.w.partials or _silent_exception(name, ctx))
 
     def vouched_callee(self, f) -> bool:
         """What a call in the wrapper may call: an import's path, a name (a builtin, a def, a kernel, a result
@@ -1067,6 +1170,8 @@ class _Body:
 
     def call(self, node, path, in_comprehension: bool):
         f, ctx = node.func, self.w.ctx
+        if getattr(node, "raised", False) and isinstance(f, ast.Name) and self.exception_class(f):
+            return      # raise error(message) with error an exception class that computes nothing when built
         if self.as_generator(node) is not None:     # its lambda's body is walked as a generator expression's
             return
         if any(node is bound for bound in self.launchers.values()):    # launch = functools.partial(kernel[grid])
@@ -1077,7 +1182,8 @@ class _Body:
         if isinstance(f, ast.Name) and f.id in self.helpers:       # def require(...): ... in the function
             fn = self.helpers[f.id]
             self.w._function(self.label, fn, self.passed(fn, node) | (self.tensors - _own_names(fn)), outer=self,
-                             opaque=self.given_opaque(fn, node) | frozenset(self.opaque_names() - _own_names(fn)))
+                             opaque=self.given_opaque(fn, node) | frozenset(self.opaque_names() - _own_names(fn)),
+                             raisers=self.given_raisers(fn, node))
             return
         if not (isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name)) and not self.vouched_callee(f):
             self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls "
@@ -1105,7 +1211,7 @@ class _Body:
             cls, fn, bound, named = method
             if fn is not None:
                 self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls, named=named,
-                                 opaque=self.given_opaque(fn, node, bound))
+                                 opaque=self.given_opaque(fn, node, bound), raisers=self.given_raisers(fn, node, bound))
             context = ctx.method(f.value.id, "setup_context") if isinstance(f, ast.Attribute) and \
                 f.attr == "apply" and isinstance(f.value, ast.Name) and f.value.id in ctx.classes else None
             if context is not None:     # it runs on apply's inputs and forward's output
@@ -1134,7 +1240,8 @@ class _Body:
         if isinstance(f, ast.Name):
             if f.id in ctx.functions:
                 label, fn = ctx.functions[f.id]
-                self.w._function(label, fn, self.passed(fn, node), opaque=self.given_opaque(fn, node))
+                self.w._function(label, fn, self.passed(fn, node), opaque=self.given_opaque(fn, node),
+                                 raisers=self.given_raisers(fn, node))
             else:
                 self.w.flag(self.label, node, "wrapper-no-launch", f"{f.id}(...) calls the kernel without a grid; "
                                                                    f"launch it as {f.id}[grid](...)")

@@ -1945,6 +1945,51 @@ def test_a_plain_methods_name_is_vouched_only_on_plain_data(before, line, found)
     assert found <= got if found else got == set()
 
 
+# honest round 10: an exception class handed on, aliased or listed; typing.cast; a kernel chosen by a conditional.
+# Beside each, the same shape holding what computes
+SILENT = "class ShapeError(ValueError):\n    pass\n\n\n"
+LOUD = "class ShapeError(ValueError):\n    def __init__(self, a, b):\n        super().__init__('no')\n        " \
+       "self.h = torch.add(a, b)\n\n\n"
+RAISE_WITH = "def require(ok, error, message):\n    if not ok:\n        raise error(message)\n\n\n"
+
+
+@pytest.mark.parametrize("before, line, found", [
+    (SILENT + RAISE_WITH, "require(n > 0, ShapeError, 'n')\n    require(n < 9, ValueError, f'{n}')", set()),
+    (LOUD + RAISE_WITH, "require(n > 0, ShapeError, x)", {("wrapper-torch-op", FLAG)}),
+    (RAISE_WITH, "try:\n        require(False, torch.Tensor.add_, x)\n    except TypeError:\n        pass",
+     {("wrapper-torch-op", FLAG)}),
+    (SILENT, "for failed, error, message in [(n < 1, ShapeError, 'n'), (n > 9, TypeError, f'{n}')]:\n"
+             "        if failed:\n            raise error(message)", set()),
+    ("", "for failed, error in [(n < 1, torch.add)]:\n        if failed:\n            raise error(x, fx)",
+     {("wrapper-torch-op", FLAG)}),
+    ("Mismatch = ValueError\n\n\n", "if n < 1:\n        raise Mismatch('n')\n    Local = TypeError\n"
+                                     "    if n > 9:\n        raise Local('n')", set()),
+    ("Mismatch = torch.add\n\n\n", "if n < 1:\n        raise Mismatch(x, fx)", {("wrapper-torch-op", FLAG)}),
+    ("import typing\n\n\n", "x2 = typing.cast(torch.Tensor, x.reshape(-1, n))", set()),
+    ("import typing\n\n\n", "x2 = typing.cast(torch.Tensor, x.reshape(-1, n))\n    h0 = x2 * 2",
+     {("wrapper-arithmetic", FLAG)}),
+], ids=["exception-handed-on", "exception-that-computes", "torch-op-handed-as-exception", "exception-table",
+        "torch-op-in-a-table", "exception-aliases", "torch-op-aliased", "typing-cast", "typing-cast-computes"])
+def test_an_exception_class_handed_on_and_a_cast_compute_nothing(before, line, found):
+    """raise error(message) where error holds, by every binding or argument, an exception class that computes
+    nothing when built (Python's own, the notebook's without __init__), and typing.cast, which hands back what
+    it is given, are checks (honest10's fan_08, fan_17, fan_34, fan_35, fan_18); holding anything else, the
+    call is what it calls."""
+    got = wrapper_rules(before + wrapper_with(line))
+    assert found <= got if found else got == set()
+
+
+def test_a_kernel_chosen_by_a_conditional_is_launched_as_a_kernel():
+    """kernel = small_kernel if n <= 256 else fused_add_layernorm_kernel; kernel[grid](...) (honest10's fan_40)
+    launches the notebook's kernel; a choice with anything else is no kernel."""
+    second = "@triton.jit\ndef small_kernel(x_ptr):\n    pass\n\n\n"
+    chosen = ALIASED.replace("    kernel = fused_add_layernorm_kernel\n",
+                             "    kernel = small_kernel if n <= 256 else fused_add_layernorm_kernel\n")
+    assert wrapper_rules(second + chosen.replace("BEFORE", "pass")) == set()
+    mixed = chosen.replace("small_kernel if", "torch.add if")
+    assert ("wrapper-no-launch", FLAG) in wrapper_rules(second + mixed.replace("BEFORE", "pass"))
+
+
 REQUIRE = ("import functools\n\n\ndef _require(name, t, allowed):\n    if t.dtype not in allowed:\n"
            "        raise TypeError(f'{name}: {t.dtype}')\n\n\n")
 SETTINGS = ("class Launch:\n    def __init__(self, per_warp: int = 256):\n        self.per_warp = per_warp\n\n"
