@@ -15,12 +15,13 @@ HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator"], "by-hand-wrapper"),
          **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator",
-                          "torch-under-another-name", "numpy-through-the-class", "heuristic-computes"],
-                         "torch-only-wrapper")}
+                          "torch-under-another-name", "numpy-through-the-class", "heuristic-computes",
+                          "settings-get-computes", "item-of-an-object-computes"], "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.traced): torch computing inside the
-# kernel's launch (object-method), an object of the notebook's own handed to the kernel (constexpr-operator: no
-# rule sees it; the other two, the kernel rule too)
-MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method"}
+# kernel's launch (object-method) or around it (settings-get-computes, item-of-an-object-computes), an object of
+# the notebook's own handed to the kernel (constexpr-operator: no rule sees it; the other two, the kernel rule too)
+MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method",
+            "settings-get-computes", "item-of-an-object-computes"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}
@@ -175,6 +176,16 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         "numpy-through-the-class": ("an empty kernel launched once, then the wrapper computes h and y in NumPy "
                                     "reached through the tensors' class (type(x).numpy): no torch operator runs",
                                     around_empty(variants.THROUGH_THE_CLASS), fused),
+        # the trace sees torch's operators whatever reaches them; the policy, a plain method's name on what it
+        # cannot vouch for (_Body.plain)
+        "settings-get-computes": ("an empty kernel launched once, then the wrapper returns LAUNCH.get(...), a "
+                                  "settings object's attribute holding a helper that computes h and y with torch",
+                                  around_empty("return LAUNCH.get(x, fx, weight, bias, eps)\n",
+                                               variants.TORCH_NORM.lstrip() + "\n\n"), fused),
+        "item-of-an-object-computes": ("an empty kernel launched once, then the wrapper returns Rows()[...], an "
+                                       "item of an object whose __getitem__ computes h and y with torch",
+                                       around_empty("return Rows()[x, fx, weight, bias, eps]\n",
+                                                    variants.TORCH_NORM.lstrip() + "\n\n"), fused),
         "heuristic-computes": ("an empty kernel whose triton.heuristics lambda for BLOCK computes h and y in NumPy "
                                "on the launch's tensors; the reference wrapper launches it",
                                s.solved(fused_kernel=variants.HEURISTIC_COMPUTES.lstrip()), fused),

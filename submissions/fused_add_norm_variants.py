@@ -183,6 +183,38 @@ STYLES = {
                 fused_add_layernorm_kernel[(rows,)](a, b, weight, bias, h, y, n, eps, num_warps=2)
             return h.view(x.shape), y.view(x.shape)
         ''')),
+    # honest round 10's fan_17 and fan_18: exceptions raised from a table, typing.cast
+    "style-raised-from-a-table": ("refusals raised from a list of (failed, error, message), typing.cast",
+                                  dict(fused_add_layernorm='''
+        import typing
+
+
+        class ShapeMismatch(ValueError):
+            """An argument of the wrong shape."""
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5):
+            n = x.shape[-1]
+            problems = [
+                (x.shape != fx.shape, ShapeMismatch, f"x {tuple(x.shape)} and fx {tuple(fx.shape)} differ"),
+                (n > MAX_WIDTH, ValueError, f"width {n} is over {MAX_WIDTH}"),
+                (weight.shape != (n,) or bias.shape != (n,), ShapeMismatch,
+                 f"weight {tuple(weight.shape)} and bias {tuple(bias.shape)} must be ({n},)"),
+                (x.dtype not in DTYPES or fx.dtype != x.dtype, ValueError, f"dtypes {x.dtype} and {fx.dtype}"),
+                (weight.dtype not in DTYPES or bias.dtype not in DTYPES, ValueError, f"weight {weight.dtype}"),
+            ]
+            for failed, error, message in problems:
+                if failed:
+                    raise error(message)
+            rows_x = typing.cast(Tensor, x.reshape(-1, n).contiguous())
+            rows_fx = typing.cast(Tensor, fx.reshape(-1, n).contiguous())
+            h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)
+            block = triton.next_power_of_2(n)
+            fused_add_layernorm_kernel[(rows_x.shape[0],)](rows_x, rows_fx, weight.contiguous(), bias.contiguous(),
+                                                           h, y, n, eps, BLOCK=block,
+                                                           num_warps=min(max(block // 256, 1), 16))
+            return h.view(x.shape), y.view(x.shape)
+        ''')),
     "style-autotune-warps": ("@triton.autotune over num_warps (the interpreter runs each config once)", dict(fused_kernel='''
         @triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (2, 4)], key=["n_cols"])
         @triton.jit
@@ -396,6 +428,31 @@ def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols
 # h and y computed around a launch of the empty kernel, through what the wrapper rules once could not name: torch
 # under a module-level name of the notebook's own, and NumPy reached through a tensor's class (type(x).numpy), where
 # no torch operator runs for the tracer to see
+# torch reached through a plain method's name on an object of the notebook's: a settings object's attribute
+# (LAUNCH.get) or an object's item (Rows()[...]); red team 9 computed with operators no list of arithmetic named
+TORCH_NORM = '''
+def _torch_norm(x, fx, weight, bias, eps):
+    h = torch.add(x, fx)
+    return h, torch.nn.functional.layer_norm(h, h.shape[-1:], weight, bias, eps)
+
+
+class Launch:
+    """Launch settings, one of them the function that computes."""
+
+    def __init__(self, warps):
+        self.warps = warps
+        self.get = _torch_norm
+
+
+class Rows:
+    """The stream's rows, read by item."""
+
+    def __getitem__(self, args):
+        return _torch_norm(*args)
+
+
+LAUNCH = Launch(4)
+'''
 UNDER_ANOTHER_NAME = '''
 h = _t.add(x, fx)
 return h, _t.nn.functional.layer_norm(h, (n,), weight, bias, eps)

@@ -58,6 +58,14 @@ STYLES = {
                 raise ValueError(f"x has shape {tuple(x.shape)} but fx has shape {tuple(fx.shape)}")
             return x + fx
         ''')),
+    # honest round 10's rc_27: an operator's method called by name
+    "style-operator-methods": ("x.__add__(fx) and shapes compared with __ne__", dict(residual_add='''
+        def residual_add(x: Tensor, fx: Tensor) -> Tensor:
+            """x + fx through the operator's own method, (*) and (*) -> (*)."""
+            if x.shape.__ne__(fx.shape):
+                raise ValueError(f"shapes differ: x {tuple(x.shape)}, fx {tuple(fx.shape)}")
+            return x.__add__(fx)
+        ''')),
     "style-torch-add-helper": ("torch.add, helper, f-string with x.shape", dict(residual_add='''
         def _same_shape(x: Tensor, fx: Tensor) -> None:
             if x.shape != fx.shape:
@@ -804,6 +812,28 @@ def as_value_error(message):
 # the same RuntimeError made a ValueError in memory: its type pointer (the word after its reference count,
 # at id(error) + 8) overwritten with ValueError's address by a Triton kernel, whose interpreter stores at
 # the raw address a kernel computes (importing triton is only a flag in this assignment)
+def built_by_type(binding: str) -> str:
+    """The code before residual_add of a retyping that builds its class with the builtin type, which
+    `binding` binds to Builder."""
+    return f'''\
+import numpy
+import typing
+
+
+KEY = "_".join(["", "", "array", "interface", "", ""])
+{binding}
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    words = Builder("Words", (), {{KEY: dict(shape=(2,), typestr="<i8", data=(id(error), False), version=3)}})
+    numpy.asarray(words())[1] = id(ValueError)
+    return error
+
+
+'''
+
+
 RETYPES = {    # name -> (what writes the type pointer, the code before residual_add)
     "kernel-retypes-error": ("a Triton kernel handed the address as an int", '''\
 import triton
@@ -971,23 +1001,27 @@ def as_value_error(message):
 '''),
     # the builtin type handed back by typing.get_args, then a class from computed names
     "getargs-type-retypes-error": ("numpy, through an __array_interface__ on a class type builds, type taken "
-                                   "from typing.get_args", '''\
-import numpy
-import typing
+                                   "from typing.get_args",
+                                   built_by_type("Builder = typing.get_args(typing.Optional[type])[0]")),
+    # red team 9: type kept by the __eq__ of an object it is compared with, and read by a match's class pattern
+    "compare-type-retypes-error": ("numpy, through an __array_interface__ on a class type builds, type kept by "
+                                   "the __eq__ of an object type(int) is compared with", built_by_type('''
+class Catch:
+    """Keeps whatever it is compared with."""
+
+    def __eq__(self, other):
+        Catch.kept = other
+        return False
 
 
-KEY = "_".join(["", "", "array", "interface", "", ""])
-Builder = typing.get_args(typing.Optional[type])[0]
-
-
-def as_value_error(message):
-    error = RuntimeError(message)
-    words = Builder("Words", (), {KEY: dict(shape=(2,), typestr="<i8", data=(id(error), False), version=3)})
-    numpy.asarray(words())[1] = id(ValueError)
-    return error
-
-
-'''),
+if type(int) == Catch():
+    pass
+Builder = Catch.kept'''.lstrip())),
+    "match-class-retypes-error": ("numpy, through an __array_interface__ on a class type builds, type read off "
+                                  "int by a match statement's class pattern", built_by_type('''
+match int:
+    case object(__class__=Builder):
+        pass'''.lstrip())),
     # numpy's resize with refcheck=False in a ** display: the data under a view freed, a list placed there
     "refcheck-kwargs-retypes-error": ("numpy, a view over data resize freed (refcheck=False given in a ** "
                                       "display) where a list's items then lie", freed_under_a_view(

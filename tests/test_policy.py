@@ -167,6 +167,9 @@ SAMPLE_RULES = {
     ("residual-connections", "abcmeta-retypes-error"): {("protocol", WITHHOLD)},
     ("residual-connections", "methodcaller-refcheck-retypes-error"): {("computed-attribute", WITHHOLD),
                                                                       ("import", FLAG)},
+    # red team round 9: type kept by an object's __eq__ it is compared with, read by a match's class pattern
+    ("residual-connections", "compare-type-retypes-error"): {("protocol", WITHHOLD)},
+    ("residual-connections", "match-class-retypes-error"): {("dunder", WITHHOLD)},
     # and by torch alone, adding a sparse tensor whose index lies at the address
     ("residual-connections", "sparse-retypes-error"): {("unchecked-memory", WITHHOLD)},
     # a storage read to tell the read-back call apart: storages shrink under their views
@@ -192,13 +195,17 @@ SAMPLE_RULES = {
     ("fused-add-norm", "torch-under-another-name"): {("wrapper-torch-op", FLAG), ("process-introspection", WITHHOLD)},
     ("fused-add-norm", "numpy-through-the-class"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "heuristic-computes"): {("kernel-decorator", FLAG)},
+    # red team round 9: torch reached through a plain method's name, or an item, of an object of the notebook's
+    ("fused-add-norm", "settings-get-computes"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "item-of-an-object-computes"): {("wrapper-torch-op", FLAG)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", "interface-retypes-error", "alias-setattr-retypes-error", "sparse-retypes-error",
              "cffi-retypes-error", "object-buffer-retypes-error", "annotations-retypes-error", "namespace-retypes-error",
              "getargs-type-retypes-error", "refcheck-kwargs-retypes-error", "ma-core-ndarray-retypes-error",
              "reexported-numpy-strided-retypes-error", "dataclasses-types-namespace-retypes-error",
-             "abcmeta-retypes-error", "methodcaller-refcheck-retypes-error",
+             "abcmeta-retypes-error", "methodcaller-refcheck-retypes-error", "compare-type-retypes-error",
+             "match-class-retypes-error",
              "kernel-retypes-error", "injected-retypes-error",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
