@@ -307,11 +307,12 @@ def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Viol
     ctx = Notebook(cells)
     reads = _reads_annotations(ctx)       # of the whole notebook, as Run All runs it: worked out once
     annotations = reads, set() if reads else _annotation_aliases(ctx)
+    local = _bound_in_functions(ctx)
     out: list[Violation] = []
     for label, source, student in cells:
         if student and label in ctx.trees:
             try:
-                out += _General(label, source, ctx, policy, annotations).run(ctx.trees[label])
+                out += _General(label, source, ctx, policy, annotations, local).run(ctx.trees[label])
             except RecursionError:
                 out.append(_too_deep(label, source))
     if policy.fused:
@@ -436,12 +437,18 @@ def _pattern_reads(pattern, subject) -> list[ast.expr]:
     return []
 
 
-def _inert(node, ctx: Notebook) -> bool:
+def _inert(node, ctx: Notebook, local: set[str]) -> bool:
     """An operand whose comparison methods are Python's or a library's, so that comparing with it hands the
     other operand to no code of the notebook's: a constant, what an import names, plain data, a builtin
-    the notebook leaves alone, type(x), and displays of these (x in (int, float))."""
+    the notebook leaves alone, type(x), and displays of these (x in (int, float)); never a name some scope
+    of the notebook binds (`local`: object = CATCH in a function)."""
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return all(_inert(e, ctx) for e in node.elts)
+        return all(_inert(e, ctx, local) for e in node.elts)
+    root = node
+    while isinstance(root, (ast.Attribute, ast.Call)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    if isinstance(root, ast.Name) and root.id in local:
+        return False
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" and \
             len(node.args) == 1 and "type" not in ctx.bound:
         return True
@@ -450,27 +457,60 @@ def _inert(node, ctx: Notebook) -> bool:
     return _constant(node) or ctx.resolve(node) is not None or isinstance(node, ast.Name) and node.id in ctx.data
 
 
+def _compares_only(pattern, ctx: Notebook, local: set[str]) -> bool:
+    """A case pattern that only compares the subject with values Python's or a library's own (case
+    typing.Literal | None:), binding and reading nothing of it."""
+    if isinstance(pattern, ast.MatchOr):
+        return all(_compares_only(p, ctx, local) for p in pattern.patterns)
+    if isinstance(pattern, ast.MatchValue):
+        return _inert(pattern.value, ctx, local)
+    return isinstance(pattern, ast.MatchSingleton) or isinstance(pattern, ast.MatchAs) and pattern.pattern is None \
+        and pattern.name is None
+
+
+def _bound_in_functions(ctx: Notebook) -> set[str]:
+    """The names a def, lambda, class body or comprehension of the notebook binds: its parameters, assignments,
+    loop and except targets, imports and match captures, which hide a module's or a builtin's name there."""
+    local = set()
+    for tree in ctx.trees.values():
+        for scope in ast.walk(tree):
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
+                                  ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                for n in ast.walk(scope):
+                    if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                        local.add(n.id)
+                    elif isinstance(n, ast.arg):
+                        local.add(n.arg)
+                    elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
+                        local.add(n.name)
+                    elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                        local |= {(a.asname or a.name).split(".")[0] for a in n.names}
+    return local
+
+
 # ---------------------------------------------------------------------------- rules for every cell
 
 class _General(ast.NodeVisitor):
     """Imports, names and attributes that reach the process; monkeypatching; Transformer classes."""
 
-    def __init__(self, label: str, source: str, ctx: Notebook, policy: Policy, annotations: tuple[bool, set[str]]):
+    def __init__(self, label: str, source: str, ctx: Notebook, policy: Policy, annotations: tuple[bool, set[str]],
+                 local: set[str]):
         """annotations: whether the notebook reads annotations back (_reads_annotations), and the names it binds
-        to a type read only in annotations (_annotation_aliases)."""
+        to a type read only in annotations (_annotation_aliases); local: the names its defs bind
+        (_bound_in_functions)."""
         self.label, self.source, self.ctx, self.policy = label, source, ctx, policy
-        self.annotations = annotations
+        self.annotations, self.local = annotations, local
         self.found: list[Violation] = []
         self.scopes: list[set[str]] = []          # the local names of each enclosing function
 
     def run(self, tree) -> list[Violation]:
         self._survey(tree)
-        self._type_reads(tree, self.ctx, *self.annotations)
+        self._type_reads(tree, self.ctx, self.local, *self.annotations)
         self.visit(tree)
         return self.found
 
     @staticmethod
-    def _type_reads(tree, ctx: Notebook, reads_annotations: bool, aliases: set[str]) -> None:
+    def _type_reads(tree, ctx: Notebook, local: set[str], reads_annotations: bool, aliases: set[str]) -> None:
         """Marks each type(x) that is only read (type(x).__name__, type(a) is type(b), isinstance(y, type(x)),
         a message, a dict's key) and the builtin `type` as isinstance's class or an annotation's (unless the
         notebook reads annotations back): anything else that holds or calls it may hold a metaclass (rule
@@ -492,7 +532,7 @@ class _General(ast.NodeVisitor):
                 operands = [node.left, *node.comparators]
                 identity = all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops)
                 for operand in operands:
-                    if identity or all(_inert(o, ctx) for o in operands if o is not operand):
+                    if identity or all(_inert(o, ctx, local) for o in operands if o is not operand):
                         mark(operand)
             elif isinstance(node, ast.FormattedValue):
                 mark(node.value)
@@ -504,6 +544,8 @@ class _General(ast.NodeVisitor):
             elif isinstance(node, ast.Call) and one_arg_type(node.func):
                 node.func.type_read = True      # type(X)(name, bases, namespace): checked as a class built
                 node.metaclass_call = True
+            elif isinstance(node, ast.Match) and all(_compares_only(c.pattern, ctx, local) for c in node.cases):
+                mark(node.subject)      # match typing.get_origin(hint): case typing.Literal: compared only
             written_once = [node.value] if isinstance(node, ast.Assign) and node in tree.body and \
                 len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in aliases \
                 else []     # BlockClass = type[nn.Module], read only in annotations: an annotation written once
@@ -512,6 +554,17 @@ class _General(ast.NodeVisitor):
                     n.class_read, n.read_back = not reads_annotations, reads_annotations
                     if isinstance(n, ast.Name) and n.id == "type":
                         n.type_read = not reads_annotations
+        # origin = typing.get_origin(hint) (or ... or hint), then origin only compared as above: a read too
+        loads = collections.defaultdict(list)
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                loads[n.id].append(n)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                uses = loads[node.targets[0].id]
+                if uses and all(getattr(u, "class_read", False) for u in uses):
+                    for value in node.value.values if isinstance(node.value, ast.BoolOp) else [node.value]:
+                        mark(value)
 
     def _unchecked(self, node, what: str, why: str = "a sparse tensor's indices and a storage's size are memory "
                    "torch trusts the code to keep in bounds; a solution uses dense tensors and their views") -> None:
@@ -735,6 +788,7 @@ class _General(ast.NodeVisitor):
             node.value.reads_name = True       # self.__class__.__name__: reading a name, not the class
         if attr.startswith("__") and attr.endswith("__") and attr not in SAFE_DUNDERS and \
                 not getattr(node, "reads_name", False) and not getattr(node, "frozen_field", False) and \
+                not (attr == "__class__" and getattr(node, "class_read", False)) and \
                 attr not in OPERATOR_METHODS:
             self.flag(node, "dunder", WITHHOLD, f"'.{attr}' reaches an object's internals (its dict, class, code "
                                                 "or globals): not allowed in a solution")
