@@ -130,8 +130,8 @@ class Notebook:
         self.mutables = {name for label, tree in self.trees.items() if self.student[label]
                          for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
                          isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))}
-        # ... except one of plain data that is only ever read by an item (LAUNCH["warps"]): nothing can store there
-        self.mutables -= {name for name in self.mutables & self.data if _only_items_read(name, self)}
+        # ... except one of plain data that is only ever read (LAUNCH["warps"], dict(DEFAULTS)): nothing stores there
+        self.mutables -= {name for name in self.mutables & self.data if _only_read(name, self)}
         # the private names the notebook gives its own objects, in any of its cells: a method of a base class
         # in the cell above, or a helper class's constant, is read in another cell as Run All runs them
         self.own_names = {name for label, tree in self.trees.items() if self.student[label]
@@ -402,12 +402,38 @@ def _scalar(node) -> bool:
     return isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (int, float, str)))
 
 
-def _only_items_read(name: str, ctx: Notebook) -> bool:
-    """Whether every use of the module-level name after its binding is an item read (NAME[key]), in any cell."""
-    subscripted = {id(n.value) for tree in ctx.trees.values() for n in ast.walk(tree)
-                   if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)}
+# what reads a module-level table without storing into it: its items, a copy, its length, a loop over it
+_TABLE_READERS = frozenset({"dict", "list", "tuple", "set", "frozenset", "sorted", "len", "iter", "enumerate", "zip",
+                            "min", "max", "sum", "any", "all", "reversed", "str", "repr"})
+_TABLE_READ_METHODS = frozenset({"get", "items", "keys", "values", "copy", "count", "index"})
+
+
+def _only_read(name: str, ctx: Notebook) -> bool:
+    """Whether the module-level name is bound once and every other use of it, in any cell, only reads it: an
+    item (NAME[key]), a read method (NAME.get(k), NAME.copy()), a builtin reader's argument (dict(NAME),
+    len(NAME)), a ** unpacking ({**NAME}, f(**NAME)), a loop over it, the right of `in`, an f-string's value."""
+    read: set[int] = set()
+    for tree in ctx.trees.values():
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
+                read.add(id(n.value))
+            elif isinstance(n, ast.Call):
+                f = n.func
+                if isinstance(f, ast.Attribute) and f.attr in _TABLE_READ_METHODS:
+                    read.add(id(f.value))
+                if isinstance(f, ast.Name) and f.id in _TABLE_READERS and f.id not in ctx.bound:
+                    read |= {id(a) for a in n.args}
+                read |= {id(k.value) for k in n.keywords if k.arg is None}
+            elif isinstance(n, ast.Dict):
+                read |= {id(v) for k, v in zip(n.keys, n.values) if k is None}
+            elif isinstance(n, (ast.For, ast.comprehension)):
+                read.add(id(n.iter))
+            elif isinstance(n, ast.Compare):
+                read |= {id(c) for op, c in zip(n.ops, n.comparators) if isinstance(op, (ast.In, ast.NotIn))}
+            elif isinstance(n, ast.FormattedValue):
+                read.add(id(n.value))
     uses = [n for tree in ctx.trees.values() for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name]
-    return all(isinstance(n.ctx, ast.Store) or id(n) in subscripted for n in uses) and \
+    return all(isinstance(n.ctx, ast.Store) or id(n) in read for n in uses) and \
         sum(isinstance(n.ctx, ast.Store) for n in uses) == 1
 
 

@@ -14,8 +14,8 @@ import ast
 import functools
 
 from .cellcode import (EXCEPTIONS, FLAG, HONEST_MODULES, Notebook, Violation, _arguments, _bindings,
-                       _constant_default, _global_names, _is_literal, _parameters, after_docstring, holds_no_tensor,
-                       is_stub, quote)
+                       _constant_default, _global_names, _is_literal, _only_read, _parameters, after_docstring,
+                       holds_no_tensor, is_stub, quote)
 
 # allocations that carry no value of the caller's: empty, zeros and ones (a weight of ones for weight=None), never
 # full or tensor, whose values the wrapper would give
@@ -209,6 +209,9 @@ class _Wrapper:
         self.fields: set[str] = set()   # attributes of the notebook's objects that some walked code sets to a tensor
         self.partials = _module_partials(ctx)
         self.plain_returns: dict[tuple, bool] = {}   # (def, its opaque parameters) -> whether it returns plain data
+        # what the course's own cells bind and the student's never do (MAX_WIDTH, DTYPES): the course's data
+        self.release_names = {name for label, tree in ctx.trees.items() if not ctx.student[label]
+                              for _, name in _bindings(tree.body)} - ctx.bound
 
     def returns_plain(self, label: str, fn, opaque: frozenset[str], outer: "_Body | None" = None) -> bool:
         """Whether every `return` of fn (not of the defs in it) gives plain data (_Body.plain), its `opaque`
@@ -277,6 +280,11 @@ class _Wrapper:
                 scalar_type = isinstance(arg.annotation, ast.Name) and arg.annotation.id in SCALAR_ANNOTATIONS
                 if not (scalar_type or _constant_default(default, self.ctx)):
                     tensors.add(arg.arg)
+            # the grader hands the wrapper tensors and eps; a parameter it leaves at its default holds that
+            module = _Body(self, label, set())
+            defaults = [(arg.arg, default) for arg, default in _parameters(fn) if default is not None]
+            opaque = frozenset(name for name, default in defaults if not module.plain(default))
+            raisers = frozenset(name for name, default in defaults if module.exception_class(default))
         key = (cls, named, id(fn), frozenset(tensors), opaque, raisers)
         if key in self.seen:
             return self.seen[key]
@@ -447,6 +455,38 @@ def _nested_helpers(fn) -> dict[str, ast.FunctionDef]:
 ANY_ITEM = "any item"     # the index of an item a loop takes, of any position (_Body.bindings)
 
 
+def _constant_record(name: str, ctx: Notebook) -> bool:
+    """A module-level object of the notebook's typing.NamedTuple class built once from constants, its fields'
+    defaults constants, the class defining none of the methods an item read or a loop would run: its items are
+    those constants (CFG = Cfg(); CFG[0])."""
+    if name not in ctx.instances or ctx.instances[name] not in ctx.classes:
+        return False
+    cls, built = ctx.classes[ctx.instances[name]][1], ctx.built[name]
+    return [ctx.resolve(b) for b in cls.bases] == ["typing.NamedTuple"] and \
+        not any(isinstance(s, ast.FunctionDef) and s.name.startswith("__") for s in cls.body) and \
+        all(s.value is None or isinstance(s.value, ast.Constant) for s in cls.body if isinstance(s, ast.AnnAssign)) and \
+        all(isinstance(a, ast.Constant) for a in [*built.args, *(k.value for k in built.keywords)])
+
+
+def _constant_field(cls: ast.ClassDef, name: str) -> bool:
+    """Whether every assignment to `name` in the class (NAME = v in its body, self.NAME = v in its methods) gives
+    a constant, or a container of constants, empty or written out (self.problems = []), and no def is so named."""
+    values = [s.value for s in cls.body if isinstance(s, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == name for t in s.targets)]
+    values += [n.value for n in ast.walk(cls) if isinstance(n, ast.Assign) and any(
+        isinstance(t, ast.Attribute) and t.attr == name for t in n.targets)]
+    def constant(v):
+        if isinstance(v, (ast.Tuple, ast.List, ast.Set)):
+            return all(constant(e) for e in v.elts)
+        if isinstance(v, ast.Dict):
+            return all(k is not None and constant(k) and constant(x) for k, x in zip(v.keys, v.values))
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("list", "dict", "set", "tuple"):
+            return not v.args and not v.keywords
+        return isinstance(v, ast.Constant)
+    return bool(values) and all(map(constant, values)) and not any(
+        isinstance(s, ast.FunctionDef) and s.name == name for s in cls.body)
+
+
 def _silent_exception(name: str, ctx: Notebook, seen: frozenset[str] = frozenset()) -> bool:
     """A module-level name for an exception class that computes nothing when built: Python's own, not rebound;
     the notebook's plain class with no __init__ or __new__ whose bases are such; or a name every binding of
@@ -467,10 +507,38 @@ def _silent_exception(name: str, ctx: Notebook, seen: frozenset[str] = frozenset
         _silent_exception(b.value.id, ctx, seen | {name}) for b in bound)
 
 
+def _module_table(name: str, ctx: Notebook) -> ast.expr | None:
+    """The display a module-level name of the student's is bound to, once and in no other way, and only read
+    (_only_read: ERRORS = {"shape": ShapeError}); None for any other name."""
+    bound = [node for label, tree in ctx.trees.items() if ctx.student[label]
+             for node, bound_name in _bindings(tree.body) if bound_name == name]
+    if len(bound) == 1 and isinstance(bound[0], ast.Assign) and len(bound[0].targets) == 1 and \
+            isinstance(bound[0].value, (ast.Dict, ast.Tuple, ast.List)) and name not in _global_names(ctx) and \
+            _only_read(name, ctx):
+        return bound[0].value
+    return None
+
+
+def _exception_table(name: str, ctx: Notebook) -> bool:
+    """A module-level table (_module_table) of exception classes that compute nothing when built."""
+    table = _module_table(name, ctx)
+    values = table.values if isinstance(table, ast.Dict) else table.elts if table is not None else []
+    return bool(values) and all(isinstance(v, ast.Name) and _silent_exception(v.id, ctx) for v in values)
+
+
 def _items(container, index, body: "_Body") -> list[ast.expr]:
     """The expressions that container[index] may be: the index'th item of a display (any item for ANY_ITEM),
     through an own name's values and items of items; a constant None (no exception class) where unknown."""
     unknown = [ast.Constant(None)]
+    if isinstance(container, ast.Dict):
+        pairs = list(zip(container.keys, container.values))
+        if any(k is None for k, _ in pairs):
+            return unknown
+        return [v for k, v in pairs if index == ANY_ITEM or isinstance(k, ast.Constant) and k.value == index] \
+            or unknown
+    if isinstance(container, ast.Name) and container.id not in body.own:    # a module-level table, bound once
+        table = _module_table(container.id, body.w.ctx)
+        return _items(table, index, body) if table is not None else unknown
     if isinstance(container, (ast.Tuple, ast.List, ast.Set)):
         if index == ANY_ITEM:
             return [e for e in container.elts if not isinstance(e, ast.Starred)] + \
@@ -589,7 +657,7 @@ class _Body:
         self.partials: dict[int, ast.Call] = {}           # id(launch(...)) -> the launch with a partial's arguments
         self.returns_tensor = False                       # a `return` of the walked function holds a tensor
         self.fn, self._opaque = fn, None if fn is not None else set(self.opaque)
-        self._bindings: tuple[dict[str, list], set[str]] | None = None if fn is not None else ({}, set(self.opaque))
+        self._bindings: tuple[dict[str, list], set[str]] | None = None if fn is not None else ({}, set())
 
     def instance_of(self, node) -> str | None:
         """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
@@ -699,6 +767,8 @@ class _Body:
             if node.exc is not None:
                 node.exc.raised = True      # raise error(message): call() asks what error holds
                 self.expr(node.exc, path)
+            if node.cause is not None:
+                self.expr(node.cause, path)
         elif isinstance(node, ast.Assert):
             self.expr(node.test, path)
         elif isinstance(node, ast.With):
@@ -761,6 +831,14 @@ class _Body:
     def given_opaque(self, fn, node: ast.Call, bound: int = 0) -> frozenset[str]:
         """The parameters of fn that this call hands what plain() cannot vouch for."""
         return frozenset(_passed(fn, node, bound, lambda v: not self.plain(v), self.w.ctx))
+
+    def helper(self, node: ast.Call) -> bool:
+        """Walk the def of the function's own that node calls, as if its body stood at the call, reading the
+        function's names; whether a `return` of it holds a tensor."""
+        fn = self.helpers[node.func.id]
+        return self.w._function(self.label, fn, self.passed(fn, node) | (self.tensors - _own_names(fn)), outer=self,
+                                opaque=self.given_opaque(fn, node) | frozenset(self.opaque_names() - _own_names(fn)),
+                                raisers=self.given_raisers(fn, node))
 
     def given_raisers(self, fn, node: ast.Call, bound: int = 0) -> frozenset[str]:
         """The parameters of fn that this call hands an exception class (exception_class), or leaves at one;
@@ -840,11 +918,18 @@ class _Body:
             return self.plain(node.elt)
         if isinstance(node, ast.DictComp):
             return self.plain(node.key) and self.plain(node.value)
+        if self.instance_of(node) is not None:      # self, LAUNCH: an object of the notebook's
+            return False
         if isinstance(node, ast.Name):
             if node.id in self.own or node.id.startswith(MAP_ITEM):
                 return node.id not in self.opaque_names()
-            return node.id in ctx.data | ctx.constants | ctx.scalars or ctx.resolve(node) is not None
+            return node.id in ctx.data | ctx.constants | ctx.scalars | self.w.release_names or \
+                ctx.resolve(node) is not None
         if isinstance(node, ast.Attribute):
+            cls = self.instance_of(node.value)
+            if cls is not None:      # self.rows = x.reshape(...), a tensor; self.problems = [], as it is assigned
+                return node.attr in self.w.fields or cls in ctx.classes and _constant_field(ctx.classes[cls][1],
+                                                                                             node.attr)
             return ctx.resolve(node) is not None or self.plain(node.value)
         if isinstance(node, ast.Subscript):
             return self.items_plain(node.value) and self.plain(node.slice)
@@ -876,6 +961,11 @@ class _Body:
             if isinstance(f, ast.Name) and f.id in ctx.functions and f.id not in self.own:   # rows_view(x)
                 label, def_ = ctx.functions[f.id]
                 return self.w.returns_plain(label, def_, self.given_opaque(def_, node))
+            method = self.method(f) if self.class_named(f) is None else None
+            if method is not None:                                           # self._width(x, fx)
+                _, def_, bound, _ = method
+                return def_ is not None and self.w.returns_plain(ctx.cell_of(def_), def_,
+                                                                 self.given_opaque(def_, node, bound))
             if ctx.resolve(f) is not None:   # torch.empty_like(x), triton.next_power_of_2(n)
                 return all(map(self.plain, given))
             if isinstance(f, ast.Attribute) and ctx.resolve(f) is None:   # x.reshape(-1, n), str(d).split(".")
@@ -885,8 +975,10 @@ class _Body:
 
     def items_plain(self, node) -> bool:
         """Whether what node holds as items is plain: node is, and is no module-level list, dict or set, where
-        any function may have stored anything."""
+        any function may have stored anything; or node is a record of constants (CFG = Cfg(), a NamedTuple)."""
         ctx = self.w.ctx
+        if isinstance(node, ast.Name) and node.id not in self.own and _constant_record(node.id, ctx):
+            return True
         return self.plain(node) and not (isinstance(node, ast.Name) and node.id not in self.own and
                                          node.id in ctx.mutables)
 
@@ -895,7 +987,7 @@ class _Body:
         from every binding of each in the function (flow aside) and the parameters its call hands such."""
         if self._opaque is None:
             values, not_told = self.bindings()
-            unknown = set(not_told)
+            unknown = not_told | self.opaque
             while True:     # from every name plain, the names whose values are not, until none is added
                 self._opaque = set(unknown)
                 more = {name for name, vs in values.items() if name not in unknown and not all(map(self.plain, vs))}
@@ -905,15 +997,15 @@ class _Body:
         return self._opaque
 
     def bindings(self) -> tuple[dict[str, list], set[str]]:
-        """({own name: the values fn's bindings give it}, the names fn binds in a way no value tells: the
-        `opaque` parameters (a call hands them what is not plain), an exception caught, a with's target, a
-        nested def or class, an import, a global). A loop's target takes an item of what it loops over
+        """({own name: the values fn's bindings give it}, the names fn binds in a way no value tells: an
+        exception caught, a with's target, a nested def or class, an import, a global). A loop's target takes
+        an item of what it loops over
         (ITEMS[ANY_ITEM]), an unpacked name its item (value[i]); names.append(v) and table[k] = v give the
         container v."""
         if self._bindings is not None:
             return self._bindings
         values: dict[str, list] = {}
-        unknown: set[str] = set(self.opaque)
+        unknown: set[str] = set()
         at = lambda new, old: ast.copy_location(new, old)
 
         def pair(target, value):
@@ -927,11 +1019,14 @@ class _Body:
                     pair(t.value if isinstance(t, ast.Starred) else t, item)
             elif isinstance(target, ast.Starred):
                 pair(target.value, value)
-            elif isinstance(target, ast.Subscript):       # table[k] = v: the table holds v
+            elif isinstance(target, (ast.Subscript, ast.Attribute)):
                 root = target.value
                 while isinstance(root, (ast.Subscript, ast.Attribute)):
                     root = root.value
-                pair(root, value)
+                if isinstance(target, ast.Subscript):      # table[k] = v: the table holds v
+                    pair(root, value)
+                elif isinstance(root, ast.Name) and root.id not in self.instances:   # obj.get = f: no container
+                    unknown.add(root.id)                   # of Python's takes it; self.h = ... is a field
         for n in ast.walk(self.fn):
             if isinstance(n, ast.Assign):
                 for t in n.targets:
@@ -978,11 +1073,9 @@ class _Body:
         ctx = self.w.ctx
         if isinstance(node, ast.Name):
             if node.id in self.own or node.id.startswith(MAP_ITEM):
-                if node.id in self.raisers:
-                    return True
-                values, unknown = self.bindings()
-                return node.id not in unknown | seen and node.id in values and \
-                    all(self.exception_class(v, seen | {node.id}) for v in values[node.id])
+                values, unknown = self.bindings()      # a parameter handed one, and bound to nothing else
+                return node.id not in unknown | seen and (node.id in self.raisers or node.id in values) and \
+                    all(self.exception_class(v, seen | {node.id}) for v in values.get(node.id, []))
             return _silent_exception(node.id, ctx)
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
             return all(self.exception_class(item, seen) for item in _items(node.value, node.slice.value, self))
@@ -1010,11 +1103,7 @@ class _Body:
         if isinstance(node, ast.Subscript):
             return self.tensorish(node.value)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.helpers:
-            # a def of the function's own: what it returns holds a tensor where it reads or allocates one
-            fn = self.helpers[node.func.id]
-            return any(self.tensorish(a) for a in [*node.args, *(k.value for k in node.keywords)]) or \
-                _has_alloc(fn, self.w.ctx) or any(isinstance(n, ast.Name) and n.id in self.tensors
-                                                  for n in ast.walk(fn))
+            return self.helper(node)     # a def of the function's own: whether a `return` of it holds a tensor
         if isinstance(node, ast.Call) and self.w.ctx.resolve(node.func) == "typing.cast" and len(node.args) == 2:
             return self.tensorish(node.args[1])       # cast(Tensor, x2): x2 itself
         if isinstance(node, ast.Call) and (returned := self.returned(node)) is not None:
@@ -1065,7 +1154,8 @@ class _Body:
         if method is not None and method[1] is not None:
             cls, fn, bound, named = method
             return self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls, named=named,
-                                    opaque=self.given_opaque(fn, node, bound), raisers=self.given_raisers(fn, node, bound))
+                                    opaque=self.given_opaque(fn, node, bound),
+                                    raisers=self.given_raisers(fn, node, bound))
         return None
 
     def as_generator(self, node) -> ast.GeneratorExp | None:
@@ -1116,7 +1206,9 @@ class _Body:
         # (what that runs is followed, self.method); handed on anywhere else (a kernel's argument) it is opaque
         launched = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
         used = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)} | \
-            {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+            {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
+            {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+             and _constant_record(n.value.id, self.w.ctx)}
         for sub in ast.walk(node):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and self.opaque_global(sub.id) and \
                     not (sub.id in self.w.ctx.instances and id(sub) in used):
@@ -1148,7 +1240,8 @@ class _Body:
         ctx = self.w.ctx
         return name not in self.own and name in ctx.bound and not (
             name in ctx.functions or name in ctx.kernels or name in ctx.data or name in ctx.containers or
-            name in ctx.aliases or name in ctx.classes or name in self.w.partials or _silent_exception(name, ctx))
+            name in ctx.aliases or name in ctx.classes or name in self.w.partials or _silent_exception(name, ctx) or
+            _exception_table(name, ctx))
 
     def vouched_callee(self, f) -> bool:
         """What a call in the wrapper may call: an import's path, a name (a builtin, a def, a kernel, a result
@@ -1170,7 +1263,7 @@ class _Body:
 
     def call(self, node, path, in_comprehension: bool):
         f, ctx = node.func, self.w.ctx
-        if getattr(node, "raised", False) and isinstance(f, ast.Name) and self.exception_class(f):
+        if getattr(node, "raised", False) and isinstance(f, (ast.Name, ast.Subscript)) and self.exception_class(f):
             return      # raise error(message) with error an exception class that computes nothing when built
         if self.as_generator(node) is not None:     # its lambda's body is walked as a generator expression's
             return
@@ -1180,10 +1273,7 @@ class _Body:
             node = self.unpartial(node)
             f = node.func if isinstance(self.launchers[f.id], ast.Call) else self.launchers[f.id]
         if isinstance(f, ast.Name) and f.id in self.helpers:       # def require(...): ... in the function
-            fn = self.helpers[f.id]
-            self.w._function(self.label, fn, self.passed(fn, node) | (self.tensors - _own_names(fn)), outer=self,
-                             opaque=self.given_opaque(fn, node) | frozenset(self.opaque_names() - _own_names(fn)),
-                             raisers=self.given_raisers(fn, node))
+            self.helper(node)
             return
         if not (isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name)) and not self.vouched_callee(f):
             self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls "
@@ -1259,8 +1349,8 @@ class _Body:
                 self.tensorish(f.value) and not self.plain(f.value):
             # table[k].get(...), where a module-level table's item may be anything a function stored there
             self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls a "
-                        "method of what the policy cannot read (an item of a module-level list or dict): the wrapper "
-                        "only checks shapes, allocates h and y, and launches the kernel")
+                        "method of what the policy cannot read (an object of the notebook's, an item of a module-level "
+                        "list or dict): the wrapper only checks shapes, allocates h and y, and launches the kernel")
         if isinstance(f, ast.Attribute) and f.attr not in SCALAR_METHODS | TENSOR_VIEW_METHODS | PACKING_METHODS | \
                 CONTAINER_METHODS and self.tensorish(f.value):
             self.w.flag(self.label, node, "wrapper-torch-op", f".{f.attr}(...) in the wrapper computes on the data; "
