@@ -464,7 +464,8 @@ def _constant_record(name: str, ctx: Notebook) -> bool:
     cls, built = ctx.classes[ctx.instances[name]][1], ctx.built[name]
     return [ctx.resolve(b) for b in cls.bases] == ["typing.NamedTuple"] and \
         not any(isinstance(s, ast.FunctionDef) and s.name.startswith("__") for s in cls.body) and \
-        all(s.value is None or isinstance(s.value, ast.Constant) for s in cls.body if isinstance(s, ast.AnnAssign)) and \
+        all(s.value is None or isinstance(s.value, ast.Constant)
+            for s in cls.body if isinstance(s, ast.AnnAssign)) and \
         all(isinstance(a, ast.Constant) for a in [*built.args, *(k.value for k in built.keywords)])
 
 

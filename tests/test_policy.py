@@ -1797,7 +1797,8 @@ RAW_MEMORY = {
         "CATCH = Catch()\nif type(int) == CATCH or type(int) in CATCH:\n    pass\n", {("protocol", WITHHOLD)}),
     # red team 10: a builtin's name bound in a function is whatever it holds there
     "type(x) compared with a builtin's name bound in a function": (
-        "def builder(catch):\n    object = catch\n    if type(int) == object:\n        pass\n", {("protocol", WITHHOLD)}),
+        "def builder(catch):\n    object = catch\n    if type(int) == object:\n        pass\n",
+        {("protocol", WITHHOLD)}),
     "get_origin compared with an object of the notebook's": (
         "import typing\nif typing.get_origin(typing.Type[int]) == CATCH:\n    pass\n", {("protocol", WITHHOLD)}),
     # honest11's rc_20, rc_42, rc_46: get_origin kept in a name only compared, a match that only compares, and
@@ -1819,7 +1820,8 @@ RAW_MEMORY = {
         {("private-attribute", WITHHOLD)}),
     "a class pattern's type= reading a dataclass field's annotation back": (
         "import dataclasses\n@dataclasses.dataclass\nclass C:\n    k: type = int\n\n\n"
-        "match dataclasses.fields(C)[0]:\n    case dataclasses.Field(type=T):\n        pass\n", {("protocol", WITHHOLD)}),
+        "match dataclasses.fields(C)[0]:\n    case dataclasses.Field(type=T):\n        pass\n",
+        {("protocol", WITHHOLD)}),
     "__match_args__ from computed names": ("class C:\n    __match_args__ = tuple(names)\n", {("protocol", WITHHOLD)}),
     "honest: match on values, a mapping, a sequence and a class's public fields": (
         "import dataclasses\n@dataclasses.dataclass\nclass Cfg:\n    norm: str = 'pre'\n    depth: int = 2\n\n\n"

@@ -210,10 +210,11 @@ def float64_refused(t: Trial):
 
 # ------------------------------------------------------------------ fused (10 points)
 
-# a fused wrapper only checks, allocates, reshapes and launches: the torch operators that compute nothing (aten names, an in-place variant's trailing _ dropped): allocating,
-# filling with a constant, copying or casting, and viewing or rearranging memory. Any other operator that runs
-# around or inside the launch computes with torch, whatever its name (add, a convolution, exp2, a batched
-# matmul): what a wrapper and Triton's interpreter need is known, what computes is not a list that closes
+# a fused wrapper only checks, allocates, reshapes and launches. The torch operators that compute nothing (aten
+# names, an in-place variant's trailing _ dropped): allocating, filling with a constant, copying or casting, and
+# viewing or rearranging memory. Any other operator that runs around or inside the launch computes with torch,
+# whatever its name (add, a convolution, exp2, a batched matmul): what a wrapper and Triton's interpreter need is
+# known, what computes is not a list that closes
 NON_COMPUTING = {
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
     "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill", "zero", "scalar_tensor",
