@@ -215,6 +215,42 @@ STYLES = {
                                                            num_warps=min(max(block // 256, 1), 16))
             return h.view(x.shape), y.view(x.shape)
         ''')),
+    # honest round 11's fan_15, fan_22, fan_23 and fan_42: a predicate lambda, a table of defaults copied, an
+    # exception class taken from a table, an item of a NamedTuple of constants
+    "style-helper-predicates-and-tables": ("a predicate lambda, defaults copied from a table, an exception class "
+                                           "from a table, a NamedTuple's item", dict(fused_add_layernorm='''
+        from typing import NamedTuple
+
+
+        class Limits(NamedTuple):
+            max_warps: int = 16
+
+
+        LIMITS = Limits()
+        LAUNCH_DEFAULTS = {"num_warps": 4}
+        ERRORS = {"shape": ValueError, "dtype": ValueError}
+
+
+        def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5):
+            supported = lambda t: t.dtype in DTYPES
+            n = x.shape[-1]
+            if x.shape != fx.shape:
+                raise ERRORS["shape"](f"x {tuple(x.shape)} and fx {tuple(fx.shape)} differ")
+            if n > MAX_WIDTH:
+                raise ERRORS["shape"](f"width {n} is over {MAX_WIDTH}")
+            if weight.shape != (n,) or bias.shape != (n,):
+                raise ERRORS["shape"](f"weight {tuple(weight.shape)} and bias {tuple(bias.shape)} must be ({n},)")
+            if not all(supported(t) for t in (x, fx, weight, bias)) or fx.dtype != x.dtype:
+                raise ERRORS["dtype"](f"dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}")
+            rows_x, rows_fx = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)
+            block = triton.next_power_of_2(n)
+            options = dict(LAUNCH_DEFAULTS)
+            options["num_warps"] = min(max(block // 256, 1), LIMITS[0])
+            fused_add_layernorm_kernel[(rows_x.shape[0],)](rows_x, rows_fx, weight.contiguous(), bias.contiguous(),
+                                                           h, y, n, eps, BLOCK=block, **options)
+            return h.view(x.shape), y.view(x.shape)
+        ''')),
     "style-autotune-warps": ("@triton.autotune over num_warps (the interpreter runs each config once)", dict(fused_kernel='''
         @triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (2, 4)], key=["n_cols"])
         @triton.jit
