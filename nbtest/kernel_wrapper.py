@@ -949,7 +949,7 @@ class _Body:
             if builtin == "map" and len(node.args) >= 2:     # map(f, items): as plain as what f makes of them
                 fn, items = node.args[0], node.args[1:]
                 if isinstance(fn, ast.Lambda):
-                    return self.plain(fn.body)      # its parameters take the items (_opaque_locals)
+                    return self.plain(fn.body)      # its parameters take the items (bindings)
                 if isinstance(fn, ast.Name) and fn.id in ctx.functions and fn.id not in self.own:
                     label, def_ = ctx.functions[fn.id]
                     params = [a.arg for a in def_.args.posonlyargs + def_.args.args]
@@ -999,10 +999,9 @@ class _Body:
 
     def bindings(self) -> tuple[dict[str, list], set[str]]:
         """({own name: the values fn's bindings give it}, the names fn binds in a way no value tells: an
-        exception caught, a with's target, a nested def or class, an import, a global). A loop's target takes
-        an item of what it loops over
-        (ITEMS[ANY_ITEM]), an unpacked name its item (value[i]); names.append(v) and table[k] = v give the
-        container v."""
+        exception caught, a with's target, a nested def or class, an import, a global, a local given an
+        attribute). A loop's target takes an item of what it loops over (ITEMS[ANY_ITEM]), an unpacked name
+        its item (value[i]); names.append(v) and table[k] = v give the container v."""
         if self._bindings is not None:
             return self._bindings
         values: dict[str, list] = {}
