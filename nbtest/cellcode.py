@@ -98,10 +98,16 @@ class Notebook:
                     node.func.id in ("setattr", "delattr") and node.args else None
                 if isinstance(changed, ast.Name):
                     self.classes.pop(changed.id, None)
+        # every name the student's cells bind at module level (a builtin such as int rebound among them), with
+        # the statements that bind it, in order; and the names a function of theirs binds there (global NAME)
+        self.module_bindings: dict[str, list[ast.AST]] = {}
+        for label, tree in self.trees.items():
+            for node, name in _bindings(tree.body) if self.student[label] else ():
+                self.module_bindings.setdefault(name, []).append(node)
+        self.bound = set(self.module_bindings)
+        self.global_names = {name for tree in self.trees.values() for node in ast.walk(tree)
+                             if isinstance(node, ast.Global) for name in node.names}
         self._objects()
-        # every name the student's cells bind at module level (a builtin such as int rebound among them)
-        self.bound = {name for label, tree in self.trees.items() if self.student[label]
-                      for _, name in _bindings(tree.body)}
         for name, (_, node) in list(self.classes.items()):     # ValueError rebound is no longer Python's
             if any(isinstance(b, ast.Name) and b.id in EXCEPTIONS & self.bound for b in node.bases):
                 del self.classes[name]
@@ -111,13 +117,13 @@ class Notebook:
         self.constants -= {name for label, tree in self.trees.items() if self.student[label]
                            for node, name in _bindings(tree.body)
                            if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self))}
-        self.constants -= _global_names(self)
+        self.constants -= self.global_names
         # names that hold one number, string, bool or None: bound so by every binding in any cell, never named in
         # a `global` (eps=DEFAULT_EPS as a parameter's default holds no tensor)
         self.scalars = {name for label, tree in self.trees.items() for _, name in _bindings(tree.body)}
         self.scalars -= {name for label, tree in self.trees.items() for node, name in _bindings(tree.body)
                          if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _scalar(node.value))}
-        self.scalars -= _global_names(self)
+        self.scalars -= self.global_names
         # names bound to data by every binding: plain data, and what an import names read as a value
         # (_SUPPORTED = (torch.float16, torch.float32)); a function read so can only be called by a name
         self.data = {name for label, tree in self.trees.items() if self.student[label]
@@ -125,7 +131,7 @@ class Notebook:
         self.data -= {name for label, tree in self.trees.items() if self.student[label]
                       for node, name in _bindings(tree.body)
                       if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_data(node.value, self))}
-        self.data -= _global_names(self)      # a function may bind it to anything
+        self.data -= self.global_names      # a function may bind it to anything
         # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
         self.mutables = {name for label, tree in self.trees.items() if self.student[label]
                          for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
@@ -160,11 +166,7 @@ class Notebook:
         """The module-level objects of the notebook's classes a wrapper may call: a name bound once, by
         NAME = C(...), never named in a `global`, and no attribute set on it from outside (NAME.forward = f)
         that could hide a def."""
-        bindings: dict[str, list] = {}
-        for label, tree in self.trees.items():
-            for node, name in _bindings(tree.body) if self.student[label] else ():
-                bindings.setdefault(name, []).append(node)
-        for name, nodes in bindings.items():
+        for name, nodes in self.module_bindings.items():
             value = getattr(nodes[0], "value", None)
             if len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and len(nodes[0].targets) == 1 and \
                     isinstance(nodes[0].targets[0], ast.Name) and isinstance(value, ast.Call) and \
@@ -535,12 +537,6 @@ def _locals(fn) -> set[str]:
 def _plain(text) -> bool:
     """A name, or the start of one, that can be neither a dunder nor a private attribute."""
     return isinstance(text, str) and text[:1].isalpha()
-
-
-def _global_names(ctx: Notebook) -> set[str]:
-    """The names some function of the notebook's binds at module level (global NAME)."""
-    return {name for tree in ctx.trees.values() for node in ast.walk(tree) if isinstance(node, ast.Global)
-            for name in node.names}
 
 
 def _bindings(stmts) -> list[tuple[ast.AST, str]]:

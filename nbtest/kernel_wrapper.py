@@ -14,7 +14,7 @@ import ast
 import functools
 
 from .cellcode import (EXCEPTIONS, FLAG, HONEST_MODULES, Notebook, Violation, _arguments, _bindings,
-                       _constant_default, _global_names, _is_literal, _only_read, _parameters, after_docstring,
+                       _constant_default, _is_literal, _only_read, _parameters, after_docstring,
                        holds_no_tensor, is_stub, quote)
 
 # allocations that carry no value of the caller's: empty, zeros and ones (a weight of ones for weight=None), never
@@ -93,7 +93,6 @@ def function_forms() -> frozenset[str]:
 
 # those a list, dict or set holding tensors answers with what it holds (a tensor has none of these methods)
 CONTAINER_METHODS = {"get", "append", "extend", "pop", "setdefault", "update", "insert", "copy", "clear"}
-# builtins that may take a tensor without reading its values
 # builtins whose result is a number, string or bool of Python's own, whatever they are given, and those whose
 # result is as plain as what they are given (a container of Python's own built from it, one of its items)
 SCALAR_BUILTINS = {"str", "repr", "format", "int", "float", "bool", "len", "isinstance"}
@@ -102,9 +101,7 @@ ITEM_BUILTINS = {"list", "tuple", "dict", "set", "frozenset", "sorted", "range",
 # methods that hand out a container's items, and those that store what they are given in it
 ITEM_METHODS = {"get", "pop", "popitem", "setdefault", "values", "items", "copy", "index"}
 STORING_METHODS = {"append", "extend", "insert", "add", "update", "setdefault"}
-# library calls whose result is plain data when what they are given is
-_PLAIN_LIBRARY_CALLS = {"triton.next_power_of_2", "triton.cdiv", "torch.finfo", "torch.iinfo", "torch.Size",
-                        "torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.get_device_properties"}
+# builtins that may take a tensor without reading its values
 PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueError", "TypeError", "RuntimeError",
                     "NotImplementedError", "AssertionError", "torch.is_tensor", "torch.cuda.device_of", "typing.cast",
                     *PACKING}
@@ -384,13 +381,9 @@ def _partial_of(v, ctx: Notebook, callee) -> bool:
 def _module_partials(ctx: Notebook) -> dict[str, ast.Call]:
     """Module-level names bound once, to functools.partial of a def of the notebook's with plain data only
     (_require_float = functools.partial(_require_dtype, allowed=DTYPES)): calling one calls that def."""
-    bindings: dict[str, list] = {}
-    for label, tree in ctx.trees.items():
-        for node, name in _bindings(tree.body) if ctx.student[label] else ():
-            bindings.setdefault(name, []).append(node)
     def plain(call: ast.Call) -> bool:
         return all(holds_no_tensor(a, ctx) for a in [*call.args[1:], *(k.value for k in call.keywords)])
-    return {name: nodes[0].value for name, nodes in bindings.items()
+    return {name: nodes[0].value for name, nodes in ctx.module_bindings.items()
             if len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and _partial_of(
                 nodes[0].value, ctx, lambda v: isinstance(v, ast.Name) and v.id in ctx.functions) and
             plain(nodes[0].value)}
@@ -501,9 +494,8 @@ def _silent_exception(name: str, ctx: Notebook, seen: frozenset[str] = frozenset
         return bool(cls.bases) and not any(isinstance(s, ast.FunctionDef) and s.name in ("__init__", "__new__")
                                            for s in cls.body) and \
             all(isinstance(b, ast.Name) and _silent_exception(b.id, ctx, seen | {name}) for b in cls.bases)
-    bound = [node for label, tree in ctx.trees.items() if ctx.student[label]
-             for node, bound_name in _bindings(tree.body) if bound_name == name]
-    return bool(bound) and name not in _global_names(ctx) and all(
+    bound = ctx.module_bindings.get(name, [])
+    return bool(bound) and name not in ctx.global_names and all(
         isinstance(b, ast.Assign) and isinstance(b.value, ast.Name) and
         _silent_exception(b.value.id, ctx, seen | {name}) for b in bound)
 
@@ -511,10 +503,9 @@ def _silent_exception(name: str, ctx: Notebook, seen: frozenset[str] = frozenset
 def _module_table(name: str, ctx: Notebook) -> ast.expr | None:
     """The display a module-level name of the student's is bound to, once and in no other way, and only read
     (_only_read: ERRORS = {"shape": ShapeError}); None for any other name."""
-    bound = [node for label, tree in ctx.trees.items() if ctx.student[label]
-             for node, bound_name in _bindings(tree.body) if bound_name == name]
+    bound = ctx.module_bindings.get(name, [])
     if len(bound) == 1 and isinstance(bound[0], ast.Assign) and len(bound[0].targets) == 1 and \
-            isinstance(bound[0].value, (ast.Dict, ast.Tuple, ast.List)) and name not in _global_names(ctx) and \
+            isinstance(bound[0].value, (ast.Dict, ast.Tuple, ast.List)) and name not in ctx.global_names and \
             _only_read(name, ctx):
         return bound[0].value
     return None
@@ -1205,7 +1196,7 @@ class _Body:
         # a module-level object of the notebook's plain class may be called or have an attribute read or set
         # (what that runs is followed, self.method); handed on anywhere else (a kernel's argument) it is opaque
         launched = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
-        used = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)} | \
+        used = launched | \
             {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
             {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
              and _constant_record(n.value.id, self.w.ctx)}
