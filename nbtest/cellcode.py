@@ -107,6 +107,12 @@ class Notebook:
         self.bound = set(self.module_bindings)
         self.global_names = {name for tree in self.trees.values() for node in ast.walk(tree)
                              if isinstance(node, ast.Global) for name in node.names}
+        # every read of a name, in any cell, with the cell's label
+        self.loads: dict[str, list[tuple[ast.Name, str]]] = {}
+        for label, tree in self.trees.items():
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    self.loads.setdefault(node.id, []).append((node, label))
         self._objects()
         for name, (_, node) in list(self.classes.items()):     # ValueError rebound is no longer Python's
             if any(isinstance(b, ast.Name) and b.id in EXCEPTIONS & self.bound for b in node.bases):

@@ -554,15 +554,12 @@ class _General(ast.NodeVisitor):
                     n.class_read, n.read_back = not reads_annotations, reads_annotations
                     if isinstance(n, ast.Name) and n.id == "type":
                         n.type_read = not reads_annotations
-        # origin = typing.get_origin(hint) (or ... or hint), then origin only compared as above: a read too
-        loads = collections.defaultdict(list)
-        for n in ast.walk(tree):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                loads[n.id].append(n)
+        # origin = typing.get_origin(hint) (or ... or hint), then origin only compared as above, in this cell and
+        # read in no other: a read too
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                uses = loads[node.targets[0].id]
-                if uses and all(getattr(u, "class_read", False) for u in uses):
+                uses = ctx.loads.get(node.targets[0].id, [])
+                if uses and all(ctx.trees[label] is tree and getattr(u, "class_read", False) for u, label in uses):
                     for value in node.value.values if isinstance(node.value, ast.BoolOp) else [node.value]:
                         mark(value)
 

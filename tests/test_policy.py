@@ -1832,6 +1832,17 @@ RAW_MEMORY = {
 }
 
 
+def test_get_origin_kept_in_one_cell_and_called_in_another_is_held():
+    """A name bound to typing.get_origin is only read where every read of it, in every cell, is a comparison:
+    compared in its own cell and called in the next, it holds the class get_origin handed back."""
+    residual = dict((label, src) for label, src, _ in solution(RESIDUAL_NB))["residual"]
+    kept = "import typing\norigin = typing.get_origin(typing.Type[int])\nif origin is None:\n    pass\n\n\n" \
+           "def residual_add(x, fx):\n    return x + fx\n"
+    cells = with_cells(RESIDUAL_NB, residual_add=kept, residual="W = origin('W', (), {})\n\n\n" + residual)
+    assert ("protocol", WITHHOLD) in rules(policy.check_cells(cells, RESIDUAL))
+    assert rules(policy.check_cells(with_cells(RESIDUAL_NB, residual_add=kept), RESIDUAL)) == set()
+
+
 @pytest.mark.parametrize("name", RAW_MEMORY)
 def test_code_that_hands_a_library_a_raw_address_is_held(name):
     source, expected = RAW_MEMORY[name]
