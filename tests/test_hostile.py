@@ -375,7 +375,8 @@ def roster_of(count: int, path: Path) -> Path:
 
 def class_area(tmp_path, course_file, budget_s: int, names=tuple(CLASS)):
     """submitted/CANVAS_ID/ for each of `names` (a corpus or sample notebook, in roster order), the
-    roster imported; (instructor folder, env, {id: name})."""
+    roster imported; (instructor folder, env, {id: name}). The command's temporary folders go under
+    tmp_path/scratch (so that any left behind are seen)."""
     from autograder.lms.canvas.roster import import_roster, read_roster
     from autograder.nbgrading.run import nbgrader_config
     roster_csv = roster_of(len(names), tmp_path / "roster.csv")
@@ -395,8 +396,9 @@ def class_area(tmp_path, course_file, budget_s: int, names=tuple(CLASS)):
     course = tmp_path / "class-course.toml"
     course.write_text("\n".join(f"submission_budget_s = {budget_s}" if l.startswith("submission_budget_s") else l
                                 for l in course_file.read_text().splitlines()) + "\n")
+    (tmp_path / "scratch").mkdir()
     env = {**os.environ, "COURSE_INSTRUCTOR_DIR": str(instructor), "COURSE_FILE": str(course),
-           corpus.SECRET_VAR: corpus.SECRET}
+           corpus.SECRET_VAR: corpus.SECRET, "TMPDIR": str(tmp_path / "scratch")}
     before = os.environ.get("COURSE_INSTRUCTOR_DIR")
     os.environ["COURSE_INSTRUCTOR_DIR"] = str(instructor)
     try:
@@ -489,6 +491,7 @@ def test_the_whole_corpus_through_the_class_command(tmp_path, course_file, outsi
     assert '<script>alert' not in page and "<img src=\"x\" onerror" not in page   # never as markup
     assert 'href="javascript' not in page
     assert "time budget" in pages["hostile-budget"]
+    assert left_in(tmp_path / "scratch") == []
     assert outside.left_over() == {}
 
 
@@ -527,4 +530,5 @@ def test_class_stopped_keeps_the_honest_grades(tmp_path, course_file, outside, h
     grades = exported(instructor, env)
     assert all(float(grades[cid]) == CLASS[students[cid]] for cid in graded if students[cid] in HONEST)
     assert list(instructor.glob("gradebook.*.worker-*")) == []
+    assert left_in(tmp_path / "scratch") == []      # each worker closed its grader: none was killed
     assert outside.left_over() == {}

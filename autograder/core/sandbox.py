@@ -868,6 +868,14 @@ class Sandbox:
             self._child.close()
             self._child = None
 
+    def stop(self) -> None:
+        """Kill the running child and start no other; from any thread. A request waiting on the child ends
+        (Died) and the thread that made it closes the sandbox."""
+        self.closed = True
+        child = self._child
+        if child is not None:
+            child.kill()
+
     def close(self) -> None:
         self.closed = True
         if self._child is not None:

@@ -128,8 +128,15 @@ class Grader:
             return graded, observed(box), box, touched, claims
 
         groups = self._groups()
-        with ThreadPoolExecutor(min(self.parts_at_once, len(groups)) or 1) as pool:
+        pool = ThreadPoolExecutor(min(self.parts_at_once, len(groups)) or 1)
+        try:
             done = list(pool.map(grade_group, groups))          # in group order, however they finished
+        except BaseException:
+            # SIGTERM, Ctrl-C or a grader error: the other parts' children could run on for the whole budget
+            self._stop_children()
+            raise
+        finally:
+            pool.shutdown()
         entries = {name: e for graded, *_ in done for name, e in graded.items()}
         # a test that read a function's inputs back vouches that it leaves them alone at every call its part made
         # (in each of the part's children): a call of it that changed them, or a write through a reference kept
@@ -263,10 +270,14 @@ class Grader:
 
     def close(self) -> None:
         """Stop every running sandbox child and the fork server."""
-        with self._lock:
-            for box in list(self._open):
-                box.close()
+        self._stop_children()
         self.zygote.close()
+
+    def _stop_children(self) -> None:
+        """Kill every running sandbox child: the thread waiting on each then closes its sandbox at once."""
+        with self._lock:
+            for box in self._open:
+                box.stop()
 
 
 def cuda_present() -> bool:
