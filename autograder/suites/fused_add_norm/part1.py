@@ -241,6 +241,11 @@ def traced(t: Trial, *shape: int) -> tuple[str, list[dict], list[str], list[str]
         t.fail(f"not your kernel: while {label(x)} ran its kernel, torch computed ({', '.join(inside)}). A "
                "Triton kernel computes h and y with tl operations on what it loads; torch reached from inside "
                "it, through an object handed to the kernel, is the wrapper computing, not the kernel.")
+    hooks = sorted({excerpt(slot, 60) for launch in launches for slot in launch.get("hooks") or []})
+    if hooks:
+        t.fail(f"not your kernel: while {label(x)} ran, the kernel it launched held a hook of the notebook's "
+               f"({', '.join(hooks)}), which runs inside the launch, handed its tensors. A Triton kernel computes "
+               "h and y with tl operations on what it loads: leave its hooks to Triton.")
     foreign = sorted({excerpt(kind, 60) for launch in mine for kind in launch.get("foreign") or []})
     if foreign:
         # in Triton's interpreter a tl.constexpr parameter holds the object the launch passed: `if FLAG:` or

@@ -19,7 +19,10 @@ student code) records, while a traced call runs:
                a tensor of torch's own type nor plain data (a number, a bool, a string, None, a dtype).
                In Triton's interpreter a tl.constexpr parameter holds whatever object the launch passed,
                and `if FLAG:`, `N < M` or `range(N)` in the kernel call that object's methods: Python
-               running inside the launch, where no operator is recorded
+               running inside the launch, where no operator is recorded. "hooks": the hooks that
+               the kernel's layers hold and Triton's own code did not define (a pre-run hook, an
+               autotuner's pre_hook, post_hook, early_config_prune or perf_model, a config's
+               pre_hook): Python handed the launch's tensors, inside the launch
     ops        the names of the torch operators (aten, as a TorchDispatchMode sees them) that ran
                outside launches, in order of first use
     ops_in_launches  the same for those that ran inside a launch: a Triton kernel computes with tl
@@ -40,13 +43,16 @@ _to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
 _float32, _uint8 = torch.float32, torch.uint8
 _getattr, _isinstance, _type, _str, _len, _repr = getattr, isinstance, type, str, len, repr
 _tuple, _list = tuple, list
+_object_getattribute, _function = object.__getattribute__, type(lambda: None)
 # what a kernel's arguments may be: tensors of torch's own types, and plain data (tl.constexpr and tl.dtype are
 # Triton's own wrappers, checked by what they hold); anything else brings its own methods into the launch
 PLAIN = frozenset({int, float, bool, str, type(None), torch.dtype, torch.Tensor, torch.nn.Parameter})
 LAUNCH_OPTIONS = frozenset({"grid", "warmup"})    # the launch's own: the grid is the wrapper's (the policy's)
-_TRITON: dict = {"constexpr": None, "constexpr_value": None, "dtypes": frozenset()}   # bound by warm_up
+# bound by warm_up; "dir": where Triton's own code lies
+_TRITON: dict = {"constexpr": None, "constexpr_value": None, "dtypes": frozenset(), "dir": "\0"}
 
 MAX_RECORDS = 200   # launches and operator names reported per call
+HOOK_SLOTS = ("pre_hook", "post_hook", "early_config_prune", "perf_model")   # an autotuner's; a Config's pre_hook
 
 
 def randn(shape, dtype: str, seed: int, device: str, scale: float = 1.0, shift: float = 0.0) -> torch.Tensor:
@@ -95,7 +101,8 @@ class _Recorder:
             self.launches.append({"kernel": _str(_getattr(fn, "__name__", "?"))[:200],
                                   "file": _str(code.co_filename)[:200] if code is not None else "?",
                                   "grid": _repr(grid)[:100] if _type(grid) in (_tuple, _list) else "callable",
-                                  "foreign": _list(dict.fromkeys(foreign))[:8]})
+                                  "foreign": _list(dict.fromkeys(foreign))[:8],
+                                  "hooks": _list(dict.fromkeys(_hooks(kernel)))})
 
     def op(self, name: str, inside: bool) -> None:
         ops = self.inside if inside else self.ops
@@ -127,6 +134,35 @@ def _origin(kernel):
     return fn
 
 
+def _own_vars(value) -> dict:
+    """An object's own __dict__, read past any __getattribute__ of its class ({} without one)."""
+    try:
+        found = _object_getattribute(value, "__dict__")
+    except AttributeError:
+        return {}
+    return found if _type(found) is dict else {}
+
+
+def _hooks(kernel) -> list[str]:
+    """The hook slots of the kernel's layers (an autotuner over a JITFunction, ...) that hold what Triton's own
+    code did not define: each runs inside the launch, handed its tensors, as Python the trace does not see."""
+    found, layer = [], kernel
+    for _ in range(8):
+        slots = _own_vars(layer)
+        hooks = slots.get("pre_run_hooks")
+        found += ["pre_run_hooks"] * (_len(hooks) if _type(hooks) is _list else hooks is not None)
+        configs = slots.get("configs")
+        configs = configs if _type(configs) is _list else []
+        held = [(slot, slots.get(slot)) for slot in HOOK_SLOTS] + \
+            [("a Config's pre_hook", _own_vars(c).get("pre_hook")) for c in configs]
+        found += [slot for slot, hook in held if hook is not None and not (
+            _type(hook) is _function and _str(hook.__code__.co_filename).startswith(_TRITON["dir"]))]
+        layer = slots.get("fn")
+        if layer is None or _type(layer) is _function:
+            break
+    return found[:8]
+
+
 def _counting(run):
     """A kernel class's run (what kernel[grid](...) calls), recording top-level launches while tracing."""
     def counted(self, *args, **kwargs):
@@ -145,7 +181,10 @@ def _counting(run):
 
 def warm_up() -> None:
     """In the fork server: import Triton once, count kernel launches, register the tracer."""
+    import os
+
     import nbtest
+    import triton
     from torch.utils._python_dispatch import TorchDispatchMode
     from triton.runtime import autotuner, interpreter, jit
 
@@ -155,7 +194,7 @@ def warm_up() -> None:
     import triton.language as tl
     # a kernel's argument types: the exact ones (a tl.constexpr keeps what it holds in its own __dict__)
     _TRITON.update(constexpr=tl.constexpr, constexpr_value=lambda c: object.__getattribute__(c, "__dict__").get("value"),
-                   dtypes=frozenset({tl.dtype, tl.pointer_type}))
+                   dtypes=frozenset({tl.dtype, tl.pointer_type}), dir=os.path.dirname(triton.__file__) + os.sep)
 
     kernel_types = (jit.KernelInterface,)
     for cls in (jit.JITFunction, interpreter.InterpretedFunction, autotuner.Autotuner, autotuner.Heuristics):
