@@ -1200,7 +1200,11 @@ class _Body:
             {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
             {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
              and _constant_record(n.value.id, self.w.ctx)}
+        mapped = {id(c.args[0]) for c in loops if isinstance(c, ast.Call)}    # walked with its items above
         for sub in ast.walk(node):
+            if isinstance(sub, (ast.Name, ast.Attribute)) and isinstance(sub.ctx, ast.Load) and \
+                    id(sub) not in launched | mapped:
+                self.handed(sub)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and self.opaque_global(sub.id) and \
                     not (sub.id in self.w.ctx.instances and id(sub) in used):
                 self.w.flag(self.label, sub, "wrapper-torch-op", f"'{sub.id}' in the wrapper is an object of the "
@@ -1224,6 +1228,43 @@ class _Body:
                 self.w.flag(self.label, sub, "wrapper-arithmetic", "an elementwise comparison of tensors in the wrapper")
             elif isinstance(sub, ast.Call):
                 self.call(sub, path, id(sub) in in_comprehension)
+
+    def handed(self, node) -> None:
+        """A def, method or class of the notebook's named other than as a callee (key=f, iter(f, None), a bound
+        method kept, a class handed on): what it is handed to may call it, with anything. Walked as if called
+        so, a class with its special methods."""
+        ctx = self.w.ctx
+        if isinstance(node, ast.Name) and node.id not in self.own and node.id != self.w.name:
+            if node.id in ctx.functions:
+                label, fn = ctx.functions[node.id]
+                self.w._function(label, fn, set(), opaque=frozenset(a.arg for a in _arguments(fn.args)))
+            elif node.id in ctx.classes:
+                init = ctx.method(node.id, "__init__")
+                if init is not None:
+                    self.w._function(ctx.cell_of(init), init, set(), node.id,
+                                     opaque=frozenset(a.arg for a in _arguments(init.args)[1:]))
+                self.special_methods(node.id)
+        elif isinstance(node, ast.Attribute) and (found := self.method(node)) is not None and found[1] is not None:
+            cls, fn, bound, named = found
+            self.w._function(ctx.cell_of(fn), fn, set(), cls, named=named,
+                             opaque=frozenset(a.arg for a in _arguments(fn.args)[bound:]))
+
+    def special_methods(self, cls: str) -> None:
+        """Walk the special methods of the notebook class cls, its own and its notebook bases', but __init__ (its
+        call's to walk): Python calls them on an instance unwritten (with, for, ==, f"{obj}", len(), del, a call
+        by what the instance is handed to), handed what may be a tensor."""
+        ctx, seen, classes = self.w.ctx, set(), [cls]
+        while classes:
+            name = classes.pop(0)
+            if name in seen or name not in ctx.classes:
+                continue
+            seen.add(name)
+            label, node = ctx.classes[name]
+            for fn in node.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name.startswith("__") and fn.name.endswith("__") and \
+                        fn.name != "__init__" and ctx.method(cls, fn.name) is fn:
+                    self.w._function(label, fn, {a.arg for a in _arguments(fn.args)[1:]}, cls)
+            classes += [b.id for b in node.bases if isinstance(b, ast.Name)]
 
     def opaque_global(self, name: str) -> bool:
         """A module-level name bound by the student's cells to something other than a def, a kernel, an
@@ -1293,6 +1334,8 @@ class _Body:
             if fn is not None:
                 self.w._function(ctx.cell_of(fn), fn, self.passed(fn, node, bound), cls, named=named,
                                  opaque=self.given_opaque(fn, node, bound), raisers=self.given_raisers(fn, node, bound))
+            if self.class_named(f) is not None:
+                self.special_methods(self.class_named(f))
             context = ctx.method(f.value.id, "setup_context") if isinstance(f, ast.Attribute) and \
                 f.attr == "apply" and isinstance(f.value, ast.Name) and f.value.id in ctx.classes else None
             if context is not None:     # it runs on apply's inputs and forward's output
