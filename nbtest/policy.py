@@ -90,7 +90,8 @@ GUARDS = {
     "protocol": "a special name that is not Python's own defined by a class, as a keyword or as a string (numpy's "
     "__array_interface__, __array_struct__; the CUDA array interface, __dlpack__), __getattr__, which answers "
     "any name, and classes built from names the policy cannot read (three-argument type(), a metaclass, "
-    "make_dataclass and its namespace, __annotations__, __slots__ and __match_args__ other than literal names, a "
+    "make_dataclass, its namespace and make_dataclass held or passed on, __annotations__, __slots__ and "
+    "__match_args__ other than literal names, a "
     "class based on typing.Type, the builtin type handed back by typing.get_origin, kept in a subscript (get_args "
     "hands it back), compared with an object of the notebook's (its __eq__ keeps it), or in an annotation the "
     "notebook reads back (get_type_hints, dataclasses.fields, a match's Field(type=...))): numpy builds an "
@@ -271,6 +272,7 @@ ATTRIBUTE_FUNCS = ("getattr", "setattr", "delattr", "hasattr")
 # typing's alias of the builtin type: what get_origin hands back for it, and what a class based on it subclasses
 # (a metaclass), with no `type` written at all; get_args hands back only what the code wrote in the subscript
 TYPE_ALIAS = "typing.Type"
+CLASS_MAKER = "dataclasses.make_dataclass"
 # what hands back an annotation as a value: typing.get_type_hints, a dataclass field's .type, a singledispatch
 # function's registry
 ANNOTATION_READERS = frozenset({"typing.get_type_hints", "dataclasses.fields", "functools.singledispatch",
@@ -719,6 +721,7 @@ class _General(ast.NodeVisitor):
         return any(name in scope for scope in self.scopes)
 
     def visit_Name(self, node):
+        self._held_maker(node)
         if not isinstance(node.ctx, ast.Load):
             self._special(node, node.id, "a binding of")
         elif node.id == "type" and not self._local(node.id) and getattr(node, "read_back", False):
@@ -761,7 +764,16 @@ class _General(ast.NodeVisitor):
                 target.literal_names = True
         self.generic_visit(node)
 
+    def _held_maker(self, node) -> None:
+        """make_dataclass read as a value (an alias, a partial, map's function): whoever calls it names the fields,
+        out of the policy's sight (its call is read where it is written, visit_Call)."""
+        if isinstance(node.ctx, ast.Load) and not getattr(node, "maker_called", False) and \
+                not (isinstance(node, ast.Name) and self._local(node.id)) and self.ctx.resolve(node) == CLASS_MAKER:
+            self._protocol(node, "dataclasses.make_dataclass held or passed on: whoever calls it builds a class from "
+                                 "field names the policy cannot read; call it with literal names")
+
     def visit_Attribute(self, node):
+        self._held_maker(node)
         attr = node.attr
         node.value.attribute_base = True
         if attr == MASK_HELPER[1:]:
@@ -920,7 +932,8 @@ class _General(ast.NodeVisitor):
                 self._namespace(node, node.args[2])
             else:
                 self._protocol(node, "a call of type(x) with arguments the policy cannot read (a metaclass's call)")
-        elif self.ctx.resolve(node.func) == "dataclasses.make_dataclass":
+        elif self.ctx.resolve(node.func) == CLASS_MAKER:
+            node.func.maker_called = True
             fields = node.args[1] if len(node.args) > 1 else None
             names = [f.elts[0] if isinstance(f, ast.Tuple) and f.elts else f
                      for f in (fields.elts if isinstance(fields, (ast.List, ast.Tuple)) else [])]

@@ -1685,6 +1685,13 @@ RAW_MEMORY = {
     "a metaclass of one's own": ("class M(type):\n    pass\n", {("protocol", WITHHOLD)}),
     "make_dataclass on a computed name": ("import dataclasses\nn = 'x'\nW = dataclasses.make_dataclass('W', [(n, int)])\n",
                                           {("protocol", WITHHOLD)}),
+    # red team 11: make_dataclass called through an alias, a partial or map names its fields out of sight
+    "make_dataclass held": ("import dataclasses\ndef f(n):\n    build = dataclasses.make_dataclass\n"
+                            "    return build('W', [(n, int)])\n", {("protocol", WITHHOLD)}),
+    "make_dataclass in a partial": ("import dataclasses, functools\nfrom dataclasses import make_dataclass\n"
+                                    "build = functools.partial(make_dataclass, 'W')\n", {("protocol", WITHHOLD)}),
+    "make_dataclass mapped": ("import dataclasses\nWS = list(map(dataclasses.make_dataclass, ['W'], [[('a', int)]]))\n",
+                              {("protocol", WITHHOLD)}),
     "a sparse tensor": ("import torch\ns = torch.sparse_coo_tensor([[0]], [1.0], (1,))\n",
                         {("unchecked-memory", WITHHOLD)}),
     "a sparse layout": ("import torch\ns = torch.zeros(2, layout=torch.sparse_coo)\n", {("unchecked-memory", WITHHOLD)}),
