@@ -141,7 +141,9 @@ class Notebook:
         # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
         self.mutables = {name for label, tree in self.trees.items() if self.student[label]
                          for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
-                         isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))}
+                         (isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))
+                          or isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) and
+                          node.value.func.id in ("list", "dict", "set") and node.value.func.id not in self.bound)}
         # ... except one of plain data that is only ever read (LAUNCH["warps"], dict(DEFAULTS)): nothing stores there
         self.mutables -= {name for name in self.mutables & self.data if _only_read(name, self)}
         # the private names the notebook gives its own objects, in any of its cells: a method of a base class
@@ -331,11 +333,15 @@ EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
 
 def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
     """A class whose methods the wrapper's check can follow: no decorator or keyword (metaclass), one base at
-    most, a library class or the notebook's, and a body of a docstring, defs (static and class methods among
-    them) and plain data bound to names that are not dunders, with no method setting an attribute that
-    would hide a def (self.forward = f), so that what a call or an attribute of it runs is one of these
-    defs or the library base's own."""
-    if node.decorator_list or node.keywords or len(node.bases) > 1 or not all(
+    most, a library class or the notebook's, or several of Python's exceptions and one of the notebook's at
+    most (class DtypeError(ShapeError, TypeError), whose defs are found as Python's order finds them), and a
+    body of a docstring, defs (static and class methods among them) and plain data bound to names that are not
+    dunders, with no method setting an attribute that would hide a def (self.forward = f), so that what a call
+    or an attribute of it runs is one of these defs or the library base's own."""
+    names = [b.id if isinstance(b, ast.Name) else None for b in node.bases]
+    exceptions = len(names) > 1 and all(b in EXCEPTIONS or b in ctx.classes for b in names) and \
+        sum(b in ctx.classes for b in names) <= 1
+    if node.decorator_list or node.keywords or len(node.bases) > 1 and not exceptions or not all(
             ctx.resolve(b) is not None or (isinstance(b, ast.Name) and b.id in {*ctx.classes, "object", *EXCEPTIONS})
             for b in node.bases):
         return False
@@ -362,28 +368,48 @@ def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
 # what these hand back is a number, a string or a bool whatever they are given (Python refuses an __int__,
 # __str__, __bool__ or __len__ that returns anything else)
 _SCALAR_CALLS = frozenset({"int", "float", "str", "bool", "len", "torch.cuda.is_available", "torch.cuda.device_count"})
-# and these when what they are given is data (an object's own operators could return anything)
-_DATA_CALLS = frozenset({"min", "max", "abs", "round", "triton.next_power_of_2", "triton.cdiv"})
+# and these when what they are given is data (an object's own operators could return anything): numbers, and
+# Python's own containers of the data they are given (frozenset({...}), dict(zip(keys, values)))
+_DATA_CALLS = frozenset({"min", "max", "abs", "round", "triton.next_power_of_2", "triton.cdiv", "tuple", "list",
+                         "set", "frozenset", "dict", "sorted", "zip", "range", "enumerate", "reversed"})
 
 
-def _is_data(node, ctx: Notebook) -> bool:
+def _is_data(node, ctx: Notebook, names: frozenset[str] = frozenset()) -> bool:
     """Plain data, what an import names (torch.float16), tuples, lists, sets and dicts of these, and what is
-    computed from them once, at module level, into a number, string or bool: an f-string, a string's method
-    (", ".join(...)), a conditional between data, arithmetic on data, a call of _SCALAR_CALLS (or of
-    _DATA_CALLS on data), a device's properties (torch.cuda.get_device_properties(0).multi_processor_count).
-    None of these is a callable or a tensor, so a wrapper reading one computes nothing out of the policy's
-    sight."""
+    computed from them once, at module level, into a number, string or bool or a container of such: an
+    f-string, a string's method (", ".join(...)), a conditional between data, arithmetic on data, a call of
+    _SCALAR_CALLS (or of _DATA_CALLS on data), a comprehension of data over data ({2 ** k: ... for k in
+    range(14)}; `names`, its targets), a device's properties
+    (torch.cuda.get_device_properties(0).multi_processor_count). None of these is a callable or a tensor, so a
+    wrapper reading one computes nothing out of the policy's sight."""
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return all(_is_data(e, ctx) for e in node.elts)
+        return all(_is_data(e, ctx, names) for e in node.elts)
     if isinstance(node, ast.Dict):
-        return all(k is not None and _is_data(k, ctx) and _is_data(v, ctx) for k, v in zip(node.keys, node.values))
+        return all(k is not None and _is_data(k, ctx, names) and _is_data(v, ctx, names)
+                   for k, v in zip(node.keys, node.values))
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp)):
+        bound = set(names)
+        for g in node.generators:
+            targets = _target_names(g.target)
+            if g.is_async or not _is_data(g.iter, ctx, names) or not all(isinstance(t, ast.Name) for t in targets):
+                return False
+            bound |= {t.id for t in targets}
+            if not all(_is_data(c, ctx, frozenset(bound)) for c in g.ifs):
+                return False
+        parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        return all(_is_data(part, ctx, frozenset(bound)) for part in parts)
     if isinstance(node, ast.JoinedStr):
         return True
     if isinstance(node, ast.IfExp):
-        return _is_data(node.body, ctx) and _is_data(node.orelse, ctx)
+        return _is_data(node.body, ctx, names) and _is_data(node.orelse, ctx, names)
     if isinstance(node, ast.BinOp):
-        return _is_data(node.left, ctx) and _is_data(node.right, ctx)
-    if isinstance(node, ast.Name) and node.id in ctx.scalars:
+        return _is_data(node.left, ctx, names) and _is_data(node.right, ctx, names)
+    if isinstance(node, (ast.Compare, ast.BoolOp)):     # a comprehension's condition
+        return all(_is_data(c, ctx, names) for c in ([node.left, *node.comparators] if isinstance(node, ast.Compare)
+                                                      else node.values))
+    if isinstance(node, ast.UnaryOp):
+        return _is_data(node.operand, ctx, names)
+    if isinstance(node, ast.Name) and (node.id in ctx.scalars | ctx.constants or node.id in names):
         return True
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) and \
             ctx.resolve(node.value.func) == "torch.cuda.get_device_properties":
@@ -394,11 +420,18 @@ def _is_data(node, ctx: Notebook) -> bool:
             return True
         name = f.id if isinstance(f, ast.Name) and f.id not in ctx.bound else ctx.resolve(f)
         if name in _SCALAR_CALLS or name in _DATA_CALLS and not node.keywords and \
-                all(_is_data(a, ctx) for a in node.args):
+                all(_is_data(a, ctx, names) for a in node.args):
             return True
         if name == "typing.get_args" and len(node.args) == 1 and literal_type(node.args[0], ctx):
             return True      # a Literal's choices: a tuple of constants
     return _is_literal(node, ctx) or (isinstance(node, (ast.Name, ast.Attribute)) and ctx.resolve(node) is not None)
+
+
+def _target_names(target) -> list[ast.expr]:
+    """The names a loop target binds, a tuple's unpacked; anything else (an attribute, an item) as it is."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _target_names(e)]
+    return [target.value if isinstance(target, ast.Starred) else target]
 
 
 def _scalar(node) -> bool:

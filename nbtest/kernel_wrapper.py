@@ -34,8 +34,9 @@ WRAPPER_SCALAR_FUNCS = {
     # a device and dtypes, named or compared, and whether autograd is on: no tensor's values
     "torch.device", "torch.get_default_dtype", "torch.promote_types", "torch.can_cast", "torch.is_grad_enabled",
     "triton.next_power_of_2", "triton.cdiv",
-    # a type checker's annotation, which hands back what it is given
-    "typing.cast",
+    # a type checker's annotation, which hands back what it is given; a fold of plain data (the rows, a product
+    # of sizes), whose function is walked as called (_Body.handed) and whose result is as plain as it returns
+    "typing.cast", "functools.reduce",
     # the device a launch runs on, and how many programs it holds (a persistent kernel's grid), and the
     # context managers that choose it or turn autograd off around the launch
     "torch.cuda.current_device", "torch.cuda.device_count", "torch.cuda.get_device_capability",
@@ -313,13 +314,16 @@ def _super_init(f) -> bool:
 
 def _own_names(fn) -> set[str]:
     """The names a function binds itself (parameters, assignments, loop and comprehension targets, a lambda's
-    parameters): Python never reads these from the module."""
+    parameters, a match's captures): Python never reads these from the module."""
     names = {a.arg for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.Lambda))
              for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs + [n.args.vararg, n.args.kwarg] if a}
     names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
     names |= {n.name for n in ast.walk(fn) if isinstance(n, ast.ExceptHandler) and n.name}
     names |= {n.name for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
               and n is not fn}
+    names |= {n.rest if isinstance(n, ast.MatchMapping) else n.name for n in ast.walk(fn)
+              if isinstance(n, (ast.MatchAs, ast.MatchStar, ast.MatchMapping)) and
+              (n.rest if isinstance(n, ast.MatchMapping) else n.name)}
     return names
 
 
@@ -345,16 +349,20 @@ def _bound_once(fn) -> list[ast.Assign]:
 
 
 def _kernel_aliases(fn, ctx: Notebook) -> dict[str, str]:
-    """The names fn binds once, to a notebook kernel's own name, or a choice between such (kernel = small_kernel
-    if n <= 256 else kernel), and in no other way, with a kernel each names (kernel[grid](...)): the same object
-    as a module's name, which the rebinding check keeps on its checked def. Not where fn binds a kernel's name
-    itself."""
+    """The names fn binds once, to a notebook kernel's own name, a choice between such (kernel = small_kernel
+    if n <= 256 else kernel) or an item of a module-level table of such (_kernel_table: KERNELS[n <= 256]), and
+    in no other way, with a kernel each names (kernel[grid](...)): the same object as a module's name, which the
+    rebinding check keeps on its checked def. Not where fn binds a kernel's name itself."""
     own = _own_names(fn)
 
     def kernels(v) -> list[str] | None:
         if isinstance(v, ast.IfExp):
             body, orelse = kernels(v.body), kernels(v.orelse)
             return body + orelse if body is not None and orelse is not None else None
+        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id not in own and \
+                _kernel_table(v.value.id, ctx):
+            table = _module_table(v.value.id, ctx)
+            return [k.id for k in (table.values if isinstance(table, ast.Dict) else table.elts)]
         return [v.id] if isinstance(v, ast.Name) and v.id in ctx.kernels and v.id not in own else None
     return {node.targets[0].id: named[0] for node in _bound_once(fn) if (named := kernels(node.value)) is not None}
 
@@ -516,6 +524,14 @@ def _exception_table(name: str, ctx: Notebook) -> bool:
     table = _module_table(name, ctx)
     values = table.values if isinstance(table, ast.Dict) else table.elts if table is not None else []
     return bool(values) and all(isinstance(v, ast.Name) and _silent_exception(v.id, ctx) for v in values)
+
+
+def _kernel_table(name: str, ctx: Notebook) -> bool:
+    """A module-level table (_module_table) of the notebook's kernels by their own names: KERNELS = {True:
+    small_kernel, False: kernel}."""
+    table = _module_table(name, ctx)
+    values = table.values if isinstance(table, ast.Dict) else table.elts if table is not None else []
+    return bool(values) and all(isinstance(v, ast.Name) and v.id in ctx.kernels for v in values)
 
 
 def _items(container, index, body: "_Body") -> list[ast.expr]:
@@ -947,6 +963,15 @@ class _Body:
                     return self.w.returns_plain(label, def_, frozenset(
                         p for p, it in zip(params, items) if not self.items_plain(it)))
                 return ctx.resolve(fn) is not None and all(map(self.items_plain, items))
+            if ctx.resolve(f) == "functools.reduce" and len(node.args) >= 2:   # reduce(f, items[, start])
+                fn, opaque = node.args[0], not all(map(self.items_plain, node.args[1:]))
+                if isinstance(fn, ast.Lambda):
+                    return not opaque and self.plain(fn.body)      # its parameters take the items and the result
+                if isinstance(fn, ast.Name) and fn.id in ctx.functions and fn.id not in self.own:
+                    label, def_ = ctx.functions[fn.id]
+                    return self.w.returns_plain(label, def_, frozenset(
+                        a.arg for a in _arguments(def_.args)) if opaque else frozenset())
+                return ctx.resolve(fn) is not None and not opaque    # reduce(operator.mul, shape)
             if isinstance(f, ast.Name) and f.id in self.helpers:       # as_rows = lambda t: t.reshape(-1, n)
                 return self.w.returns_plain(self.label, self.helpers[f.id], self.given_opaque(self.helpers[f.id], node),
                                             outer=self)
@@ -1212,8 +1237,8 @@ class _Body:
                             "policy's sight; the wrapper only checks shapes, allocates h and y, and launches the kernel")
             if isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Load) and not (
                     self.items_plain(sub.value) or self.tensorish(sub.value)) and \
-                    not (isinstance(sub.value, ast.Name) and (id(sub) in launched or self.kernel_aliases.get(
-                        sub.value.id, sub.value.id) in self.w.ctx.kernels)):    # kernel[grid]: call()'s to judge
+                    not (isinstance(sub.value, ast.Name) and id(sub) in launched or self.kernel_of(sub.value) or
+                         self.kernel_of(sub)):    # kernel[grid], KERNELS[k]: call()'s to judge
                 self.w.flag(self.label, sub, "wrapper-torch-op", f"'{ast.unparse(sub)[:60]}' in the wrapper takes an "
                             "item of what the policy cannot read (an object of the notebook's, a call's result): its "
                             "__getitem__ may compute anything; the wrapper only checks shapes, allocates h and y, and "
@@ -1266,6 +1291,18 @@ class _Body:
                     self.w._function(label, fn, {a.arg for a in _arguments(fn.args)[1:]}, cls)
             classes += [b.id for b in node.bases if isinstance(b, ast.Name)]
 
+    def kernel_of(self, node) -> str | None:
+        """The notebook kernel that node names: its own name or an alias's (_kernel_aliases), or an item of a
+        module-level table of kernels (_kernel_table: KERNELS[n <= 256])."""
+        if isinstance(node, ast.Name):
+            name = self.kernel_aliases.get(node.id, node.id)
+            return name if name in self.w.ctx.kernels else None
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id not in self.own and \
+                _kernel_table(node.value.id, self.w.ctx):
+            table = _module_table(node.value.id, self.w.ctx)
+            return (table.values if isinstance(table, ast.Dict) else table.elts)[0].id
+        return None
+
     def opaque_global(self, name: str) -> bool:
         """A module-level name bound by the student's cells to something other than a def, a kernel, an
         import, plain data or a result type: a module under another name, an object, a lambda."""
@@ -1273,7 +1310,7 @@ class _Body:
         return name not in self.own and name in ctx.bound and not (
             name in ctx.functions or name in ctx.kernels or name in ctx.data or name in ctx.containers or
             name in ctx.aliases or name in ctx.classes or name in self.w.partials or _silent_exception(name, ctx) or
-            _exception_table(name, ctx))
+            _exception_table(name, ctx) or _kernel_table(name, ctx))
 
     def vouched_callee(self, f) -> bool:
         """What a call in the wrapper may call: an import's path, a name (a builtin, a def, a kernel, a result
@@ -1307,13 +1344,14 @@ class _Body:
         if isinstance(f, ast.Name) and f.id in self.helpers:       # def require(...): ... in the function
             self.helper(node)
             return
-        if not (isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name)) and not self.vouched_callee(f):
+        launch = isinstance(f, ast.Subscript) and (isinstance(f.value, ast.Name) or self.kernel_of(f.value))
+        if not launch and not self.vouched_callee(f):
             self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls "
                         "what the policy cannot name (a computed callee, a local holding a function, a method under "
                         "another name): the wrapper only checks shapes, allocates h and y, and launches the kernel")
             return
-        if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name):
-            if self.kernel_aliases.get(f.value.id, f.value.id) in ctx.kernels:
+        if launch:
+            if self.kernel_of(f.value):
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     if self.instance_of(arg) is not None or isinstance(arg, ast.Name) and arg.id in ctx.classes:
                         self.w.flag(self.label, arg, "wrapper-torch-op", f"'{ast.unparse(arg)[:40]}' hands the kernel "
