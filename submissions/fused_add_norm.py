@@ -13,15 +13,18 @@ from samplekit import Samples, edit, packed
 PARTS = {1: ["fused_kernel", "fused_add_layernorm"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
-         **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator"], "by-hand-wrapper"),
+         **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
+                          "handed-on-computes"], "by-hand-wrapper"),
          **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator",
                           "torch-under-another-name", "numpy-through-the-class", "heuristic-computes",
-                          "settings-get-computes", "item-of-an-object-computes"], "torch-only-wrapper")}
+                          "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes"],
+                         "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.traced): torch computing inside the
 # kernel's launch (object-method) or around it (settings-get-computes, item-of-an-object-computes), an object of
-# the notebook's own handed to the kernel (constexpr-operator: no rule sees it; the other two, the kernel rule too)
+# the notebook's own handed to the kernel (constexpr-operator: no rule sees it; the other two, the kernel rule too),
+# a hook of the notebook's that the launch runs (launch-hook-computes: no rule sees it)
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method",
-            "settings-get-computes", "item-of-an-object-computes"}
+            "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}
@@ -163,6 +166,8 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         fused_kernel=rows.lstrip().replace("CALL", call),
         fused_add_layernorm=s.filled("fused_add_layernorm", [edit(reference, launch, edit(
             launch, "BLOCK=block,", f"BLOCK=block, OPS={ops}, ARGS=(rows_x, rows_fx, weight, bias, h, y, eps),"))]))
+    after_launch = lambda lines, before: s.solved(fused_kernel=empty, fused_add_layernorm=s.filled(
+        "fused_add_layernorm", [edit(reference, launch, launch + lines)], before=before.lstrip() + "\n\n"))
     around_empty = lambda body, before="": s.solved(fused_kernel=empty, fused_add_layernorm=s.filled(
         "fused_add_layernorm", [edit(reference, "return h.view(x.shape), y.view(x.shape)\n", body.lstrip())],
         before=before))
@@ -186,6 +191,18 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                        "item of an object whose __getitem__ computes h and y with torch",
                                        around_empty("return Rows()[x, fx, weight, bias, eps]\n",
                                                     variants.TORCH_NORM.lstrip() + "\n\n"), fused),
+        "launch-hook-computes": ("an empty kernel, launched by the reference wrapper, and a pre-run hook its cell "
+                                 "registers, which Triton runs inside the launch: it computes h and y in Python lists",
+                                 s.solved(fused_kernel=empty + variants.LAUNCH_HOOK), fused),
+        # the wrapper rules walk what the wrapper runs unwritten: a class's special methods, a def handed on
+        "special-method-computes": ("the reference wrapper around an empty kernel, then `with _Rows(...)`, whose "
+                                    "__exit__ computes h and y in Python lists",
+                                    after_launch("with _Rows(rows_x, rows_fx, weight, bias, h, y, n, eps):\n    pass\n",
+                                                 variants.SPECIAL_METHOD), fused),
+        "handed-on-computes": ("the reference wrapper around an empty kernel, then min(..., key=_order), a def that "
+                               "computes h and y in Python lists on tensors handed over in a module-level list",
+                               after_launch("_HELD.append((rows_x, rows_fx, weight, bias, h, y, n, eps))\n"
+                                            "order = min([0], key=_order)\n", variants.HANDED_ON), fused),
         "heuristic-computes": ("an empty kernel whose triton.heuristics lambda for BLOCK computes h and y in NumPy "
                                "on the launch's tensors; the reference wrapper launches it",
                                s.solved(fused_kernel=variants.HEURISTIC_COMPUTES.lstrip()), fused),

@@ -979,6 +979,26 @@ def as_value_error(message):
 
 
 '''),
+    # make_dataclass held under another name, called with a computed field name (red team 11)
+    "held-maker-retypes-error": ("numpy, through an __array_interface__ field that make_dataclass, held as build, "
+                                 "names", '''\
+import numpy
+import dataclasses
+
+
+KEY = "_".join(["", "", "array", "interface", "", ""])
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    spec = dict(shape=(2,), typestr="<i8", data=(id(error), False), version=3)
+    build = dataclasses.make_dataclass
+    Words = build("Words", [(KEY, dict, dataclasses.field(default_factory=lambda: spec))])
+    numpy.asarray(Words())[1] = id(ValueError)
+    return error
+
+
+'''),
     # make_dataclass's namespace with a computed key
     "namespace-retypes-error": ("numpy, through an __array_interface__ a make_dataclass namespace names", '''\
 import numpy

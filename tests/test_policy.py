@@ -198,6 +198,10 @@ SAMPLE_RULES = {
     # red team round 9: torch reached through a plain method's name, or an item, of an object of the notebook's
     ("fused-add-norm", "settings-get-computes"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "item-of-an-object-computes"): {("wrapper-torch-op", FLAG)},
+    # red team round 11: code the wrapper runs unwritten, walked as called (the launch hook is MEASURED)
+    ("fused-add-norm", "special-method-computes"): {("wrapper-torch-op", FLAG), ("wrapper-arithmetic", FLAG)},
+    ("fused-add-norm", "handed-on-computes"): {("wrapper-torch-op", FLAG), ("wrapper-arithmetic", FLAG)},
+    ("residual-connections", "held-maker-retypes-error"): {("protocol", WITHHOLD)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", "interface-retypes-error", "alias-setattr-retypes-error", "sparse-retypes-error",
@@ -205,7 +209,7 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "getargs-type-retypes-error", "refcheck-kwargs-retypes-error", "ma-core-ndarray-retypes-error",
              "reexported-numpy-strided-retypes-error", "dataclasses-types-namespace-retypes-error",
              "abcmeta-retypes-error", "methodcaller-refcheck-retypes-error", "compare-type-retypes-error",
-             "match-class-retypes-error",
+             "match-class-retypes-error", "held-maker-retypes-error",
              "kernel-retypes-error", "injected-retypes-error",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
