@@ -369,14 +369,16 @@ def _kernel_aliases(fn, ctx: Notebook) -> dict[str, str]:
 
 def _launchers(fn, ctx: Notebook) -> dict[str, ast.Subscript | ast.Call]:
     """The names fn binds once, to a notebook kernel's kernel[grid] (or an alias's, _kernel_aliases), or to
-    functools.partial of one or of a def of the notebook's, and in no other way: calling one is that launch
-    or call (launch = kernel[grid]; launch(...)), with the partial's arguments before the call's."""
+    functools.partial of one, of a def of the notebook's or of a library's function (as_rows =
+    partial(torch.reshape, shape=(-1, n))), and in no other way: calling one is that launch or call (launch =
+    kernel[grid]; launch(...)), with the partial's arguments before the call's."""
     aliases, own = _kernel_aliases(fn, ctx), _own_names(fn)
     launch = lambda v: isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and \
         (v.value.id in ctx.kernels or v.value.id in aliases)
     own_def = lambda v: isinstance(v, ast.Name) and v.id in ctx.functions and v.id not in own
     return {node.targets[0].id: node.value for node in _bound_once(fn)
-            if launch(node.value) or _partial_of(node.value, ctx, lambda v: launch(v) or own_def(v))}
+            if launch(node.value) or _partial_of(node.value, ctx, lambda v: launch(v) or own_def(v) or
+                                                 ctx.resolve(v) is not None)}
 
 
 def _partial_of(v, ctx: Notebook, callee) -> bool:
@@ -946,6 +948,7 @@ class _Body:
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp)):
             return all(self.plain(c) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))
         if isinstance(node, ast.Call):
+            node = self.unpartial(node)
             f, given = node.func, [*node.args, *(k.value for k in node.keywords)]
             given = [a.value if isinstance(a, ast.Starred) else a for a in given]
             builtin = isinstance(f, ast.Name) and f.id not in self.own | ctx.bound and f.id
@@ -1125,6 +1128,7 @@ class _Body:
         if isinstance(node, ast.Call) and (returned := self.returned(node)) is not None:
             return returned
         if isinstance(node, ast.Call):
+            node = self.unpartial(node)
             f = node.func
             path = self.w.ctx.resolve(f)
             if path in function_forms() and path.rsplit(".", 1)[-1] not in SCALAR_METHODS:     # torch.reshape(x, s)

@@ -2082,6 +2082,13 @@ LAUNCH = "fused_add_layernorm_kernel[(rows_x.shape[0],)]("
     ("import functools\n\n\n",
      [("n = x.shape[-1]\n", "n = x.shape[-1]\n    h0 = functools.reduce(torch.add, [x, fx])\n")],
      {("wrapper-arithmetic", FLAG)}),
+    ("import functools\n\n\n", [("rows_x, rows_fx = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()",
+                                  "as_rows = functools.partial(torch.reshape, shape=(-1, n))\n"
+                                  "    rows_x, rows_fx = as_rows(x).contiguous(), as_rows(fx).contiguous()"),
+                                 ("rows_x.shape[0]", "rows_x.shape[0] + 0")], set()),
+    ("import functools\n\n\n",
+     [("n = x.shape[-1]\n", "n = x.shape[-1]\n    adder = functools.partial(torch.add, x)\n    h0 = adder(fx)\n")],
+     {("wrapper-torch-op", FLAG)}),
     ("KERNELS = {'row': fused_add_layernorm_kernel}\n\n\n",
      [(LAUNCH, "kernel = KERNELS['row']\n    kernel[(rows_x.shape[0],)](")], set()),
     ("KERNELS = (fused_add_layernorm_kernel,)\n\n\n", [(LAUNCH, "KERNELS[0][(rows_x.shape[0],)](")], set()),
@@ -2089,7 +2096,8 @@ LAUNCH = "fused_add_layernorm_kernel[(rows_x.shape[0],)]("
      [(LAUNCH, "KERNELS['row'][(rows_x.shape[0],)](")], {("wrapper-no-launch", FLAG)}),
 ], ids=["two-exception-bases", "notebook-and-python-bases", "two-notebook-bases", "match-capture",
         "constants-built", "built-with-keywords", "comprehension-calls-a-def", "built-then-stored",
-        "reduce-of-sizes", "reduce-of-tensors", "kernel-table-alias", "kernel-table-item", "kernel-table-stored"])
+        "reduce-of-sizes", "reduce-of-tensors", "partial-of-reshape", "partial-of-add", "kernel-table-alias",
+        "kernel-table-item", "kernel-table-stored"])
 def test_a_wrappers_tables_errors_and_captures_read_as_what_they_hold(before, edits, found):
     body = WRAPPER_SOURCE
     for old, new in edits:
