@@ -75,7 +75,7 @@ GUARDS = {
     "that runs after it, the probe's included, with no audited event; and nn.Module's _modules, _parameters and "
     "hooks, a layer hidden from the structure the probe reads",
     "computed-attribute": "getattr, setattr and delattr with a name the policy cannot read, or held and handed "
-    "on (ga = getattr, map(setattr, ...)), or copied by functools.update_wrapper under such names: the spelling of "
+    "on (ga = getattr, map(setattr, ...)), or copied by functools.update_wrapper under such names, or set as the keys of a ParameterDict: the spelling of "
     "a dunder, private or frame attribute (tb_frame, "
     "f_globals) out of the rules above, a sparse tensor's indices, or numpy's __array_interface__ set on a class "
     "(alias-setattr-retypes-error scores 100 to its twin's 96 with it demoted)",
@@ -273,6 +273,9 @@ ATTRIBUTE_FUNCS = ("getattr", "setattr", "delattr", "hasattr")
 # (a metaclass), with no `type` written at all; get_args hands back only what the code wrote in the subscript
 TYPE_ALIAS = "typing.Type"
 CLASS_MAKER = "dataclasses.make_dataclass"
+# torch's dict of parameters sets each key as an attribute of itself (setattr), a value that is no tensor in its
+# __dict__: its keys are attribute names
+KEYED_SETTER = "torch.nn.ParameterDict"
 # what hands back an annotation as a value: typing.get_type_hints, a dataclass field's .type, a singledispatch
 # function's registry
 ANNOTATION_READERS = frozenset({"typing.get_type_hints", "dataclasses.fields", "functools.singledispatch",
@@ -309,12 +312,12 @@ def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Viol
     ctx = Notebook(cells)
     reads = _reads_annotations(ctx)       # of the whole notebook, as Run All runs it: worked out once
     annotations = reads, set() if reads else _annotation_aliases(ctx)
-    local = _bound_in_functions(ctx)
+    local, keyed = _bound_in_functions(ctx), _keyed_holders(ctx)
     out: list[Violation] = []
     for label, source, student in cells:
         if student and label in ctx.trees:
             try:
-                out += _General(label, source, ctx, policy, annotations, local).run(ctx.trees[label])
+                out += _General(label, source, ctx, policy, annotations, local, keyed).run(ctx.trees[label])
             except RecursionError:
                 out.append(_too_deep(label, source))
     if policy.fused:
@@ -325,6 +328,27 @@ def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Viol
             out.append(_too_deep(label, ctx.sources[label]))
     # the message breaks ties: a set's order changes from one process to the next (hash randomisation)
     return sorted(set(out), key=lambda v: (ctx.order[v.cell], v.line, v.rule, v.message))
+
+
+def _keyed_holders(ctx: Notebook) -> set[str]:
+    """The names, and the attribute names (self.params), that any cell binds to torch's ParameterDict(...)."""
+    out = set()
+    for tree in ctx.trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call) and \
+                    ctx.resolve(node.value.func) == KEYED_SETTER:
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    out |= {t.id if isinstance(t, ast.Name) else t.attr for t in ast.walk(target)
+                            if isinstance(t, (ast.Name, ast.Attribute))}
+    return out
+
+
+def _plain_key(node) -> bool:
+    """A key that can never be a dunder or a private name: a string written out that starts with a letter, or
+    one built on such a prefix (f"alpha{i}", "w" + str(i))."""
+    head = node.values[0] if isinstance(node, ast.JoinedStr) and node.values else \
+        node.left if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) else node
+    return isinstance(head, ast.Constant) and _plain(head.value)
 
 
 def _too_deep(label: str, source: str) -> Violation:
@@ -496,12 +520,12 @@ class _General(ast.NodeVisitor):
     """Imports, names and attributes that reach the process; monkeypatching; Transformer classes."""
 
     def __init__(self, label: str, source: str, ctx: Notebook, policy: Policy, annotations: tuple[bool, set[str]],
-                 local: set[str]):
+                 local: set[str], keyed: set[str] = frozenset()):
         """annotations: whether the notebook reads annotations back (_reads_annotations), and the names it binds
         to a type read only in annotations (_annotation_aliases); local: the names its defs bind
-        (_bound_in_functions)."""
+        (_bound_in_functions); keyed: those bound to a ParameterDict (_keyed_holders)."""
         self.label, self.source, self.ctx, self.policy = label, source, ctx, policy
-        self.annotations, self.local = annotations, local
+        self.annotations, self.local, self.keyed = annotations, local, keyed
         self.found: list[Violation] = []
         self.scopes: list[set[str]] = []          # the local names of each enclosing function
 
@@ -765,12 +789,31 @@ class _General(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _held_maker(self, node) -> None:
-        """make_dataclass read as a value (an alias, a partial, map's function): whoever calls it names the fields,
-        out of the policy's sight (its call is read where it is written, visit_Call)."""
-        if isinstance(node.ctx, ast.Load) and not getattr(node, "maker_called", False) and \
-                not (isinstance(node, ast.Name) and self._local(node.id)) and self.ctx.resolve(node) == CLASS_MAKER:
+        """make_dataclass or ParameterDict read as a value (an alias, a partial, map's function): whoever calls it
+        names the fields or the attributes, out of the policy's sight (its call is read where it is written,
+        visit_Call)."""
+        if not isinstance(node.ctx, ast.Load) or getattr(node, "maker_called", False) or \
+                isinstance(node, ast.Name) and self._local(node.id):
+            return
+        if self.ctx.resolve(node) == CLASS_MAKER:
             self._protocol(node, "dataclasses.make_dataclass held or passed on: whoever calls it builds a class from "
                                  "field names the policy cannot read; call it with literal names")
+        elif self.ctx.resolve(node) == KEYED_SETTER:
+            self._keyed(node)
+
+    def _holds_keyed(self, node) -> bool:
+        return isinstance(node, ast.Name) and node.id in self.keyed or \
+            isinstance(node, ast.Attribute) and node.attr in self.keyed
+
+    def _keyed(self, node) -> None:
+        self.flag(node, "computed-attribute", WITHHOLD, "a ParameterDict given keys the policy cannot read (or held, "
+                  "or passed on): each key becomes an attribute name, a special one too; write the keys out, or "
+                  "build them on a plain prefix (f\"alpha{i}\")")
+
+    def visit_Subscript(self, node):
+        if not isinstance(node.ctx, ast.Load) and self._holds_keyed(node.value) and not _plain_key(node.slice):
+            self._keyed(node)
+        self.generic_visit(node)
 
     def visit_Attribute(self, node):
         self._held_maker(node)
@@ -932,6 +975,17 @@ class _General(ast.NodeVisitor):
                 self._namespace(node, node.args[2])
             else:
                 self._protocol(node, "a call of type(x) with arguments the policy cannot read (a metaclass's call)")
+        elif self.ctx.resolve(node.func) == KEYED_SETTER:
+            node.func.maker_called = True
+            if node.keywords or len(node.args) > 1 or node.args and not (isinstance(node.args[0], ast.Dict) and all(
+                    k is not None and _plain_key(k) for k in node.args[0].keys)):
+                self._keyed(node)
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in ("update", "setdefault") and \
+                self._holds_keyed(node.func.value) and not (
+                    node.func.attr == "setdefault" and node.args and _plain_key(node.args[0]) or
+                    node.func.attr == "update" and len(node.args) == 1 and not node.keywords and
+                    isinstance(node.args[0], ast.Dict) and all(k is not None and _plain_key(k) for k in node.args[0].keys)):
+            self._keyed(node)
         elif self.ctx.resolve(node.func) == CLASS_MAKER:
             node.func.maker_called = True
             fields = node.args[1] if len(node.args) > 1 else None

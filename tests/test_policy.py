@@ -1694,6 +1694,19 @@ RAW_MEMORY = {
                             "    return build('W', [(n, int)])\n", {("protocol", WITHHOLD)}),
     "make_dataclass in a partial": ("import dataclasses, functools\nfrom dataclasses import make_dataclass\n"
                                     "build = functools.partial(make_dataclass, 'W')\n", {("protocol", WITHHOLD)}),
+    # red team 12: a ParameterDict sets each key as an attribute, a value that is no tensor in its __dict__
+    "a ParameterDict of computed keys": ("import torch\nK = '_'.join(['', 'x'])\nP = torch.nn.ParameterDict({K: {}})\n",
+                                         {("computed-attribute", WITHHOLD)}),
+    "a ParameterDict given a computed key": ("import torch\ndef f(k):\n    p = torch.nn.ParameterDict()\n"
+                                             "    p[k] = {}\n    return p\n", {("computed-attribute", WITHHOLD)}),
+    "a ParameterDict updated": ("import torch\nclass M(torch.nn.Module):\n    def __init__(self, d):\n"
+                                "        super().__init__()\n        self.params = torch.nn.ParameterDict()\n"
+                                "        self.params.update(d)\n", {("computed-attribute", WITHHOLD)}),
+    "honest: a ParameterDict of keys written out or on a plain prefix": (
+        "import torch\nclass M(torch.nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+        "        self.params = torch.nn.ParameterDict({'alpha': torch.nn.Parameter(torch.ones(1))})\n"
+        "        for i in range(n):\n            self.params[f'beta{i}'] = torch.nn.Parameter(torch.zeros(1))\n",
+        set()),
     "make_dataclass mapped": ("import dataclasses\nWS = list(map(dataclasses.make_dataclass, ['W'], [[('a', int)]]))\n",
                               {("protocol", WITHHOLD)}),
     "a sparse tensor": ("import torch\ns = torch.sparse_coo_tensor([[0]], [1.0], (1,))\n",
