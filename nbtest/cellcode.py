@@ -35,6 +35,8 @@ def parse(source: str) -> ast.Module:
 # logging stay outside: copy hands out copyreg's dispatch table, the child times and seeds with time
 # and random, logging opens files)
 HONEST_MODULES = frozenset({"__future__", "warnings"})
+# the decorators a followed class's methods may carry (_plain_class): Python's own, each read where it is used
+METHOD_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
 # Private attributes of nn.Module: writing or reading them hides modules from the grader's view.
 MODULE_PRIVATE = frozenset({
     "_modules", "_parameters", "_buffers", "_non_persistent_buffers_set", "_forward_hooks",
@@ -114,8 +116,10 @@ class Notebook:
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                     self.loads.setdefault(node.id, []).append((node, label))
         self._objects()
-        for name, (_, node) in list(self.classes.items()):     # ValueError rebound is no longer Python's
-            if any(isinstance(b, ast.Name) and b.id in EXCEPTIONS & self.bound for b in node.bases):
+        for name, (_, node) in list(self.classes.items()):     # ValueError or property rebound is no longer Python's
+            if any(isinstance(b, ast.Name) and b.id in EXCEPTIONS & self.bound for b in node.bases) or \
+                    any(isinstance(d, ast.Name) and d.id in METHOD_DECORATORS & self.bound
+                        for s in node.body if isinstance(s, ast.FunctionDef) for d in s.decorator_list):
                 del self.classes[name]
         if "tuple" in self.bound:       # class R(tuple) is a result type of Python's tuple only
             self.containers -= {node.name for tree in self.trees.values() for node in tree.body if _tuple_based(node)}
@@ -131,13 +135,17 @@ class Notebook:
                          if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _scalar(node.value))}
         self.scalars -= self.global_names
         # names bound to data by every binding: plain data, and what an import names read as a value
-        # (_SUPPORTED = (torch.float16, torch.float32)); a function read so can only be called by a name
-        self.data = {name for label, tree in self.trees.items() if self.student[label]
-                     for _, name in _bindings(tree.body)}
-        self.data -= {name for label, tree in self.trees.items() if self.student[label]
-                      for node, name in _bindings(tree.body)
-                      if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_data(node.value, self))}
-        self.data -= self.global_names      # a function may bind it to anything
+        # (_SUPPORTED = (torch.float16, torch.float32)); a function read so can only be called by a name. Worked
+        # out from the names already known to be data (in any cell: the course's DTYPES too) until none is
+        # added (OK = frozenset(DTYPES)); never a name a `global` names, which a function may bind to anything
+        bindings: dict[str, list[ast.AST]] = {}
+        for tree in self.trees.values():
+            for node, name in _bindings(tree.body):
+                bindings.setdefault(name, []).append(node)
+        self.data: set[str] = set()
+        while more := {name for name, nodes in bindings.items() if name not in self.data | self.global_names and
+                       all(isinstance(n, (ast.Assign, ast.AnnAssign)) and _is_data(n.value, self) for n in nodes)}:
+            self.data |= more
         # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
         self.mutables = {name for label, tree in self.trees.items() if self.student[label]
                          for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
@@ -337,7 +345,8 @@ def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
     most (class DtypeError(ShapeError, TypeError), whose defs are found as Python's order finds them), and a
     body of a docstring, defs (static and class methods among them) and plain data bound to names that are not
     dunders, with no method setting an attribute that would hide a def (self.forward = f), so that what a call
-    or an attribute of it runs is one of these defs or the library base's own."""
+    or an attribute of it runs is one of these defs (a property's getter among them) or the library base's
+    own."""
     names = [b.id if isinstance(b, ast.Name) else None for b in node.bases]
     exceptions = len(names) > 1 and all(b in EXCEPTIONS or b in ctx.classes for b in names) and \
         sum(b in ctx.classes for b in names) <= 1
@@ -352,7 +361,7 @@ def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
             return False
     for s in node.body:
         if isinstance(s, ast.FunctionDef):
-            if s.name == "__new__" or not all(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+            if s.name == "__new__" or not all(isinstance(d, ast.Name) and d.id in METHOD_DECORATORS
                                               for d in s.decorator_list):
                 return False
         elif isinstance(s, (ast.Assign, ast.AnnAssign)):
@@ -409,7 +418,7 @@ def _is_data(node, ctx: Notebook, names: frozenset[str] = frozenset()) -> bool:
                                                       else node.values))
     if isinstance(node, ast.UnaryOp):
         return _is_data(node.operand, ctx, names)
-    if isinstance(node, ast.Name) and (node.id in ctx.scalars | ctx.constants or node.id in names):
+    if isinstance(node, ast.Name) and (node.id in ctx.scalars | ctx.constants | ctx.data or node.id in names):
         return True
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) and \
             ctx.resolve(node.value.func) == "torch.cuda.get_device_properties":
@@ -449,11 +458,12 @@ _TABLE_READERS = frozenset({"dict", "list", "tuple", "set", "frozenset", "sorted
 _TABLE_READ_METHODS = frozenset({"get", "items", "keys", "values", "copy", "count", "index"})
 
 
-def _only_read(name: str, ctx: Notebook) -> bool:
+def _only_read(name: str, ctx: Notebook, also: frozenset[int] = frozenset()) -> bool:
     """Whether the module-level name is bound once and every other use of it, in any cell, only reads it: an
     item (NAME[key]), a read method (NAME.get(k), NAME.copy()), a builtin reader's argument (dict(NAME),
-    len(NAME)), a ** unpacking ({**NAME}, f(**NAME)), a loop over it, the right of `in`, an f-string's value."""
-    read: set[int] = set()
+    len(NAME)), a ** unpacking ({**NAME}, f(**NAME)), a loop over it, the right of `in`, an f-string's value,
+    or one of the nodes `also` (by id)."""
+    read: set[int] = set(also)
     for tree in ctx.trees.values():
         for n in ast.walk(tree):
             if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):

@@ -127,7 +127,30 @@ def check_fused(ctx: Notebook, wrapper: str) -> list[Violation]:
     if wrapper in ctx.functions and not is_stub(ctx.functions[wrapper][1]):
         label, fn = ctx.functions[wrapper]
         out += _Wrapper(ctx, wrapper).run(label, fn)
-    return out + _rebound(ctx, {wrapper, *ctx.kernels, *ctx.functions, *ctx.classes})
+    return out + _rebound(ctx, {wrapper, *ctx.kernels, *ctx.functions, *ctx.classes}) + _kernel_attributes(ctx)
+
+
+def _kernel_attributes(ctx: Notebook) -> list[Violation]:
+    """A kernel's attributes are Triton's: its heuristics' values, hooks and configs run inside the launch,
+    handed its tensors (fused_add_layernorm_kernel.values.update(BLOCK=f)). Flags an attribute of a kernel's
+    name, of a module-level name bound only to one, or of an item of a table of kernels, in any cell, but
+    reading the autotuner's best_config."""
+    names = set(ctx.kernels) | {name for name, nodes in ctx.module_bindings.items() if all(
+        isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in ctx.kernels for n in nodes)}
+    kernel = lambda v: isinstance(v, ast.Name) and v.id in names or isinstance(v, ast.Subscript) and \
+        isinstance(v.value, ast.Name) and _kernel_table(v.value.id, ctx)
+    out = []
+    for label, tree in ctx.trees.items():
+        if not ctx.student[label]:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and kernel(node.value) and not (
+                    node.attr == "best_config" and isinstance(node.ctx, ast.Load)):
+                out.append(Violation(label, node.lineno, "kernel-attribute", FLAG, f"'{ast.unparse(node)[:60]}': a "
+                                     "kernel's attributes are Triton's (its heuristics, hooks and configs run inside "
+                                     "the launch, handed its tensors); launch it as kernel[grid](...) only",
+                                     quote(ctx.sources[label], node.lineno)))
+    return out
 
 
 def _rebound(ctx: Notebook, names: set[str]) -> list[Violation]:
@@ -298,6 +321,9 @@ class _Wrapper:
             params[0][0].arg not in _rebound_in(fn) else {}
         body.helpers = {**({k: v for k, v in outer.helpers.items() if k not in own} if outer is not None else {}),
                         **_nested_helpers(fn)}
+        for _, default in _parameters(fn):     # evaluated once, at def time: what it holds is handed in
+            if default is not None:
+                body.expr(default, ())
         body.walk(fn.body, ())
         self.seen[key] = body.returns_tensor
         return body.returns_tensor
@@ -528,6 +554,60 @@ def _exception_table(name: str, ctx: Notebook) -> bool:
     return bool(values) and all(isinstance(v, ast.Name) and _silent_exception(v.id, ctx) for v in values)
 
 
+KEYED = frozenset({"sorted", "min", "max", "filter"})    # builtins that call a function on each item
+
+
+def _keyed(node, shadowed: set[str]) -> tuple[ast.expr, ast.expr] | None:
+    """(function, items) of Python's sorted, min or max given one iterable and key=, or of filter(f, items): what
+    they call the function on; None for anything else."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in KEYED and
+            node.func.id not in shadowed and not any(isinstance(a, ast.Starred) for a in node.args)):
+        return None
+    if node.func.id == "filter":
+        return (node.args[0], node.args[1]) if len(node.args) == 2 and not node.keywords and not (
+            isinstance(node.args[0], ast.Constant)) else None
+    key = [k.value for k in node.keywords if k.arg == "key"]
+    return (key[0], node.args[0]) if len(node.args) == 1 and key and not isinstance(key[0], ast.Constant) and \
+        all(k.arg in ("key", "reverse", "default") for k in node.keywords) else None
+
+
+def _literal_names(ctx: Notebook) -> frozenset[str]:
+    """The module-level names every binding of which is a literal of such names, and that nothing stores into
+    (_only_read, a kernel decorator's argument a read too): each is the literal it holds (WARPS = (4, 8);
+    configs=[triton.Config({}, num_warps=w) for w in WARPS])."""
+    given = frozenset(id(a) for _, fn in ctx.kernels.values() for d in fn.decorator_list if isinstance(d, ast.Call)
+                      for a in [*d.args, *(k.value for k in d.keywords)])
+    known: set[str] = set()
+    while more := {name for name, nodes in ctx.module_bindings.items() if name not in known | ctx.global_names and
+                   all(isinstance(n, (ast.Assign, ast.AnnAssign)) and _is_literal(n.value, ctx, frozenset(known))
+                       for n in nodes) and _only_read(name, ctx, given)}:
+        known |= more
+    return frozenset(known)
+
+
+def _displayed(nodes) -> list[ast.expr]:
+    """The nodes, and the items of the tuple, list, set and dict displays among them, theirs too (OPS=(ROWS,))."""
+    out = []
+    for node in nodes:
+        out.append(node)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            out += _displayed([e.value if isinstance(e, ast.Starred) else e for e in node.elts])
+        elif isinstance(node, ast.Dict):
+            out += _displayed([v for v in [*node.keys, *node.values] if v is not None])
+    return out
+
+
+def _notebook_bases(cls: str, ctx: Notebook) -> list[str]:
+    """cls and the notebook classes among its bases, theirs too, each once (Python's order aside)."""
+    line, todo = [], [cls]
+    while todo:
+        name = todo.pop(0)
+        if name in ctx.classes and name not in line:
+            line.append(name)
+            todo += [b.id for b in ctx.classes[name][1].bases if isinstance(b, ast.Name)]
+    return line
+
+
 def _kernel_table(name: str, ctx: Notebook) -> bool:
     """A module-level table (_module_table) of the notebook's kernels by their own names: KERNELS = {True:
     small_kernel, False: kernel}."""
@@ -663,7 +743,8 @@ class _Body:
         self.kernel_aliases: dict[str, str] = {}          # kernel = the notebook's kernel: _kernel_aliases
         self.helpers: dict[str, ast.FunctionDef] = {}     # defs in the function, only called: _nested_helpers
         self.classes: dict[str, str] = {}                 # a classmethod's cls -> the notebook class it names
-        self.generators: dict[int, ast.GeneratorExp | None] = {}    # id(a map call) -> as_generator's node
+        # id(a map call) -> as_generator's node; ("key", id(a sorted(...) call)) -> key_generator's
+        self.generators: dict = {}
         self.partials: dict[int, ast.Call] = {}           # id(launch(...)) -> the launch with a partial's arguments
         self.returns_tensor = False                       # a `return` of the walked function holds a tensor
         self.fn, self._opaque = fn, None if fn is not None else set(self.opaque)
@@ -1074,11 +1155,14 @@ class _Body:
                     and n.func.attr in STORING_METHODS:     # names.append(v), table.update(...)
                 values.setdefault(n.func.value.id, []).extend(a.value if isinstance(a, ast.Starred) else a
                                                               for a in [*n.args, *(k.value for k in n.keywords)])
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "map" and n.args:
-                # map(lambda t: ..., items): t takes the items; map(f, items) calls f(MAP_ITEM0) (as_generator)
-                params = [a.arg for a in _arguments(n.args[0].args)] if isinstance(n.args[0], ast.Lambda) else \
-                    [f"{MAP_ITEM}{i}" for i in range(len(n.args) - 1)]
-                for param, items in zip(params, n.args[1:]):
+            keyed = _keyed(n, set())
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "map" and n.args or keyed:
+                # map(lambda t: ..., items): t takes the items; map(f, items) calls f(MAP_ITEM0) (as_generator);
+                # sorted(items, key=f) and filter(f, items) alike (key_generator)
+                fn, given = (keyed[0], [keyed[1]]) if keyed else (n.args[0], n.args[1:])
+                params = [a.arg for a in _arguments(fn.args)] if isinstance(fn, ast.Lambda) else \
+                    [f"{MAP_ITEM}{i}" for i in range(len(given))]
+                for param, items in zip(params, given):
                     values.setdefault(param, []).append(
                         at(ast.Subscript(value=items, slice=ast.Constant(ANY_ITEM), ctx=ast.Load()), items))
         self._bindings = values, unknown
@@ -1123,6 +1207,8 @@ class _Body:
             return self.tensorish(node.value)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.helpers:
             return self.helper(node)     # a def of the function's own: whether a `return` of it holds a tensor
+        if isinstance(node, ast.Call) and self.key_generator(node) is not None:   # the items, reordered or kept
+            return self.holds(self.key_generator(node).generators[0].iter)
         if isinstance(node, ast.Call) and self.w.ctx.resolve(node.func) == "typing.cast" and len(node.args) == 2:
             return self.tensorish(node.args[1])       # cast(Tensor, x2): x2 itself
         if isinstance(node, ast.Call) and (returned := self.returned(node)) is not None:
@@ -1186,12 +1272,26 @@ class _Body:
             self.generators[id(node)] = self._as_generator(node)
         return self.generators[id(node)]
 
+    def key_generator(self, node) -> ast.GeneratorExp | None:
+        """sorted(items, key=f), min and max alike, filter(f, items): the generator expression (f(t) for t in
+        items) of the calls they make, as as_generator reads a map's; None for anything else."""
+        if ("key", id(node)) not in self.generators:
+            keyed = _keyed(node, self.own | self.w.ctx.bound) if "zip" not in self.own | self.w.ctx.bound else None
+            self.generators["key", id(node)] = self._generator(node, keyed[0], keyed[1:]) if keyed else None
+        return self.generators["key", id(node)]
+
+    def on_items(self, node) -> ast.GeneratorExp | None:
+        """The calls a map, sorted, min, max or filter makes of its function on each item."""
+        return self.as_generator(node) or self.key_generator(node)
+
     def _as_generator(self, node) -> ast.GeneratorExp | None:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "map" and
                 not node.keywords and len(node.args) >= 2 and not {"map", "zip"} & (self.own | self.w.ctx.bound)
                 and not any(isinstance(a, ast.Starred) for a in node.args)):
             return None
-        fn, items = node.args[0], node.args[1:]
+        return self._generator(node, node.args[0], node.args[1:])
+
+    def _generator(self, node, fn, items) -> ast.GeneratorExp | None:
         at = lambda new: ast.copy_location(new, node)
         if isinstance(fn, ast.Lambda):
             a = fn.args
@@ -1211,31 +1311,29 @@ class _Body:
         for c in ast.walk(node):
             if isinstance(c, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
                 loops.append(c)
-            elif self.as_generator(c) is not None:
+            elif self.on_items(c) is not None:
                 loops.append(c)
-                g = self.as_generator(c).generators[0]
+                g = self.on_items(c).generators[0]
                 self.bind_items(g.target, g.iter)
             elif isinstance(c, ast.comprehension):
                 self.bind_items(c.target, c.iter)
         in_comprehension = {id(n) for c in loops for n in ast.walk(c)}
         # map(f, items) calls f on each item, a call the source does not write out: walked as written out
         for c in loops:
-            if isinstance(c, ast.Call) and not isinstance(c.args[0], ast.Lambda):
-                self.call(self.as_generator(c).elt, path, True)
-        # a module-level object of the notebook's plain class may be called or have an attribute read or set
-        # (what that runs is followed, self.method); handed on anywhere else (a kernel's argument) it is opaque
+            if isinstance(c, ast.Call) and isinstance(self.on_items(c).elt, ast.Call) and \
+                    self.on_items(c).elt.args and getattr(self.on_items(c).elt.args[0], "id", "").startswith(MAP_ITEM):
+                self.call(self.on_items(c).elt, path, True)
+        # what is named other than as a callee is walked as called (handed): a def, a class, a module-level object
+        # of the notebook's class (its special methods), which a kernel may still not be handed (call())
         launched = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
-        used = launched | \
-            {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
-            {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
-             and _constant_record(n.value.id, self.w.ctx)}
-        mapped = {id(c.args[0]) for c in loops if isinstance(c, ast.Call)}    # walked with its items above
+        mapped = {id(self.on_items(c).elt.func) for c in loops if isinstance(c, ast.Call) and
+                  isinstance(self.on_items(c).elt, ast.Call)}     # walked with its items above
         for sub in ast.walk(node):
             if isinstance(sub, (ast.Name, ast.Attribute)) and isinstance(sub.ctx, ast.Load) and \
                     id(sub) not in launched | mapped:
                 self.handed(sub)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and self.opaque_global(sub.id) and \
-                    not (sub.id in self.w.ctx.instances and id(sub) in used):
+                    sub.id not in self.w.ctx.instances:
                 self.w.flag(self.label, sub, "wrapper-torch-op", f"'{sub.id}' in the wrapper is an object of the "
                             "notebook's own (not a def, an import or plain data): what it runs is out of the "
                             "policy's sight; the wrapper only checks shapes, allocates h and y, and launches the kernel")
@@ -1267,6 +1365,8 @@ class _Body:
             if node.id in ctx.functions:
                 label, fn = ctx.functions[node.id]
                 self.w._function(label, fn, set(), opaque=frozenset(a.arg for a in _arguments(fn.args)))
+            elif node.id in ctx.instances:      # a module-level object: what Python calls on it unwritten
+                self.special_methods(ctx.instances[node.id])
             elif node.id in ctx.classes:
                 init = ctx.method(node.id, "__init__")
                 if init is not None:
@@ -1279,28 +1379,41 @@ class _Body:
                              opaque=frozenset(a.arg for a in _arguments(fn.args)[bound:]))
 
     def special_methods(self, cls: str) -> None:
-        """Walk the special methods of the notebook class cls, its own and its notebook bases', but __init__ (its
-        call's to walk): Python calls them on an instance unwritten (with, for, ==, f"{obj}", len(), del, a call
-        by what the instance is handed to), handed what may be a tensor."""
-        ctx, seen, classes = self.w.ctx, set(), [cls]
-        while classes:
-            name = classes.pop(0)
-            if name in seen or name not in ctx.classes:
-                continue
-            seen.add(name)
+        """Walk the special methods and property getters of the notebook class cls, its own and its notebook
+        bases', but __init__ (its call's to walk): Python calls them on an instance unwritten (with, for, ==,
+        f"{obj}", len(), del, a call by what the instance is handed to, hasattr), handed what may be a tensor.
+        For an nn.Module, every plain method too: its code calls methods by name (__call__ runs forward, __repr__
+        extra_repr)."""
+        ctx, line = self.w.ctx, _notebook_bases(cls, self.w.ctx)
+        library = ctx.is_module(cls)
+        for name in line:
             label, node = ctx.classes[name]
             for fn in node.body:
-                if isinstance(fn, ast.FunctionDef) and fn.name.startswith("__") and fn.name.endswith("__") and \
-                        fn.name != "__init__" and ctx.method(cls, fn.name) is fn:
-                    self.w._function(label, fn, {a.arg for a in _arguments(fn.args)[1:]}, cls)
-            classes += [b.id for b in node.bases if isinstance(b, ast.Name)]
+                if not isinstance(fn, ast.FunctionDef) or fn.name == "__init__" or ctx.method(cls, fn.name) is not fn:
+                    continue
+                special = fn.name.startswith("__") and fn.name.endswith("__")
+                getter = any(isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list)
+                kinds = {d.id for d in fn.decorator_list if isinstance(d, ast.Name)}
+                params = [a.arg for a in _arguments(fn.args)]
+                if "staticmethod" in kinds and special:
+                    self.w._function(label, fn, set(params))
+                elif "classmethod" in kinds and special:
+                    self.w._function(label, fn, set(params[1:]), named=cls)
+                elif special or getter:
+                    self.w._function(label, fn, set(params[1:]), cls)
+                elif library and not fn.decorator_list:
+                    # it may never run: what it launches is not the wrapper's, and a call of it is walked anew
+                    launches, seen = list(self.w.launches), dict(self.w.seen)
+                    self.w._function(label, fn, set(params[1:]), cls)
+                    self.w.launches[:], self.w.seen = launches, seen
 
     def kernel_of(self, node) -> str | None:
         """The notebook kernel that node names: its own name or an alias's (_kernel_aliases), or an item of a
         module-level table of kernels (_kernel_table: KERNELS[n <= 256])."""
         if isinstance(node, ast.Name):
-            name = self.kernel_aliases.get(node.id, node.id)
-            return name if name in self.w.ctx.kernels else None
+            if node.id in self.kernel_aliases:
+                return self.kernel_aliases[node.id]
+            return node.id if node.id in self.w.ctx.kernels and node.id not in self.own else None
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id not in self.own and \
                 _kernel_table(node.value.id, self.w.ctx):
             table = _module_table(node.value.id, self.w.ctx)
@@ -1340,6 +1453,12 @@ class _Body:
             return      # raise error(message) with error an exception class that computes nothing when built
         if self.as_generator(node) is not None:     # its lambda's body is walked as a generator expression's
             return
+        keys = self.key_generator(node)
+        if keys is not None:        # sorted(pairs, key=lambda kv: kv[0]): only what the function makes is compared
+            if self.tensorish(keys.elt):
+                self.w.flag(self.label, node, "wrapper-arithmetic", f"{f.id}() compares or tests what its function "
+                            "makes of tensors, reading their values in Python: the kernel computes h and y")
+            return
         if any(node is bound for bound in self.launchers.values()):    # launch = functools.partial(kernel[grid])
             return
         if isinstance(f, ast.Name) and f.id in self.launchers:     # launch = kernel[grid]; launch(...)
@@ -1356,7 +1475,7 @@ class _Body:
             return
         if launch:
             if self.kernel_of(f.value):
-                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                for arg in _displayed([*node.args, *(k.value for k in node.keywords)]):
                     if self.instance_of(arg) is not None or isinstance(arg, ast.Name) and arg.id in ctx.classes:
                         self.w.flag(self.label, arg, "wrapper-torch-op", f"'{ast.unparse(arg)[:40]}' hands the kernel "
                                     "an object of the notebook's own class, whose methods would run inside the launch: "
@@ -1506,9 +1625,9 @@ class _Kernel:
                                              "triton.heuristics only")
             return
         if isinstance(d, ast.Call):
+            constants = _literal_names(self.ctx)
             for v in [*d.args, *(k.value for k in d.keywords)]:
-                if not (_is_literal(v, self.ctx) or self.heuristic(v) or self.data_function(v) or
-                        (isinstance(v, ast.Name) and v.id in self.ctx.constants)):
+                if not (_is_literal(v, self.ctx, constants) or self.heuristic(v) or self.data_function(v)):
                     self.flag(v, "kernel-decorator", "decorator arguments must be plain data (numbers, strings, "
                                                      "triton.Config(...), lists of them, small lambdas of args)")
 
@@ -1525,9 +1644,15 @@ class _Kernel:
         return len(body) == 1 and isinstance(body[0], ast.Return) and _is_literal(body[0].value, self.ctx)
 
     def heuristic(self, v) -> bool:
-        """triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])})."""
+        """triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])}), or a def of the
+        notebook's that only returns such an expression in place of the lambda."""
         if isinstance(v, ast.Dict):
             return all(isinstance(k, ast.Constant) and self.heuristic(x) for k, x in zip(v.keys, v.values))
+        if isinstance(v, ast.Name) and v.id in self.ctx.functions:
+            fn = self.ctx.functions[v.id][1]
+            body = after_docstring(fn.body)
+            return not fn.decorator_list and len(body) == 1 and isinstance(body[0], ast.Return) and \
+                body[0].value is not None and self.heuristic(ast.copy_location(ast.Lambda(fn.args, body[0].value), fn))
         if not isinstance(v, ast.Lambda) or len(v.args.args) != 1:
             return False
         # it runs inside the launch, on the launch's arguments (the tensors among them): it may read sizes and

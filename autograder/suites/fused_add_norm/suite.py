@@ -11,7 +11,8 @@ from ...kit import Suite, Trial, describe, show
 # h and y, besides the withhold rules that hold every test that reads the child's reports (kit/trial.py:
 # REPORTS; docs/security.md).
 KERNEL_RULES = {"wrapper-no-launch", "wrapper-arithmetic", "wrapper-torch-op", "wrapper-statement", "numpy",
-                "forbidden-module", "kernel-python", "kernel-decorator", "kernel-signature", "rebound"}
+                "forbidden-module", "kernel-python", "kernel-decorator", "kernel-signature", "kernel-attribute",
+                "rebound"}
 ONE_LAUNCH_RULES = KERNEL_RULES | {"wrapper-launch-loop", "wrapper-launches"}
 SUITE = Suite("fused-add-norm", cuda=True,
               held_by={"launches_kernel": KERNEL_RULES, "one_launch": ONE_LAUNCH_RULES, "timing": ONE_LAUNCH_RULES})
