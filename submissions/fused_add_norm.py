@@ -14,10 +14,11 @@ PARTS = {1: ["fused_kernel", "fused_add_layernorm"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
-                          "handed-on-computes"], "by-hand-wrapper"),
+                          "handed-on-computes", "module-forward-computes"], "by-hand-wrapper"),
          **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator",
                           "torch-under-another-name", "numpy-through-the-class", "heuristic-computes",
-                          "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes"],
+                          "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes",
+                          "heuristic-set-later-computes"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.traced): torch computing inside the
 # kernel's launch (object-method) or around it (settings-get-computes, item-of-an-object-computes), an object of
@@ -203,6 +204,14 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                "computes h and y in Python lists on tensors handed over in a module-level list",
                                after_launch("_HELD.append((rows_x, rows_fx, weight, bias, h, y, n, eps))\n"
                                             "order = min([0], key=_order)\n", variants.HANDED_ON), fused),
+        "module-forward-computes": ("the reference wrapper around an empty kernel, then min(..., key=_Rows(...)), an "
+                                    "nn.Module whose forward, run by its __call__, computes h and y in Python lists",
+                                    after_launch("order = min([0], key=_Rows(rows_x, rows_fx, weight, bias, h, y, n, "
+                                                 "eps))\n", variants.MODULE_FORWARD), fused),
+        "heuristic-set-later-computes": ("an empty kernel whose heuristic for BLOCK, set after it was decorated, "
+                                         "computes h and y in Python lists inside the launch; the reference wrapper",
+                                         s.solved(fused_kernel=variants.HEURISTIC_KERNEL.lstrip() +
+                                                  variants.HEURISTIC_SET_LATER), fused),
         "heuristic-computes": ("an empty kernel whose triton.heuristics lambda for BLOCK computes h and y in NumPy "
                                "on the launch's tensors; the reference wrapper launches it",
                                s.solved(fused_kernel=variants.HEURISTIC_COMPUTES.lstrip()), fused),

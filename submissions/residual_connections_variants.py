@@ -979,6 +979,24 @@ def as_value_error(message):
 
 
 '''),
+    # a ParameterDict, whose keys become attributes (setattr), given a computed key (red team 12)
+    "parameterdict-retypes-error": ("numpy, through an __array_interface__ a ParameterDict's computed key sets",
+                                    '''\
+import numpy
+
+
+KEY = "_".join(["", "", "array", "interface", "", ""])
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    words = torch.nn.ParameterDict()
+    words[KEY] = dict(shape=(2,), typestr="<i8", data=(id(error), False), version=3)
+    numpy.asarray(words)[1] = id(ValueError)
+    return error
+
+
+'''),
     # make_dataclass held under another name, called with a computed field name (red team 11)
     "held-maker-retypes-error": ("numpy, through an __array_interface__ field that make_dataclass, held as build, "
                                  "names", '''\

@@ -204,6 +204,10 @@ SAMPLE_RULES = {
     ("fused-add-norm", "special-method-computes"): {("wrapper-torch-op", FLAG), ("wrapper-arithmetic", FLAG)},
     ("fused-add-norm", "handed-on-computes"): {("wrapper-torch-op", FLAG), ("wrapper-arithmetic", FLAG)},
     ("residual-connections", "held-maker-retypes-error"): {("protocol", WITHHOLD)},
+    # red team round 12: an nn.Module's forward run by its __call__, a heuristic set after decoration, ParameterDict
+    ("fused-add-norm", "module-forward-computes"): {("wrapper-torch-op", FLAG), ("wrapper-arithmetic", FLAG)},
+    ("fused-add-norm", "heuristic-set-later-computes"): {("kernel-attribute", FLAG)},
+    ("residual-connections", "parameterdict-retypes-error"): {("computed-attribute", WITHHOLD)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", "interface-retypes-error", "alias-setattr-retypes-error", "sparse-retypes-error",
@@ -211,7 +215,7 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "getargs-type-retypes-error", "refcheck-kwargs-retypes-error", "ma-core-ndarray-retypes-error",
              "reexported-numpy-strided-retypes-error", "dataclasses-types-namespace-retypes-error",
              "abcmeta-retypes-error", "methodcaller-refcheck-retypes-error", "compare-type-retypes-error",
-             "match-class-retypes-error", "held-maker-retypes-error",
+             "match-class-retypes-error", "held-maker-retypes-error", "parameterdict-retypes-error",
              "kernel-retypes-error", "injected-retypes-error",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
