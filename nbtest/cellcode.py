@@ -142,6 +142,11 @@ class Notebook:
         for tree in self.trees.values():
             for node, name in _bindings(tree.body):
                 bindings.setdefault(name, []).append(node)
+        # a class whose body binds a name to another name is followed only where that name holds one scalar
+        for name, (_, node) in list(self.classes.items()):
+            if any(isinstance(s, (ast.Assign, ast.AnnAssign)) and isinstance(s.value, ast.Name) and
+                   s.value.id not in self.scalars for s in node.body):
+                del self.classes[name]
         self.data: set[str] = set()
         while more := {name for name, nodes in bindings.items() if name not in self.data | self.global_names and
                        all(isinstance(n, (ast.Assign, ast.AnnAssign)) and _is_data(n.value, self) for n in nodes)}:
@@ -367,8 +372,8 @@ def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
         elif isinstance(s, (ast.Assign, ast.AnnAssign)):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
             if not all(isinstance(t, ast.Name) and not t.id.startswith("__") for t in targets) or \
-                    (s.value is not None and not _is_literal(s.value, ctx)):
-                return False
+                    (s.value is not None and not _is_literal(s.value, ctx) and not isinstance(s.value, ast.Name)):
+                return False      # a name: one holding a scalar (MAX = MAX_WIDTH), checked once they are known
         elif not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) or isinstance(s, ast.Pass)):
             return False
     return True

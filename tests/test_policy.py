@@ -2096,9 +2096,14 @@ SELF_ROWS = "class Rows:\n    def __init__(self):\n        self.args = ()\n     
      "    widest = max((('weight', weight), ('bias', bias)), key=len)", set()),
     ("def _rank(t):\n    return t.sum()\n\n\n", "first = sorted((x, fx), key=_rank)", {("wrapper-torch-op", FLAG)}),
     ("", "first = sorted((x, fx), key=lambda t: t)", {("wrapper-arithmetic", FLAG)}),
+    # a class of constants, one of them read from the course's (honest round 13's e01), or naming a function
+    ("class Limits:\n    MAX = MAX_WIDTH\n    LANES = 256\n\n\n",
+     "if n > Limits.MAX:\n        raise ValueError('wide')\n    w = max(n // Limits.LANES, 1)", set()),
+    ("ADD = torch.add\n\n\nclass Limits:\n    GET = ADD\n\n\n", "h0 = Limits.GET(x, fx)", {("wrapper-torch-op", FLAG)}),
 ], ids=["module-forward", "module-extra-repr", "object-through-its-field", "kernel-name-bound",
         "kernel-values-updated", "kernel-alias-hooked", "honest-property", "honest-contains-and-frozenset",
-        "honest-sorted-and-max-keyed", "sorted-by-values", "sorted-by-tensors"])
+        "honest-sorted-and-max-keyed", "sorted-by-values", "sorted-by-tensors", "honest-class-of-constants",
+        "class-constant-naming-a-function"])
 def test_what_a_library_base_or_a_module_object_runs_is_walked(before, line, found):
     """nn.Module's own code calls its methods by name, a module-level object's special methods run wherever it is
     reached, and a kernel's attributes are Triton's (red team 12: 13 fused notebooks scored 40 against 26.67 and
