@@ -168,10 +168,17 @@ def _rebound(ctx: Notebook, names: set[str]) -> list[Violation]:
             final = ctx.functions.get(bound) or ctx.kernels.get(bound) or ctx.classes.get(bound)
             if bound not in names or (final is not None and final[1] is node):
                 continue
-            if final is None or (ctx.order[final[0]], final[1].lineno) < (ctx.order[label], node.lineno):
+            at, last = (ctx.order[label], node.lineno), (ctx.order[final[0]], final[1].lineno) if final else None
+            if final is None or last < at:
                 out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound again here, so the "
                                      "function the grader checked is not the one the tests call: define it once, "
                                      "with def, and leave the name alone", quote(ctx.sources[label], node.lineno)))
+            elif any(at < (ctx.order[where], read.lineno) < last for read, where in ctx.loads.get(bound, [])):
+                # read before its checked def binds it again (a partial, a decorator's argument, an object built):
+                # what was read is this binding, which the grader did not check
+                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound here and read before "
+                                     "the def the grader checks binds it again: define it once, with def",
+                                     quote(ctx.sources[label], node.lineno)))
         for node in ast.walk(tree):
             if isinstance(node, ast.Global) and names & set(node.names):
                 out.append(Violation(label, node.lineno, "rebound", FLAG, f"'global {', '.join(names & set(node.names))}'"

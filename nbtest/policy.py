@@ -320,6 +320,7 @@ def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Viol
                 out += _General(label, source, ctx, policy, annotations, local, keyed).run(ctx.trees[label])
             except RecursionError:
                 out.append(_too_deep(label, source))
+    out += _keyed_uses(ctx, keyed)
     if policy.fused:
         try:
             out += check_fused(ctx, policy.fused.wrapper)
@@ -340,6 +341,51 @@ def _keyed_holders(ctx: Notebook) -> set[str]:
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     out |= {t.id if isinstance(t, ast.Name) else t.attr for t in ast.walk(target)
                             if isinstance(t, (ast.Name, ast.Attribute))}
+    return out
+
+
+# what may be done with a ParameterDict besides indexing it: read it, never hand it on or alias it (a helper, an alias
+# or a dunder call would set its keys out of the policy's sight)
+KEYED_READS = frozenset({"items", "keys", "values", "parameters", "named_parameters", "get"})
+KEYED_READERS = frozenset({"len", "print", "str", "repr", "isinstance", "iter", "list", "dict", "sorted"})
+
+
+def _keyed_uses(ctx: Notebook, keyed: set[str]) -> list[Violation]:
+    """A ParameterDict built anywhere but as the value bound to a name or an attribute, and a holder of one
+    (_keyed_holders) used otherwise than indexed, read (KEYED_READS, KEYED_READERS, a loop, `in`) or rebound: each
+    could set a key the policy cannot read (a list's item, `words |= {key: value}`, a helper handed it)."""
+    out = []
+    for label, tree in ctx.trees.items():
+        if not ctx.student[label]:
+            continue
+        parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+        for node in ast.walk(tree):
+            parent = parents.get(id(node))
+            why = None
+            if isinstance(node, ast.Call) and ctx.resolve(node.func) == KEYED_SETTER:
+                bound = isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node and all(
+                    isinstance(t, (ast.Name, ast.Attribute)) for t in
+                    (parent.targets if isinstance(parent, ast.Assign) else [parent.target]))
+                why = None if bound else "built other than as the value bound to a name or an attribute"
+            elif isinstance(node, ast.AugAssign) and (isinstance(node.target, ast.Name) and node.target.id in keyed or
+                                                      isinstance(node.target, ast.Attribute) and node.target.attr in keyed):
+                why = "updated in place"
+            elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and \
+                    (node.id if isinstance(node, ast.Name) else node.attr) in keyed:
+                read = isinstance(parent, ast.Subscript) and parent.value is node or \
+                    isinstance(parent, ast.Attribute) and parent.attr in KEYED_READS and \
+                    isinstance(parents.get(id(parent)), ast.Call) and parents[id(parent)].func is parent or \
+                    isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node or \
+                    isinstance(parent, ast.Compare) and node in parent.comparators or \
+                    isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and \
+                    parent.func.id in KEYED_READERS and node in parent.args or \
+                    isinstance(parent, ast.Attribute) and isinstance(node, ast.Name) and node.id in ("self", "cls")
+                why = None if read else "held, handed on or called on other than to read it"
+            if why:
+                out.append(Violation(label, node.lineno, "computed-attribute", WITHHOLD, f"a ParameterDict {why}: "
+                                     "its keys are attribute names, which the policy reads only where it is built "
+                                     "and indexed; index it with keys written out", quote(ctx.sources[label],
+                                                                                          node.lineno)))
     return out
 
 

@@ -1708,6 +1708,13 @@ RAW_MEMORY = {
     "a ParameterDict updated": ("import torch\nclass M(torch.nn.Module):\n    def __init__(self, d):\n"
                                 "        super().__init__()\n        self.params = torch.nn.ParameterDict()\n"
                                 "        self.params.update(d)\n", {("computed-attribute", WITHHOLD)}),
+    # red team 13: one built inside a list, by an assignment expression or by a helper, or updated with |=
+    "a ParameterDict in a list": ("import torch\ndef f(k):\n    p = [torch.nn.ParameterDict()][0]\n    p[k] = {}\n",
+                                  {("computed-attribute", WITHHOLD)}),
+    "a ParameterDict made by a helper": ("import torch\ndef make():\n    return torch.nn.ParameterDict()\n",
+                                         {("computed-attribute", WITHHOLD)}),
+    "a ParameterDict updated with |=": ("import torch\ndef f(k):\n    p = torch.nn.ParameterDict()\n    p |= {k: {}}\n",
+                                        {("computed-attribute", WITHHOLD)}),
     "honest: a ParameterDict of keys written out or on a plain prefix": (
         "import torch\nclass M(torch.nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
         "        self.params = torch.nn.ParameterDict({'alpha': torch.nn.Parameter(torch.ones(1))})\n"
@@ -2157,10 +2164,16 @@ LAUNCH = "fused_add_layernorm_kernel[(rows_x.shape[0],)]("
     ("KERNELS = (fused_add_layernorm_kernel,)\n\n\n", [(LAUNCH, "KERNELS[0][(rows_x.shape[0],)](")], set()),
     ("KERNELS = {'row': fused_add_layernorm_kernel}\nKERNELS['row'] = print\n\n\n",
      [(LAUNCH, "KERNELS['row'][(rows_x.shape[0],)](")], {("wrapper-no-launch", FLAG)}),
+    # red team 13: a def read (here by a partial) before a second def of its name, the one checked, binds it again
+    ("import functools\n\n\ndef helper(a, b):\n    return torch.add(a, b)\n\n\nRUN = functools.partial(helper)\n\n\n"
+     "def helper(a, b):\n    return None\n\n\n", [("n = x.shape[-1]\n", "n = x.shape[-1]\n    RUN(x, fx)\n")],
+     {("rebound", FLAG)}),
+    ("def helper(a):\n    return a\n\n\ndef helper(a):\n    return a.shape\n\n\n",
+     [("n = x.shape[-1]\n", "n = helper(x)[-1]\n")], set()),
 ], ids=["two-exception-bases", "notebook-and-python-bases", "two-notebook-bases", "match-capture",
         "constants-built", "built-with-keywords", "comprehension-calls-a-def", "built-then-stored",
         "reduce-of-sizes", "reduce-of-tensors", "partial-of-reshape", "partial-of-add", "kernel-table-alias",
-        "kernel-table-item", "kernel-table-stored"])
+        "kernel-table-item", "kernel-table-stored", "def-read-before-it-is-defined-again", "def-defined-twice"])
 def test_a_wrappers_tables_errors_and_captures_read_as_what_they_hold(before, edits, found):
     body = WRAPPER_SOURCE
     for old, new in edits:
