@@ -401,7 +401,7 @@ def _is_data(node, ctx: Notebook, names: frozenset[str] = frozenset()) -> bool:
     if isinstance(node, ast.Dict):
         return all(k is not None and _is_data(k, ctx, names) and _is_data(v, ctx, names)
                    for k, v in zip(node.keys, node.values))
-    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp)):
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):   # tuple(... for k in ...)
         bound = set(names)
         for g in node.generators:
             targets = _target_names(g.target)
@@ -432,13 +432,19 @@ def _is_data(node, ctx: Notebook, names: frozenset[str] = frozenset()) -> bool:
         f = node.func
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Constant) and isinstance(f.value.value, str):
             return True
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and isinstance(f.value.func, ast.Name) and \
+                f.value.func.id == "str" and "str" not in ctx.bound and all(_is_data(a, ctx, names) for a in node.args):
+            return True      # str(d).removeprefix("torch."): a method of a string, given data
         name = f.id if isinstance(f, ast.Name) and f.id not in ctx.bound else ctx.resolve(f)
-        if name in _SCALAR_CALLS or name in _DATA_CALLS and not node.keywords and \
+        # a key that is a builtin of Python's (sorted(DTYPES, key=str)), or reverse=, orders data and adds none
+        ordering = all(k.arg in ("key", "reverse") and (isinstance(k.value, ast.Constant) or isinstance(
+            k.value, ast.Name) and k.value.id in _SCALAR_CALLS and k.value.id not in ctx.bound) for k in node.keywords)
+        if name in _SCALAR_CALLS or name in _DATA_CALLS and ordering and \
                 all(_is_data(a, ctx, names) for a in node.args):
             return True
         if name == "typing.get_args" and len(node.args) == 1 and literal_type(node.args[0], ctx):
             return True      # a Literal's choices: a tuple of constants
-    return _is_literal(node, ctx) or (isinstance(node, (ast.Name, ast.Attribute)) and ctx.resolve(node) is not None)
+    return _is_literal(node, ctx, names) or (isinstance(node, (ast.Name, ast.Attribute)) and ctx.resolve(node) is not None)
 
 
 def _target_names(target) -> list[ast.expr]:
@@ -544,6 +550,13 @@ def _is_literal(node, ctx: Notebook, names: frozenset = frozenset()) -> bool:
     if isinstance(node, ast.Call) and ctx.resolve(node.func) in ("triton.Config", "triton.language.constexpr"):
         return all(_is_literal(a, ctx, names) for a in node.args) and \
             all(_is_literal(k.value, ctx, names) for k in node.keywords)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("values", "keys",
+                                                                                            "items") and \
+            isinstance(node.func.value, ast.Name) and node.func.value.id in names and not node.args:
+        return True      # STAGES.values() of a name that holds a literal
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple", "sorted") \
+            and len(node.args) == 1 and not node.keywords:
+        return _is_literal(node.args[0], ctx, names)     # list(CONFIGS.values()), run once where it is written
     if isinstance(node, ast.ListComp) and all(isinstance(g.target, ast.Name) and not g.ifs for g in node.generators):
         bound = names | {g.target.id for g in node.generators}
         return all(_is_literal(g.iter, ctx, names) for g in node.generators) and _is_literal(node.elt, ctx, bound)

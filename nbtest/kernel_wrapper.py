@@ -589,7 +589,8 @@ def _literal_names(ctx: Notebook) -> frozenset[str]:
                    all(isinstance(n, (ast.Assign, ast.AnnAssign)) and _is_literal(n.value, ctx, frozenset(known))
                        for n in nodes) and _only_read(name, ctx, given)}:
         known |= more
-    return frozenset(known)
+    # and data nothing stores into (WARPS = tuple(2 ** k for k in range(1, 4)))
+    return frozenset(known | {name for name in ctx.data & set(ctx.module_bindings) if _only_read(name, ctx, given)})
 
 
 def _displayed(nodes) -> list[ast.expr]:
@@ -1043,7 +1044,8 @@ class _Body:
             if builtin in SCALAR_BUILTINS:
                 return True        # str(d), len(names): Python's own scalars, whatever they are given
             if builtin in ITEM_BUILTINS:      # tuple(x.shape), max(n - 1, 0): as plain as the items they are given
-                return all(map(self.items_plain, given))
+                # (a key only orders them: key_generator judges what it makes)
+                return all(map(self.items_plain, [*node.args, *(k.value for k in node.keywords if k.arg != "key")]))
             if builtin == "map" and len(node.args) >= 2:     # map(f, items): as plain as what f makes of them
                 fn, items = node.args[0], node.args[1:]
                 if isinstance(fn, ast.Lambda):
@@ -1660,6 +1662,12 @@ class _Kernel:
             body = after_docstring(fn.body)
             return not fn.decorator_list and len(body) == 1 and isinstance(body[0], ast.Return) and \
                 body[0].value is not None and self.heuristic(ast.copy_location(ast.Lambda(fn.args, body[0].value), fn))
+        if isinstance(v, ast.Name) and v.id not in self.ctx.global_names:
+            # a name bound once, to such a lambda or a table of them, that nothing stores into (HEURISTICS = {...})
+            nodes = self.ctx.module_bindings.get(v.id, [])
+            return len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and len(nodes[0].targets) == 1 and \
+                isinstance(nodes[0].value, (ast.Lambda, ast.Dict)) and \
+                _only_read(v.id, self.ctx, frozenset({id(v)})) and self.heuristic(nodes[0].value)
         if not isinstance(v, ast.Lambda) or len(v.args.args) != 1:
             return False
         # it runs inside the launch, on the launch's arguments (the tensors among them): it may read sizes and

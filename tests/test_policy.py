@@ -2183,6 +2183,41 @@ def test_a_wrappers_tables_errors_and_captures_read_as_what_they_hold(before, ed
     assert found <= got if found else got == set()
 
 
+# honest round 14: a kernel decorator's arguments read from module constants and tables, and data ordered by a
+# builtin key or made by a string's method
+KERNEL_SOURCE = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"]
+
+
+@pytest.mark.parametrize("before, decorators, found", [
+    ("WARPS = tuple(2 ** k for k in range(1, 4))\nCONFIGS = [triton.Config({}, num_warps=w) for w in WARPS]\n\n\n",
+     "@triton.autotune(configs=CONFIGS, key=['n_cols'])\n", set()),
+    ("STAGES = dict(zip(('few', 'many'), (1, 2)))\n\n\n",
+     "@triton.autotune(configs=[triton.Config({}, num_stages=s) for s in STAGES.values()], key=['n_cols'])\n", set()),
+    ("TABLE = {w: triton.Config({}, num_warps=w) for w in sorted({4, 8}, reverse=True)}\n\n\n",
+     "@triton.autotune(configs=list(TABLE.values()), key=['n_cols'])\n", set()),
+    ("def pow2(args):\n    return triton.next_power_of_2(args['n_cols'])\n\n\nHEURISTICS = {'BLOCK': pow2}\n"
+     "RULE = lambda args: triton.next_power_of_2(args['n_cols'])\n\n\n",
+     "@triton.heuristics(HEURISTICS)\n@triton.heuristics(values={'BLOCK': RULE})\n", set()),
+    ("CONFIGS = [triton.Config({}, num_warps=4)]\nCONFIGS.append(print)\n\n\n",
+     "@triton.autotune(configs=CONFIGS, key=['n_cols'])\n", {("kernel-decorator", FLAG)}),
+    ("def steal(args):\n    return args['x_ptr'].numpy()\n\n\nHEURISTICS = {'BLOCK': steal}\n\n\n",
+     "@triton.heuristics(HEURISTICS)\n", {("kernel-decorator", FLAG)}),
+], ids=["configs-over-a-constant", "configs-over-a-table", "configs-from-a-table", "heuristics-named",
+        "configs-stored-into", "heuristic-reading-values"])
+def test_a_kernel_decorators_arguments_may_be_module_constants_nothing_changes(before, decorators, found):
+    body = before + KERNEL_SOURCE.replace("@triton.jit\n", decorators + "@triton.jit\n", 1)
+    assert body != before + KERNEL_SOURCE
+    got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=body), FUSED))
+    assert found <= got if found else got == set()
+
+
+def test_data_may_be_ordered_by_a_builtin_key_or_made_by_a_strings_method():
+    before = "NAMES = {d: str(d).removeprefix('torch.') for d in sorted(DTYPES, key=str)}\n\n\n"
+    line = "bad = sorted((k for k in ('x', 'fx') if x.dtype not in DTYPES), key=len)\n    first = bad[0] if bad " \
+           "else NAMES[x.dtype]"
+    assert wrapper_rules(before + wrapper_with(line)) == set()
+
+
 # honest round 10: an exception class handed on, aliased or listed; typing.cast; a kernel chosen by a conditional.
 # Beside each, the same shape holding what computes
 SILENT = "class ShapeError(ValueError):\n    pass\n\n\n"
