@@ -14,7 +14,8 @@ PARTS = {1: ["fused_kernel", "fused_add_layernorm"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
-                          "handed-on-computes", "module-forward-computes"], "by-hand-wrapper"),
+                          "handed-on-computes", "module-forward-computes", "redefined-helper-computes"],
+                         "by-hand-wrapper"),
          **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator",
                           "torch-under-another-name", "numpy-through-the-class", "heuristic-computes",
                           "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes",
@@ -208,6 +209,10 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                     "nn.Module whose forward, run by its __call__, computes h and y in Python lists",
                                     after_launch("order = min([0], key=_Rows(rows_x, rows_fx, weight, bias, h, y, n, "
                                                  "eps))\n", variants.MODULE_FORWARD), fused),
+        "redefined-helper-computes": ("the reference wrapper around an empty kernel, then _RUN(...), a partial of a "
+                                      "helper that computes h and y in lists, read before a harmless def of its name",
+                                      after_launch("_RUN(rows_x, rows_fx, weight, bias, h, y, n, eps)\n",
+                                                   "import functools\n" + variants.REDEFINED), fused),
         "heuristic-set-later-computes": ("an empty kernel whose heuristic for BLOCK, set after it was decorated, "
                                          "computes h and y in Python lists inside the launch; the reference wrapper",
                                          s.solved(fused_kernel=variants.HEURISTIC_KERNEL.lstrip() +

@@ -208,6 +208,9 @@ SAMPLE_RULES = {
     ("fused-add-norm", "module-forward-computes"): {("wrapper-torch-op", FLAG), ("wrapper-arithmetic", FLAG)},
     ("fused-add-norm", "heuristic-set-later-computes"): {("kernel-attribute", FLAG)},
     ("residual-connections", "parameterdict-retypes-error"): {("computed-attribute", WITHHOLD)},
+    # red team round 13: a helper read before its checked def; a ParameterDict out of the holders' sight
+    ("fused-add-norm", "redefined-helper-computes"): {("rebound", FLAG)},
+    ("residual-connections", "parameterdict-in-a-list-retypes-error"): {("computed-attribute", WITHHOLD)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", "interface-retypes-error", "alias-setattr-retypes-error", "sparse-retypes-error",
@@ -216,6 +219,7 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "reexported-numpy-strided-retypes-error", "dataclasses-types-namespace-retypes-error",
              "abcmeta-retypes-error", "methodcaller-refcheck-retypes-error", "compare-type-retypes-error",
              "match-class-retypes-error", "held-maker-retypes-error", "parameterdict-retypes-error",
+             "parameterdict-in-a-list-retypes-error",
              "kernel-retypes-error", "injected-retypes-error",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
