@@ -593,6 +593,14 @@ def _literal_names(ctx: Notebook) -> frozenset[str]:
     return frozenset(known | {name for name in ctx.data & set(ctx.module_bindings) if _only_read(name, ctx, given)})
 
 
+def _returns_self(fn) -> bool:
+    """A method whose body (after its docstring) is `return self`, self its first parameter."""
+    body = after_docstring(fn.body) if fn is not None else []
+    params = _arguments(fn.args) if fn is not None else []
+    return len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Name) and \
+        bool(params) and body[0].value.id == params[0].arg and not fn.decorator_list
+
+
 def _displayed(nodes) -> list[ast.expr]:
     """The nodes, and the items of the tuple, list, set and dict displays among them, theirs too (OPS=(ROWS,))."""
     out = []
@@ -873,6 +881,10 @@ class _Body:
         elif isinstance(node, ast.With):
             for item in node.items:
                 self.expr(item.context_expr, path)
+                cls = self.instance_of(item.context_expr)
+                if isinstance(item.optional_vars, ast.Name) and cls is not None and _returns_self(
+                        self.w.ctx.method(cls, "__enter__")):
+                    self.instances[item.optional_vars.id] = cls     # with Errors() as errors: the object built
             self.walk(node.body, path)
         elif isinstance(node, ast.Try):
             # a handler may start anywhere in the body: from what the body held at any point

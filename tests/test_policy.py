@@ -2084,6 +2084,9 @@ def test_what_the_wrapper_hands_on_or_builds_is_walked_as_called(before, line, f
 MODULE_ROWS = "class Rows(torch.nn.Module):\n    def __init__(self, *args):\n        super().__init__()\n" \
               "        self.args = args\n\n    def forward(self, item):\n        h0 = torch.add(*self.args)\n" \
               "        return item\n\n\n"
+ERRORS = "class Errors:\n    def __init__(self):\n        self.problems = []\n\n    def __enter__(self):\n" \
+         "        return self\n\n    def add(self, m):\n        BODY\n\n    def __exit__(self, kind, error, trace):\n" \
+         "        if kind is None and self.problems:\n            raise ValueError('; '.join(self.problems))\n\n\n"
 SELF_ROWS = "class Rows:\n    def __init__(self):\n        self.args = ()\n        self.me = self\n\n" \
             "    def __iter__(self):\n        h0 = torch.add(*self.args)\n        return iter(())\n\n\n" \
             "ROWS = Rows()\n\n\n"
@@ -2111,10 +2114,16 @@ SELF_ROWS = "class Rows:\n    def __init__(self):\n        self.args = ()\n     
     ("class Limits:\n    MAX = MAX_WIDTH\n    LANES = 256\n\n\n",
      "if n > Limits.MAX:\n        raise ValueError('wide')\n    w = max(n // Limits.LANES, 1)", set()),
     ("ADD = torch.add\n\n\nclass Limits:\n    GET = ADD\n\n\n", "h0 = Limits.GET(x, fx)", {("wrapper-torch-op", FLAG)}),
+    # a context manager of the notebook's whose __enter__ returns itself (honest round 14's fan_03): the `as`
+    # target is that object, its methods walked as called
+    (ERRORS.replace("BODY", "self.problems.append(m)"),
+     "with Errors() as errors:\n        if x.shape != fx.shape:\n            errors.add('shapes differ')", set()),
+    (ERRORS.replace("BODY", "self.problems.append(torch.add(m, m))"),
+     "with Errors() as errors:\n        errors.add(x)", {("wrapper-torch-op", FLAG)}),
 ], ids=["module-forward", "module-extra-repr", "object-through-its-field", "kernel-name-bound",
         "kernel-values-updated", "kernel-alias-hooked", "honest-property", "honest-contains-and-frozenset",
         "honest-sorted-and-max-keyed", "sorted-by-values", "sorted-by-tensors", "honest-class-of-constants",
-        "class-constant-naming-a-function"])
+        "class-constant-naming-a-function", "honest-errors-collected-in-a-with", "with-target-computes"])
 def test_what_a_library_base_or_a_module_object_runs_is_walked(before, line, found):
     """nn.Module's own code calls its methods by name, a module-level object's special methods run wherever it is
     reached, and a kernel's attributes are Triton's (red team 12: 13 fused notebooks scored 40 against 26.67 and
