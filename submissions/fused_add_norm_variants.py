@@ -360,24 +360,7 @@ STYLES = {
         HEURISTICS = {"BLOCK": _block}
 
 
-        @triton.autotune(configs=CONFIGS, key=["n_cols"])
-        @triton.heuristics(HEURISTICS)
-        @triton.jit
-        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
-                                       BLOCK: tl.constexpr):
-            row = tl.program_id(0).to(tl.int64)
-            cols = tl.arange(0, BLOCK)
-            keep = cols < n_cols
-            at = row * n_cols + cols
-            h = (tl.load(x_ptr + at, mask=keep, other=0.0).to(tl.float32)
-                 + tl.load(fx_ptr + at, mask=keep, other=0.0).to(tl.float32))
-            tl.store(h_ptr + at, h.to(h_ptr.dtype.element_ty), mask=keep)
-            mean = tl.sum(h, axis=0) / n_cols
-            diff = tl.where(keep, h - mean, 0.0)
-            inv = 1.0 / tl.sqrt(tl.sum(diff * diff, axis=0) / n_cols + eps)
-            w = tl.load(w_ptr + cols, mask=keep, other=0.0).to(tl.float32)
-            b = tl.load(b_ptr + cols, mask=keep, other=0.0).to(tl.float32)
-            tl.store(y_ptr + at, (diff * inv * w + b).to(y_ptr.dtype.element_ty), mask=keep)
+        KERNEL
         ''')),
     "style-autotune-warps": ("@triton.autotune over num_warps (the interpreter runs each config once)", dict(fused_kernel='''
         @triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (2, 4)], key=["n_cols"])
@@ -459,9 +442,15 @@ STYLES = {
             return h.view(x.shape), y.view(x.shape)
         ''')),
 }
-# the autotuned kernel's own wrapper, which leaves num_warps to the configs
-STYLES["style-decorators-from-constants"][1]["fused_add_layernorm"] = \
-    STYLES["style-autotune-warps"][1]["fused_add_layernorm"]
+# the autotuned style's kernel with its decorators read from the constants, and its wrapper, which leaves num_warps
+# to the configs
+_AUTOTUNED = STYLES["style-autotune-warps"][1]
+STYLES["style-decorators-from-constants"][1].update(
+    fused_kernel=STYLES["style-decorators-from-constants"][1]["fused_kernel"].replace(
+        "        KERNEL\n", _AUTOTUNED["fused_kernel"].lstrip("\n").rstrip(" ").replace(
+            'configs=[triton.Config({}, num_warps=w) for w in (2, 4)], key=["n_cols"])\n',
+            'configs=CONFIGS, key=["n_cols"])\n        @triton.heuristics(HEURISTICS)\n')),
+    fused_add_layernorm=_AUTOTUNED["fused_add_layernorm"])
 
 # text pasted from a web page or a PDF: a U+2028 in a comment above the kernel and in an error message, which
 # Python reads as a character of its line (and IPython keeps). Split there, Triton's jit would read the kernel's

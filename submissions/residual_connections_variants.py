@@ -997,24 +997,6 @@ def as_value_error(message):
 
 
 '''),
-    # the same ParameterDict built inside a list, out of the holders' sight (red team 13)
-    "parameterdict-in-a-list-retypes-error": ("numpy, through an __array_interface__ a computed key sets on a "
-                                              "ParameterDict taken out of a list", '''\
-import numpy
-
-
-KEY = "_".join(["", "", "array", "interface", "", ""])
-
-
-def as_value_error(message):
-    error = RuntimeError(message)
-    words = [torch.nn.ParameterDict()][0]
-    words[KEY] = dict(shape=(2,), typestr="<i8", data=(id(error), False), version=3)
-    numpy.asarray(words)[1] = id(ValueError)
-    return error
-
-
-'''),
     # make_dataclass held under another name, called with a computed field name (red team 11)
     "held-maker-retypes-error": ("numpy, through an __array_interface__ field that make_dataclass, held as build, "
                                  "names", '''\
@@ -1200,6 +1182,11 @@ def as_value_error(message):
 
 '''),
 }
+# the ParameterDict route with the dict taken out of a list, out of the holders' sight (red team 13)
+RETYPES["parameterdict-in-a-list-retypes-error"] = (
+    "numpy, through an __array_interface__ a computed key sets on a ParameterDict taken out of a list",
+    RETYPES["parameterdict-retypes-error"][1].replace("words = torch.nn.ParameterDict()",
+                                                      "words = [torch.nn.ParameterDict()][0]"))
 
 
 
