@@ -18,6 +18,8 @@ from pathlib import Path
 
 import matplotlib
 from fpdf import FPDF
+from fpdf.fonts import FontFace
+from fpdf.html import DEFAULT_TAG_STYLES
 
 from ...grading.batch import notebooks
 from ...nbgrading.answers import Answer, Questions, render
@@ -25,6 +27,8 @@ from ...nbgrading.answers import Answer, Questions, render
 FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
 FACES = {"": "", "B": "-Bold", "I": "-Oblique", "BI": "-BoldOblique"}
 SANS, MONO = "DejaVuSans", "DejaVuSansMono"
+# inline code and code blocks in the monospaced face, fpdf2's own styles otherwise
+CODE_STYLES = {"code": FontFace(family=MONO), "pre": DEFAULT_TAG_STYLES["pre"].replace(font_family=MONO)}
 # in the cleaned HTML (attributes double-quoted): a heading's pilcrow link, then any link to "#..."
 ANCHOR_LINK = re.compile(r'<a class="anchor-link"[^>]*>.*?</a>', re.S)
 IN_PAGE = re.compile(r'<a\b[^>]*\bhref="#[^"]*"[^>]*>(.*?)</a>', re.S)
@@ -74,7 +78,7 @@ def _html(pdf: FPDF, rendered: str | None, text: str, size: int) -> None:
     pdf.set_font(SANS, "", size)
     if rendered is not None:
         try:
-            pdf.write_html(IN_PAGE.sub(r"\1", ANCHOR_LINK.sub("", rendered)), font_family=SANS, pre_code_font=MONO)
+            pdf.write_html(IN_PAGE.sub(r"\1", ANCHOR_LINK.sub("", rendered)), font_family=SANS, tag_styles=CODE_STYLES)
             return
         except Exception:   # noqa: BLE001 - a student's markup fpdf2 cannot lay out (odd tables, say)
             pass
