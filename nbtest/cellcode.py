@@ -37,6 +37,9 @@ def parse(source: str) -> ast.Module:
 HONEST_MODULES = frozenset({"__future__", "warnings"})
 # the decorators a followed class's methods may carry (_plain_class): Python's own, each read where it is used
 METHOD_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
+# and the class decorators it may carry: Python's own, which add methods written in the class's own (the
+# comparisons total_ordering derives from its __lt__ and __eq__), so that what runs is still its defs
+CLASS_DECORATORS = frozenset({"functools.total_ordering"})
 # Private attributes of nn.Module: writing or reading them hides modules from the grader's view.
 MODULE_PRIVATE = frozenset({
     "_modules", "_parameters", "_buffers", "_non_persistent_buffers_set", "_forward_hooks",
@@ -345,7 +348,8 @@ EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
 
 
 def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
-    """A class whose methods the wrapper's check can follow: no decorator or keyword (metaclass), one base at
+    """A class whose methods the wrapper's check can follow: no decorator but CLASS_DECORATORS, no keyword
+    (metaclass), one base at
     most, a library class or the notebook's, or several of Python's exceptions and one of the notebook's at
     most (class DtypeError(ShapeError, TypeError), whose defs are found as Python's order finds them), and a
     body of a docstring, defs (static and class methods among them) and plain data bound to names that are not
@@ -355,7 +359,8 @@ def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
     names = [b.id if isinstance(b, ast.Name) else None for b in node.bases]
     exceptions = len(names) > 1 and all(b in EXCEPTIONS or b in ctx.classes for b in names) and \
         sum(b in ctx.classes for b in names) <= 1
-    if node.decorator_list or node.keywords or len(node.bases) > 1 and not exceptions or not all(
+    if any(ctx.resolve(d) not in CLASS_DECORATORS for d in node.decorator_list) or node.keywords or \
+            len(node.bases) > 1 and not exceptions or not all(
             ctx.resolve(b) is not None or (isinstance(b, ast.Name) and b.id in {*ctx.classes, "object", *EXCEPTIONS})
             for b in node.bases):
         return False

@@ -11,6 +11,7 @@ must be one the policy can name (docs/security.md lists what it allows).
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 
 from .cellcode import (EXCEPTIONS, FLAG, HONEST_MODULES, Notebook, Violation, _arguments, _bindings,
@@ -576,6 +577,31 @@ def _keyed(node, shadowed: set[str]) -> tuple[ast.expr, ast.expr] | None:
     key = [k.value for k in node.keywords if k.arg == "key"]
     return (key[0], node.args[0]) if len(node.args) == 1 and key and not isinstance(key[0], ast.Constant) and \
         all(k.arg in ("key", "reverse", "default") for k in node.keywords) else None
+
+
+PAIR = ("pair key ", "pair value ")   # the halves of an items() pair, named as no cell can name anything
+
+
+def _pair_split(fn: ast.Lambda, items) -> tuple[list[str], ast.expr] | None:
+    """A lambda of one parameter over one d.items(), which reads the pair only as kv[0] and kv[1]: its
+    parameters as the key and the value (bind_items types each), and a copy of its body with each read so named."""
+    param = fn.args.args[0].arg
+    half = lambda n: isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == param and \
+        isinstance(n.slice, ast.Constant) and type(n.slice.value) is int and n.slice.value in (0, 1)
+    if len(items) != 1 or not (isinstance(items[0], ast.Call) and isinstance(items[0].func, ast.Attribute) and
+                               items[0].func.attr == "items" and not items[0].args and not items[0].keywords):
+        return None
+    halves = {id(n.value) for n in ast.walk(fn.body) if half(n)}
+    if any(isinstance(n, ast.Name) and n.id == param and id(n) not in halves or isinstance(n, ast.Lambda)
+           for n in ast.walk(fn.body)):
+        return None
+
+    class Split(ast.NodeTransformer):
+        def visit_Subscript(self, node):
+            if half(node):
+                return ast.copy_location(ast.Name(PAIR[node.slice.value] + param, ast.Load()), node)
+            return self.generic_visit(node)
+    return [PAIR[0] + param, PAIR[1] + param], Split().visit(copy.deepcopy(fn.body))
 
 
 def _literal_names(ctx: Notebook) -> frozenset[str]:
@@ -1319,6 +1345,9 @@ class _Body:
             if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults or len(a.args) != len(items):
                 return None
             names, elt = [p.arg for p in a.args], fn.body
+            pair = _pair_split(fn, items)
+            if pair is not None:      # key=lambda kv: kv[0] over d.items(): its key and its value named apart
+                names, elt = pair
         else:       # its items named as nothing of the notebook's is: MAP_ITEM is no identifier a cell can bind
             names = [f"{MAP_ITEM}{i}" for i in range(len(items))]
             elt = at(ast.Call(fn, [at(ast.Name(name, ast.Load())) for name in names], []))

@@ -2365,3 +2365,28 @@ def test_module_data_and_exception_classes_of_the_notebook_in_a_wrapper(before, 
     and an exception class of the notebook's computes nothing when built; what could compute stays seen."""
     got = wrapper_rules(before + wrapper_with(line))
     assert found <= got if found else got == set()
+
+
+# honest round 15: a class of functools.total_ordering, a sort of a dict's items by key, a heuristic calling a
+# def of the notebook's. Beside each, the same shape computing on the data
+ORDERED = "import functools\n\n\n@functools.total_ordering\nclass Width:\n    def __init__(self, n):\n        " \
+          "self.n = n\n\n    def __eq__(self, other):\n        return self.n == other.n\n\n    " \
+          "def __lt__(self, other):\n        return {}\n\n\n"
+
+
+@pytest.mark.parametrize("before, line, found", [
+    (ORDERED.format("self.n < other.n"), "if Width(n) > Width(MAX_WIDTH):\n        raise ValueError('too wide')",
+     set()),
+    (ORDERED.format("bool(self.n.sum() < 0)"), "if Width(x) >= Width(fx):\n        pass",
+     {("wrapper-torch-op", FLAG)}),
+    ("", "for name, t in sorted({'weight': weight, 'bias': bias}.items(), key=lambda kv: kv[0]):\n"
+         "        if t.shape != (n,):\n            raise ValueError(name)", set()),
+    ("", "for name, t in sorted({'weight': weight, 'bias': bias}.items(), key=lambda kv: kv[1].sum().item()):\n"
+         "        pass", {("wrapper-torch-op", FLAG)}),
+    ("", "for name, t in sorted({'weight': weight, 'bias': bias}.items(), key=lambda kv: (kv[0], kv)):\n"
+         "        pass", {("wrapper-arithmetic", FLAG)}),
+], ids=["total-ordering", "total-ordering-computes", "items-by-key", "items-by-value", "items-by-the-pair"])
+def test_an_ordered_class_and_a_sort_by_key_read_what_they_compare(before, line, found):
+    got = wrapper_rules(before + wrapper_with(line))
+    assert found <= got if found else got == set()
+
