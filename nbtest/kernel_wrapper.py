@@ -1679,7 +1679,9 @@ class _Kernel:
             for v in [*d.args, *(k.value for k in d.keywords)]:
                 if not (_is_literal(v, self.ctx, constants) or self.heuristic(v) or self.data_function(v)):
                     self.flag(v, "kernel-decorator", "decorator arguments must be plain data (numbers, strings, "
-                                                     "triton.Config(...), lists of them, small lambdas of args)")
+                                                     "triton.Config(...), lists of them, small lambdas of args; a "
+                                                     "lambda may call a def of yours that only returns such "
+                                                     "arithmetic)")
 
     def data_function(self, v) -> bool:
         """configs=get_autotune_config(), as Triton's matmul tutorial writes it: a call, with no arguments, of
@@ -1711,24 +1713,43 @@ class _Kernel:
                 _only_read(v.id, self.ctx, frozenset({id(v)})) and self.heuristic(nodes[0].value)
         if not isinstance(v, ast.Lambda) or len(v.args.args) != 1:
             return False
-        # it runs inside the launch, on the launch's arguments (the tensors among them): it may read sizes and
-        # shapes and compute with numbers, never call a method that reads or writes the data (a["h_ptr"].copy_(...),
-        # a["x_ptr"].numpy(): NumPy runs no torch operator for the tracer to see)
-        allowed = {v.args.args[0].arg} | KERNEL_BUILTINS | self.ctx.constants
+        return self.launch_arithmetic(v.body, {v.args.args[0].arg})
+
+    def launch_arithmetic(self, body, params: set[str], seen: frozenset[str] = frozenset()) -> bool:
+        """A heuristic's body, which runs inside the launch, on the launch's arguments (the tensors among them):
+        it may read sizes and shapes and compute with numbers, and call a def of the notebook's that only returns
+        such an expression of its own parameters (block_for(args["n_cols"])); never call a method that reads or
+        writes the data (a["h_ptr"].copy_(...), a["x_ptr"].numpy(): NumPy runs no torch operator for the tracer
+        to see)."""
+        allowed = params | KERNEL_BUILTINS | self.ctx.constants
         helpers = ("triton.next_power_of_2", "triton.cdiv")
-        for n in ast.walk(v.body):
-            if isinstance(n, ast.Name) and n.id not in allowed and self.ctx.resolve(n) != "triton":
+        called = {id(n.func): n.func.id for n in ast.walk(body) if isinstance(n, ast.Call) and
+                  isinstance(n.func, ast.Name) and n.func.id not in allowed and self.arithmetic_def(n.func.id, seen)}
+        for n in ast.walk(body):
+            if isinstance(n, ast.Name) and n.id not in allowed and id(n) not in called and \
+                    self.ctx.resolve(n) != "triton":
                 return False
             if isinstance(n, ast.Attribute) and self.ctx.resolve(n) not in helpers and not (
                     self.ctx.resolve(n) is None and n.attr in SCALAR_ATTRIBUTES | SCALAR_METHODS):
                 return False
-            if isinstance(n, ast.Call) and not (self.ctx.resolve(n.func) in helpers or (
+            if isinstance(n, ast.Call) and not (self.ctx.resolve(n.func) in helpers or id(n.func) in called or (
                     isinstance(n.func, ast.Name) and n.func.id in KERNEL_BUILTINS) or (
                     isinstance(n.func, ast.Attribute) and n.func.attr in SCALAR_METHODS)):
                 return False
-            if isinstance(n, (ast.Lambda, ast.comprehension, ast.NamedExpr)) and n is not v:
+            if isinstance(n, (ast.Lambda, ast.comprehension, ast.NamedExpr)):
                 return False
         return True
+
+    def arithmetic_def(self, name: str, seen: frozenset[str]) -> bool:
+        """A def of the notebook's, undecorated, of plain positional parameters, whose body (after a docstring)
+        is one `return` of launch arithmetic on them; not while it is being worked out (a recursive call)."""
+        if name not in self.ctx.functions or name in seen:
+            return False
+        fn = self.ctx.functions[name][1]
+        a, body = fn.args, after_docstring(fn.body)
+        return not (fn.decorator_list or a.vararg or a.kwonlyargs or a.kwarg or a.defaults) and len(body) == 1 and \
+            isinstance(body[0], ast.Return) and body[0].value is not None and \
+            self.launch_arithmetic(body[0].value, {p.arg for p in a.posonlyargs + a.args}, seen | {name})
 
     def stmt(self, node):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in self.constexpr:

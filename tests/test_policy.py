@@ -2390,3 +2390,15 @@ def test_an_ordered_class_and_a_sort_by_key_read_what_they_compare(before, line,
     got = wrapper_rules(before + wrapper_with(line))
     assert found <= got if found else got == set()
 
+
+@pytest.mark.parametrize("helper, found", [
+    ("def block_for(n):\n    \"\"\"A power of two of n's.\"\"\"\n    return max(16, triton.next_power_of_2(n))\n", set()),
+    ("def block_for(n):\n    return triton.next_power_of_2(n.tolist()[0])\n", {("kernel-decorator", FLAG)}),
+    ("def block_for(n):\n    return block_for(n)\n", {("kernel-decorator", FLAG)}),
+    ("def block_for(n, scale=torch.ones(1)):\n    return n\n", {("kernel-decorator", FLAG)}),
+], ids=["arithmetic", "reads-values", "recursive", "default"])
+def test_a_heuristic_may_call_a_def_of_launch_arithmetic(helper, found):
+    decorated = KERNEL_SOURCE.replace("@triton.jit\n", "@triton.heuristics({'BLOCK': lambda args: "
+                                      "block_for(args['n_cols'])})\n@triton.jit\n", 1)
+    got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=helper + "\n\n" + decorated), FUSED))
+    assert found <= got if found else got == set()
