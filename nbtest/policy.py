@@ -317,7 +317,7 @@ def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Viol
     for label, source, student in cells:
         if student and label in ctx.trees:
             try:
-                out += _General(label, source, ctx, policy, annotations, local, keyed).run(ctx.trees[label])
+                out += _General(label, source, ctx, policy, annotations, local).run(ctx.trees[label])
             except RecursionError:
                 out.append(_too_deep(label, source))
     out += _keyed_uses(ctx, keyed)
@@ -351,9 +351,11 @@ KEYED_READERS = frozenset({"len", "print", "str", "repr", "isinstance", "iter", 
 
 
 def _keyed_uses(ctx: Notebook, keyed: set[str]) -> list[Violation]:
-    """A ParameterDict built anywhere but as the value bound to a name or an attribute, and a holder of one
-    (_keyed_holders) used otherwise than indexed, read (KEYED_READS, KEYED_READERS, a loop, `in`) or rebound: each
-    could set a key the policy cannot read (a list's item, `words |= {key: value}`, a helper handed it)."""
+    """Every use of a ParameterDict, whose keys become attribute names of it: one is built only as the value
+    bound to a name or an attribute, with no keys or a dict of plain keys (_plain_key), never held as a value
+    (an alias, a partial); a holder of one (_keyed_holders) is indexed, given plain keys only, or read
+    (KEYED_READS, KEYED_READERS, a loop, `in`), never updated, handed on or aliased (a list's item, `words |= {key:
+    value}`, a helper handed it): each of those could set a key the policy cannot read."""
     out = []
     for label, tree in ctx.trees.items():
         if not ctx.student[label]:
@@ -366,12 +368,20 @@ def _keyed_uses(ctx: Notebook, keyed: set[str]) -> list[Violation]:
                 bound = isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node and all(
                     isinstance(t, (ast.Name, ast.Attribute)) for t in
                     (parent.targets if isinstance(parent, ast.Assign) else [parent.target]))
-                why = None if bound else "built other than as the value bound to a name or an attribute"
-            elif isinstance(node, ast.AugAssign) and (isinstance(node.target, ast.Name) and node.target.id in keyed or
-                                                      isinstance(node.target, ast.Attribute) and node.target.attr in keyed):
+                plain = not node.keywords and len(node.args) <= 1 and all(
+                    isinstance(a, ast.Dict) and all(k is not None and _plain_key(k) for k in a.keys) for a in node.args)
+                why = None if bound and plain else "built other than as the value bound to a name or an attribute" \
+                    if not bound else "given keys the policy cannot read"
+            elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and \
+                    ctx.resolve(node) == KEYED_SETTER and not (isinstance(parent, ast.Call) and parent.func is node):
+                why = "held or passed on: whoever calls it names the keys"
+            elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) and \
+                    _name_of(node.value) in keyed and not _plain_key(node.slice):
+                why = "given a key the policy cannot read"
+            elif isinstance(node, ast.AugAssign) and _name_of(node.target) in keyed:
                 why = "updated in place"
             elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and \
-                    (node.id if isinstance(node, ast.Name) else node.attr) in keyed:
+                    _name_of(node) in keyed:
                 read = isinstance(parent, ast.Subscript) and parent.value is node or \
                     isinstance(parent, ast.Attribute) and parent.attr in KEYED_READS and \
                     isinstance(parents.get(id(parent)), ast.Call) and parents[id(parent)].func is parent or \
@@ -384,9 +394,14 @@ def _keyed_uses(ctx: Notebook, keyed: set[str]) -> list[Violation]:
             if why:
                 out.append(Violation(label, node.lineno, "computed-attribute", WITHHOLD, f"a ParameterDict {why}: "
                                      "its keys are attribute names, which the policy reads only where it is built "
-                                     "and indexed; index it with keys written out", quote(ctx.sources[label],
-                                                                                          node.lineno)))
+                                     "and indexed; write the keys out, or build them on a plain prefix "
+                                     "(f\"alpha{i}\")", quote(ctx.sources[label], node.lineno)))
     return out
+
+
+def _name_of(node) -> str | None:
+    """The name a Name or an attribute (self.params) is read or bound under."""
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
 
 
 def _plain_key(node) -> bool:
@@ -566,12 +581,12 @@ class _General(ast.NodeVisitor):
     """Imports, names and attributes that reach the process; monkeypatching; Transformer classes."""
 
     def __init__(self, label: str, source: str, ctx: Notebook, policy: Policy, annotations: tuple[bool, set[str]],
-                 local: set[str], keyed: set[str] = frozenset()):
+                 local: set[str]):
         """annotations: whether the notebook reads annotations back (_reads_annotations), and the names it binds
         to a type read only in annotations (_annotation_aliases); local: the names its defs bind
         (_bound_in_functions); keyed: those bound to a ParameterDict (_keyed_holders)."""
         self.label, self.source, self.ctx, self.policy = label, source, ctx, policy
-        self.annotations, self.local, self.keyed = annotations, local, keyed
+        self.annotations, self.local = annotations, local
         self.found: list[Violation] = []
         self.scopes: list[set[str]] = []          # the local names of each enclosing function
 
@@ -835,31 +850,14 @@ class _General(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _held_maker(self, node) -> None:
-        """make_dataclass or ParameterDict read as a value (an alias, a partial, map's function): whoever calls it
-        names the fields or the attributes, out of the policy's sight (its call is read where it is written,
-        visit_Call)."""
+        """make_dataclass read as a value (an alias, a partial, map's function): whoever calls it names the
+        fields, out of the policy's sight (its call is read where it is written, visit_Call)."""
         if not isinstance(node.ctx, ast.Load) or getattr(node, "maker_called", False) or \
                 isinstance(node, ast.Name) and self._local(node.id):
             return
         if self.ctx.resolve(node) == CLASS_MAKER:
             self._protocol(node, "dataclasses.make_dataclass held or passed on: whoever calls it builds a class from "
                                  "field names the policy cannot read; call it with literal names")
-        elif self.ctx.resolve(node) == KEYED_SETTER:
-            self._keyed(node)
-
-    def _holds_keyed(self, node) -> bool:
-        return isinstance(node, ast.Name) and node.id in self.keyed or \
-            isinstance(node, ast.Attribute) and node.attr in self.keyed
-
-    def _keyed(self, node) -> None:
-        self.flag(node, "computed-attribute", WITHHOLD, "a ParameterDict given keys the policy cannot read (or held, "
-                  "or passed on): each key becomes an attribute name, a special one too; write the keys out, or "
-                  "build them on a plain prefix (f\"alpha{i}\")")
-
-    def visit_Subscript(self, node):
-        if not isinstance(node.ctx, ast.Load) and self._holds_keyed(node.value) and not _plain_key(node.slice):
-            self._keyed(node)
-        self.generic_visit(node)
 
     def visit_Attribute(self, node):
         self._held_maker(node)
@@ -1021,17 +1019,6 @@ class _General(ast.NodeVisitor):
                 self._namespace(node, node.args[2])
             else:
                 self._protocol(node, "a call of type(x) with arguments the policy cannot read (a metaclass's call)")
-        elif self.ctx.resolve(node.func) == KEYED_SETTER:
-            node.func.maker_called = True
-            if node.keywords or len(node.args) > 1 or node.args and not (isinstance(node.args[0], ast.Dict) and all(
-                    k is not None and _plain_key(k) for k in node.args[0].keys)):
-                self._keyed(node)
-        elif isinstance(node.func, ast.Attribute) and node.func.attr in ("update", "setdefault") and \
-                self._holds_keyed(node.func.value) and not (
-                    node.func.attr == "setdefault" and node.args and _plain_key(node.args[0]) or
-                    node.func.attr == "update" and len(node.args) == 1 and not node.keywords and
-                    isinstance(node.args[0], ast.Dict) and all(k is not None and _plain_key(k) for k in node.args[0].keys)):
-            self._keyed(node)
         elif self.ctx.resolve(node.func) == CLASS_MAKER:
             node.func.maker_called = True
             fields = node.args[1] if len(node.args) > 1 else None

@@ -1719,6 +1719,10 @@ RAW_MEMORY = {
                                          {("computed-attribute", WITHHOLD)}),
     "a ParameterDict updated with |=": ("import torch\ndef f(k):\n    p = torch.nn.ParameterDict()\n    p |= {k: {}}\n",
                                         {("computed-attribute", WITHHOLD)}),
+    "a ParameterDict held": ("import torch\nfrom torch import nn\nPD = nn.ParameterDict\np = PD({'_x': {}})\n",
+                             {("computed-attribute", WITHHOLD)}),
+    "a ParameterDict of keywords": ("import torch\nK = {'_x': {}}\np = torch.nn.ParameterDict(**K)\n",
+                                    {("computed-attribute", WITHHOLD)}),
     "honest: a ParameterDict of keys written out or on a plain prefix": (
         "import torch\nclass M(torch.nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
         "        self.params = torch.nn.ParameterDict({'alpha': torch.nn.Parameter(torch.ones(1))})\n"
