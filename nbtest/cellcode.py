@@ -103,11 +103,14 @@ class Notebook:
                     node.func.id in ("setattr", "delattr") and node.args else None
                 if isinstance(changed, ast.Name):
                     self.classes.pop(changed.id, None)
+        # (cell, statement, name) for each name any cell binds at module level, in Run All's order (_bindings)
+        self.top_bindings = [(label, node, name) for label, tree in self.trees.items()
+                             for node, name in _bindings(tree.body)]
         # every name the student's cells bind at module level (a builtin such as int rebound among them), with
         # the statements that bind it, in order; and the names a function of theirs binds there (global NAME)
         self.module_bindings: dict[str, list[ast.AST]] = {}
-        for label, tree in self.trees.items():
-            for node, name in _bindings(tree.body) if self.student[label] else ():
+        for label, node, name in self.top_bindings:
+            if self.student[label]:
                 self.module_bindings.setdefault(name, []).append(node)
         self.bound = set(self.module_bindings)
         self.global_names = {name for tree in self.trees.values() for node in ast.walk(tree)
@@ -127,36 +130,34 @@ class Notebook:
         if "tuple" in self.bound:       # class R(tuple) is a result type of Python's tuple only
             self.containers -= {node.name for tree in self.trees.values() for node in tree.body if _tuple_based(node)}
         # a constant is plain data by every binding: `C = 0` then `C = torch` makes C the module
-        self.constants -= {name for label, tree in self.trees.items() if self.student[label]
-                           for node, name in _bindings(tree.body)
-                           if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self))}
+        self.constants -= {name for label, node, name in self.top_bindings if self.student[label]
+                           and not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self))}
         self.constants -= self.global_names
         # names that hold one number, string, bool or None: bound so by every binding in any cell, never named in
         # a `global` (eps=DEFAULT_EPS as a parameter's default holds no tensor)
-        self.scalars = {name for label, tree in self.trees.items() for _, name in _bindings(tree.body)}
-        self.scalars -= {name for label, tree in self.trees.items() for node, name in _bindings(tree.body)
+        self.scalars = {name for _, _, name in self.top_bindings}
+        self.scalars -= {name for _, node, name in self.top_bindings
                          if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _scalar(node.value))}
         self.scalars -= self.global_names
         # names bound to data by every binding: plain data, and what an import names read as a value
         # (_SUPPORTED = (torch.float16, torch.float32)); a function read so can only be called by a name. Worked
         # out from the names already known to be data (in any cell: the course's DTYPES too) until none is
         # added (OK = frozenset(DTYPES)); never a name a `global` names, which a function may bind to anything
-        bindings: dict[str, list[ast.AST]] = {}
-        for tree in self.trees.values():
-            for node, name in _bindings(tree.body):
-                bindings.setdefault(name, []).append(node)
+        self.bindings: dict[str, list[ast.AST]] = {}      # as module_bindings, of every cell
+        for _, node, name in self.top_bindings:
+            self.bindings.setdefault(name, []).append(node)
         # a class whose body binds a name to another name is followed only where that name holds one scalar
         for name, (_, node) in list(self.classes.items()):
             if any(isinstance(s, (ast.Assign, ast.AnnAssign)) and isinstance(s.value, ast.Name) and
                    s.value.id not in self.scalars for s in node.body):
                 del self.classes[name]
         self.data: set[str] = set()
-        while more := {name for name, nodes in bindings.items() if name not in self.data | self.global_names and
+        while more := {name for name, nodes in self.bindings.items() if name not in self.data | self.global_names and
                        all(isinstance(n, (ast.Assign, ast.AnnAssign)) and _is_data(n.value, self) for n in nodes)}:
             self.data |= more
         # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
-        self.mutables = {name for label, tree in self.trees.items() if self.student[label]
-                         for node, name in _bindings(tree.body) if isinstance(node, (ast.Assign, ast.AnnAssign)) and
+        self.mutables = {name for label, node, name in self.top_bindings
+                         if self.student[label] and isinstance(node, (ast.Assign, ast.AnnAssign)) and
                          (isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))
                           or isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) and
                           node.value.func.id in ("list", "dict", "set") and node.value.func.id not in self.bound)}
@@ -511,7 +512,7 @@ def literal_type(node, ctx: Notebook) -> bool:
             isinstance(e, ast.Constant) for e in (n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]))
     if not isinstance(node, ast.Name):
         return literal(node)
-    bound = [b for tree in ctx.trees.values() for b, name in _bindings(tree.body) if name == node.id]
+    bound = ctx.bindings.get(node.id, [])
     return bool(bound) and all(isinstance(b, (ast.Assign, ast.AnnAssign)) and literal(b.value) for b in bound)
 
 
@@ -520,8 +521,7 @@ def holds_no_tensor(node, ctx: Notebook) -> bool:
     to plain data (DTYPES = (torch.float16, torch.float32)) by the notebook, or a value by the release's cells."""
     return _constant_default(node, ctx) or _is_data(node, ctx) or isinstance(node, ast.Name) and (
         node.id in ctx.data or node.id not in ctx.bound and any(
-            isinstance(b, ast.Assign) and name == node.id for label, tree in ctx.trees.items() if not ctx.student[label]
-            for b, name in _bindings(tree.body)))     # a constant of the release's own cells
+            isinstance(b, ast.Assign) for b in ctx.bindings.get(node.id, [])))     # a constant of the release's cells
 
 
 def _constant_default(node, ctx: Notebook) -> bool:

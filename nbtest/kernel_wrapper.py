@@ -14,7 +14,7 @@ import ast
 import copy
 import functools
 
-from .cellcode import (EXCEPTIONS, FLAG, HONEST_MODULES, Notebook, Violation, _arguments, _bindings,
+from .cellcode import (EXCEPTIONS, FLAG, HONEST_MODULES, Notebook, Violation, _arguments,
                        _constant_default, _is_literal, _only_read, _parameters, after_docstring,
                        holds_no_tensor, is_stub, quote)
 
@@ -162,25 +162,23 @@ def _rebound(ctx: Notebook, names: set[str]) -> list[Violation]:
     helper (it replaces the def by what it returns) unless it is a library's given plain data, and then
     any use of the name but a call."""
     out = []
-    for label, tree in ctx.trees.items():
-        if not ctx.student[label]:
+    for label, node, bound in ctx.top_bindings:
+        final = ctx.functions.get(bound) or ctx.kernels.get(bound) or ctx.classes.get(bound)
+        if not ctx.student[label] or bound not in names or (final is not None and final[1] is node):
             continue
-        for node, bound in _bindings(tree.body):
-            final = ctx.functions.get(bound) or ctx.kernels.get(bound) or ctx.classes.get(bound)
-            if bound not in names or (final is not None and final[1] is node):
-                continue
-            at, last = (ctx.order[label], node.lineno), (ctx.order[final[0]], final[1].lineno) if final else None
-            if final is None or last < at:
-                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound again here, so the "
-                                     "function the grader checked is not the one the tests call: define it once, "
-                                     "with def, and leave the name alone", quote(ctx.sources[label], node.lineno)))
-            elif any(at < (ctx.order[where], read.lineno) < last for read, where in ctx.loads.get(bound, [])):
-                # read before its checked def binds it again (a partial, a decorator's argument, an object built):
-                # what was read is this binding, which the grader did not check
-                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound here and read before "
-                                     "the def the grader checks binds it again: define it once, with def",
-                                     quote(ctx.sources[label], node.lineno)))
-        for node in ast.walk(tree):
+        at, last = (ctx.order[label], node.lineno), (ctx.order[final[0]], final[1].lineno) if final else None
+        if final is None or last < at:
+            out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound again here, so the "
+                                 "function the grader checked is not the one the tests call: define it once, "
+                                 "with def, and leave the name alone", quote(ctx.sources[label], node.lineno)))
+        elif any(at < (ctx.order[where], read.lineno) < last for read, where in ctx.loads.get(bound, [])):
+            # read before its checked def binds it again (a partial, a decorator's argument, an object built):
+            # what was read is this binding, which the grader did not check
+            out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound here and read before "
+                                 "the def the grader checks binds it again: define it once, with def",
+                                 quote(ctx.sources[label], node.lineno)))
+    for label, tree in ctx.trees.items():
+        for node in ast.walk(tree) if ctx.student[label] else ():
             if isinstance(node, ast.Global) and names & set(node.names):
                 out.append(Violation(label, node.lineno, "rebound", FLAG, f"'global {', '.join(names & set(node.names))}'"
                                      " lets a function rebind a name the grader checked", quote(ctx.sources[label], node.lineno)))
@@ -239,8 +237,7 @@ class _Wrapper:
         self.partials = _module_partials(ctx)
         self.plain_returns: dict[tuple, bool] = {}   # (def, its opaque parameters) -> whether it returns plain data
         # what the course's own cells bind and the student's never do (MAX_WIDTH, DTYPES): the course's data
-        self.release_names = {name for label, tree in ctx.trees.items() if not ctx.student[label]
-                              for _, name in _bindings(tree.body)} - ctx.bound
+        self.release_names = {name for label, _, name in ctx.top_bindings if not ctx.student[label]} - ctx.bound
 
     def returns_plain(self, label: str, fn, opaque: frozenset[str], outer: "_Body | None" = None) -> bool:
         """Whether every `return` of fn (not of the defs in it) gives plain data (_Body.plain), its `opaque`

@@ -40,7 +40,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .cellcode import (FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Violation, _arguments, _bindings,
+from .cellcode import (FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Violation, _arguments,
                        _locals, _plain, quote)
 from .kernel_wrapper import check_fused
 
@@ -427,7 +427,7 @@ def check(source: str, policy: Policy, label: str = "cell", trusted: list[tuple[
 def _annotation_aliases(ctx: Notebook) -> set[str]:
     """Module-level names bound once, to a subscript (BlockClass = type[nn.Module]), and read only in
     annotations, in every cell."""
-    bound = collections.Counter(name for tree in ctx.trees.values() for _, name in _bindings(tree.body))
+    bound = collections.Counter(name for _, _, name in ctx.top_bindings)
     candidates = {b.targets[0].id for tree in ctx.trees.values() for b in tree.body
                   if isinstance(b, ast.Assign) and len(b.targets) == 1 and isinstance(b.targets[0], ast.Name) and
                   isinstance(b.value, ast.Subscript) and bound[b.targets[0].id] == 1}
