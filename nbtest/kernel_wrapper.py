@@ -122,9 +122,11 @@ TL_REFUSED = {"core", "semantic", "standard", "target_info", "inline_asm_element
 def check_fused(ctx: Notebook, wrapper: str) -> list[Violation]:
     """The kernels' and the wrapper's violations, and every rebinding of a name they checked."""
     out = []
+    constants = _decorator_constants(ctx) if any(isinstance(d, ast.Call) for _, fn in ctx.kernels.values()
+                                                 for d in fn.decorator_list) else frozenset()
     for name, (label, fn) in ctx.kernels.items():
         if not is_stub(fn):
-            out += _Kernel(label, ctx.sources[label], ctx, fn).run()
+            out += _Kernel(label, ctx.sources[label], ctx, fn, constants).run()
     if wrapper in ctx.functions and not is_stub(ctx.functions[wrapper][1]):
         label, fn = ctx.functions[wrapper]
         out += _Wrapper(ctx, wrapper).run(label, fn)
@@ -601,7 +603,7 @@ def _pair_split(fn: ast.Lambda, items) -> tuple[list[str], ast.expr] | None:
     return [PAIR[0] + param, PAIR[1] + param], Split().visit(copy.deepcopy(fn.body))
 
 
-def _literal_names(ctx: Notebook) -> frozenset[str]:
+def _decorator_constants(ctx: Notebook) -> frozenset[str]:
     """The module-level names every binding of which is a literal of such names, and that nothing stores into
     (_only_read, a kernel decorator's argument a read too): each is the literal it holds (WARPS = (4, 8);
     configs=[triton.Config({}, num_warps=w) for w in WARPS])."""
@@ -1621,8 +1623,9 @@ class _Kernel:
     """A @triton.jit function: decorators of plain data, constexpr annotations, literal defaults, and a
     body of Triton operations and arithmetic on their values (in the interpreter it runs as Python)."""
 
-    def __init__(self, label: str, source: str, ctx: Notebook, fn: ast.FunctionDef):
-        self.label, self.source, self.ctx, self.fn = label, source, ctx, fn
+    def __init__(self, label: str, source: str, ctx: Notebook, fn: ast.FunctionDef, constants: frozenset[str]):
+        """constants: the names a decorator's arguments may read as the literals they hold (_decorator_constants)."""
+        self.label, self.source, self.ctx, self.fn, self.constants = label, source, ctx, fn, constants
         self.found: list[Violation] = []
         args = fn.args
         self.locals = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
@@ -1672,9 +1675,8 @@ class _Kernel:
                                              "triton.heuristics only")
             return
         if isinstance(d, ast.Call):
-            constants = _literal_names(self.ctx)
             for v in [*d.args, *(k.value for k in d.keywords)]:
-                if not (_is_literal(v, self.ctx, constants) or self.heuristic(v) or self.data_function(v)):
+                if not (_is_literal(v, self.ctx, self.constants) or self.heuristic(v) or self.data_function(v)):
                     self.flag(v, "kernel-decorator", "decorator arguments must be plain data (numbers, strings, "
                                                      "triton.Config(...), lists of them, small lambdas of args; a "
                                                      "lambda may call a def of yours that only returns such "
