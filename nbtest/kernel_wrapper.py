@@ -236,36 +236,59 @@ class _Wrapper:
         self.launches: list[tuple[ast.AST, tuple]] = []   # (node, branch path)
         self.seen: dict[tuple, bool] = {}   # (class, function, the parameters holding tensors) walked -> returns one
         self.fields: set[str] = set()   # attributes of the notebook's objects that some walked code sets to a tensor
+        # attribute -> whether every store of it walked gave a tensor or plain data; the defs walked; and where
+        # each attribute is stored (_init_stores): together, the fields that hold plain data (plain_field)
+        self.field_stores: dict[str, bool] = {}
+        self.walked: set[int] = set()
+        self.init_stores = _init_stores(ctx)
+        self.unsure = False     # a field read in this pass was not yet known to hold plain data
         self.partials = _module_partials(ctx)
         self.plain_returns: dict[tuple, bool] = {}   # (def, its opaque parameters) -> whether it returns plain data
         # what the course's own cells bind and the student's never do (MAX_WIDTH, DTYPES): the course's data
         self.release_names = {name for label, _, name in ctx.top_bindings if not ctx.student[label]} - ctx.bound
 
-    def returns_plain(self, label: str, fn, opaque: frozenset[str], outer: "_Body | None" = None) -> bool:
+    def returns_plain(self, label: str, fn, opaque: frozenset[str], outer: "_Body | None" = None,
+                      cls: str | None = None) -> bool:
         """Whether every `return` of fn (not of the defs in it) gives plain data (_Body.plain), its `opaque`
-        parameters handed what is not; a def nested in `outer` reads outer's names as they are there. False
-        for a recursive call, while it is being worked out."""
+        parameters handed what is not; a def nested in `outer` reads outer's names as they are there; a getter
+        of the notebook class cls has its first parameter bound to an instance. False for a recursive call,
+        while it is being worked out."""
         own = _own_names(fn)
         if outer is not None:
             opaque |= frozenset(outer.opaque_names() - own)
-        key = (id(fn), opaque)
+        key = (id(fn), opaque, cls)
         if key not in self.plain_returns:
             self.plain_returns[key] = False
-            body = _Body(self, label, set(), local=own | (outer.own if outer is not None else set()), fn=fn,
-                         opaque=opaque)
+            params = _arguments(fn.args)
+            body = _Body(self, label, set(), {params[0].arg: cls} if cls is not None and params else None,
+                         local=own | (outer.own if outer is not None else set()), fn=fn, opaque=opaque)
             self.plain_returns[key] = all(n.value is None or body.plain(n.value) for n in _returns(fn.body))
         return self.plain_returns[key]
 
     def flag(self, label, node, rule, message):
         self.found.append(Violation(label, node.lineno, rule, FLAG, message, quote(self.ctx.sources[label], node.lineno)))
 
+    def plain_field(self, cls: str, attr: str) -> bool:
+        """Whether the attribute of an instance of cls holds plain data: it is set only by `self.attr = value` in
+        the __init__ of cls or of a notebook base of it, each such __init__ walked, and every store walked gave
+        plain data (or a tensor: fields); no def of the class is so named (a property's setter)."""
+        inits = self.init_stores.get(attr)
+        line = _notebook_bases(cls, self.ctx)
+        chain = {id(self.ctx.method(c, "__init__")) for c in line}
+        if not inits or any(id(fn) not in chain or self.ctx.method(c, attr) is not None for fn in inits for c in line):
+            return False
+        plain = self.field_stores.get(attr, False) and all(id(fn) in self.walked for fn in inits)
+        self.unsure |= not plain
+        return plain
+
     def run(self, label: str, fn: ast.FunctionDef) -> list[Violation]:
-        while True:       # again while the walk finds more attributes holding tensors (self.h = ...)
-            fields = set(self.fields)
-            self.found, self.launches, self.seen = [], [], {}
+        while True:       # again while the walk finds more attributes holding tensors (self.h = ...), or more
+            # about a field it found no plain data in so far (its __init__ walked after the read)
+            fields, stores = set(self.fields), (dict(self.field_stores), set(self.walked))
+            self.found, self.launches, self.seen, self.unsure, self.plain_returns = [], [], {}, False, {}
             self._constructed()
             self._function(label, fn)
-            if self.fields == fields:
+            if self.fields == fields and not (self.unsure and (self.field_stores, self.walked) != stores):
                 break
         if not self.launches:
             self.flag(label, fn, "wrapper-no-launch", f"{self.name} launches no @triton.jit kernel of the notebook "
@@ -316,6 +339,7 @@ class _Wrapper:
         key = (cls, named, id(fn), frozenset(tensors), opaque, raisers)
         if key in self.seen:
             return self.seen[key]
+        self.walked.add(id(fn))
         self.seen[key] = True
         params = _parameters(fn)
         instances = {params[0][0].arg: cls} if cls is not None and params else {}
@@ -522,6 +546,35 @@ def _constant_field(cls: ast.ClassDef, name: str) -> bool:
         return isinstance(v, ast.Constant)
     return bool(values) and all(map(constant, values)) and not any(
         isinstance(s, ast.FunctionDef) and s.name == name for s in cls.body)
+
+
+def _init_stores(ctx: Notebook) -> dict[str, list[ast.FunctionDef] | None]:
+    """attribute -> the __init__ defs of the notebook's classes that set it, each only as `self.NAME = value` (a
+    target of an assignment in its own body, not a nested def's, self its first parameter and never rebound);
+    None for an attribute also set, changed or deleted any other way in the student's cells (elsewhere, +=,
+    setattr with its name written out)."""
+    out: dict[str, list[ast.FunctionDef] | None] = {}
+    simple: set[int] = set()
+    for _, node in ctx.classes.values():
+        for init in (s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"):
+            params = [a.arg for a in _arguments(init.args)]
+            if not params or params[0] in _rebound_in(init):
+                continue
+            for stmt in _statements(init.body):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] \
+                    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else []
+                for t in (n for target in targets for n in ([target] + getattr(target, "elts", []))):
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == params[0]:
+                        simple.add(id(t))
+                        out.setdefault(t.attr, []).append(init)
+    for label, tree in ctx.trees.items():
+        for n in ast.walk(tree) if ctx.student[label] else ():
+            if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load) and id(n) not in simple:
+                out[n.attr] = None
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("setattr", "delattr") \
+                    and len(n.args) > 1 and isinstance(n.args[1], ast.Constant):
+                out[str(n.args[1].value)] = None
+    return out
 
 
 def _silent_exception(name: str, ctx: Notebook, seen: frozenset[str] = frozenset()) -> bool:
@@ -792,10 +845,16 @@ class _Body:
         self._bindings: tuple[dict[str, list], set[str]] | None = None if fn is not None else ({}, set())
 
     def instance_of(self, node) -> str | None:
-        """The notebook class of which node is an instance: a name bound to one, or C(...) itself."""
+        """The notebook class of which node is an instance: a name bound to one (where the walk is, or by every
+        binding of the function's: w = Width(n) read before the walk reaches it), or C(...) itself."""
         if isinstance(node, ast.Name):
-            return self.instances.get(node.id) or (
+            found = self.instances.get(node.id) or (
                 self.w.ctx.instances.get(node.id) if node.id not in self.own else None)
+            if found is None and node.id in self.own:
+                values, unknown = self.bindings()
+                built = {self.instance_of(v) if isinstance(v, ast.Call) else None for v in values.get(node.id, [None])}
+                found = built.pop() if len(built) == 1 and node.id not in unknown | self.opaque else None
+            return found
         if isinstance(node, ast.Call) and self.class_named(node.func) is not None:
             return self.class_named(node.func)
         return None
@@ -998,8 +1057,11 @@ class _Body:
             else:
                 self.instances.pop(target.id, None)
         elif isinstance(target, ast.Attribute) and self.instance_of(target.value) is not None:
-            if self.tensorish(value) or _has_alloc(value, self.w.ctx):   # self.h = torch.empty_like(x)
+            tensor = self.tensorish(value) or _has_alloc(value, self.w.ctx)
+            if tensor:      # self.h = torch.empty_like(x)
                 self.w.fields.add(target.attr)
+            stores = self.w.field_stores
+            stores[target.attr] = stores.get(target.attr, True) and (tensor or self.plain(value))
         elif isinstance(target, (ast.Tuple, ast.List)):
             values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
                 else [value] * len(target.elts)
@@ -1064,8 +1126,12 @@ class _Body:
         if isinstance(node, ast.Attribute):
             cls = self.instance_of(node.value)
             if cls is not None:      # self.rows = x.reshape(...), a tensor; self.problems = [], as it is assigned
-                return node.attr in self.w.fields or cls in ctx.classes and _constant_field(ctx.classes[cls][1],
-                                                                                             node.attr)
+                getter = ctx.method(cls, node.attr)
+                if getter is not None and any(isinstance(d, ast.Name) and d.id == "property"
+                                              for d in getter.decorator_list):
+                    return self.w.returns_plain(ctx.cell_of(getter), getter, frozenset(), cls=cls)
+                return node.attr in self.w.fields or cls in ctx.classes and (
+                    _constant_field(ctx.classes[cls][1], node.attr) or self.w.plain_field(cls, node.attr))
             return ctx.resolve(node) is not None or self.plain(node.value)
         if isinstance(node, ast.Subscript):
             return self.items_plain(node.value) and self.plain(node.slice)
@@ -1246,7 +1312,12 @@ class _Body:
         if isinstance(node, ast.Name):
             return node.id in self.tensors
         if isinstance(node, ast.Attribute):
-            if self.instance_of(node.value) is not None:
+            cls = self.instance_of(node.value)
+            if cls is not None:      # a field set to a tensor, or a property whose getter returns one
+                getter = self.w.ctx.method(cls, node.attr)
+                if getter is not None and any(isinstance(d, ast.Name) and d.id == "property"
+                                              for d in getter.decorator_list):
+                    return self.w._function(self.w.ctx.cell_of(getter), getter, set(), cls)
                 return node.attr in self.w.fields
             return node.attr not in SCALAR_ATTRIBUTES and self.tensorish(node.value)
         if isinstance(node, ast.Subscript):

@@ -2406,3 +2406,26 @@ def test_a_heuristic_may_call_a_def_of_launch_arithmetic(helper, found):
                                       "block_for(args['n_cols'])})\n@triton.jit\n", 1)
     got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=helper + "\n\n" + decorated), FUSED))
     assert found <= got if found else got == set()
+
+
+# honest rounds 14 and 15: a class of the notebook's whose __init__ keeps plain data, read back through a @property
+# or as a field; a property whose getter returns a tensor is one
+ROWS = "class Rows:\n    def __init__(self, shape):\n        self.shape = shape\n{}\n    @property\n" \
+       "    def width(self):\n        return self.shape[-1]\n\n\n"
+
+
+@pytest.mark.parametrize("before, line, found", [
+    (ROWS.format(""), "rows = Rows(tuple(x.shape))\n    if rows.width > MAX_WIDTH:\n        raise ValueError('wide')",
+     set()),
+    (ROWS.format(""), "rows = Rows(x)\n    h0 = rows.shape * 2", {("wrapper-arithmetic", FLAG)}),
+    (ROWS.format("\n    def reset(self, t):\n        self.shape = t\n"),
+     "rows = Rows(tuple(x.shape))\n    if rows.width > MAX_WIDTH:\n        raise ValueError('wide')",
+     {("wrapper-torch-op", FLAG)}),
+    (ROWS.format(""), "rows = Rows(tuple(x.shape))\n    rows.shape = fx\n    h0 = rows.width * 2",
+     {("wrapper-arithmetic", FLAG)}),
+    # honest round 15: the width such a field holds, read before the walk reaches the object's binding
+    (ROWS.format(""), "rows = Rows(tuple(x.shape))\n    x2 = x.reshape(-1, rows.width)\n    m = x2.shape[0]", set()),
+], ids=["plain-field", "tensor-field", "set-elsewhere", "property-of-a-tensor", "shape-of-a-view"])
+def test_a_field_its_init_sets_to_plain_data_reads_as_plain_data(before, line, found):
+    got = wrapper_rules(before + wrapper_with(line))
+    assert found <= got if found else got == set()
