@@ -82,7 +82,8 @@ class Notebook:
                 continue          # a cell that does not parse never runs (the child's compile fails alike)
             self.trees[label] = tree
             for node in tree.body:
-                self._top_level(label, node, student)
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    self.aliases.update(_imported(node))
         # an import inside a function names its module there as at the top: `import numpy` in a def, then
         # numpy.lib, is the path numpy.lib (a name the top level already imports keeps its module)
         for tree in self.trees.values():
@@ -90,6 +91,21 @@ class Notebook:
                 if isinstance(node, (ast.Import, ast.ImportFrom)) and node not in tree.body:
                     for name, path in _imported(node):
                         self.aliases.setdefault(name, path)
+        # (cell, statement, name) for each name any cell binds at module level, in Run All's order (_bindings)
+        self.top_bindings = [(label, node, name) for label, tree in self.trees.items()
+                             for node, name in _bindings(tree.body)]
+        self.global_names = {name for tree in self.trees.values() for node in ast.walk(tree)
+                             if isinstance(node, ast.Global) for name in node.names}
+        # a name an import binds and a cell binds again otherwise (def empty_like, class triton, Any = obj, or a
+        # function's `global`) holds that object, not the module's: it names no import's path (resolve)
+        for label, node, name in self.top_bindings:
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) and _rebinds(node, name):
+                self.aliases.pop(name, None)
+        for name in self.global_names:
+            self.aliases.pop(name, None)
+        for label, tree in self.trees.items():
+            for node in tree.body:
+                self._top_level(label, node, self.student[label])
         # the names an `import` statement binds to a module, anywhere: such a name held, passed or returned
         # (m = numpy) would hide the paths the policy reads off it (m.lib)
         self.modules = {name for tree in self.trees.values() for node in ast.walk(tree)
@@ -103,9 +119,6 @@ class Notebook:
                     node.func.id in ("setattr", "delattr") and node.args else None
                 if isinstance(changed, ast.Name):
                     self.classes.pop(changed.id, None)
-        # (cell, statement, name) for each name any cell binds at module level, in Run All's order (_bindings)
-        self.top_bindings = [(label, node, name) for label, tree in self.trees.items()
-                             for node, name in _bindings(tree.body)]
         # every name the student's cells bind at module level (a builtin such as int rebound among them), with
         # the statements that bind it, in order; and the names a function of theirs binds there (global NAME)
         self.module_bindings: dict[str, list[ast.AST]] = {}
@@ -113,8 +126,6 @@ class Notebook:
             if self.student[label]:
                 self.module_bindings.setdefault(name, []).append(node)
         self.bound = set(self.module_bindings)
-        self.global_names = {name for tree in self.trees.values() for node in ast.walk(tree)
-                             if isinstance(node, ast.Global) for name in node.names}
         # every read of a name, in any cell, with the cell's label
         self.loads: dict[str, list[tuple[ast.Name, str]]] = {}
         for label, tree in self.trees.items():
@@ -171,10 +182,7 @@ class Notebook:
                             and name not in MODULE_PRIVATE}
 
     def _top_level(self, label, node, student):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for name, path in _imported(node):
-                self.aliases[name] = path
-        elif isinstance(node, ast.FunctionDef) and student:
+        if isinstance(node, ast.FunctionDef) and student:
             if any(_is_jit(d, self) for d in node.decorator_list):
                 self.kernels[node.name] = (label, node)
             else:
@@ -251,6 +259,15 @@ class Notebook:
 
 
 NAMED_TUPLES = {"typing.NamedTuple", "collections.namedtuple"}
+
+
+def _rebinds(node, name: str) -> bool:
+    """Whether a statement _bindings names for `name` binds the name itself, not an attribute or an item of what
+    it holds (torch.allclose = f binds no `torch`)."""
+    if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete, ast.For, ast.AsyncFor, ast.With,
+                             ast.AsyncWith)):
+        return True
+    return any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(node))
 
 
 def _imported(node) -> list[tuple[str, str]]:

@@ -1697,6 +1697,7 @@ class _Kernel:
     def __init__(self, label: str, source: str, ctx: Notebook, fn: ast.FunctionDef, constants: frozenset[str]):
         """constants: the names a decorator's arguments may read as the literals they hold (_decorator_constants)."""
         self.label, self.source, self.ctx, self.fn, self.constants = label, source, ctx, fn, constants
+        self.builtins = KERNEL_BUILTINS - ctx.bound      # def abs(...) in a cell is no longer Python's
         self.found: list[Violation] = []
         args = fn.args
         self.locals = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
@@ -1791,7 +1792,7 @@ class _Kernel:
         such an expression of its own parameters (block_for(args["n_cols"])); never call a method that reads or
         writes the data (a["h_ptr"].copy_(...), a["x_ptr"].numpy(): NumPy runs no torch operator for the tracer
         to see)."""
-        allowed = params | KERNEL_BUILTINS | self.ctx.constants
+        allowed = params | self.builtins | self.ctx.constants
         helpers = ("triton.next_power_of_2", "triton.cdiv")
         called = {id(n.func): n.func.id for n in ast.walk(body) if isinstance(n, ast.Call) and
                   isinstance(n.func, ast.Name) and n.func.id not in allowed and self.arithmetic_def(n.func.id, seen)}
@@ -1803,7 +1804,7 @@ class _Kernel:
                     self.ctx.resolve(n) is None and n.attr in SCALAR_ATTRIBUTES | SCALAR_METHODS):
                 return False
             if isinstance(n, ast.Call) and not (self.ctx.resolve(n.func) in helpers or id(n.func) in called or (
-                    isinstance(n.func, ast.Name) and n.func.id in KERNEL_BUILTINS) or (
+                    isinstance(n.func, ast.Name) and n.func.id in self.builtins) or (
                     isinstance(n.func, ast.Attribute) and n.func.attr in SCALAR_METHODS)):
                 return False
             if isinstance(n, (ast.Lambda, ast.comprehension, ast.NamedExpr)):
@@ -1857,7 +1858,7 @@ class _Kernel:
         if isinstance(node, ast.Constant):
             return
         if isinstance(node, ast.Name):
-            ok = node.id in self.locals or node.id in KERNEL_BUILTINS or node.id in self.ctx.kernels or \
+            ok = node.id in self.locals or node.id in self.builtins or node.id in self.ctx.kernels or \
                 node.id in self.ctx.constants or self.ctx.resolve(node) in ("triton", "triton.language")
             if not ok:
                 self.flag(node, "kernel-python", f"'{node.id}' in a kernel: only its parameters, its own "
@@ -1883,7 +1884,7 @@ class _Kernel:
             return
         if isinstance(node, ast.Call):
             f = node.func
-            if isinstance(f, ast.Name) and f.id not in KERNEL_BUILTINS and f.id not in self.ctx.kernels:
+            if isinstance(f, ast.Name) and f.id not in self.builtins and f.id not in self.ctx.kernels:
                 self.flag(node, "kernel-python", f"calling '{f.id}' in a kernel: only tl functions, other "
                                                  "@triton.jit functions, range, min and max")
             else:

@@ -1687,6 +1687,10 @@ def test_object_setattr_elsewhere_stays_a_dunder_reach(edit):
 # another name or imported in a def. Each is held now, in each spelling that gives a library the name or the
 # object; the honest spellings beside them pass.
 RAW_MEMORY = {
+    # red team 14: a comparison that keeps type(x), against an import's name that a cell binds again
+    "type compared with an import's name bound again": (
+        "from typing import Any\n\n\nclass Catch:\n    def __eq__(self, other):\n        return True\n\n\n"
+        "Any = Catch()\nif type(int) == Any:\n    pass\n", {("protocol", WITHHOLD)}),
     "array interface in a class body": ("class W:\n    __array_interface__ = property(lambda self: self.d)\n",
                                         {("protocol", WITHHOLD)}),
     "array interface as a keyword": ("W = dict(__array_interface__=1)\n", {("protocol", WITHHOLD)}),
@@ -2428,4 +2432,41 @@ ROWS = "class Rows:\n    def __init__(self, shape):\n        self.shape = shape\
 ], ids=["plain-field", "tensor-field", "set-elsewhere", "property-of-a-tensor", "shape-of-a-view"])
 def test_a_field_its_init_sets_to_plain_data_reads_as_plain_data(before, line, found):
     got = wrapper_rules(before + wrapper_with(line))
+    assert found <= got if found else got == set()
+
+
+# red team 14: an import's name bound again by a def, a class or an assignment holds that object, not the library's;
+# a builtin bound again is no longer Python's, in a heuristic or a kernel
+FILL = "def _fill(t):\n    t.copy_(torch.tensor(t.tolist()))\n    return t\n\n\n"
+
+
+@pytest.mark.parametrize("before, line, found", [
+    ("from torch import empty_like\n\n\n" + FILL.replace("_fill(t)", "empty_like(t)"),
+     "h0 = empty_like(x)", {("wrapper-torch-op", FLAG)}),
+    ("from torch import empty_like\n\n\nclass empty_like:\n    def __init__(self, t):\n        t.add_(1)\n\n\n",
+     "h0 = empty_like(x)", {("wrapper-torch-op", FLAG)}),
+    ("from functools import total_ordering\n\n\ndef total_ordering(cls):\n    return cls\n\n\n"
+     + ORDERED.replace("import functools\n\n\n@functools.total_ordering", "@total_ordering").format("True"),
+     "if Width(n) > Width(MAX_WIDTH):\n        raise ValueError('too wide')", {("wrapper-torch-op", FLAG)}),
+    ("from torch import empty_like\n\n\n", "h0 = empty_like(x)", set()),
+], ids=["def", "class", "class-decorator", "honest-import"])
+def test_an_imports_name_bound_again_is_the_notebooks_own(before, line, found):
+    got = wrapper_rules(before + wrapper_with(line))
+    assert found <= got if found else got == set()
+
+
+@pytest.mark.parametrize("helper, decorator, kernel_line, found", [
+    ("def abs(n, *rest):\n    return n\n", "@triton.heuristics({'BLOCK': lambda args: abs(args['n_cols'])})\n", "",
+     {("kernel-decorator", FLAG)}),
+    ("def max(a, b):\n    return b.tolist()[0]\n", "@triton.heuristics({'BLOCK': lambda args: block_for(args['n_cols'])})\n", "",
+     {("kernel-decorator", FLAG)}),
+    ("def range(n):\n    return [0]\n", "", "    for _ in range(1):\n        pass\n", {("kernel-python", FLAG)}),
+    ("", "", "    for _ in range(1):\n        pass\n", set()),
+], ids=["heuristic", "heuristic-def", "kernel", "honest-range"])
+def test_a_builtin_bound_again_is_no_kernel_builtin(helper, decorator, kernel_line, found):
+    block_for = "def block_for(n):\n    return max(16, triton.next_power_of_2(n))\n"
+    kernel = KERNEL_SOURCE.replace("@triton.jit\n", decorator + "@triton.jit\n", 1)
+    kernel = kernel.replace("    ### BEGIN SOLUTION\n", "    ### BEGIN SOLUTION\n" + kernel_line, 1)
+    assert kernel != KERNEL_SOURCE or not (decorator or kernel_line)
+    got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=helper + block_for + "\n\n" + kernel), FUSED))
     assert found <= got if found else got == set()
