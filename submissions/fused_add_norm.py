@@ -14,7 +14,8 @@ PARTS = {1: ["fused_kernel", "fused_add_layernorm"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
-                          "handed-on-computes", "module-forward-computes", "redefined-helper-computes"],
+                          "handed-on-computes", "module-forward-computes", "redefined-helper-computes",
+                          "import-rebound-computes"],
                          "by-hand-wrapper"),
          **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator",
                           "torch-under-another-name", "numpy-through-the-class", "heuristic-computes",
@@ -213,6 +214,10 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                       "helper that computes h and y in lists, read before a harmless def of its name",
                                       after_launch("_RUN(rows_x, rows_fx, weight, bias, h, y, n, eps)\n",
                                                    "import functools\n" + variants.REDEFINED), fused),
+        "import-rebound-computes": ("the reference wrapper around an empty kernel, then empty_like(...), a def "
+                                    "that binds torch's imported name again and computes h and y in Python lists",
+                                    after_launch("empty_like(rows_x, rows_fx, weight, bias, h, y, n, eps)\n",
+                                                 variants.IMPORT_REBOUND), fused),
         "heuristic-set-later-computes": ("an empty kernel whose heuristic for BLOCK, set after it was decorated, "
                                          "computes h and y in Python lists inside the launch; the reference wrapper",
                                          s.solved(fused_kernel=variants.HEURISTIC_KERNEL.lstrip() +

@@ -362,6 +362,78 @@ STYLES = {
 
         KERNEL
         ''')),
+    # honest rounds 14 and 15: a width kept on objects of the notebook's (a field, a property, total_ordering), the
+    # weight and bias sorted by name, a heuristic that calls a def
+    "style-fields-orderings-and-heuristic-defs": ("a width on a total_ordering class and a property, the "
+                                                  "parameters sorted by name, a heuristic calling a def", dict(
+        fused_kernel='''
+        def block_for(n):
+            """The power of two that holds a row of n."""
+            return max(16, triton.next_power_of_2(n))
+
+
+        @triton.heuristics({"BLOCK": lambda args: block_for(args["n_cols"])})
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                                       BLOCK: tl.constexpr):
+            row = tl.program_id(0).to(tl.int64)
+            cols = tl.arange(0, BLOCK)
+            keep = cols < n_cols
+            at = row * n_cols + cols
+            h = (tl.load(x_ptr + at, mask=keep, other=0.0).to(tl.float32)
+                 + tl.load(fx_ptr + at, mask=keep, other=0.0).to(tl.float32))
+            tl.store(h_ptr + at, h.to(h_ptr.dtype.element_ty), mask=keep)
+            mean = tl.sum(h, axis=0) / n_cols
+            diff = tl.where(keep, h - mean, 0.0)
+            inv = 1.0 / tl.sqrt(tl.sum(diff * diff, axis=0) / n_cols + eps)
+            w = tl.load(w_ptr + cols, mask=keep, other=0.0).to(tl.float32)
+            b = tl.load(b_ptr + cols, mask=keep, other=0.0).to(tl.float32)
+            tl.store(y_ptr + at, (diff * inv * w + b).to(y_ptr.dtype.element_ty), mask=keep)
+        ''', fused_add_layernorm='''
+        import functools
+
+
+        @functools.total_ordering
+        class Width:
+            """A row width, ordered by its size."""
+
+            def __init__(self, n):
+                self.n = int(n)
+
+            def __eq__(self, other):
+                return self.n == other.n
+
+            def __lt__(self, other):
+                return self.n < other.n
+
+
+        class Rows:
+            """The shape of a batch of rows."""
+
+            def __init__(self, shape):
+                self.shape = tuple(shape)
+
+            @property
+            def width(self):
+                return self.shape[-1]
+
+
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            w = Width(Rows(x.shape).width)
+            if x.shape != fx.shape:
+                raise ValueError(f"shape mismatch: x {tuple(x.shape)}, fx {tuple(fx.shape)}")
+            if w > Width(MAX_WIDTH):
+                raise ValueError(f"width {w.n} is over the limit of {MAX_WIDTH}")
+            for name, t in sorted({"weight": weight, "bias": bias}.items(), key=lambda kv: kv[0]):
+                if t.shape != (w.n,):
+                    raise ValueError(f"{name} must be ({w.n},), got {tuple(t.shape)}")
+            if x.dtype not in DTYPES or fx.dtype != x.dtype or weight.dtype not in DTYPES or bias.dtype not in DTYPES:
+                raise ValueError(f"unsupported dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}")
+            a, b = x.reshape(-1, w.n).contiguous(), fx.reshape(-1, w.n).contiguous()
+            h, y = torch.empty_like(a), torch.empty_like(a)
+            fused_add_layernorm_kernel[(a.shape[0],)](a, b, weight.contiguous(), bias.contiguous(), h, y, w.n, eps)
+            return h.view(x.shape), y.view(x.shape)
+        ''')),
     "style-autotune-warps": ("@triton.autotune over num_warps (the interpreter runs each config once)", dict(fused_kernel='''
         @triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (2, 4)], key=["n_cols"])
         @triton.jit
@@ -554,6 +626,11 @@ def _fill(x, fx, w, b, h, y, n, eps, **launch):
     y.copy_(torch.tensor(rows_y, dtype=y.dtype).view(y.shape))
 '''
 LAUNCH_HOOK = FILL_IN_LISTS + "\n\nfused_add_layernorm_kernel.add_pre_run_hook(_fill)\n"
+IMPORT_REBOUND = "from torch import empty_like\n" + FILL_IN_LISTS + '''
+
+def empty_like(*args):
+    _fill(*args)
+'''
 SPECIAL_METHOD = FILL_IN_LISTS + '''
 
 class _Rows:

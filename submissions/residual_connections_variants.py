@@ -1187,6 +1187,12 @@ RETYPES["parameterdict-in-a-list-retypes-error"] = (
     "numpy, through an __array_interface__ a computed key sets on a ParameterDict taken out of a list",
     RETYPES["parameterdict-retypes-error"][1].replace("words = torch.nn.ParameterDict()",
                                                       "words = [torch.nn.ParameterDict()][0]"))
+# the comparison's object bound to an import's name, which the protocol rule once read as the import (red team 14)
+RETYPES["import-rebound-retypes-error"] = (
+    "numpy, through an __array_interface__ on a class type builds, type kept by the __eq__ of an object bound to "
+    "an import's name (from typing import Any, then Any = Catch())",
+    RETYPES["compare-type-retypes-error"][1].replace("class Catch:", "from typing import Any\n\n\nclass Catch:", 1)
+    .replace("if type(int) == Catch():", "Any = Catch()\nif type(int) == Any:", 1))
 
 
 
