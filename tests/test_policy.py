@@ -211,6 +211,9 @@ SAMPLE_RULES = {
     # red team round 13: a helper read before its checked def; a ParameterDict out of the holders' sight
     ("fused-add-norm", "redefined-helper-computes"): {("rebound", FLAG)},
     ("residual-connections", "parameterdict-in-a-list-retypes-error"): {("computed-attribute", WITHHOLD)},
+    # red team round 14: an import's name bound again by a def, or by an object compared with type(int)
+    ("fused-add-norm", "import-rebound-computes"): {("wrapper-torch-op", FLAG), ("wrapper-arithmetic", FLAG)},
+    ("residual-connections", "import-rebound-retypes-error"): {("protocol", WITHHOLD)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", "interface-retypes-error", "alias-setattr-retypes-error", "sparse-retypes-error",
@@ -219,7 +222,7 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "reexported-numpy-strided-retypes-error", "dataclasses-types-namespace-retypes-error",
              "abcmeta-retypes-error", "methodcaller-refcheck-retypes-error", "compare-type-retypes-error",
              "match-class-retypes-error", "held-maker-retypes-error", "parameterdict-retypes-error",
-             "parameterdict-in-a-list-retypes-error",
+             "parameterdict-in-a-list-retypes-error", "import-rebound-retypes-error",
              "kernel-retypes-error", "injected-retypes-error",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
