@@ -774,11 +774,30 @@ def _lambda_like(node) -> bool:
 def _plain_pattern(pattern, subject) -> bool:
     """A pattern of values, None/True/False, alternatives and captures only: matching it runs nothing of the
     subject's but ==; and where the subject is a shape (_shape_like), sequence patterns too (case (m,):), whose
-    length and items are a torch.Size's or a tuple's own. Class and mapping patterns, and sequence patterns of
-    anything else, read attributes, lengths and items, which an object of the notebook's could compute."""
+    length and items are a torch.Size's or a tuple's own; where it is a tuple written out (match a == b, n > 9:),
+    a sequence pattern of its length, each item's pattern plain for that item. Class and mapping patterns, and
+    sequence patterns of anything else, read attributes, lengths and items, which an object of the notebook's
+    could compute."""
+    items = _tuple_items(pattern, subject)
+    if items is not None:
+        return all(_plain_pattern(p, item) for p, item in items)
+    if isinstance(pattern, (ast.MatchOr, ast.MatchAs)) and isinstance(subject, ast.Tuple):
+        return all(_plain_pattern(p, subject) for p in (pattern.patterns if isinstance(pattern, ast.MatchOr) else
+                                                      [pattern.pattern] if pattern.pattern is not None else []))
     sequences = (ast.MatchSequence, ast.MatchStar) if _shape_like(subject) else ()
     return all(isinstance(p, (ast.MatchValue, ast.MatchSingleton, ast.MatchOr, ast.MatchAs, *sequences)) or
                not isinstance(p, ast.pattern) for p in ast.walk(pattern))
+
+
+def _tuple_items(pattern, subject) -> list[tuple[ast.pattern, ast.expr]] | None:
+    """(item pattern, item) of a sequence pattern with no star matched against a tuple written out, of its
+    length and with no starred item; None otherwise."""
+    if isinstance(pattern, ast.MatchSequence) and isinstance(subject, ast.Tuple) and \
+            len(pattern.patterns) == len(subject.elts) and \
+            not any(isinstance(p, ast.MatchStar) for p in pattern.patterns) and \
+            not any(isinstance(e, ast.Starred) for e in subject.elts):
+        return list(zip(pattern.patterns, subject.elts))
+    return None
 
 
 def _shape_like(node) -> bool:
@@ -1004,20 +1023,34 @@ class _Body:
         walked on a branch of their own, and a capture (case other:) holds what the subject holds; a sequence
         pattern is one of a shape only (_plain_pattern), whose items hold ints."""
         self.expr(node.subject, path)
-        tensor = self.tensorish(node.subject)
         start, held = set(self.tensors), set(self.tensors)
         for i, case in enumerate(node.cases):
             self.tensors = set(start)
-            for sub in ast.walk(case.pattern):
-                if isinstance(sub, ast.MatchValue):
-                    self.expr(ast.copy_location(ast.Compare(node.subject, [ast.Eq()], [sub.value]), sub), path)
-                elif isinstance(sub, (ast.MatchAs, ast.MatchStar)) and sub.name:
-                    (self.tensors.add if tensor else self.tensors.discard)(sub.name)
+            self.pattern(case.pattern, node.subject, path)
             if case.guard is not None:
                 self.expr(case.guard, path)
             self.walk(case.body, path + ((id(node), i),))
             held |= self.tensors
         self.tensors = held
+
+    def pattern(self, pattern, subject, path) -> None:
+        """A case's pattern against what it matches: each value compared as `subject == value`, each capture
+        holding what the subject holds, a tuple written out matched item by item (_tuple_items)."""
+        items = _tuple_items(pattern, subject)
+        if items is not None:
+            for p, item in items:
+                self.pattern(p, item, path)
+            return
+        if isinstance(pattern, ast.MatchOr):
+            for p in pattern.patterns:
+                self.pattern(p, subject, path)
+            return
+        tensor = self.tensorish(subject)
+        for sub in ast.walk(pattern):
+            if isinstance(sub, ast.MatchValue):
+                self.expr(ast.copy_location(ast.Compare(subject, [ast.Eq()], [sub.value]), sub), path)
+            elif isinstance(sub, (ast.MatchAs, ast.MatchStar)) and sub.name:
+                (self.tensors.add if tensor else self.tensors.discard)(sub.name)
 
     def passed(self, fn, node: ast.Call, bound: int = 0) -> set[str]:
         """The parameters of fn that this call hands a tensor (_passed, with what may hold one here)."""

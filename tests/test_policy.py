@@ -1169,7 +1169,9 @@ MATCHED = WRAPPER_SOURCE.replace("    n = x.shape[-1]\n", "    n = x.shape[-1]\n
     ("match x:\n        case z:\n            z = z.exp()", {("wrapper-torch-op", FLAG)}),    # a capture of a tensor
     ("match x.dtype:\n        case torch.float16:\n            fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, "
      "x, x, n, eps, BLOCK=16)\n        case _:\n            pass", {("wrapper-launches", FLAG)}),  # two on one path
-    ("match (x, n):\n        case (a, b):\n            pass", {("wrapper-statement", FLAG)}),   # a sequence pattern
+    ("match n, MAX_WIDTH:\n        case (a, b) if a > b:\n            pass", set()),   # a tuple, item by item
+    ("match x, fx:\n        case (a, b):\n            h0 = a + b", {("wrapper-arithmetic", FLAG)}),   # its items hold
+    ("match (x, n):\n        case [*rest]:\n            pass", {("wrapper-statement", FLAG)}),   # a star
     ("match x.shape:\n        case {'a': 1}:\n            pass", {("wrapper-statement", FLAG)}),  # a mapping pattern
     # a sequence pattern of a shape (honest5-nb05): its length and items are the tuple's own, its captures ints
     ("match tuple(weight.shape):\n        case (m,) if m == n:\n            pass\n        case bad:\n"
