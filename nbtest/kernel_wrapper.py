@@ -1431,8 +1431,24 @@ class _Body:
         return self.generators["key", id(node)]
 
     def on_items(self, node) -> ast.GeneratorExp | None:
-        """The calls a map, sorted, min, max or filter makes of its function on each item."""
-        return self.as_generator(node) or self.key_generator(node)
+        """The calls a map, sorted, min, max, filter or reduce makes of its function on each item."""
+        return self.as_generator(node) or self.key_generator(node) or self.fold_generator(node)
+
+    def fold_generator(self, node) -> ast.GeneratorExp | None:
+        """functools.reduce(lambda acc, t: ..., items[, start]): the lambda's body as a generator expression's
+        over zip(starts, items), t taking the items and acc the start, or the items where there is none or they
+        may hold tensors (what the lambda returns is acc next); None for anything else."""
+        if ("fold", id(node)) not in self.generators:
+            fn = node.args[0] if isinstance(node, ast.Call) and node.args else None
+            a = fn.args if isinstance(fn, ast.Lambda) else None
+            fold = a is not None and self.w.ctx.resolve(node.func) == "functools.reduce" and \
+                len(node.args) in (2, 3) and not node.keywords and len(a.args) == 2 and \
+                "zip" not in self.own | self.w.ctx.bound and not any(isinstance(x, ast.Starred) for x in node.args)
+            items = node.args[1] if fold else None
+            start = items if not fold or len(node.args) == 2 or self.holds(items) else \
+                ast.copy_location(ast.List([node.args[2]], ast.Load()), node)
+            self.generators["fold", id(node)] = self._generator(node, fn, [start, items]) if fold else None
+        return self.generators["fold", id(node)]
 
     def _as_generator(self, node) -> ast.GeneratorExp | None:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "map" and
@@ -1604,8 +1620,8 @@ class _Body:
         f, ctx = node.func, self.w.ctx
         if getattr(node, "raised", False) and isinstance(f, (ast.Name, ast.Subscript)) and self.exception_class(f):
             return      # raise error(message) with error an exception class that computes nothing when built
-        if self.as_generator(node) is not None:     # its lambda's body is walked as a generator expression's
-            return
+        if self.as_generator(node) is not None or self.fold_generator(node) is not None:
+            return      # its lambda's body is walked as a generator expression's
         keys = self.key_generator(node)
         if keys is not None:        # sorted(pairs, key=lambda kv: kv[0]): only what the function makes is compared
             if self.tensorish(keys.elt):

@@ -2475,3 +2475,15 @@ def test_a_builtin_bound_again_is_no_kernel_builtin(helper, decorator, kernel_li
     assert kernel != KERNEL_SOURCE or not (decorator or kernel_line)
     got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=helper + block_for + "\n\n" + kernel), FUSED))
     assert found <= got if found else got == set()
+
+
+# honest round 15: a fold whose function reads only what is plain of each tensor (its dtype)
+@pytest.mark.parametrize("line, found", [
+    ("ok = functools.reduce(lambda acc, t: acc and t.dtype in DTYPES, (x, fx, weight, bias), True)", set()),
+    ("m = functools.reduce(lambda a, b: a * b, x.shape[:-1], 1)", set()),
+    ("h0 = functools.reduce(lambda acc, t: acc + t, (x, fx))", {("wrapper-arithmetic", FLAG)}),
+    ("s = functools.reduce(lambda acc, t: acc + t.tolist()[0], (x, fx), 0)", {("wrapper-torch-op", FLAG)}),
+], ids=["dtypes", "sizes", "sum", "values"])
+def test_a_fold_reads_what_its_function_makes_of_each_item(line, found):
+    got = wrapper_rules("import functools\n\n\n" + wrapper_with(line))
+    assert found <= got if found else got == set()
