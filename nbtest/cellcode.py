@@ -560,6 +560,8 @@ def _is_literal(node, ctx: Notebook, names: frozenset = frozenset()) -> bool:
         return False
     if isinstance(node, ast.Constant) or (isinstance(node, ast.Name) and node.id in names):
         return True
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in names:
+        return True       # a class of constants' name (kernel_wrapper._class_constants)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         return _is_literal(node.operand, ctx, names)
     if isinstance(node, ast.BinOp):

@@ -11,6 +11,7 @@ must be one the policy can name (docs/security.md lists what it allows).
 from __future__ import annotations
 
 import ast
+import collections
 import copy
 import functools
 
@@ -668,7 +669,32 @@ def _decorator_constants(ctx: Notebook) -> frozenset[str]:
                        for n in nodes) and _only_read(name, ctx, given)}:
         known |= more
     # and data nothing stores into (WARPS = tuple(2 ** k for k in range(1, 4)))
-    return frozenset(known | {name for name in ctx.data & set(ctx.module_bindings) if _only_read(name, ctx, given)})
+    known |= {name for name in ctx.data & set(ctx.module_bindings) if _only_read(name, ctx, given)}
+    return frozenset(known | _class_constants(ctx, frozenset(known)))
+
+
+def _class_constants(ctx: Notebook, known: frozenset[str]) -> set[str]:
+    """"C.NAME" for each name a class of constants binds to a literal: a plain class of the notebook's with no
+    def, each of whose names is bound once in its body, and only read wherever C.NAME is written (never stored
+    into, deleted, or asked to change: Tuning.KEY.append(...))."""
+    out = set()
+    for name, (_, cls) in ctx.classes.items():
+        if cls.bases or any(isinstance(s, ast.FunctionDef) for s in cls.body):
+            continue
+        values = [(t.id, s.value) for s in cls.body if isinstance(s, (ast.Assign, ast.AnnAssign)) and
+                  s.value is not None for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                  if isinstance(t, ast.Name)]
+        counts = collections.Counter(n for n, _ in values)
+        out |= {f"{name}.{n}" for n, v in values if counts[n] == 1 and _is_literal(v, ctx, known)}
+    parents = {id(c): p for tree in ctx.trees.values() for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    for tree in ctx.trees.values():
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and f"{n.value.id}.{n.attr}" in out:
+                parent = parents.get(id(n))
+                if not isinstance(n.ctx, ast.Load) or isinstance(parent, ast.Attribute) or \
+                        isinstance(parent, ast.Subscript) and not isinstance(parent.ctx, ast.Load):
+                    out.discard(f"{n.value.id}.{n.attr}")
+    return out
 
 
 def _returns_self(fn) -> bool:
@@ -1805,15 +1831,21 @@ class _Kernel:
 
     def data_function(self, v) -> bool:
         """configs=get_autotune_config(), as Triton's matmul tutorial writes it: a call, with no arguments, of
-        the notebook's own function that takes none, has no decorator and only returns plain data (its name
-        the rebinding check keeps on that def)."""
+        the notebook's own function whose parameters all default to literals, that has no decorator and only
+        returns plain data of them and of the decorator constants (its name the rebinding check keeps on that
+        def)."""
         if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and not v.args and not v.keywords):
             return False
         found = self.ctx.functions.get(v.func.id)
-        if found is None or found[1].decorator_list or _arguments(found[1].args):
+        if found is None or found[1].decorator_list:
             return False
-        body = after_docstring(found[1].body)
-        return len(body) == 1 and isinstance(body[0], ast.Return) and _is_literal(body[0].value, self.ctx)
+        a, body = found[1].args, after_docstring(found[1].body)
+        defaults = [*a.defaults, *a.kw_defaults]
+        if a.vararg or a.kwarg or len(defaults) != len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) or \
+                not all(_is_literal(d, self.ctx, self.constants) for d in defaults):
+            return False      # called with nothing, each parameter holds its default
+        return len(body) == 1 and isinstance(body[0], ast.Return) and _is_literal(
+            body[0].value, self.ctx, self.constants | {p.arg for p in _arguments(a)})
 
     def heuristic(self, v) -> bool:
         """triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])}), or a def of the

@@ -916,8 +916,9 @@ CONFIGS = "[triton.Config({}, num_warps=w, num_stages=s) for w in (2, 4, 8) for 
 @pytest.mark.parametrize("function, call, found", [
     (f'def get_autotune_config():\n    """The configs to try."""\n    return {CONFIGS}\n', "get_autotune_config()", set()),
     (f"def get_autotune_config():\n    return {CONFIGS}\n", "get_autotune_config()", set()),
-    (f"def get_autotune_config(k=2):\n    return {CONFIGS}\n", "get_autotune_config()",
-     {("kernel-decorator", FLAG)}),                                   # a parameter: its default could be anything
+    (f"def get_autotune_config(k=2):\n    return {CONFIGS}\n", "get_autotune_config()", set()),   # a literal default
+    (f"def get_autotune_config(k=print):\n    return {CONFIGS}\n", "get_autotune_config()",
+     {("kernel-decorator", FLAG)}),                                   # a parameter's default that is no literal
     (f"def get_autotune_config(k):\n    return {CONFIGS}\n", "get_autotune_config(2)", {("kernel-decorator", FLAG)}),
     (f"def get_autotune_config():\n    print('hi')\n    return {CONFIGS}\n", "get_autotune_config()",
      {("kernel-decorator", FLAG)}),                                   # more than a return
@@ -2486,4 +2487,25 @@ def test_a_builtin_bound_again_is_no_kernel_builtin(helper, decorator, kernel_li
 ], ids=["dtypes", "sizes", "sum", "values"])
 def test_a_fold_reads_what_its_function_makes_of_each_item(line, found):
     got = wrapper_rules("import functools\n\n\n" + wrapper_with(line))
+    assert found <= got if found else got == set()
+
+
+# honest round 15: autotune's arguments from a class of constants, or from a def whose parameters default to literals
+TUNING = "class Tuning:\n    \"\"\"Launch constants.\"\"\"\n    WARPS = (1, 2, 4)\n    KEY = ['n_cols']\n\n\n"
+
+
+@pytest.mark.parametrize("before, decorators, found", [
+    (TUNING, "@triton.autotune(configs=[triton.Config({}, num_warps=w) for w in Tuning.WARPS], key=Tuning.KEY)\n",
+     set()),
+    (TUNING + "def configs(stages=1):\n    return [triton.Config({}, num_warps=w, num_stages=stages) "
+              "for w in Tuning.WARPS]\n\n\n", "@triton.autotune(configs=configs(), key=['n_cols'])\n", set()),
+    (TUNING + "Tuning.KEY.append(print)\n\n\n", "@triton.autotune(configs=[triton.Config({})], key=Tuning.KEY)\n",
+     {("kernel-decorator", FLAG)}),
+    ("class Tuning:\n    WARPS = (1, 2)\n\n    def more(self):\n        return print\n\n\n",
+     "@triton.autotune(configs=[triton.Config({}, num_warps=w) for w in Tuning.WARPS], key=['n_cols'])\n",
+     {("kernel-decorator", FLAG)}),
+], ids=["class-constants", "def-with-defaults", "class-constant-changed", "class-with-a-def"])
+def test_a_kernel_decorator_may_read_a_class_of_constants(before, decorators, found):
+    body = before + KERNEL_SOURCE.replace("@triton.jit\n", decorators + "@triton.jit\n", 1)
+    got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=body), FUSED))
     assert found <= got if found else got == set()
