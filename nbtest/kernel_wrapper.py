@@ -96,6 +96,8 @@ def function_forms() -> frozenset[str]:
 
 # those a list, dict or set holding tensors answers with what it holds (a tensor has none of these methods)
 CONTAINER_METHODS = {"get", "append", "extend", "pop", "setdefault", "update", "insert", "copy", "clear"}
+# a named tuple's own methods (launch_for(n)._asdict()), which only copy its fields: named so that no field can be
+NAMEDTUPLE_METHODS = {"_asdict", "_replace"}
 # builtins whose result is a number, string or bool of Python's own, whatever they are given, and those whose
 # result is as plain as what they are given (a container of Python's own built from it, one of its items)
 SCALAR_BUILTINS = {"str", "repr", "format", "int", "float", "bool", "len", "isinstance"}
@@ -528,6 +530,13 @@ def _constant_record(name: str, ctx: Notebook) -> bool:
         all(s.value is None or isinstance(s.value, ast.Constant)
             for s in cls.body if isinstance(s, ast.AnnAssign)) and \
         all(isinstance(a, ast.Constant) for a in [*built.args, *(k.value for k in built.keywords)])
+
+
+def _named_tuple(cls: ast.ClassDef, ctx: Notebook) -> bool:
+    """A typing.NamedTuple class of fields alone (defaults among them, no def): built, it is a tuple of what
+    it is given."""
+    return [ctx.resolve(b) for b in cls.bases] == ["typing.NamedTuple"] and \
+        not any(isinstance(s, ast.FunctionDef) for s in cls.body)
 
 
 def _constant_field(cls: ast.ClassDef, name: str) -> bool:
@@ -1175,8 +1184,14 @@ class _Body:
             return self.plain(node.elt)
         if isinstance(node, ast.DictComp):
             return self.plain(node.key) and self.plain(node.value)
-        if self.instance_of(node) is not None:      # self, LAUNCH: an object of the notebook's
-            return False
+        cls = self.instance_of(node)
+        if cls is not None:      # self, LAUNCH: an object of the notebook's; a named tuple of plain data is plain data
+            if not _named_tuple(ctx.classes[cls][1], ctx):
+                return False
+            if isinstance(node, ast.Call):
+                return all(self.plain(a.value if isinstance(a, ast.Starred) else a)
+                           for a in [*node.args, *(k.value for k in node.keywords)])
+            return isinstance(node, ast.Name) and node.id in self.own and node.id not in self.opaque_names()
         if isinstance(node, ast.Name):
             if node.id in self.own or node.id.startswith(MAP_ITEM):
                 return node.id not in self.opaque_names()
@@ -1227,6 +1242,8 @@ class _Body:
                     return self.w.returns_plain(label, def_, frozenset(
                         a.arg for a in _arguments(def_.args)) if opaque else frozenset())
                 return ctx.resolve(fn) is not None and not opaque    # reduce(operator.mul, shape)
+            if isinstance(f, ast.Name) and f.id in ctx.containers and f.id not in self.own:   # Launch(block, 4)
+                return all(map(self.plain, given))
             if isinstance(f, ast.Name) and f.id in self.helpers:       # as_rows = lambda t: t.reshape(-1, n)
                 return self.w.returns_plain(self.label, self.helpers[f.id], self.given_opaque(self.helpers[f.id], node),
                                             outer=self)
@@ -1366,12 +1383,17 @@ class _Body:
                 node.func.id not in self.w.ctx.functions:
             return any(self.holds(a) for a in [*node.args, *(k.value for k in node.keywords)])
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr in PACKING_METHODS | CONTAINER_METHODS:
+                node.func.attr in PACKING_METHODS | CONTAINER_METHODS | NAMEDTUPLE_METHODS:
             return self.tensorish(node.func.value)
+        named = self.instance_of(node) if isinstance(node, ast.Call) else None
+        if named is not None and _named_tuple(self.w.ctx.classes[named][1], self.w.ctx):   # Launch(x): holds x
+            return any(self.holds(a) for a in [*node.args, *(k.value for k in node.keywords)])
         if isinstance(node, ast.Name):
             return node.id in self.tensors
         if isinstance(node, ast.Attribute):
             cls = self.instance_of(node.value)
+            if cls is not None and _named_tuple(self.w.ctx.classes[cls][1], self.w.ctx):
+                return self.tensorish(node.value)     # a field of a named tuple that holds a tensor may be one
             if cls is not None:      # a field set to a tensor, or a property whose getter returns one
                 getter = self.w.ctx.method(cls, node.attr)
                 if getter is not None and any(isinstance(d, ast.Name) and d.id == "property"
@@ -1639,6 +1661,7 @@ class _Body:
                                              f.id in ctx.containers or f.id in ctx.aliases)
         if isinstance(f, ast.Attribute):
             return self.tensorish(f.value) or f.attr in SCALAR_METHODS | PACKING_METHODS | plain_methods() | \
+                NAMEDTUPLE_METHODS | \
                 CONTAINER_METHODS and self.plain(f.value)
         return False
 

@@ -2509,3 +2509,20 @@ def test_a_kernel_decorator_may_read_a_class_of_constants(before, decorators, fo
     body = before + KERNEL_SOURCE.replace("@triton.jit\n", decorators + "@triton.jit\n", 1)
     got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=body), FUSED))
     assert found <= got if found else got == set()
+
+
+# honest round 15: launch options as a NamedTuple of the notebook's, handed to the launch by its _asdict()
+LAUNCH_NT = "from typing import NamedTuple\n\n\nclass Launch(NamedTuple):\n    BLOCK: int\n    num_warps: int = 4\n\n\n"
+
+
+@pytest.mark.parametrize("before, line, found", [
+    (LAUNCH_NT, "opts = Launch(triton.next_power_of_2(n))._replace(num_warps=8)._asdict()", set()),
+    (LAUNCH_NT, "opts = Launch(x)._asdict()\n    h0 = opts['BLOCK'] * 2", {("wrapper-arithmetic", FLAG)}),
+    (LAUNCH_NT, "opts = Launch(x)\n    h0 = opts.BLOCK * 2", {("wrapper-arithmetic", FLAG)}),
+    (LAUNCH_NT.replace("num_warps: int = 4\n", "num_warps: int = 4\n\n    def _asdict(self):\n"
+                                              "        return self[0].tolist()\n"), "opts = Launch(x)._asdict()",
+     {("wrapper-torch-op", FLAG)}),
+], ids=["plain-fields", "a-tensor-field", "a-tensor-attribute", "its-own-asdict"])
+def test_a_named_tuple_of_plain_fields_is_plain_data(before, line, found):
+    got = wrapper_rules(before + wrapper_with(line))
+    assert found <= got if found else got == set()
