@@ -638,6 +638,25 @@ def _bindings(stmts) -> list[tuple[ast.AST, str]]:
     for node in stmts:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out.append((node, node.name))
+            # its decorators, defaults, annotations, bases and keywords run where it stands: x := ... there
+            a = getattr(node, "args", None)
+            parts = [*node.decorator_list, *getattr(node, "bases", []),
+                     *(k.value for k in getattr(node, "keywords", []))]
+            if a is not None:
+                parts += [*a.defaults, *(d for d in a.kw_defaults if d is not None), node.returns,
+                          *(p.annotation for p in _arguments(a))]
+            out += [(n, n.target.id) for part in parts if part is not None for n in ast.walk(part)
+                    if isinstance(n, ast.NamedExpr)]
+            continue
+        if isinstance(node, ast.Match):      # its captures bind at module level, and its cases' bodies run there
+            out += [(n, n.target.id) for n in ast.walk(node.subject) if isinstance(n, ast.NamedExpr)]
+            for case in node.cases:
+                for m in ast.walk(case.pattern):
+                    name = m.rest if isinstance(m, ast.MatchMapping) else getattr(m, "name", None)
+                    out += [(m, name)] if name else []
+                out += [(n, n.target.id) for n in ast.walk(case.guard) if isinstance(n, ast.NamedExpr)] \
+                    if case.guard is not None else []
+                out += _bindings(case.body)
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             out += [(node, (a.asname or a.name).split(".")[0]) for a in node.names]

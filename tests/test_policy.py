@@ -2526,3 +2526,22 @@ LAUNCH_NT = "from typing import NamedTuple\n\n\nclass Launch(NamedTuple):\n    B
 def test_a_named_tuple_of_plain_fields_is_plain_data(before, line, found):
     got = wrapper_rules(before + wrapper_with(line))
     assert found <= got if found else got == set()
+
+
+# red team 15: a name bound at module level where _bindings did not look (a match's capture or case body, an
+# assignment expression in a def's default), an instance's class chosen on one branch, a field set by a setattr of
+# a built name, a dict's tensor keys, a heuristic's parameter named as a builtin
+COMPUTE = "def _compute(*args):\n    return args[0].tolist()\n\n\n"
+
+
+@pytest.mark.parametrize("before, line, found", [
+    (COMPUTE + "match _compute:\n    case print:\n        pass\n\n\n", "print(x)", {("wrapper-torch-op", FLAG)}),
+    ("from torch import empty_like\n\n\n" + COMPUTE + "match _compute:\n    case empty_like:\n        pass\n\n\n",
+     "h0 = empty_like(x)", {("wrapper-torch-op", FLAG)}),
+    (COMPUTE + "match 1:\n    case _:\n        def print(*a):\n            _compute(*a)\n\n\n", "print(x)",
+     {("wrapper-torch-op", FLAG)}),
+    (COMPUTE + "def _rows(t, held=(print := _compute)):\n    return t\n\n\n", "print(x)", {("wrapper-torch-op", FLAG)}),
+], ids=["match-capture", "match-capture-of-an-import", "def-in-a-case", "walrus-in-a-default"])
+def test_every_module_level_binding_is_seen(before, line, found):
+    got = wrapper_rules(before + wrapper_with(line))
+    assert found <= got if found else got == set()
