@@ -562,7 +562,8 @@ def _init_stores(ctx: Notebook) -> dict[str, list[ast.FunctionDef] | None]:
     """attribute -> the __init__ defs of the notebook's classes that set it, each only as `self.NAME = value` (a
     target of an assignment in its own body, not a nested def's, self its first parameter and never rebound);
     None for an attribute also set, changed or deleted any other way in the student's cells (elsewhere, +=,
-    setattr with its name written out)."""
+    setattr with its name written out). None at all where a cell calls setattr or delattr with a name the
+    source does not write out."""
     out: dict[str, list[ast.FunctionDef] | None] = {}
     simple: set[int] = set()
     for _, node in ctx.classes.values():
@@ -581,9 +582,11 @@ def _init_stores(ctx: Notebook) -> dict[str, list[ast.FunctionDef] | None]:
         for n in ast.walk(tree) if ctx.student[label] else ():
             if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load) and id(n) not in simple:
                 out[n.attr] = None
-            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("setattr", "delattr") \
-                    and len(n.args) > 1 and isinstance(n.args[1], ast.Constant):
-                out[str(n.args[1].value)] = None
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("setattr", "delattr"):
+                if len(n.args) > 1 and isinstance(n.args[1], ast.Constant):
+                    out[str(n.args[1].value)] = None
+                else:       # a name built at run time (f"n{i}") may be any field's
+                    return {}
     return out
 
 
@@ -835,6 +838,12 @@ def _tuple_items(pattern, subject) -> list[tuple[ast.pattern, ast.expr]] | None:
     return None
 
 
+def _agreed(ends: list[dict[str, str]]) -> dict[str, str]:
+    """The names that hold an instance of one class at the end of every path (and before them: a loop's body
+    may not run), each with that class."""
+    return {name: cls for name, cls in ends[0].items() if all(end.get(name) == cls for end in ends[1:])}
+
+
 def _shape_like(node) -> bool:
     """x.shape, x.size(), x.stride(), or tuple(...)/list(...)/torch.Size(...) of one: a tuple of ints."""
     if isinstance(node, ast.Attribute):
@@ -904,7 +913,8 @@ class _Body:
         if isinstance(node, ast.Name):
             found = self.instances.get(node.id) or (
                 self.w.ctx.instances.get(node.id) if node.id not in self.own else None)
-            if found is None and node.id in self.own:
+            if found is None and node.id in self.own and not (
+                    self.fn is not None and node.id in {a.arg for a in _arguments(self.fn.args)}):
                 values, unknown = self.bindings()
                 built = {self.instance_of(v) if isinstance(v, ast.Call) else None for v in values.get(node.id, [None])}
                 found = built.pop() if len(built) == 1 and node.id not in unknown | self.opaque else None
@@ -957,12 +967,15 @@ class _Body:
         """Walk each of these statement lists from the names holding tensors at `start`; after them a name
         holds a tensor where any of them, or none (`start`), left one: `h, y = out` in one branch of an if
         does not undo `h = torch.empty(...)` in the other."""
-        held = set(start)
+        held, before = set(start), dict(self.instances)
+        ends = [before]
         for body, branch_path in bodies:
-            self.tensors = set(start)
+            self.tensors, self.instances = set(start), dict(before)
             self.walk(body, branch_path)
             held |= self.tensors
+            ends.append(self.instances)
         self.tensors = held
+        self.instances = _agreed(ends)
 
     def stmt(self, node, path):
         if isinstance(node, ast.If):
@@ -1058,15 +1071,18 @@ class _Body:
         walked on a branch of their own, and a capture (case other:) holds what the subject holds; a sequence
         pattern is one of a shape only (_plain_pattern), whose items hold ints."""
         self.expr(node.subject, path)
-        start, held = set(self.tensors), set(self.tensors)
+        start, held, before = set(self.tensors), set(self.tensors), dict(self.instances)
+        ends = [before]
         for i, case in enumerate(node.cases):
-            self.tensors = set(start)
+            self.tensors, self.instances = set(start), dict(before)
             self.pattern(case.pattern, node.subject, path)
             if case.guard is not None:
                 self.expr(case.guard, path)
             self.walk(case.body, path + ((id(node), i),))
             held |= self.tensors
+            ends.append(self.instances)
         self.tensors = held
+        self.instances = _agreed(ends)
 
     def pattern(self, pattern, subject, path) -> None:
         """A case's pattern against what it matches: each value compared as `subject == value`, each capture
@@ -1154,11 +1170,33 @@ class _Body:
             return [False, self.holds(node.args[0])]
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "items" \
                 and n == 2:
-            return [False, self.tensorish(node.func.value)]
+            return [self.keys_tensorish(node.func.value), self.tensorish(node.func.value)]
         if isinstance(node, (ast.Tuple, ast.List)) and all(isinstance(e, (ast.Tuple, ast.List)) and
                                                            len(e.elts) == n for e in node.elts):
             return [any(self.tensorish(e.elts[i]) for e in node.elts) for i in range(n)]
         return [self.holds(node)] * n
+
+    def keys_tensorish(self, d) -> bool:
+        """Whether a dict's keys may be tensors: not those of a dict written out, or of dict(name=...), whose keys
+        are not, nor of a name of the function's bound only to such and never stored into, nor of module-level
+        plain data."""
+        ctx = self.w.ctx
+        if isinstance(d, ast.Dict):
+            return any(k is None or self.tensorish(k) for k in d.keys)
+        if isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "dict" and \
+                "dict" not in self.own | ctx.bound:
+            return bool(d.args) or any(k.arg is None for k in d.keywords)
+        if isinstance(d, ast.Name) and d.id in self.own:
+            values, unknown = self.bindings()
+            stored = any(isinstance(n, ast.Subscript) and not isinstance(n.ctx, ast.Load) and
+                         isinstance(n.value, ast.Name) and n.value.id == d.id or
+                         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+                         isinstance(n.func.value, ast.Name) and n.func.value.id == d.id for n in ast.walk(self.fn))
+            return stored or d.id in unknown | self.opaque or not values.get(d.id) or any(
+                not isinstance(v, (ast.Dict, ast.Call)) or self.keys_tensorish(v) for v in values[d.id])
+        if isinstance(d, ast.Name) and d.id in ctx.data:
+            return False
+        return self.tensorish(d)
 
     def holds(self, node) -> bool:
         """Whether the items of a sequence may be tensors."""

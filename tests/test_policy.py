@@ -2545,3 +2545,24 @@ COMPUTE = "def _compute(*args):\n    return args[0].tolist()\n\n\n"
 def test_every_module_level_binding_is_seen(before, line, found):
     got = wrapper_rules(before + wrapper_with(line))
     assert found <= got if found else got == set()
+
+
+TWO = "class _Rows:\n    def join(self, *a):\n        return a[0].tolist()\n\n\nclass _Plain:\n" \
+      "    def join(self, *a):\n        return 0\n\n\n"
+WIDTH = "class _Width:\n    def __init__(self, n):\n        self.n = n\n\n    def attach(self, held, i):\n" \
+        "        setattr(self, f'n{i}', held)\n\n\n"
+
+
+@pytest.mark.parametrize("before, line, found", [
+    (TWO, "rows = _Rows()\n    if n < 0:\n        rows = _Plain()\n    rows.join(x)", {("wrapper-torch-op", FLAG)}),
+    (TWO, "rows = _Plain()\n    if n < 0:\n        rows = _Plain()\n    rows.join(x)", set()),
+    (WIDTH, "w = _Width(n)\n    w.attach(x, '')\n    s = w.n.join(['a'])", {("wrapper-torch-op", FLAG)}),
+    ("", "for t, _ in {x: 0}.items():\n        h0 = t * 2", {("wrapper-arithmetic", FLAG)}),
+    ("", "for name, t in {'x': x}.items():\n        if t.shape[-1] != n:\n            raise ValueError(name)", set()),
+    ("", "d = dict(x=x)\n    for name, t in d.items():\n        if t.ndim == 0:\n            raise ValueError(name)",
+     set()),
+], ids=["class-of-one-branch", "class-of-every-branch", "field-set-by-built-name", "tensor-keys", "string-keys",
+        "keyword-keys"])
+def test_what_an_object_or_a_dict_holds_is_what_every_path_gives_it(before, line, found):
+    got = wrapper_rules(before + wrapper_with(line))
+    assert found <= got if found else got == set()
