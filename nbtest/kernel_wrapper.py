@@ -1833,13 +1833,14 @@ class _Kernel:
     def __init__(self, label: str, source: str, ctx: Notebook, fn: ast.FunctionDef, constants: frozenset[str]):
         """constants: the names a decorator's arguments may read as the literals they hold (_decorator_constants)."""
         self.label, self.source, self.ctx, self.fn, self.constants = label, source, ctx, fn, constants
-        self.builtins = KERNEL_BUILTINS - ctx.bound      # def abs(...) in a cell is no longer Python's
         self.found: list[Violation] = []
         args = fn.args
         self.locals = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
         self.constexpr = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
                           if a.annotation is not None and self.annotation(a.annotation) == "constexpr"}
         self.locals |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        # def abs(...) in a cell, or a parameter named range, is no longer Python's
+        self.builtins = KERNEL_BUILTINS - ctx.bound - self.locals
 
     def flag(self, node, rule, message):
         self.found.append(Violation(self.label, node.lineno, rule, FLAG, message, quote(self.source, node.lineno)))
@@ -1946,7 +1947,7 @@ class _Kernel:
                     self.ctx.resolve(n) is None and n.attr in SCALAR_ATTRIBUTES | SCALAR_METHODS):
                 return False
             if isinstance(n, ast.Call) and not (self.ctx.resolve(n.func) in helpers or id(n.func) in called or (
-                    isinstance(n.func, ast.Name) and n.func.id in self.builtins) or (
+                    isinstance(n.func, ast.Name) and n.func.id in self.builtins - params) or (
                     isinstance(n.func, ast.Attribute) and n.func.attr in SCALAR_METHODS)):
                 return False
             if isinstance(n, (ast.Lambda, ast.comprehension, ast.NamedExpr)):

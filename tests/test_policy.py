@@ -2566,3 +2566,11 @@ WIDTH = "class _Width:\n    def __init__(self, n):\n        self.n = n\n\n    de
 def test_what_an_object_or_a_dict_holds_is_what_every_path_gives_it(before, line, found):
     got = wrapper_rules(before + wrapper_with(line))
     assert found <= got if found else got == set()
+
+
+def test_a_heuristic_parameter_named_as_a_builtin_is_no_builtin():
+    decorated = KERNEL_SOURCE.replace("@triton.jit\n", "@triton.heuristics({'BLOCK': lambda args: "
+                                      "block_for(args['n_cols'], args['n_cols'])})\n@triton.jit\n", 1)
+    helper = "def block_for(min, n):\n    return min(n) + 16\n\n\n"
+    got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=helper + decorated), FUSED))
+    assert ("kernel-decorator", FLAG) in got
