@@ -37,6 +37,8 @@ def parse(source: str) -> ast.Module:
 HONEST_MODULES = frozenset({"__future__", "warnings"})
 # the decorators a followed class's methods may carry (_plain_class): Python's own, each read where it is used
 METHOD_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
+# and the library's getter, which runs once and keeps what it returns: read as a property is
+CACHED_GETTER = "functools.cached_property"
 # and the class decorators it may carry: Python's own, which add methods written in the class's own (the
 # comparisons total_ordering derives from its __lt__ and __eq__), so that what runs is still its defs
 CLASS_DECORATORS = frozenset({"functools.total_ordering"})
@@ -348,6 +350,12 @@ def _is_container(node, ctx: Notebook) -> bool:
         isinstance(node.value, ast.Call) and ctx.resolve(node.value.func) in NAMED_TUPLES
 
 
+def is_getter(fn: ast.FunctionDef, ctx: Notebook) -> bool:
+    """A method of a followed class that an attribute read runs: @property, or functools.cached_property."""
+    return any(isinstance(d, ast.Name) and d.id == "property" or ctx.resolve(d) == CACHED_GETTER
+               for d in fn.decorator_list)
+
+
 def _item_property(node) -> bool:
     """@property def NAME(self): return self[INT], with a docstring or a return annotation at most."""
     if not (isinstance(node, ast.FunctionDef) and [ast.unparse(d) for d in node.decorator_list] == ["property"]):
@@ -389,7 +397,8 @@ def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
             return False
     for s in node.body:
         if isinstance(s, ast.FunctionDef):
-            if s.name == "__new__" or not all(isinstance(d, ast.Name) and d.id in METHOD_DECORATORS
+            if s.name == "__new__" or not all(isinstance(d, ast.Name) and d.id in METHOD_DECORATORS or
+                                              ctx.resolve(d) == CACHED_GETTER
                                               for d in s.decorator_list):
                 return False
         elif isinstance(s, (ast.Assign, ast.AnnAssign)):

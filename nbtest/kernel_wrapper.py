@@ -17,7 +17,7 @@ import functools
 
 from .cellcode import (EXCEPTIONS, FLAG, HONEST_MODULES, Notebook, Violation, _arguments,
                        _constant_default, _is_literal, _only_read, _parameters, after_docstring,
-                       holds_no_tensor, is_stub, quote)
+                       holds_no_tensor, is_getter, is_stub, quote)
 
 # allocations that carry no value of the caller's: empty, zeros and ones (a weight of ones for weight=None), never
 # full or tensor, whose values the wrapper would give
@@ -952,7 +952,7 @@ class _Body:
         fn = ctx.method(cls or named, f.attr) if cls is not None or named is not None else None
         if fn is None:
             return None
-        kinds = {d.id for d in fn.decorator_list}
+        kinds = {d.id for d in fn.decorator_list if isinstance(d, ast.Name)}
         if "staticmethod" in kinds:
             return None, fn, 0, None
         if "classmethod" in kinds:      # its first parameter names the class it is called on
@@ -1239,8 +1239,7 @@ class _Body:
             cls = self.instance_of(node.value)
             if cls is not None:      # self.rows = x.reshape(...), a tensor; self.problems = [], as it is assigned
                 getter = ctx.method(cls, node.attr)
-                if getter is not None and any(isinstance(d, ast.Name) and d.id == "property"
-                                              for d in getter.decorator_list):
+                if getter is not None and is_getter(getter, ctx):
                     return self.w.returns_plain(ctx.cell_of(getter), getter, frozenset(), cls=cls)
                 return node.attr in self.w.fields or cls in ctx.classes and (
                     _constant_field(ctx.classes[cls][1], node.attr) or self.w.plain_field(cls, node.attr))
@@ -1434,8 +1433,7 @@ class _Body:
                 return self.tensorish(node.value)     # a field of a named tuple that holds a tensor may be one
             if cls is not None:      # a field set to a tensor, or a property whose getter returns one
                 getter = self.w.ctx.method(cls, node.attr)
-                if getter is not None and any(isinstance(d, ast.Name) and d.id == "property"
-                                              for d in getter.decorator_list):
+                if getter is not None and is_getter(getter, self.w.ctx):
                     return self.w._function(self.w.ctx.cell_of(getter), getter, set(), cls)
                 return node.attr in self.w.fields
             return node.attr not in SCALAR_ATTRIBUTES and self.tensorish(node.value)
@@ -1647,7 +1645,7 @@ class _Body:
                 if not isinstance(fn, ast.FunctionDef) or fn.name == "__init__" or ctx.method(cls, fn.name) is not fn:
                     continue
                 special = fn.name.startswith("__") and fn.name.endswith("__")
-                getter = any(isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list)
+                getter = is_getter(fn, ctx)
                 kinds = {d.id for d in fn.decorator_list if isinstance(d, ast.Name)}
                 params = [a.arg for a in _arguments(fn.args)]
                 if "staticmethod" in kinds and special:

@@ -2574,3 +2574,17 @@ def test_a_heuristic_parameter_named_as_a_builtin_is_no_builtin():
     helper = "def block_for(min, n):\n    return min(n) + 16\n\n\n"
     got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=helper + decorated), FUSED))
     assert ("kernel-decorator", FLAG) in got
+
+
+# honest round 16: a functools.cached_property
+@pytest.mark.parametrize("before, line, found", [
+    ("import functools\n\n\nclass Problem:\n    def __init__(self, shape):\n        self.shape = tuple(shape)\n\n"
+     "    @functools.cached_property\n    def width(self):\n        return self.shape[-1]\n\n\n",
+     "x2 = x.reshape(-1, Problem(x.shape).width)\n    m = x2.shape[0]", set()),
+    ("import functools\n\n\nclass Problem:\n    def __init__(self, t):\n        self.t = t\n\n"
+     "    @functools.cached_property\n    def width(self):\n        return self.t.tolist()\n\n\n",
+     "w = Problem(x).width", {("wrapper-torch-op", FLAG)}),
+], ids=["cached-property", "cached-property-computes"])
+def test_a_cached_getter_a_class_of_dtypes_and_a_cast_read_as_what_they_hold(before, line, found):
+    got = wrapper_rules(before + wrapper_with(line))
+    assert found <= got if found else got == set()
