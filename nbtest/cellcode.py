@@ -159,15 +159,22 @@ class Notebook:
         self.bindings: dict[str, list[ast.AST]] = {}      # as module_bindings, of every cell
         for _, node, name in self.top_bindings:
             self.bindings.setdefault(name, []).append(node)
-        # a class whose body binds a name to another name is followed only where that name holds one scalar
-        for name, (_, node) in list(self.classes.items()):
-            if any(isinstance(s, (ast.Assign, ast.AnnAssign)) and isinstance(s.value, ast.Name) and
-                   s.value.id not in self.scalars for s in node.body):
-                del self.classes[name]
         self.data: set[str] = set()
         while more := {name for name, nodes in self.bindings.items() if name not in self.data | self.global_names and
                        all(isinstance(n, (ast.Assign, ast.AnnAssign)) and _is_data(n.value, self) for n in nodes)}:
             self.data |= more
+        # a class whose body binds a name to another name is followed only where that name holds one scalar or
+        # plain data (ALL = DTYPES), or is one the class bound before (ALL = (FLOAT16, FLOAT32))
+        for name, (_, node) in list(self.classes.items()):
+            own: set[str] = set()
+            for s in node.body:
+                if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
+                    if any(isinstance(n, ast.Name) and n.id not in own | self.scalars | self.data | set(self.aliases)
+                           for n in ast.walk(s.value)):
+                        del self.classes[name]
+                        break
+                    own |= {t.id for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                            if isinstance(t, ast.Name)}
         # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
         self.mutables = {name for label, node, name in self.top_bindings
                          if self.student[label] and isinstance(node, (ast.Assign, ast.AnnAssign)) and
@@ -350,6 +357,14 @@ def _is_container(node, ctx: Notebook) -> bool:
         isinstance(node.value, ast.Call) and ctx.resolve(node.value.func) in NAMED_TUPLES
 
 
+def _named_data(node, ctx: Notebook) -> bool:
+    """What an import names (torch.float16), or a tuple, list or set of such, of constants and of names (each
+    checked once the notebook's data is known: Notebook's class check)."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(isinstance(e, (ast.Constant, ast.Name)) or _named_data(e, ctx) for e in node.elts)
+    return isinstance(node, ast.Attribute) and ctx.resolve(node) is not None
+
+
 def is_getter(fn: ast.FunctionDef, ctx: Notebook) -> bool:
     """A method of a followed class that an attribute read runs: @property, or functools.cached_property."""
     return any(isinstance(d, ast.Name) and d.id == "property" or ctx.resolve(d) == CACHED_GETTER
@@ -404,8 +419,9 @@ def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
         elif isinstance(s, (ast.Assign, ast.AnnAssign)):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
             if not all(isinstance(t, ast.Name) and not t.id.startswith("__") for t in targets) or \
-                    (s.value is not None and not _is_literal(s.value, ctx) and not isinstance(s.value, ast.Name)):
-                return False      # a name: one holding a scalar (MAX = MAX_WIDTH), checked once they are known
+                    (s.value is not None and not _is_literal(s.value, ctx) and not _named_data(s.value, ctx) and
+                     not isinstance(s.value, ast.Name)):
+                return False      # a name: one holding a scalar or data (MAX = MAX_WIDTH), checked once they are known
         elif not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) or isinstance(s, ast.Pass)):
             return False
     return True
