@@ -1281,6 +1281,8 @@ class _Body:
                 return ctx.resolve(fn) is not None and not opaque    # reduce(operator.mul, shape)
             if isinstance(f, ast.Name) and f.id in ctx.containers and f.id not in self.own:   # Launch(block, 4)
                 return all(map(self.plain, given))
+            if ctx.resolve(f) == "typing.cast" and len(node.args) == 2 and not node.keywords:
+                return self.plain(node.args[1])      # cast(int, n): a type checker's word, n itself
             if isinstance(f, ast.Name) and f.id in self.helpers:       # as_rows = lambda t: t.reshape(-1, n)
                 return self.w.returns_plain(self.label, self.helpers[f.id], self.given_opaque(self.helpers[f.id], node),
                                             outer=self)

@@ -2576,7 +2576,7 @@ def test_a_heuristic_parameter_named_as_a_builtin_is_no_builtin():
     assert ("kernel-decorator", FLAG) in got
 
 
-# honest round 16: a functools.cached_property, a class of dtype constants
+# honest round 16: a functools.cached_property, a class of dtype constants, typing.cast of a size
 @pytest.mark.parametrize("before, line, found", [
     ("import functools\n\n\nclass Problem:\n    def __init__(self, shape):\n        self.shape = tuple(shape)\n\n"
      "    @functools.cached_property\n    def width(self):\n        return self.shape[-1]\n\n\n",
@@ -2588,7 +2588,11 @@ def test_a_heuristic_parameter_named_as_a_builtin_is_no_builtin():
      "    WIDE = MAX_WIDTH\n\n\n",
      "if x.dtype not in Allowed.ALL:\n        raise ValueError('dtype')", set()),
     ("class Allowed:\n    ALL = (torch.float16, print)\n\n\n", "Allowed.ALL[1](x)", {("wrapper-torch-op", FLAG)}),
-], ids=["cached-property", "cached-property-computes", "class-of-dtypes", "class-holding-a-callable"])
+    ("import typing\n\n\n", "m = typing.cast(int, x.shape[-1])\n    x2 = x.reshape(-1, m)\n    k = x2.shape[0]",
+     set()),
+    ("import typing\n\n\n", "m = typing.cast(int, x)\n    k = m * 2", {("wrapper-arithmetic", FLAG)}),
+], ids=["cached-property", "cached-property-computes", "class-of-dtypes", "class-holding-a-callable", "cast-of-a-size",
+        "cast-of-a-tensor"])
 def test_a_cached_getter_a_class_of_dtypes_and_a_cast_read_as_what_they_hold(before, line, found):
     got = wrapper_rules(before + wrapper_with(line))
     assert found <= got if found else got == set()
