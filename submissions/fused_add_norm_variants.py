@@ -434,6 +434,85 @@ STYLES = {
             fused_add_layernorm_kernel[(a.shape[0],)](a, b, weight.contiguous(), bias.contiguous(), h, y, w.n, eps)
             return h.view(x.shape), y.view(x.shape)
         ''')),
+    # honest rounds 15 and 16: autotune arguments from a class of constants and a def's defaults, a class of dtypes,
+    # a cached_property, typing.cast, a match on a tuple, a fold over the tensors' dtypes, a NamedTuple's _asdict
+    "style-getters-folds-and-casts": ("autotune from a class of constants, a cached_property, a class of dtypes, "
+                                      "typing.cast, a match on a tuple, a fold of dtypes, a NamedTuple's _asdict",
+                                      dict(fused_kernel='''
+        class Tuning:
+            """What the autotuner tries."""
+            WARPS = (2, 4)
+            KEY = ["n_cols"]
+
+
+        def _configs(stages=1):
+            return [triton.Config({}, num_warps=w, num_stages=stages) for w in Tuning.WARPS]
+
+
+        @triton.autotune(configs=_configs(), key=Tuning.KEY)
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                                       BLOCK: tl.constexpr):
+            row = tl.program_id(0).to(tl.int64)
+            cols = tl.arange(0, BLOCK)
+            keep = cols < n_cols
+            at = row * n_cols + cols
+            h = (tl.load(x_ptr + at, mask=keep, other=0.0).to(tl.float32)
+                 + tl.load(fx_ptr + at, mask=keep, other=0.0).to(tl.float32))
+            tl.store(h_ptr + at, h.to(h_ptr.dtype.element_ty), mask=keep)
+            mean = tl.sum(h, axis=0) / n_cols
+            diff = tl.where(keep, h - mean, 0.0)
+            inv = 1.0 / tl.sqrt(tl.sum(diff * diff, axis=0) / n_cols + eps)
+            w = tl.load(w_ptr + cols, mask=keep, other=0.0).to(tl.float32)
+            b = tl.load(b_ptr + cols, mask=keep, other=0.0).to(tl.float32)
+            tl.store(y_ptr + at, (diff * inv * w + b).to(y_ptr.dtype.element_ty), mask=keep)
+        ''', fused_add_layernorm='''
+        import functools
+        import typing
+
+
+        class Allowed:
+            """The dtypes the kernel reads."""
+            HALF = torch.float16
+            ALL = (HALF, torch.bfloat16, torch.float32)
+
+
+        class Problem:
+            """The rows of one call."""
+
+            def __init__(self, shape):
+                self.shape = tuple(shape)
+
+            @functools.cached_property
+            def width(self):
+                return self.shape[-1]
+
+
+        class Launch(typing.NamedTuple):
+            BLOCK: int
+            num_warps: int = 4
+
+
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            n = typing.cast(int, Problem(x.shape).width)
+            match x.shape == fx.shape, n <= MAX_WIDTH:
+                case (False, _):
+                    raise ValueError(f"shape mismatch: x {tuple(x.shape)}, fx {tuple(fx.shape)}")
+                case (_, False):
+                    raise ValueError(f"width {n} is over the limit of {MAX_WIDTH}")
+            if weight.shape != (n,) or bias.shape != (n,):
+                raise ValueError(f"weight and bias must be ({n},), got {tuple(weight.shape)}, {tuple(bias.shape)}")
+            known = functools.reduce(lambda ok, t: ok and t.dtype in Allowed.ALL, (x, fx, weight, bias), True)
+            if not known or fx.dtype != x.dtype:
+                raise ValueError(f"unsupported dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}")
+            a, b = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+            h, y = torch.empty_like(a), torch.empty_like(a)
+            options = Launch(triton.next_power_of_2(n))._asdict()
+            options.pop("num_warps")
+            fused_add_layernorm_kernel[(a.shape[0],)](a, b, weight.contiguous(), bias.contiguous(), h, y, n, eps,
+                                                      **options)
+            return h.view(x.shape), y.view(x.shape)
+        ''')),
     "style-autotune-warps": ("@triton.autotune over num_warps (the interpreter runs each config once)", dict(fused_kernel='''
         @triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (2, 4)], key=["n_cols"])
         @triton.jit
