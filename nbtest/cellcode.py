@@ -169,8 +169,10 @@ class Notebook:
             own: set[str] = set()
             for s in node.body:
                 if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
-                    if any(isinstance(n, ast.Name) and n.id not in own | self.scalars | self.data | set(self.aliases)
-                           for n in ast.walk(s.value)):
+                    looped = {t.id for c in ast.walk(s.value) if isinstance(c, ast.comprehension)
+                              for t in ast.walk(c.target) if isinstance(t, ast.Name)}
+                    if any(isinstance(n, ast.Name) and n.id not in own | looped | self.scalars | self.data |
+                           set(self.aliases) for n in ast.walk(s.value)):
                         del self.classes[name]
                         break
                     own |= {t.id for t in (s.targets if isinstance(s, ast.Assign) else [s.target])

@@ -2504,7 +2504,9 @@ TUNING = "class Tuning:\n    \"\"\"Launch constants.\"\"\"\n    WARPS = (1, 2, 4
     ("class Tuning:\n    WARPS = (1, 2)\n\n    def more(self):\n        return print\n\n\n",
      "@triton.autotune(configs=[triton.Config({}, num_warps=w) for w in Tuning.WARPS], key=['n_cols'])\n",
      {("kernel-decorator", FLAG)}),
-], ids=["class-constants", "def-with-defaults", "class-constant-changed", "class-with-a-def"])
+    ("class Tuning:\n    CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2)]\n\n\n",
+     "@triton.autotune(configs=Tuning.CONFIGS, key=['n_cols'])\n", set()),
+], ids=["class-constants", "def-with-defaults", "class-constant-changed", "class-with-a-def", "class-comprehension"])
 def test_a_kernel_decorator_may_read_a_class_of_constants(before, decorators, found):
     body = before + KERNEL_SOURCE.replace("@triton.jit\n", decorators + "@triton.jit\n", 1)
     got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=body), FUSED))
