@@ -247,6 +247,7 @@ class _Wrapper:
         self.unsure = False     # a field read in this pass was not yet known to hold plain data
         self.partials = _module_partials(ctx)
         self.plain_returns: dict[tuple, bool] = {}   # (def, its opaque parameters) -> whether it returns plain data
+        self.lambdas: dict[int, tuple] = {}   # id(a table's lambda) -> lambda_def
         # what the course's own cells bind and the student's never do (MAX_WIDTH, DTYPES): the course's data
         self.release_names = {name for label, _, name in ctx.top_bindings if not ctx.student[label]} - ctx.bound
 
@@ -270,6 +271,18 @@ class _Wrapper:
 
     def flag(self, label, node, rule, message):
         self.found.append(Violation(label, node.lineno, rule, FLAG, message, quote(self.ctx.sources[label], node.lineno)))
+
+    def lambda_def(self, node: ast.Lambda, body: "_Body") -> tuple[ast.FunctionDef, str, bool]:
+        """A table's lambda as the def it could be, the same def each time (walks are remembered by def): with the
+        cell it stands in and whether it is the walked function's own (its names then read as that function's)."""
+        if id(node) not in self.lambdas:
+            fn = ast.copy_location(ast.FunctionDef(name="<lambda>", args=node.args, body=[
+                ast.copy_location(ast.Return(node.body), node.body)], decorator_list=[], returns=None), node)
+            local = body.fn is not None and any(n is node for n in ast.walk(body.fn))
+            label = body.label if local else next(
+                (lb for lb, tree in self.ctx.trees.items() if any(n is node for n in ast.walk(tree))), body.label)
+            self.lambdas[id(node)] = fn, label, local
+        return self.lambdas[id(node)]
 
     def plain_field(self, cls: str, attr: str) -> bool:
         """Whether the attribute of an instance of cls holds plain data: it is set only by `self.attr = value` in
@@ -838,6 +851,60 @@ def _tuple_items(pattern, subject) -> list[tuple[ast.pattern, ast.expr]] | None:
     return None
 
 
+def _callable_entry(node, ctx: Notebook, own: set[str]) -> bool:
+    """An item of a table of callables: a lambda (no yield, await, global or nonlocal), a def of the notebook's
+    (each checked and kept on its name by the rebinding check), or a tuple of such and constants
+    ((lambda: n <= MAX_WIDTH, "too wide"))."""
+    if isinstance(node, ast.Tuple):
+        return all(isinstance(e, ast.Constant) or _callable_entry(e, ctx, own) for e in node.elts)
+    if isinstance(node, ast.Name):
+        return node.id in ctx.functions and node.id not in own
+    return isinstance(node, ast.Lambda) and not any(
+        isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal)) for n in ast.walk(node))
+
+
+def _table_entries(node, ctx: Notebook, own: set[str], display=None) -> list[ast.expr] | None:
+    """What a loop over node takes, where node is a table of callables or its items(), values() or keys(): a
+    dict written out with constant keys, or a tuple or list written out, each of whose values is a
+    _callable_entry; `display` the table node names (found here for a module-level name bound once to one and
+    only read). Each item as the loop takes it: a (key, value) tuple for items(). None for anything else."""
+    method = node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        node.func.attr in ("items", "values", "keys") and not node.args and not node.keywords else None
+    table = node.func.value if method else node
+    if display is None and isinstance(table, ast.Name) and table.id not in own:
+        nodes = ctx.module_bindings.get(table.id, [])
+        if table.id not in ctx.global_names and len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and \
+                len(nodes[0].targets) == 1 and isinstance(nodes[0].targets[0], ast.Name) and _only_read(table.id, ctx):
+            display = nodes[0].value
+    display = display if display is not None else table
+    if isinstance(display, ast.Dict) and all(isinstance(k, ast.Constant) for k in display.keys):
+        if not all(_callable_entry(v, ctx, own) for v in display.values):
+            return None
+        if method == "items":
+            return [ast.copy_location(ast.Tuple([k, v], ast.Load()), v) for k, v in zip(display.keys, display.values)]
+        return list(display.keys) if method == "keys" else list(display.values)
+    if isinstance(display, (ast.Tuple, ast.List)) and method is None and \
+            not any(isinstance(e, ast.Starred) for e in display.elts) and \
+            all(_callable_entry(e, ctx, own) for e in display.elts):
+        return list(display.elts)
+    return None
+
+
+def _unpack(target, value, held: dict[str, list]) -> None:
+    """What each name of a loop's target takes from one item: held[name] gains it (a non-tuple for a tuple's
+    place: nothing known, the name then holds no table's callables)."""
+    if isinstance(target, ast.Name):
+        held.setdefault(target.id, []).append(value)
+    elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, ast.Tuple) and \
+            len(value.elts) == len(target.elts):
+        for t, v in zip(target.elts, value.elts):
+            _unpack(t, v, held)
+    else:
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):
+                held.setdefault(n.id, []).append(value)
+
+
 def _agreed(ends: list[dict[str, str]]) -> dict[str, str]:
     """The names that hold an instance of one class at the end of every path (and before them: a loop's body
     may not run), each with that class."""
@@ -903,6 +970,8 @@ class _Body:
         # id(a map call) -> as_generator's node; ("key", id(a sorted(...) call)) -> key_generator's
         self.generators: dict = {}
         self.partials: dict[int, ast.Call] = {}           # id(launch(...)) -> the launch with a partial's arguments
+        # a loop's target -> the lambdas and defs a table of them gives it (for key, ok in CHECKS.items())
+        self.callables: dict[str, list[ast.expr]] = {}
         self.returns_tensor = False                       # a `return` of the walked function holds a tensor
         self.fn, self._opaque = fn, None if fn is not None else set(self.opaque)
         self._bindings: tuple[dict[str, list], set[str]] | None = None if fn is not None else ({}, set())
@@ -1140,6 +1209,7 @@ class _Body:
                 self.instances[target.id] = cls
             else:
                 self.instances.pop(target.id, None)
+            self.callables.pop(target.id, None)
         elif isinstance(target, ast.Attribute) and self.instance_of(target.value) is not None:
             tensor = self.tensorish(value) or _has_alloc(value, self.w.ctx)
             if tensor:      # self.h = torch.empty_like(x)
@@ -1154,11 +1224,49 @@ class _Body:
 
     def bind_items(self, target, iterable):
         """A loop's target takes the items of what it loops over: for name, t in zip(names, (x, fx)) binds
-        t to a tensor and name to a string."""
+        t to a tensor and name to a string; over a table of callables (_table_entries), each name the
+        lambdas or defs, or the constants, its place in every item holds."""
         targets = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
         for t, tensor in zip(targets, self.items(iterable, len(targets))):
             for name in (n.id for n in ast.walk(t) if isinstance(n, ast.Name)):
                 (self.tensors.add if tensor else self.tensors.discard)(name)
+                self.callables.pop(name, None)
+        entries = self.table_entries(iterable)
+        held: dict[str, list] = {}
+        for entry in entries or ():
+            _unpack(target, entry, held)
+        for name, values in held.items():
+            if all(isinstance(v, (ast.Lambda, ast.Name)) for v in values):
+                self.callables[name] = values
+            elif all(isinstance(v, ast.Constant) for v in values):
+                self.tensors.discard(name)
+
+    def table_entries(self, node) -> list[ast.expr] | None:
+        """_table_entries, with a table the function binds once to one written out (checks = {...})."""
+        table = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else node
+        display = None
+        if isinstance(table, ast.Name) and table.id in self.own:
+            values, unknown = self.bindings()
+            if table.id in unknown or len(values.get(table.id, [])) != 1:
+                return None
+            display = values[table.id][0]
+        return _table_entries(node, self.w.ctx, self.own, display)
+
+    def table_call(self, node: ast.Call) -> None:
+        """A call of a loop target a table of callables bound: each lambda (one written in the function reads
+        its names, as its nested defs do) or def it may hold, walked as called with these arguments."""
+        for c in self.callables[node.func.id]:
+            if isinstance(c, ast.Name):
+                label, fn = self.w.ctx.functions[c.id]
+                self.w._function(label, fn, self.passed(fn, node), opaque=self.given_opaque(fn, node),
+                                 raisers=self.given_raisers(fn, node))
+                continue
+            fn, label, local = self.w.lambda_def(c, self)
+            own = _own_names(fn)
+            self.w._function(label, fn, self.passed(fn, node) | (self.tensors - own if local else set()),
+                             outer=self if local else None, raisers=self.given_raisers(fn, node),
+                             opaque=self.given_opaque(fn, node) | (frozenset(self.opaque_names() - own)
+                                                                    if local else frozenset()))
 
     def items(self, node, n: int) -> list[bool]:
         """Whether each of the n fields of the items of `node` may hold a tensor."""
@@ -1361,7 +1469,11 @@ class _Body:
             elif isinstance(n, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and n.value is not None:
                 pair(n.target, n.value)
             elif isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)):
-                pair(n.target, at(ast.Subscript(value=n.iter, slice=ast.Constant(ANY_ITEM), ctx=ast.Load()), n.iter))
+                entries = _table_entries(n.iter, self.w.ctx, set()) if not isinstance(n.iter, ast.Name) or \
+                    n.iter.id not in _own_names(self.fn) else None
+                for entry in entries or [at(ast.Subscript(value=n.iter, slice=ast.Constant(ANY_ITEM), ctx=ast.Load()),
+                                            n.iter)]:
+                    pair(n.target, entry)
             elif isinstance(n, (ast.With, ast.AsyncWith)):
                 unknown |= {m.id for i in n.items if i.optional_vars is not None for m in ast.walk(i.optional_vars)
                             if isinstance(m, ast.Name)}
@@ -1682,7 +1794,8 @@ class _Body:
         return name not in self.own and name in ctx.bound and not (
             name in ctx.functions or name in ctx.kernels or name in ctx.data or name in ctx.containers or
             name in ctx.aliases or name in ctx.classes or name in self.w.partials or _silent_exception(name, ctx) or
-            _exception_table(name, ctx) or _kernel_table(name, ctx))
+            _exception_table(name, ctx) or _kernel_table(name, ctx) or
+            _table_entries(ast.Name(name, ast.Load()), ctx, self.own) is not None)
 
     def vouched_callee(self, f) -> bool:
         """What a call in the wrapper may call: an import's path, a name (a builtin, a def, a kernel, a result
@@ -1697,6 +1810,9 @@ class _Body:
             ctx = self.w.ctx
             return f.id not in self.own and (f.id not in ctx.bound or f.id in ctx.functions or f.id in ctx.kernels or
                                              f.id in ctx.containers or f.id in ctx.aliases)
+        if isinstance(f, ast.Attribute) and f.attr in ("items", "values", "keys") and \
+                self.table_entries(ast.Call(f, [], [])) is not None:
+            return True     # CHECKS.items() of a table of callables: the loop over it is read (bind_items)
         if isinstance(f, ast.Attribute):
             return self.tensorish(f.value) or f.attr in SCALAR_METHODS | PACKING_METHODS | plain_methods() | \
                 NAMEDTUPLE_METHODS | \
@@ -1722,6 +1838,9 @@ class _Body:
             f = node.func if isinstance(self.launchers[f.id], ast.Call) else self.launchers[f.id]
         if isinstance(f, ast.Name) and f.id in self.helpers:       # def require(...): ... in the function
             self.helper(node)
+            return
+        if isinstance(f, ast.Name) and f.id in self.callables:     # for key, ok in CHECKS.items(): ok(x)
+            self.table_call(node)
             return
         launch = isinstance(f, ast.Subscript) and (isinstance(f.value, ast.Name) or self.kernel_of(f.value))
         if not launch and not self.vouched_callee(f):
@@ -1797,7 +1916,7 @@ class _Body:
         if isinstance(f, ast.Attribute) and f.attr in FILL_METHODS and _literal_fill(node, ctx):
             return
         if isinstance(f, ast.Attribute) and f.attr in PACKING_METHODS | CONTAINER_METHODS and \
-                self.tensorish(f.value) and not self.plain(f.value):
+                self.tensorish(f.value) and not self.plain(f.value) and self.table_entries(node) is None:
             # table[k].get(...), where a module-level table's item may be anything a function stored there
             self.w.flag(self.label, node, "wrapper-torch-op", f"'{ast.unparse(f)[:60]}(...)' in the wrapper calls a "
                         "method of what the policy cannot read (an object of the notebook's, an item of a module-level "

@@ -2598,3 +2598,31 @@ def test_a_heuristic_parameter_named_as_a_builtin_is_no_builtin():
 def test_a_cached_getter_a_class_of_dtypes_and_a_cast_read_as_what_they_hold(before, line, found):
     got = wrapper_rules(before + wrapper_with(line))
     assert found <= got if found else got == set()
+
+
+# honest rounds 13, 15 and 16: a table of checks (lambdas or defs, with their messages) looped over and called
+CHECK_DEFS = "def _shape_ok(x, fx):\n    return x.shape == fx.shape\n\n\ndef _sum_ok(x, fx):\n" \
+             "    return bool(x.sum().tolist())\n\n\n"
+
+
+@pytest.mark.parametrize("before, line, found", [
+    ("", "checks = {'width': lambda: n <= MAX_WIDTH, 'same': lambda: x.shape == fx.shape}\n"
+         "    for key, ok in checks.items():\n        if not ok():\n            raise ValueError(key)", set()),
+    ("CHECKS = {'shape': (lambda a, b: a.shape == b.shape, 'x {} and fx {} differ'),\n"
+     "          'width': (lambda a, b: a.shape[-1] <= MAX_WIDTH, 'width {} over')}\n\n\n",
+     "for key, (ok, msg) in CHECKS.items():\n        if not ok(x, fx):\n"
+     "            raise ValueError(msg.format(tuple(x.shape), tuple(fx.shape)))", set()),
+    (CHECK_DEFS.split("def _sum_ok")[0] + "CHECKS = (_shape_ok,)\n\n\n",
+     "for check in CHECKS:\n        if not check(x, fx):\n            raise ValueError('shape')", set()),
+    ("", "checks = {'values': lambda: x.sum().item() > 0}\n    for key, ok in checks.items():\n"
+         "        if not ok():\n            raise ValueError(key)", {("wrapper-torch-op", FLAG)}),
+    (CHECK_DEFS + "CHECKS = (_shape_ok, _sum_ok)\n\n\n",
+     "for check in CHECKS:\n        if not check(x, fx):\n            raise ValueError('bad')",
+     {("wrapper-torch-op", FLAG)}),
+    (CHECK_DEFS + "CHECKS = {'shape': _shape_ok}\nCHECKS['shape'] = print\n\n\n",
+     "for key, check in CHECKS.items():\n        check(x, fx)", {("wrapper-torch-op", FLAG)}),
+], ids=["local-lambdas", "module-lambdas-and-messages", "module-defs", "lambda-computes", "def-computes",
+        "table-stored-into"])
+def test_a_table_of_checks_is_walked_as_each_check_it_holds(before, line, found):
+    got = wrapper_rules(before + wrapper_with(line))
+    assert found <= got if found else got == set()
