@@ -407,6 +407,10 @@ def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
             ctx.resolve(b) is not None or (isinstance(b, ast.Name) and b.id in {*ctx.classes, "object", *EXCEPTIONS})
             for b in node.bases):
         return False
+    if any(isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)) or
+           isinstance(n, ast.Call) and isinstance(s, ast.AnnAssign) and n in set(ast.walk(s.annotation))
+           for s in node.body if not isinstance(s, ast.FunctionDef) for n in ast.walk(s)):
+        return False      # x: (G := f) = 0 binds G in the class where no value shows it; an annotation can call
     methods = {s.name for s in node.body if isinstance(s, ast.FunctionDef)} | {"forward", "__call__"}
     for n in ast.walk(node):     # self.forward = f in a method: the instance's attribute hides the def
         if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load) and \

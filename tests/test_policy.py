@@ -2506,7 +2506,12 @@ TUNING = "class Tuning:\n    \"\"\"Launch constants.\"\"\"\n    WARPS = (1, 2, 4
      {("kernel-decorator", FLAG)}),
     ("class Tuning:\n    CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2)]\n\n\n",
      "@triton.autotune(configs=Tuning.CONFIGS, key=['n_cols'])\n", set()),
-], ids=["class-constants", "def-with-defaults", "class-constant-changed", "class-with-a-def", "class-comprehension"])
+    # red team 16: a name the class body binds again in an annotation, which no value shows
+    ("def _block(args):\n    return args['x_ptr'].tolist()\n\n\nclass Tuning:\n    BLOCK = None\n"
+     "    WARPS: (BLOCK := _block) = 4\n\n\n", "@triton.heuristics({'BLOCK': Tuning.BLOCK})\n",
+     {("kernel-decorator", FLAG)}),
+], ids=["class-constants", "def-with-defaults", "class-constant-changed", "class-with-a-def", "class-comprehension",
+        "annotation-walrus"])
 def test_a_kernel_decorator_may_read_a_class_of_constants(before, decorators, found):
     body = before + KERNEL_SOURCE.replace("@triton.jit\n", decorators + "@triton.jit\n", 1)
     got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=body), FUSED))
