@@ -113,14 +113,33 @@ class Notebook:
         self.modules = {name for tree in self.trees.values() for node in ast.walk(tree)
                         if isinstance(node, ast.Import) for name, _ in _imported(node)}
         # a class whose attributes some code sets (Norm.forward = f, setattr(Norm, ...)) may run other
-        # code than its defs: its methods are not followed
+        # code than its defs: its methods are not followed; nor where any object's attribute of a def's name is
+        # set (for cls in (Norm,): cls.forward = f, an alias's): the object may be the class under another name
+        self.stored_attributes: set[str] = set()      # every attribute name a student cell sets or deletes
         for label, tree in self.trees.items():
             for node in ast.walk(tree) if self.student[label] else ():
+                setter = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id in ("setattr", "delattr") and node.args
                 changed = node.value if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) \
-                    else node.args[0] if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                    node.func.id in ("setattr", "delattr") and node.args else None
+                    else node.args[0] if setter else None
                 if isinstance(changed, ast.Name):
                     self.classes.pop(changed.id, None)
+                    self.containers.discard(changed.id)
+                if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+                    self.stored_attributes.add(node.attr)
+                elif setter and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                    self.stored_attributes.add(str(node.args[1].value))
+        for name, (_, node) in list(self.classes.items()):
+            if {s.name for s in node.body if isinstance(s, ast.FunctionDef)} & self.stored_attributes:
+                del self.classes[name]
+        # and a result type whose tuple methods or fields some cell sets (_same = R; _same._replace = f)
+        for tree in self.trees.values():
+            for node in tree.body:
+                target = node.targets[0] if isinstance(node, ast.Assign) else None
+                name = node.name if isinstance(node, ast.ClassDef) else \
+                    target.id if isinstance(target, ast.Name) else None
+                if name in self.containers and (TUPLE_API | _given_names(node)) & self.stored_attributes:
+                    self.containers.discard(name)
         # every name the student's cells bind at module level (a builtin such as int rebound among them), with
         # the statements that bind it, in order; and the names a function of theirs binds there (global NAME)
         self.module_bindings: dict[str, list[ast.AST]] = {}
@@ -270,6 +289,8 @@ class Notebook:
 
 
 NAMED_TUPLES = {"typing.NamedTuple", "collections.namedtuple"}
+# what a named tuple answers besides its fields: its own methods, and tuple's
+TUPLE_API = frozenset({"_asdict", "_replace", "_make", "_fields", "_field_defaults", *dir(tuple)})
 
 
 def _rebinds(node, name: str) -> bool:

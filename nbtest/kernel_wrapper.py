@@ -546,10 +546,17 @@ def _constant_record(name: str, ctx: Notebook) -> bool:
 
 
 def _named_tuple(cls: ast.ClassDef, ctx: Notebook) -> bool:
-    """A typing.NamedTuple class of fields alone (defaults among them, no def): built, it is a tuple of what
-    it is given."""
+    """A typing.NamedTuple class of fields alone (no def; each default a literal; no field named as a method
+    the wrapper may call on plain data, copy or index, which a field would then answer), none of whose methods
+    or fields any cell sets on any object (for c in (Launch,): c._replace = f): built, it is a tuple of what it
+    is given."""
+    fields = {s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+    vouched = SCALAR_METHODS | PACKING_METHODS | CONTAINER_METHODS | NAMEDTUPLE_METHODS | plain_methods() | \
+        set(dir(tuple))
     return [ctx.resolve(b) for b in cls.bases] == ["typing.NamedTuple"] and \
-        not any(isinstance(s, ast.FunctionDef) for s in cls.body)
+        not any(isinstance(s, ast.FunctionDef) for s in cls.body) and \
+        all(_is_literal(s.value, ctx) for s in cls.body if isinstance(s, ast.AnnAssign) and s.value is not None) and \
+        not fields & vouched and not (fields | NAMEDTUPLE_METHODS) & ctx.stored_attributes
 
 
 def _constant_field(cls: ast.ClassDef, name: str) -> bool:

@@ -2605,6 +2605,24 @@ def test_a_cached_getter_a_class_of_dtypes_and_a_cast_read_as_what_they_hold(bef
     assert found <= got if found else got == set()
 
 
+# red team 16: a class's method set through another name, a NamedTuple field named as a method the wrapper may call
+# on plain data
+@pytest.mark.parametrize("before, line, found", [
+    (COMPUTE + "class Rows:\n    def __init__(self, n):\n        self.n = n\n\n    def done(self, t):\n"
+               "        return None\n\n\nfor _cls in (Rows,):\n    _cls.done = staticmethod(_compute)\n\n\n",
+     "Rows(n).done(x)", {("wrapper-torch-op", FLAG)}),
+    (COMPUTE + "class Launch(typing.NamedTuple):\n    BLOCK: int\n\n\n_same = Launch\n_same._replace = _compute\n\n\n",
+     "Launch(n)._replace(x)", {("wrapper-torch-op", FLAG)}),
+    ("class Launch(typing.NamedTuple):\n    BLOCK: int\n    copy: object = None\n\n\n",
+     "Launch(n, torch.Tensor.tolist).copy(x)", {("wrapper-torch-op", FLAG)}),
+    ("class Launch(typing.NamedTuple):\n    BLOCK: int\n    warps: int = 4\n\n\n",
+     "opts = Launch(n)._asdict()", set()),
+], ids=["method-set-through-a-loop", "method-set-through-an-alias", "field-named-copy", "honest-named-tuple"])
+def test_a_class_is_followed_only_where_nothing_else_can_run_in_its_name(before, line, found):
+    got = wrapper_rules("import typing\n\n\n" + before + wrapper_with(line))
+    assert found <= got if found else got == set()
+
+
 # honest rounds 13, 15 and 16: a table of checks (lambdas or defs, with their messages) looped over and called
 CHECK_DEFS = "def _shape_ok(x, fx):\n    return x.shape == fx.shape\n\n\ndef _sum_ok(x, fx):\n" \
              "    return bool(x.sum().tolist())\n\n\n"
