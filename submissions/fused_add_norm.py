@@ -15,7 +15,7 @@ HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
                           "handed-on-computes", "module-forward-computes", "redefined-helper-computes",
-                          "import-rebound-computes"],
+                          "import-rebound-computes", "method-set-elsewhere-computes"],
                          "by-hand-wrapper"),
          **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator",
                           "torch-under-another-name", "numpy-through-the-class", "heuristic-computes",
@@ -218,6 +218,11 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                     "that binds torch's imported name again and computes h and y in Python lists",
                                     after_launch("empty_like(rows_x, rows_fx, weight, bias, h, y, n, eps)\n",
                                                  variants.IMPORT_REBOUND), fused),
+        "method-set-elsewhere-computes": ("the reference wrapper around an empty kernel, then _Rows().done(...), "
+                                          "a method set through a loop's name to a helper that computes h and y in "
+                                          "Python lists", after_launch("_Rows().done(rows_x, rows_fx, weight, bias, h, "
+                                                                       "y, n, eps)\n", variants.METHOD_SET_ELSEWHERE),
+                                          fused),
         "heuristic-set-later-computes": ("an empty kernel whose heuristic for BLOCK, set after it was decorated, "
                                          "computes h and y in Python lists inside the launch; the reference wrapper",
                                          s.solved(fused_kernel=variants.HEURISTIC_KERNEL.lstrip() +

@@ -705,6 +705,18 @@ def _fill(x, fx, w, b, h, y, n, eps, **launch):
     y.copy_(torch.tensor(rows_y, dtype=y.dtype).view(y.shape))
 '''
 LAUNCH_HOOK = FILL_IN_LISTS + "\n\nfused_add_layernorm_kernel.add_pre_run_hook(_fill)\n"
+METHOD_SET_ELSEWHERE = FILL_IN_LISTS + '''
+
+class _Rows:
+    """What the policy walks: a method that does nothing."""
+
+    def done(self, *args):
+        return None
+
+
+for _cls in (_Rows,):
+    _cls.done = staticmethod(_fill)
+'''
 IMPORT_REBOUND = "from torch import empty_like\n" + FILL_IN_LISTS + '''
 
 def empty_like(*args):

@@ -214,6 +214,8 @@ SAMPLE_RULES = {
     # red team round 14: an import's name bound again by a def, or by an object compared with type(int)
     ("fused-add-norm", "import-rebound-computes"): {("wrapper-torch-op", FLAG), ("wrapper-arithmetic", FLAG)},
     ("residual-connections", "import-rebound-retypes-error"): {("protocol", WITHHOLD)},
+    # red team round 16: a class's method set through another name
+    ("fused-add-norm", "method-set-elsewhere-computes"): {("wrapper-torch-op", FLAG)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", "interface-retypes-error", "alias-setattr-retypes-error", "sparse-retypes-error",
