@@ -1702,9 +1702,15 @@ class _Body:
         launched = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
         mapped = {id(self.on_items(c).elt.func) for c in loops if isinstance(c, ast.Call) and
                   isinstance(self.on_items(c).elt, ast.Call)}     # walked with its items above
+        # a def in a table of callables is walked where a loop's name holding it is called (table_call), with
+        # what that call hands it
+        tabled = {id(n) for d in ast.walk(node) if isinstance(d, (ast.Dict, ast.Tuple, ast.List)) and
+                  _table_entries(d, self.w.ctx, self.own, d) is not None
+                  for entry in (d.values if isinstance(d, ast.Dict) else d.elts) for n in ast.walk(entry)
+                  if isinstance(n, ast.Name)}
         for sub in ast.walk(node):
             if isinstance(sub, (ast.Name, ast.Attribute)) and isinstance(sub.ctx, ast.Load) and \
-                    id(sub) not in launched | mapped:
+                    id(sub) not in launched | mapped | tabled:
                 self.handed(sub)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and self.opaque_global(sub.id) and \
                     sub.id not in self.w.ctx.instances:

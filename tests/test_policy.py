@@ -2646,8 +2646,10 @@ CHECK_DEFS = "def _shape_ok(x, fx):\n    return x.shape == fx.shape\n\n\ndef _su
      {("wrapper-torch-op", FLAG)}),
     (CHECK_DEFS + "CHECKS = {'shape': _shape_ok}\nCHECKS['shape'] = print\n\n\n",
      "for key, check in CHECKS.items():\n        check(x, fx)", {("wrapper-torch-op", FLAG)}),
+    ("def _width_ok(x, fx):\n    return x.shape[-1] <= MAX_WIDTH\n\n\n",
+     "for check in (_width_ok,):\n        if not check(x, fx):\n            raise ValueError('wide')", set()),
 ], ids=["local-lambdas", "module-lambdas-and-messages", "module-defs", "lambda-computes", "def-computes",
-        "table-stored-into"])
+        "table-stored-into", "inline-defs"])
 def test_a_table_of_checks_is_walked_as_each_check_it_holds(before, line, found):
     got = wrapper_rules(before + wrapper_with(line))
     assert found <= got if found else got == set()
