@@ -898,8 +898,8 @@ def _table_entries(node, ctx: Notebook, own: set[str], display=None) -> list[ast
 
 
 def _unpack(target, value, held: dict[str, list]) -> None:
-    """What each name of a loop's target takes from one item: held[name] gains it (a non-tuple for a tuple's
-    place: nothing known, the name then holds no table's callables)."""
+    """What each name of a loop's target takes from one item: held[name] gains it; a tuple of the target's
+    length unpacks item by item, and any other item goes whole to every name of a place it cannot fill."""
     if isinstance(target, ast.Name):
         held.setdefault(target.id, []).append(value)
     elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, ast.Tuple) and \
