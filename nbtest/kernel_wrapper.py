@@ -1306,6 +1306,7 @@ class _Body:
             stored = any(isinstance(n, ast.Subscript) and not isinstance(n.ctx, ast.Load) and
                          isinstance(n.value, ast.Name) and n.value.id == d.id or
                          isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+                         n.func.attr not in ("items", "keys", "values", "get", "copy") and
                          isinstance(n.func.value, ast.Name) and n.func.value.id == d.id for n in ast.walk(self.fn))
             return stored or d.id in unknown | self.opaque or not values.get(d.id) or any(
                 not isinstance(v, (ast.Dict, ast.Call)) or self.keys_tensorish(v) for v in values[d.id])

@@ -2570,8 +2570,12 @@ WIDTH = "class _Width:\n    def __init__(self, n):\n        self.n = n\n\n    de
     ("", "for name, t in {'x': x}.items():\n        if t.shape[-1] != n:\n            raise ValueError(name)", set()),
     ("", "d = dict(x=x)\n    for name, t in d.items():\n        if t.ndim == 0:\n            raise ValueError(name)",
      set()),
+    ("", "d = {'weight': weight, 'bias': bias}\n    for name, t in sorted(d.items(), key=lambda kv: kv[0]):\n"
+         "        if t.shape != (n,):\n            raise ValueError(name)", set()),
+    ("", "d = {'weight': weight}\n    d.update({x: 0})\n    for t, _ in d.items():\n        h0 = t * 2",
+     {("wrapper-arithmetic", FLAG)}),
 ], ids=["class-of-one-branch", "class-of-every-branch", "field-set-by-built-name", "tensor-keys", "string-keys",
-        "keyword-keys"])
+        "keyword-keys", "named-dict-sorted-by-key", "named-dict-updated"])
 def test_what_an_object_or_a_dict_holds_is_what_every_path_gives_it(before, line, found):
     got = wrapper_rules(before + wrapper_with(line))
     assert found <= got if found else got == set()
