@@ -360,6 +360,8 @@ STYLES = {
         HEURISTICS = {"BLOCK": _block}
 
 
+        @triton.autotune(configs=CONFIGS, key=["n_cols"])
+        @triton.heuristics(HEURISTICS)
         KERNEL
         ''')),
     # honest rounds 14 and 15: a width kept on objects of the notebook's (a field, a property, total_ordering), the
@@ -373,22 +375,7 @@ STYLES = {
 
 
         @triton.heuristics({"BLOCK": lambda args: block_for(args["n_cols"])})
-        @triton.jit
-        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
-                                       BLOCK: tl.constexpr):
-            row = tl.program_id(0).to(tl.int64)
-            cols = tl.arange(0, BLOCK)
-            keep = cols < n_cols
-            at = row * n_cols + cols
-            h = (tl.load(x_ptr + at, mask=keep, other=0.0).to(tl.float32)
-                 + tl.load(fx_ptr + at, mask=keep, other=0.0).to(tl.float32))
-            tl.store(h_ptr + at, h.to(h_ptr.dtype.element_ty), mask=keep)
-            mean = tl.sum(h, axis=0) / n_cols
-            diff = tl.where(keep, h - mean, 0.0)
-            inv = 1.0 / tl.sqrt(tl.sum(diff * diff, axis=0) / n_cols + eps)
-            w = tl.load(w_ptr + cols, mask=keep, other=0.0).to(tl.float32)
-            b = tl.load(b_ptr + cols, mask=keep, other=0.0).to(tl.float32)
-            tl.store(y_ptr + at, (diff * inv * w + b).to(y_ptr.dtype.element_ty), mask=keep)
+        KERNEL
         ''', fused_add_layernorm='''
         import functools
 
@@ -450,22 +437,7 @@ STYLES = {
 
 
         @triton.autotune(configs=_configs(), key=Tuning.KEY)
-        @triton.jit
-        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
-                                       BLOCK: tl.constexpr):
-            row = tl.program_id(0).to(tl.int64)
-            cols = tl.arange(0, BLOCK)
-            keep = cols < n_cols
-            at = row * n_cols + cols
-            h = (tl.load(x_ptr + at, mask=keep, other=0.0).to(tl.float32)
-                 + tl.load(fx_ptr + at, mask=keep, other=0.0).to(tl.float32))
-            tl.store(h_ptr + at, h.to(h_ptr.dtype.element_ty), mask=keep)
-            mean = tl.sum(h, axis=0) / n_cols
-            diff = tl.where(keep, h - mean, 0.0)
-            inv = 1.0 / tl.sqrt(tl.sum(diff * diff, axis=0) / n_cols + eps)
-            w = tl.load(w_ptr + cols, mask=keep, other=0.0).to(tl.float32)
-            b = tl.load(b_ptr + cols, mask=keep, other=0.0).to(tl.float32)
-            tl.store(y_ptr + at, (diff * inv * w + b).to(y_ptr.dtype.element_ty), mask=keep)
+        KERNEL
         ''', fused_add_layernorm='''
         import functools
         import typing
@@ -593,15 +565,14 @@ STYLES = {
             return h.view(x.shape), y.view(x.shape)
         ''')),
 }
-# the autotuned style's kernel with its decorators read from the constants, and its wrapper, which leaves num_warps
-# to the configs
+# the styles that vary only a kernel's decorators: KERNEL is the autotuned style's kernel from @triton.jit on;
+# decorators-from-constants also takes its wrapper, which leaves num_warps to the configs
 _AUTOTUNED = STYLES["style-autotune-warps"][1]
-STYLES["style-decorators-from-constants"][1].update(
-    fused_kernel=STYLES["style-decorators-from-constants"][1]["fused_kernel"].replace(
-        "        KERNEL\n", _AUTOTUNED["fused_kernel"].lstrip("\n").rstrip(" ").replace(
-            'configs=[triton.Config({}, num_warps=w) for w in (2, 4)], key=["n_cols"])\n',
-            'configs=CONFIGS, key=["n_cols"])\n        @triton.heuristics(HEURISTICS)\n')),
-    fused_add_layernorm=_AUTOTUNED["fused_add_layernorm"])
+_JIT_KERNEL = _AUTOTUNED["fused_kernel"][_AUTOTUNED["fused_kernel"].index("        @triton.jit"):].rstrip(" ")
+for _style in ("style-decorators-from-constants", "style-fields-orderings-and-heuristic-defs",
+               "style-getters-folds-and-casts"):
+    STYLES[_style][1]["fused_kernel"] = STYLES[_style][1]["fused_kernel"].replace("        KERNEL\n", _JIT_KERNEL)
+STYLES["style-decorators-from-constants"][1]["fused_add_layernorm"] = _AUTOTUNED["fused_add_layernorm"]
 
 # text pasted from a web page or a PDF: a U+2028 in a comment above the kernel and in an error message, which
 # Python reads as a character of its line (and IPython keeps). Split there, Triton's jit would read the kernel's
