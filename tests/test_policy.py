@@ -837,6 +837,11 @@ def wrapper_rules(body: str) -> set[tuple[str, str]]:
     return rules(policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=body), FUSED))
 
 
+def kernel_rules(body: str) -> set[tuple[str, str]]:
+    """(rule, severity) of each finding of fused-add-norm's policy with `body` as the kernel's cell."""
+    return rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=body), FUSED))
+
+
 REBINDINGS = {
     "assignment": "fused_add_layernorm = print\n",
     "def in an if": "if True:\n    def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):\n        return x, fx\n",
@@ -889,7 +894,7 @@ def test_a_constexpr_parameter_is_a_value_only(use, annotation):
     kernel = (f"@triton.jit\ndef helper_kernel(x_ptr, OPS: {annotation}):\n"
               "    x = tl.load(x_ptr + tl.arange(0, 4))\n    " + use + "\n")
     source = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"] + "\n\n" + kernel
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=source), FUSED)) == {("kernel-python", FLAG)}
+    assert kernel_rules(source) == {("kernel-python", FLAG)}
 
 
 KERNEL_SOURCE = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"]
@@ -908,7 +913,7 @@ def test_a_kernel_parameter_may_carry_a_type_triton_reads(annotation, before, fo
     n_cols: int. An annotation that runs code, or a name the notebook rebinds, is still flagged."""
     kernel = before + KERNEL_SOURCE.replace("n_cols, eps,", annotation + ",", 1)
     assert kernel != before + KERNEL_SOURCE
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=kernel), FUSED)) == found
+    assert kernel_rules(kernel) == found
 
 
 CONFIGURED = KERNEL_SOURCE.replace("@triton.jit\n", "@triton.autotune(configs=CALL, key=['n_cols'])\n@triton.jit\n", 1)
@@ -934,7 +939,7 @@ def test_a_kernels_configs_may_come_from_a_function_returning_plain_data(functio
     (honest4-fanp37: it cost the two launch tests, held for review), is plain data where the call has no
     arguments and the notebook's function takes none, has no decorator and only returns plain data."""
     kernel = function + "\n\n" + CONFIGURED.replace("CALL", call, 1)
-    assert rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=kernel), FUSED)) == found
+    assert kernel_rules(kernel) == found
 
 
 def test_warnings_in_the_wrapper_report_as_print_does():
@@ -2236,7 +2241,7 @@ KERNEL_SOURCE = dict((label, src) for label, src, _ in solution(FUSED_NB))["fuse
 def test_a_kernel_decorators_arguments_may_be_module_constants_nothing_changes(before, decorators, found):
     body = before + KERNEL_SOURCE.replace("@triton.jit\n", decorators + "@triton.jit\n", 1)
     assert body != before + KERNEL_SOURCE
-    got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=body), FUSED))
+    got = kernel_rules(body)
     assert found <= got if found else got == set()
 
 
@@ -2416,7 +2421,7 @@ def test_an_ordered_class_and_a_sort_by_key_read_what_they_compare(before, line,
 def test_a_heuristic_may_call_a_def_of_launch_arithmetic(helper, found):
     decorated = KERNEL_SOURCE.replace("@triton.jit\n", "@triton.heuristics({'BLOCK': lambda args: "
                                       "block_for(args['n_cols'])})\n@triton.jit\n", 1)
-    got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=helper + "\n\n" + decorated), FUSED))
+    got = kernel_rules(helper + "\n\n" + decorated)
     assert found <= got if found else got == set()
 
 
@@ -2476,7 +2481,7 @@ def test_a_builtin_bound_again_is_no_kernel_builtin(helper, decorator, kernel_li
     kernel = KERNEL_SOURCE.replace("@triton.jit\n", decorator + "@triton.jit\n", 1)
     kernel = kernel.replace("    ### BEGIN SOLUTION\n", "    ### BEGIN SOLUTION\n" + kernel_line, 1)
     assert kernel != KERNEL_SOURCE or not (decorator or kernel_line)
-    got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=helper + block_for + "\n\n" + kernel), FUSED))
+    got = kernel_rules(helper + block_for + "\n\n" + kernel)
     assert found <= got if found else got == set()
 
 
@@ -2516,7 +2521,7 @@ TUNING = "class Tuning:\n    \"\"\"Launch constants.\"\"\"\n    WARPS = (1, 2, 4
         "annotation-walrus"])
 def test_a_kernel_decorator_may_read_a_class_of_constants(before, decorators, found):
     body = before + KERNEL_SOURCE.replace("@triton.jit\n", decorators + "@triton.jit\n", 1)
-    got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=body), FUSED))
+    got = kernel_rules(body)
     assert found <= got if found else got == set()
 
 
@@ -2585,7 +2590,7 @@ def test_a_heuristic_parameter_named_as_a_builtin_is_no_builtin():
     decorated = KERNEL_SOURCE.replace("@triton.jit\n", "@triton.heuristics({'BLOCK': lambda args: "
                                       "block_for(args['n_cols'], args['n_cols'])})\n@triton.jit\n", 1)
     helper = "def block_for(min, n):\n    return min(n) + 16\n\n\n"
-    got = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=helper + decorated), FUSED))
+    got = kernel_rules(helper + decorated)
     assert ("kernel-decorator", FLAG) in got
 
 
