@@ -981,6 +981,7 @@ class _Body:
         self.callables: dict[str, list[ast.expr]] = {}
         self.returns_tensor = False                       # a `return` of the walked function holds a tensor
         self.fn, self._opaque = fn, None if fn is not None else set(self.opaque)
+        self.params = {a.arg for a in _arguments(fn.args)} if fn is not None else set()
         self._bindings: tuple[dict[str, list], set[str]] | None = None if fn is not None else ({}, set())
 
     def instance_of(self, node) -> str | None:
@@ -989,8 +990,7 @@ class _Body:
         if isinstance(node, ast.Name):
             found = self.instances.get(node.id) or (
                 self.w.ctx.instances.get(node.id) if node.id not in self.own else None)
-            if found is None and node.id in self.own and not (
-                    self.fn is not None and node.id in {a.arg for a in _arguments(self.fn.args)}):
+            if found is None and node.id in self.own and node.id not in self.params:
                 values, unknown = self.bindings()
                 built = {self.instance_of(v) if isinstance(v, ast.Call) else None for v in values.get(node.id, [None])}
                 found = built.pop() if len(built) == 1 and node.id not in unknown | self.opaque else None
