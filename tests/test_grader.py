@@ -174,15 +174,18 @@ def test_each_forgery_would_pay_without_the_policy(graded, name):
     """The forgeries are real: with no test held for review, each outscores its honest twin. A held test is
     one whose check passed (results.result.held_entry), its points kept for a release: the result with every
     held test released is the grade without the policy, so the class's own results say it. A forgery of the
-    probe finds it out of reach (OUT_OF_REACH): with every held test released it scores no more than its twin."""
+    probe finds it out of reach (OUT_OF_REACH): with every held test released it scores no more than its twin.
+    One the tests measure (MEASURED) fails what it forged: with every held test of both released, it scores no
+    more than its twin."""
     samples = CLASSES[name]
+    released = lambda sample: Result.from_json(graded(name)[sample]).decided("release").score
     for forged, twin in samples.twins.items():
-        if forged in samples.out_of_reach:
-            released = Result.from_json(graded(name)[forged]).decided("release").score
-            assert released <= graded(name)[twin]["score"], f"{forged}: {released} without the policy (seed {SEED})"
+        if forged in samples.out_of_reach | samples.measured:
+            limit = released(twin) if forged in samples.measured else graded(name)[twin]["score"]
+            assert released(forged) <= limit, f"{forged}: {released(forged)} without the policy (seed {SEED})"
             continue
-        if forged.startswith("oracle") or forged in samples.measured:
-            continue     # defeated by seeds (test_an_oracle_loop_...) or by what the tests measure, not by the policy
+        if forged.startswith("oracle"):
+            continue     # defeated by seeds (test_an_oracle_loop_...), not by the policy
         result = Result.from_json(graded(name)[forged])
         assert any(t.kind == "held" for t in result.tests), f"{forged}: nothing held (seed {SEED})"
         score = result.decided("release").score
