@@ -27,6 +27,7 @@ effects. Two ways in:
     layers.py     a layer called as the notebook's forward runs it (an ffn held in an nn.ModuleList)
     uncompiled.py torch.compile and torch.jit.script as pass-throughs where the grader and pytest run cells
     buffers.py    torch.frombuffer and torch.asarray holding the buffer they share, in the same places
+    tensor_values.py  which torch calls hand Python a tensor's values (fused-add-norm's wrapper, traced)
     plugin.py     the pytest plugin: the nb fixture and one line per failing test
     warmup.py     what runs once per process before a notebook's code
 """

@@ -25,9 +25,14 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # what the launch trace measures fails these whatever the policy says (part1.traced): torch computing inside the
 # kernel's launch (object-method), an object of the notebook's own handed to the kernel (constexpr-operator: no
 # rule sees it; the other two, the kernel rule too), a hook of the notebook's that the launch runs
-# (launch-hook-computes: no rule sees it). Torch computing around an empty kernel (settings-get-computes,
+# (launch-hook-computes: no rule sees it), and the tensors' values handed to Python (tolist, numpy: the rest,
+# whichever route the call took). Torch computing around an empty kernel (settings-get-computes,
 # item-of-an-object-computes) fails one_launch alone: the wrapper rules hold launches_kernel
-MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes"}
+MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
+            "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
+            "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
+            "module-forward-computes", "redefined-helper-computes", "import-rebound-computes",
+            "method-set-elsewhere-computes"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}

@@ -1,6 +1,7 @@
 """Assignment 2, fused-add-norm, on a machine without a GPU (CUDA is hidden from every subprocess):
 the public tests pass on the reference and fail on the release, the source notebook runs,
 the loader keeps kernel sources for Triton, and the benchmark says it needs CUDA."""
+import json
 import os
 import re
 import subprocess
@@ -137,6 +138,8 @@ PUBLIC_CATCHES = {"one-pass-variance": {"test_part1_large_mean_rows"},
                   # the add in the wrapper is arithmetic the rules forbid there: the rules test says so too
                   "torch-side-add": {"test_part1_add_in_your_kernel", "test_part1_follows_the_rules"},
                   "float64-accepted": {"test_part1_refuses_float64"},
+                  # Python lists around an empty kernel: the values leave the tensors, and the rules see it too
+                  "by-hand-wrapper": {"test_part1_hands_python_no_values", "test_part1_follows_the_rules"},
                   "no-weight-check": {"test_part1_rejects_bad_input"}}
 
 
@@ -160,6 +163,7 @@ def test_a_reduce_with_the_kernels_own_combine_sums_as_a_tree():
     honest kernel failed the large-mean tests that a GPU's tree reduction passes. nbtest runs it as a tree;
     the one-pass variance, E[h^2] - mean^2, through the same reduction still fails them."""
     script = '''
+import json
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import torch, triton, triton.language as tl
@@ -263,6 +267,7 @@ def test_a_kernel_reaches_no_memory_through_a_pointer_of_its_own_nor_outside_a_l
     store. And a fork server with TRITON_INTERPRET=1 (residual-connections', where importing triton is only a
     flag) imports Triton with the check on, so a notebook's `import triton` gets no raw interpreter."""
     script = '''
+import json
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import torch
@@ -335,6 +340,7 @@ def test_a_kernels_first_launch_leaves_none_of_the_interpreters_globals_in_its_m
     twin's 96), and np. Only the names the rewrite writes into the kernel's code stay; the kernel, a chained
     comparison and an assignment among its lines (the rewrite's own names), still runs."""
     script = '''
+import json
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import torch
@@ -359,3 +365,64 @@ print(x.tolist(), sorted(name for name in ("_interpreter", "np", "GridExecutor",
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split("\n")[0] == "[0.5, 0.0, 1.5] ['_InterpreterComparison', 'interpreter_semantic']", proc.stdout
+
+
+def test_the_launch_trace_names_each_call_of_the_notebook_that_hands_python_the_values():
+    """The "launches" tracer records the torch calls made by code compiled as a cell (here "<cell k>"), with what
+    each handed back, and nbtest.tensor_values.values_read keeps those that gave Python the values: the
+    wrapper's own tolist, a function handed to apply_, a heuristic's numpy inside the launch; not the sizes and
+    allocations an honest wrapper asks for, nor Triton's interpreter reading the tensors inside the launch."""
+    script = '''
+import json, os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+from autograder.core import probe
+from autograder.suites.fused_add_norm import specs
+from nbtest.tensor_values import values_read
+specs.warm_up()
+cell = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def _add(x_ptr, h_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * n + tl.arange(0, BLOCK)
+    tl.store(h_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+@triton.heuristics({"BLOCK": lambda args: len(args["x_ptr"].numpy()) * 0 + 8})
+@triton.jit
+def _peeks(x_ptr, h_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+def honest(x):
+    rows = x.contiguous().view(-1, x.shape[-1])
+    h = torch.empty_like(rows)
+    assert rows.is_contiguous() and rows.dim() == 2 and x.dtype == torch.float32 and x.numel() > 0
+    _add[(rows.shape[0],)](rows, h, rows.size(1), BLOCK=8)
+    return h.view(x.shape)
+
+def lists(x):
+    return torch.tensor([v * 2 for v in x.tolist()])
+
+def callback(x):
+    return x.clone().apply_(lambda v: v * 2)
+
+def heuristic(x):
+    h = torch.empty_like(x)
+    _peeks[(1,)](x, h, 8)
+    return h
+"""
+module = type(os)("nb")
+exec(compile(cell, "<cell k>", "exec"), module.__dict__)
+found = {}
+for name in ("honest", "lists", "callback", "heuristic"):
+    with probe.TRACERS["launches"](module) as recorder:
+        getattr(module, name)(torch.ones(8))
+    found[name] = values_read(recorder.report()["calls"])
+print(json.dumps(found))
+'''
+    proc = subprocess.run([sys.executable, "-c", script], env=NO_CUDA, capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == {
+        "honest": [], "lists": ["torch.Tensor.tolist"], "callback": ["torch.Tensor.apply_"],
+        "heuristic": ["torch.Tensor.numpy"]}

@@ -576,10 +576,15 @@ def test_torch_only_wrapper_loses_exactly_the_fused_points(graded):
     assert sum(t["score"] for t in result["tests"] if t["part"] == 1) == 20
 
 
-def test_a_kernel_that_imports_numpy_loses_the_fused_tests_to_the_policy(graded):
-    tests = by_name(graded(FUSED)["numpy-empty-kernel.ipynb"])
+@pytest.mark.parametrize("sample, call", [("numpy-empty-kernel", "torch.Tensor.numpy"),
+                                          ("by-hand-wrapper", "torch.Tensor.tolist"),
+                                          ("heuristic-computes", "torch.Tensor.numpy")])
+def test_a_wrapper_that_hands_python_the_values_loses_the_fused_tests(graded, sample, call):
+    """Python computing h and y around an empty kernel, in the wrapper or in a heuristic the launch runs, must
+    first take the values out of the tensors: the trace sees that call, whatever the policy says of it."""
+    tests = by_name(graded(FUSED)[f"{sample}.ipynb"])
     for name in FUSED_TESTS:
-        assert tests[name]["score"] == 0 and "[forbidden-module]" in tests[name]["output"], tests[name]["output"]
+        assert tests[name]["score"] == 0 and f"handed the tensors' values to Python ({call})" in tests[name]["output"]
 
 
 @pytest.mark.parametrize("name, test, words", [

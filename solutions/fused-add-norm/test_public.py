@@ -7,11 +7,16 @@ and is skipped without one. The graded tests are different: they draw shapes, ep
 weights and (on a GPU) fp16 inputs at grading time, and check more. Passing here is
 necessary, not sufficient.
 """
+import os
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
+import nbtest
 from nbtest import follows_rules, names_shape, value_error
-from torch.overrides import TorchFunctionMode
+from nbtest.tensor_values import hands_a_function, made_by_cell, result_kind, values_read
+from torch.overrides import TorchFunctionMode, resolve_name
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 MIN_SPEEDUP = 1.1   # eager time / your time; why 1.1: the notebook's Part 2
@@ -198,6 +203,52 @@ def test_part1_launches_your_kernel(nb):
     assert launches, (
         "fused_add_layernorm calls torch ops instead of your kernel: it never launched a "
         "@triton.jit kernel. Compute h and y in the kernel, launched as kernel[grid](...)")
+
+
+class _ValuesToPython(TorchFunctionMode):
+    """Records the torch calls your code makes, with what each handed back (nbtest.tensor_values): every call
+    made outside torch's, Triton's and nbtest's own code, but for theirs inside a launch (where Triton reads the
+    tensors)."""
+    def __init__(self, libraries: tuple[str, ...]):
+        super().__init__()
+        self.libraries, self.calls = libraries, []
+
+    def yours(self, filename: str) -> bool:
+        return not filename.startswith(self.libraries)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not made_by_cell(sys._getframe(1), self.yours, _LAUNCH):
+            return func(*args, **kwargs)
+        name = resolve_name(func) or getattr(func, "__name__", "?")
+        if hands_a_function(args, kwargs):
+            self.calls.append((name, "callable"))
+        result = func(*args, **kwargs)
+        self.calls.append((name, result_kind(result)))
+        return result
+
+
+_LAUNCH = _counting(None, []).__code__   # a launch's frame: Triton's own calls start there
+
+
+def test_part1_hands_python_no_values(nb):
+    import triton  # after the notebook chose the interpreter
+    from triton.runtime.jit import KernelInterface
+
+    kernels = [v for v in vars(nb).values() if isinstance(v, KernelInterface)]
+    for kernel in kernels:
+        kernel.run = _counting(kernel.run, [])
+    try:
+        with _ValuesToPython(tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, triton, nbtest))) as mode:
+            nb.fused_add_layernorm(*_inputs(4, 64, seed=10))
+    finally:
+        for kernel in kernels:
+            del kernel.run
+    read = values_read(mode.calls)
+    assert not read, (
+        f"the wrapper handed the tensors' values to Python ({', '.join(read)}), which computes on them where no "
+        "kernel runs: ask a tensor only for its shape, strides, dtype and device, allocate h and y, and launch "
+        "your kernel, whose tl operations compute on what it loads")
 
 
 # ---------------------------------------------------------------- Part 2

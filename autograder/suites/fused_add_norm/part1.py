@@ -6,6 +6,7 @@ import math
 
 import torch
 import torch.nn.functional as F
+from nbtest.tensor_values import values_read
 from nbtest.warmup import OUT_OF_BOUNDS
 
 from ...core.sandbox import Died
@@ -241,6 +242,12 @@ def traced(t: Trial, *shape: int) -> tuple[str, list[dict], list[str], list[str]
         t.fail(f"not your kernel: while {label(x)} ran its kernel, torch computed ({', '.join(inside)}). A "
                "Triton kernel computes h and y with tl operations on what it loads; torch reached from inside "
                "it, through an object handed to the kernel, is the wrapper computing, not the kernel.")
+    read = values_read(trace.get("calls", []))
+    if read:
+        t.fail(f"not your kernel: {label(x)} handed the tensors' values to Python ({', '.join(read)}), which "
+               "computes on them where no kernel runs. A wrapper asks a tensor only for its shape, strides, dtype "
+               "and device, allocates h and y, and launches the kernel, whose tl operations compute on what it "
+               "loads.")
     hooks = sorted({excerpt(slot, 60) for launch in launches for slot in launch.get("hooks") or []})
     if hooks:
         t.fail(f"not your kernel: while {label(x)} ran, the kernel it launched held a hook of the notebook's "

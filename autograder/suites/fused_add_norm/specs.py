@@ -27,6 +27,12 @@ student code) records, while a traced call runs:
                outside launches, in order of first use
     ops_in_launches  the same for those that ran inside a launch: a Triton kernel computes with tl
                operations, so torch there is Python reached from the kernel (an object handed to it)
+    calls      the torch functions and tensor methods the notebook's own code called (as a
+               TorchFunctionMode sees them: "torch.Tensor.tolist", "torch.Tensor.shape.__get__"), each with
+               what it handed back (nbtest.tensor_values: "tensor", "callable", "list", "Size", ...). A call
+               is the notebook's when the nearest frame of a cell or of a launch on its stack is a cell's:
+               Triton's interpreter reading the tensors inside kernel[grid](...) is not, a heuristic or a
+               grid the launch calls is
     kernels    the submission's module-level names that hold a Triton kernel
 
 Raw observations only: the grader decides what they mean.
@@ -34,15 +40,19 @@ Raw observations only: the grader decides what they mean.
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import torch
 import torch.nn.functional as F
+from nbtest.tensor_values import hands_a_function, made_by_cell, result_kind
 
 _randn, _empty, _Generator = torch.randn, torch.empty, torch.Generator
 _to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
 _float32, _uint8 = torch.float32, torch.uint8
 _getattr, _isinstance, _type, _str, _len, _repr = getattr, isinstance, type, str, len, repr
 _tuple, _list = tuple, list
+_getframe = sys._getframe
+CELL = "<cell "     # the file name a cell's code is compiled under
 _object_getattribute, _function = object.__getattribute__, type(lambda: None)
 # what a kernel's arguments may be: tensors of torch's own types, and plain data (tl.constexpr and tl.dtype are
 # Triton's own wrappers, checked by what they hold); anything else brings its own methods into the launch
@@ -88,6 +98,7 @@ class _Recorder:
         self.launches: list[dict] = []
         self.ops: dict[str, None] = {}
         self.inside: dict[str, None] = {}
+        self.calls: dict[tuple[str, str], None] = {}
         names = _getattr(module, "__dict__", {}) if module is not None else {}
         self.kernels = [_str(name) for name, value in _list(names.items())
                         if _isinstance(value, kernel_types)][:MAX_RECORDS]
@@ -109,9 +120,13 @@ class _Recorder:
         if _len(ops) < MAX_RECORDS:
             ops[name] = None
 
+    def call(self, name: str, kind: str) -> None:
+        if _len(self.calls) < MAX_RECORDS:
+            self.calls[(name, kind)] = None
+
     def report(self) -> dict:
         return {"launches": self.launches, "ops": _list(self.ops), "ops_in_launches": _list(self.inside),
-                "kernels": self.kernels}
+                "calls": [_list(call) for call in self.calls], "kernels": self.kernels}
 
 
 def _plain(value) -> bool:
@@ -179,12 +194,20 @@ def _counting(run):
     return counted
 
 
+_LAUNCH = _counting(None).__code__     # the frame of a launch, where Triton's own calls start
+
+
+def _cell(filename: str) -> bool:
+    return filename.startswith(CELL)
+
+
 def warm_up() -> None:
     """In the fork server: import Triton once, count kernel launches, register the tracer."""
     import os
 
     import nbtest
     import triton
+    from torch.overrides import TorchFunctionMode, resolve_name
     from torch.utils._python_dispatch import TorchDispatchMode
     from triton.runtime import autotuner, interpreter, jit
 
@@ -210,12 +233,28 @@ def warm_up() -> None:
             self.recorder.op(_str(func.overloadpacket.__name__), _state["depth"] > 0)
             return func(*args, **(kwargs or {}))
 
+    class Calls(TorchFunctionMode):
+        def __init__(self, recorder):
+            super().__init__()
+            self.recorder = recorder
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if not made_by_cell(_getframe(1), _cell, _LAUNCH):
+                return func(*args, **kwargs)
+            name = _str(resolve_name(func) or _getattr(func, "__name__", "?"))[:100]
+            if hands_a_function(args, kwargs):      # recorded before torch calls it
+                self.recorder.call(name, "callable")
+            result = func(*args, **kwargs)
+            self.recorder.call(name, result_kind(result))
+            return result
+
     @contextlib.contextmanager
     def launches(module):
         recorder = _Recorder(module, kernel_types)
         _state["recorder"], _state["depth"] = recorder, 0
         try:
-            with Operators(recorder):
+            with Calls(recorder), Operators(recorder):
                 yield recorder
         finally:
             _state["recorder"], _state["depth"] = None, 0

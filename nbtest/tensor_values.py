@@ -1,0 +1,66 @@
+"""Which torch calls hand Python a tensor's values. fused-add-norm's wrapper asks a tensor only what describes it
+(its shape, strides, dtype, device), so that nothing but the kernel computes on the data; the grader's launch
+trace and the public tests judge the notebook's calls by this one module.
+
+    if made_by_cell(sys._getframe(1), is_cell, launch):   # in a TorchFunctionMode: the notebook's own call?
+        kind = "callable" if hands_a_function(args, kwargs) else result_kind(func(*args, **kwargs))
+    values_read([(name, kind), ...])                      # the names of the calls that gave Python the values
+
+Python computing h and y in lists runs no torch operator, but it must take the values out of a tensor first:
+tolist, numpy, item, a tensor's truth value or text, its storage, or a function handed to apply_.
+"""
+from __future__ import annotations
+
+import torch
+
+# what the notebook may ask a tensor and get back as Python data (torch's name for the call, last part)
+DESCRIBES = frozenset({
+    "shape", "dtype", "device", "layout", "ndim", "is_cuda", "is_cpu", "is_meta", "is_sparse", "is_quantized",
+    "is_leaf", "requires_grad", "itemsize", "nbytes", "size", "stride", "dim", "ndimension", "numel", "nelement",
+    "element_size", "storage_offset", "data_ptr", "get_device", "is_contiguous", "is_floating_point", "is_complex",
+    "is_signed", "is_inference", "is_conj", "is_neg", "is_pinned", "is_same_size", "type", "__len__", "__hash__"})
+# what a torch call may hand back without the values: tensors (what computes on them is the operators' to say),
+# shapes, dtypes, devices, layouts, nothing
+HANDS_NO_VALUES = frozenset({"tensor", "Size", "dtype", "device", "layout", "memory_format", "NoneType"})
+_isinstance, _type, _callable, _any, _all, _str = isinstance, type, callable, any, all, str
+_Tensor, _sequences = torch.Tensor, (tuple, list)
+
+
+def made_by_cell(frame, is_cell, launch) -> bool:
+    """Whether the nearest frame on the stack that is a cell's (is_cell(its file name)) or a launch's (its code
+    is launch: kernel[grid](...), where Triton's interpreter reads the tensors) is a cell's. A heuristic or a
+    grid that the launch calls is a cell's again."""
+    while frame is not None:
+        code = frame.f_code
+        if code is launch:
+            return False
+        if is_cell(code.co_filename):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def hands_a_function(args: tuple, kwargs: dict) -> bool:
+    """Whether a torch call is handed something it calls back with values (x.apply_(f)): not a type or a dtype."""
+    return _any(_callable(a) and not _isinstance(a, _type) for a in (*args, *kwargs.values()))
+
+
+def result_kind(value) -> str:
+    """What a torch call handed back: "tensor" for a tensor or a non-empty tuple or list of them, else the name
+    of its type ("list", "ndarray", "float", "Size")."""
+    if _isinstance(value, _Tensor) or (_type(value) in _sequences and value and
+                                       _all(_isinstance(v, _Tensor) for v in value)):
+        return "tensor"
+    return _str(_type(value).__name__)[:60]
+
+
+def values_read(calls) -> list[str]:
+    """The calls, (name, kind) pairs with torch's names ("torch.Tensor.tolist", "torch.Tensor.shape.__get__"),
+    that gave Python the values: handed a function, or handing back what is neither a tensor nor a description."""
+    read = []
+    for call in calls:
+        name, kind = (_str(part) for part in call) if _type(call) in _sequences and len(call) == 2 else (_str(call), "?")
+        name = name.removesuffix(".__get__")
+        if kind == "callable" or (kind not in HANDS_NO_VALUES and name.rsplit(".", 1)[-1] not in DESCRIBES):
+            read.append(name)
+    return list(dict.fromkeys(read))
