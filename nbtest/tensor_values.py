@@ -2,9 +2,11 @@
 (its shape, strides, dtype, device), so that nothing but the kernel computes on the data; the grader's launch
 trace and the public tests judge the notebook's calls by this one module.
 
-    if made_by_cell(sys._getframe(1), is_cell, launch):   # in a TorchFunctionMode: the notebook's own call?
-        kind = "callable" if hands_a_function(args, kwargs) else result_kind(func(*args, **kwargs))
-    values_read([(name, kind), ...])                      # the names of the calls that gave Python the values
+    def __torch_function__(self, func, types, args=(), kwargs=None):     # a TorchFunctionMode's
+        if not made_by_cell(sys._getframe(1), is_cell, launch):           # not the notebook's own call
+            return func(*args, **(kwargs or {}))
+        return run_recorded(func, args, kwargs or {}, record)             # record(name, kind)
+    values_read([(name, kind), ...])          # the names of the calls that gave Python the values
 
 Python computing h and y in lists runs no torch operator, but it must take the values out of a tensor first:
 tolist, numpy, item, a tensor's truth value or text, its storage, or a function handed to apply_.
@@ -12,6 +14,7 @@ tolist, numpy, item, a tensor's truth value or text, its storage, or a function 
 from __future__ import annotations
 
 import torch
+from torch.overrides import resolve_name
 
 # what the notebook may ask a tensor and get back as Python data (torch's name for the call, last part)
 DESCRIBES = frozenset({
@@ -22,7 +25,7 @@ DESCRIBES = frozenset({
 # what a torch call may hand back without the values: tensors (what computes on them is the operators' to say),
 # shapes, dtypes, devices, layouts, nothing
 HANDS_NO_VALUES = frozenset({"tensor", "Size", "dtype", "device", "layout", "memory_format", "NoneType"})
-_isinstance, _type, _callable, _any, _all, _str = isinstance, type, callable, any, all, str
+_isinstance, _type, _callable, _any, _all, _str, _getattr = isinstance, type, callable, any, all, str, getattr
 _Tensor, _sequences = torch.Tensor, (tuple, list)
 
 
@@ -52,6 +55,17 @@ def result_kind(value) -> str:
                                        _all(_isinstance(v, _Tensor) for v in value)):
         return "tensor"
     return _str(_type(value).__name__)[:60]
+
+
+def run_recorded(func, args: tuple, kwargs: dict, record):
+    """func(*args, **kwargs), with record(name, kind) for what it was handed ("callable", before it runs) and
+    for what it handed back; name is torch's ("torch.Tensor.tolist")."""
+    name = _str(resolve_name(func) or _getattr(func, "__name__", "?"))[:100]
+    if hands_a_function(args, kwargs):
+        record(name, "callable")
+    result = func(*args, **kwargs)
+    record(name, result_kind(result))
+    return result
 
 
 def values_read(calls) -> list[str]:

@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 import nbtest
 from nbtest import follows_rules, names_shape, value_error
-from nbtest.tensor_values import hands_a_function, made_by_cell, result_kind, values_read
-from torch.overrides import TorchFunctionMode, resolve_name
+from nbtest.tensor_values import made_by_cell, run_recorded, values_read
+from torch.overrides import TorchFunctionMode
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 MIN_SPEEDUP = 1.1   # eager time / your time; why 1.1: the notebook's Part 2
@@ -217,15 +217,9 @@ class _ValuesToPython(TorchFunctionMode):
         return not filename.startswith(self.libraries)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
         if not made_by_cell(sys._getframe(1), self.yours, _LAUNCH):
-            return func(*args, **kwargs)
-        name = resolve_name(func) or getattr(func, "__name__", "?")
-        if hands_a_function(args, kwargs):
-            self.calls.append((name, "callable"))
-        result = func(*args, **kwargs)
-        self.calls.append((name, result_kind(result)))
-        return result
+            return func(*args, **(kwargs or {}))
+        return run_recorded(func, args, kwargs or {}, lambda name, kind: self.calls.append((name, kind)))
 
 
 _LAUNCH = _counting(None, []).__code__   # a launch's frame: Triton's own calls start there

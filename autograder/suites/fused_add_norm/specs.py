@@ -44,7 +44,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from nbtest.tensor_values import hands_a_function, made_by_cell, result_kind
+from nbtest.tensor_values import made_by_cell, run_recorded
 
 _randn, _empty, _Generator = torch.randn, torch.empty, torch.Generator
 _to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
@@ -207,7 +207,7 @@ def warm_up() -> None:
 
     import nbtest
     import triton
-    from torch.overrides import TorchFunctionMode, resolve_name
+    from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
     from triton.runtime import autotuner, interpreter, jit
 
@@ -239,15 +239,9 @@ def warm_up() -> None:
             self.recorder = recorder
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
             if not made_by_cell(_getframe(1), _cell, _LAUNCH):
-                return func(*args, **kwargs)
-            name = _str(resolve_name(func) or _getattr(func, "__name__", "?"))[:100]
-            if hands_a_function(args, kwargs):      # recorded before torch calls it
-                self.recorder.call(name, "callable")
-            result = func(*args, **kwargs)
-            self.recorder.call(name, result_kind(result))
-            return result
+                return func(*args, **(kwargs or {}))
+            return run_recorded(func, args, kwargs or {}, self.recorder.call)
 
     @contextlib.contextmanager
     def launches(module):
