@@ -232,7 +232,7 @@ def traced(t: Trial, *shape: int) -> tuple[str, list[dict], list[str], list[str]
     launch fails the test here: the kernel's tl operations never run torch, so it is Python reached from
     the kernel (an object handed to it whose method computes) doing the kernel's work."""
     x, fx, weight, bias = inputs(t, *shape)
-    h, y, obs = run(t, x, fx, weight, bias, trace="launches")
+    h, y, obs = run(t, x, fx, weight, bias)
     trace = obs.trace
     launches = [launch for launch in trace.get("launches", []) if isinstance(launch, dict)]
     mine = [launch for launch in launches if str(launch.get("file", "")).startswith("<cell ")]
