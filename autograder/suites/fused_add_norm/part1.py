@@ -242,6 +242,11 @@ def traced(t: Trial, *shape: int) -> tuple[str, list[dict], list[str], list[str]
         t.fail(f"not your kernel: while {label(x)} ran its kernel, torch computed ({', '.join(inside)}). A "
                "Triton kernel computes h and y with tl operations on what it loads; torch reached from inside "
                "it, through an object handed to the kernel, is the wrapper computing, not the kernel.")
+    changed = [excerpt(str(name), 60) for name in trace.get("machinery") or []]
+    if changed:
+        t.fail(f"not your kernel: while {label(x)} ran, Triton's launch classes were not Triton's own: your code "
+               f"changed {', '.join(changed)}, so what runs around each launch is yours, where the trace cannot "
+               "count it. Leave Triton's classes alone; launch your kernel as kernel[grid](...).")
     read = values_read(trace.get("calls", []))
     if read:
         t.fail(f"not your kernel: {label(x)} handed the tensors' values to Python ({', '.join(read)}), which "

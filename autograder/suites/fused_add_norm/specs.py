@@ -34,6 +34,9 @@ student code) records, while a traced call runs:
                Triton's interpreter reading the tensors inside kernel[grid](...) is not, a heuristic or a
                grid the launch calls is
     kernels    the submission's module-level names that hold a Triton kernel
+    machinery  the names of Triton's launch classes (a kernel's class and its bases) whose own attributes
+               were replaced, added or removed since warm_up counted their launches: a cell that reached
+               one (type() of a kernel) runs its code around every launch, where the counts miss it
 
 Raw observations only: the grader decides what they mean.
 """
@@ -50,8 +53,9 @@ _randn, _empty, _Generator = torch.randn, torch.empty, torch.Generator
 _to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
 _float32, _uint8 = torch.float32, torch.uint8
 _getattr, _isinstance, _type, _str, _len, _repr = getattr, isinstance, type, str, len, repr
-_tuple, _list = tuple, list
-_getframe = sys._getframe
+_tuple, _list, _any = tuple, list, any
+_getframe, _MISSING = sys._getframe, object()
+_class_dict, _class_name = type.__dict__["__dict__"].__get__, type.__dict__["__name__"].__get__
 CELL = "<cell "     # the file name a cell's code is compiled under
 _object_getattribute, _function = object.__getattribute__, type(lambda: None)
 # what a kernel's arguments may be: tensors of torch's own types, and plain data (tl.constexpr and tl.dtype are
@@ -91,6 +95,7 @@ SPECS = {"randn": randn, "eager": eager, "copy": copy}
 # ------------------------------------------------------------------ the "launches" tracer (child only)
 
 _state = {"recorder": None, "depth": 0}
+_MACHINERY: list[tuple[type, dict]] = []    # (a launch class, its own attributes as warm_up left them)
 
 
 class _Recorder:
@@ -126,7 +131,17 @@ class _Recorder:
 
     def report(self) -> dict:
         return {"launches": self.launches, "ops": _list(self.ops), "ops_in_launches": _list(self.inside),
-                "calls": [_list(call) for call in self.calls], "kernels": self.kernels}
+                "calls": [_list(call) for call in self.calls], "kernels": self.kernels, "machinery": _changed()}
+
+
+def _changed() -> list[str]:
+    """The launch classes whose own attributes are no longer those warm_up left (compared by identity)."""
+    changed = []
+    for cls, before in _MACHINERY:
+        now = _class_dict(cls)
+        if _len(now) != _len(before) or _any(now.get(k, _MISSING) is not v for k, v in before.items()):
+            changed.append(_str(_class_name(cls))[:60])
+    return changed
 
 
 def _plain(value) -> bool:
@@ -220,9 +235,12 @@ def warm_up() -> None:
                    dtypes=frozenset({tl.dtype, tl.pointer_type}), dir=os.path.dirname(triton.__file__) + os.sep)
 
     kernel_types = (jit.KernelInterface,)
-    for cls in (jit.JITFunction, interpreter.InterpretedFunction, autotuner.Autotuner, autotuner.Heuristics):
+    launching = (jit.JITFunction, interpreter.InterpretedFunction, autotuner.Autotuner, autotuner.Heuristics)
+    for cls in launching:
         if "run" in cls.__dict__:
             cls.run = _counting(cls.__dict__["run"])
+    _MACHINERY[:] = [(cls, dict(cls.__dict__)) for cls in dict.fromkeys(
+        c for cls in launching for c in cls.__mro__ if c.__module__.startswith("triton."))]
 
     class Operators(TorchDispatchMode):
         def __init__(self, recorder):
