@@ -607,6 +607,16 @@ class _General(ast.NodeVisitor):
             return isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "type" and \
                 len(n.args) == 1 and not n.keywords
 
+        def own_class(n, fn) -> bool:
+            """type(self) in a plain method (no decorator) that never binds self again."""
+            first = fn.args.args[0].arg if fn.args.args and not fn.decorator_list else None
+            return one_arg_type(n) and isinstance(n.args[0], ast.Name) and n.args[0].id == first and not any(
+                isinstance(m, ast.Name) and m.id == first and not isinstance(m.ctx, ast.Load) for m in ast.walk(fn))
+
+        own_classes = {n for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for fn in cls.body
+                       if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(fn)
+                       if own_class(n, fn)}
+
         def mark(n, calls_only=False):
             for m in ([n, *n.elts] if isinstance(n, ast.Tuple) else [n]):
                 m.class_read = m.class_read if calls_only and hasattr(m, "class_read") else not calls_only
@@ -614,7 +624,11 @@ class _General(ast.NodeVisitor):
                     m.type_read = True
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute):
-                mark(node.value)
+                # an attribute read (type(x).__name__), never one set or deleted on the class, which changes it
+                # for the whole process (type(kernel).run = f: a library's), nor its mro(), which hands out the
+                # classes it derives from; only a method's own class, type(self), is the notebook's to change
+                if isinstance(node.ctx, ast.Load) and node.attr != "mro" or node.value in own_classes:
+                    mark(node.value)
             elif isinstance(node, ast.Compare):
                 operands = [node.left, *node.comparators]
                 identity = all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops)
@@ -1008,8 +1022,9 @@ class _General(ast.NodeVisitor):
             node.func.type_called = True
             if len(node.args) == 1 and not node.keywords:
                 if not getattr(node, "type_read", False):
-                    self._protocol(node, "type(x) held or called: for a class it is its metaclass, which builds a "
-                                         "class from any names")
+                    self._protocol(node, "type(x) held, called or given an attribute: for a class it is its "
+                                         "metaclass, which builds a class from any names, and an attribute set on "
+                                         "it changes that class for the whole process (a library's)")
             elif len(node.args) == 3 and not node.keywords:
                 self._namespace(node, node.args[2])
             else:
