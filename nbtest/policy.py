@@ -217,6 +217,17 @@ def library_names() -> frozenset[str]:
                                       torch.nn.functional, numpy, numpy.ndarray) for name in dir(api))
 
 
+@functools.cache
+def dispatch_overrides() -> dict[int, str]:
+    """id -> name of torch.overrides' own functions and classes (has_torch_function_unary, handle_torch_function,
+    TorchFunctionMode), which torch.nn.functional and torch.autograd re-export under paths of their own: each
+    tells code whether a torch function mode is active, or runs one (imported here, when first asked)."""
+    import torch.overrides
+    return {id(value): f"torch.overrides.{name}" for name, value in vars(torch.overrides).items()
+            if not name.startswith("_") and callable(value) and
+            getattr(value, "__module__", "") in ("torch.overrides", "torch._C")}
+
+
 # the packages whose objects the policy looks up to see what a path names (what a solution may import)
 LOOKED_UP = frozenset({"numpy", "torch", "triton", "typing", "dataclasses", "functools", "collections", "itertools",
                        "math"})
@@ -949,6 +960,11 @@ class _General(ast.NodeVisitor):
 
     def _path(self, node, path: str):
         canonical, obj = named(path)
+        reexported = dispatch_overrides().get(id(obj)) if obj is not None and path.startswith("torch.") else None
+        if reexported is not None and "overrides" not in path.split("."):
+            self.flag(node, "process-introspection", WITHHOLD,
+                      f"{path} is {reexported}: torch's dispatch to function modes, which tells code whether the "
+                      "grader's is active; a solution needs none of it")
         # a module reached as another's attribute (numpy.ma.core.np, dataclasses.types) is judged as its import
         if canonical != path and isinstance(obj, types.ModuleType):
             self._module(node, canonical, via=path)
