@@ -418,6 +418,12 @@ for name in ("honest", "lists", "callback", "heuristic"):
     with probe.TRACERS["launches"](module) as recorder:
         getattr(module, name)(torch.ones(8))
     found[name] = values_read(recorder.report()["calls"])
+    found["machinery"] = recorder.report()["machinery"]
+kind, run = type(module._add), type(module._add).run
+kind.run = lambda self, *args, **kwargs: run(self, *args, **kwargs)    # a cell's run around every launch
+with probe.TRACERS["launches"](module) as recorder:
+    module.honest(torch.ones(8))
+found["replaced"] = recorder.report()["machinery"]
 print(json.dumps(found))
 '''
     proc = subprocess.run([sys.executable, "-c", script], env=NO_CUDA, capture_output=True, text=True, timeout=120,
@@ -425,4 +431,4 @@ print(json.dumps(found))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout.splitlines()[-1]) == {
         "honest": [], "lists": ["torch.Tensor.tolist"], "callback": ["torch.Tensor.apply_"],
-        "heuristic": ["torch.Tensor.numpy"]}
+        "heuristic": ["torch.Tensor.numpy"], "machinery": [], "replaced": ["InterpretedFunction"]}
