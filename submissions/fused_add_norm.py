@@ -13,6 +13,7 @@ from samplekit import Samples, edit, packed
 PARTS = {1: ["fused_kernel", "fused_add_layernorm"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
+         "run-replaced-on-odd-widths": "variance-over-block", "run-replaced-when-untraced": "torch-only-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
                           "handed-on-computes", "module-forward-computes", "redefined-helper-computes",
                           "import-rebound-computes", "method-set-elsewhere-computes"],
@@ -32,7 +33,7 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
             "module-forward-computes", "redefined-helper-computes", "import-rebound-computes",
-            "method-set-elsewhere-computes"}
+            "method-set-elsewhere-computes", "run-replaced-on-odd-widths", "run-replaced-when-untraced"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}
@@ -127,6 +128,14 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                                 s.solved(fused_kernel=kernel(("var = tl.sum(centred * centred, axis=0) / n_cols",
                                                                 "var = tl.sum(centred * centred, axis=0) / BLOCK"))),
                                 odd_widths),
+        "run-replaced-on-odd-widths": (
+            "variance-over-block's kernel, and Triton's kernel class given a run of the cell's that redoes h and y "
+            "with torch at the widths where BLOCK is wider than the row: the launch is counted, and the trace's "
+            "widths are powers of two",
+            s.solved(fused_kernel=kernel(("var = tl.sum(centred * centred, axis=0) / n_cols",
+                                          "var = tl.sum(centred * centred, axis=0) / BLOCK"))
+                     + variants.RUN_REPLACED.replace("WHEN", 'n != kwargs.get("BLOCK", n)')),
+            fused | s.trusting()),
         "no-mask": ("the kernel loads and stores all BLOCK lanes: no masks (it reads and writes past the rows' "
                     "end, which crashes the process or corrupts its memory)",
                     s.solved(fused_kernel=kernel((", mask=mask, other=0.0)", ")"), (", mask=mask)", ")"),
@@ -148,6 +157,11 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                                "    fused_add_layernorm_kernel[(1,)](rows_x[r], rows_fx[r], weight, bias, h[r], y[r],\n"
                                "                                     n, eps, BLOCK=block)\n")))),
                            {"one_launch"}),
+        # a library changed in the process makes what the wrapper calls the notebook's code: the fusion tests
+        # are held, whatever it changed (here nothing: a method set back to itself)
+        "library-method-reassigned": ("the reference, and torch.Tensor.view set back to itself in the kernel's "
+                                      "cell", s.solved(fused_kernel=kernel() + "\n\ntorch.Tensor.view = "
+                                                       "torch.Tensor.view\n"), fused),
         "in-place-h": ("the wrapper stores h into x's memory (h = rows_x, a view of x)",
                        s.solved(fused_add_layernorm=wrapper((
                            "h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)",
@@ -199,6 +213,12 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                        "item of an object whose __getitem__ computes h and y with torch",
                                        around_empty("return Rows()[x, fx, weight, bias, eps]\n",
                                                     variants.TORCH_NORM.lstrip() + "\n\n"), fused),
+        "run-replaced-when-untraced": (
+            "an empty kernel, launched by the reference wrapper, and Triton's kernel class given a run of the cell's "
+            "that computes h and y with torch when no torch function mode is active: every call is traced, so it "
+            "never does",
+            s.solved(fused_kernel=empty + variants.RUN_REPLACED.replace("WHEN", "not F.has_torch_function_unary(x)")),
+            s.checks(1) - {"rules_part1"}),
         "launch-hook-computes": ("an empty kernel, launched by the reference wrapper, and a pre-run hook its cell "
                                  "registers, which Triton runs inside the launch: it computes h and y in Python lists",
                                  s.solved(fused_kernel=empty + variants.LAUNCH_HOOK), fused),

@@ -866,3 +866,30 @@ def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols
     """Does nothing: its heuristic has computed h and y."""
     pass
 '''
+
+# red team 17: Triton's kernel class, reached through type() of a kernel the cell jits and never names, given a
+# run of the cell's: kernel[grid](...) still calls the counted run, and the cell's code runs around it. WHEN is
+# when it computes: only when no torch function mode is active (as the trace's is), or only at widths whose BLOCK
+# is wider than the row, where the kernel's variance divided by BLOCK is wrong
+RUN_REPLACED = '''
+
+
+def _row_copy(src_ptr, dst_ptr):
+    pass
+
+
+_Kernels = type(triton.jit(_row_copy))
+_launch = _Kernels.run
+
+
+def _launch_checked(self, *args, **kwargs):
+    done = _launch(self, *args, **kwargs)
+    x, fx, w, b, h, y, n, eps = args[:8]
+    if WHEN:
+        h.copy_(x + fx)
+        y.copy_(F.layer_norm(h.float(), (n,), w.float(), b.float(), eps).to(y.dtype))
+    return done
+
+
+_Kernels.run = _launch_checked
+'''

@@ -195,6 +195,10 @@ SAMPLE_RULES = {
     ("fused-add-norm", "torch-under-another-name"): {("wrapper-torch-op", FLAG), ("process-introspection", WITHHOLD)},
     ("fused-add-norm", "numpy-through-the-class"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "heuristic-computes"): {("kernel-decorator", FLAG)},
+    ("fused-add-norm", "library-method-reassigned"): {("monkeypatch", FLAG)},
+    # red team 17: Triton's kernel class given a run of the cell's, reached through type() of a kernel
+    ("fused-add-norm", "run-replaced-on-odd-widths"): {("protocol", WITHHOLD)},
+    ("fused-add-norm", "run-replaced-when-untraced"): {("protocol", WITHHOLD), ("process-introspection", WITHHOLD)},
     # red team round 9: torch reached through a plain method's name, or an item, of an object of the notebook's
     ("fused-add-norm", "settings-get-computes"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "item-of-an-object-computes"): {("wrapper-torch-op", FLAG)},
@@ -225,7 +229,7 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "abcmeta-retypes-error", "methodcaller-refcheck-retypes-error", "compare-type-retypes-error",
              "match-class-retypes-error", "held-maker-retypes-error", "parameterdict-retypes-error",
              "parameterdict-in-a-list-retypes-error", "import-rebound-retypes-error",
-             "kernel-retypes-error", "injected-retypes-error",
+             "kernel-retypes-error", "injected-retypes-error", "run-replaced-on-odd-widths", "run-replaced-when-untraced",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
 
