@@ -98,6 +98,13 @@ class Notebook:
                              for node, name in _bindings(tree.body)]
         self.global_names = {name for tree in self.trees.values() for node in ast.walk(tree)
                              if isinstance(node, ast.Global) for name in node.names}
+        # every name the student's cells bind at module level (a builtin such as int rebound among them), with
+        # the statements that bind it, in order; and the names a function of theirs binds there (global NAME)
+        self.module_bindings: dict[str, list[ast.AST]] = {}
+        for label, node, name in self.top_bindings:
+            if self.student[label]:
+                self.module_bindings.setdefault(name, []).append(node)
+        self.bound = set(self.module_bindings)
         # a name an import binds and a cell binds again otherwise (def empty_like, class triton, Any = obj, or a
         # function's `global`) holds that object, not the module's: it names no import's path (resolve)
         for label, node, name in self.top_bindings:
@@ -140,13 +147,6 @@ class Notebook:
                     target.id if isinstance(target, ast.Name) else None
                 if name in self.containers and (TUPLE_API | _given_names(node)) & self.stored_attributes:
                     self.containers.discard(name)
-        # every name the student's cells bind at module level (a builtin such as int rebound among them), with
-        # the statements that bind it, in order; and the names a function of theirs binds there (global NAME)
-        self.module_bindings: dict[str, list[ast.AST]] = {}
-        for label, node, name in self.top_bindings:
-            if self.student[label]:
-                self.module_bindings.setdefault(name, []).append(node)
-        self.bound = set(self.module_bindings)
         # every read of a name, in any cell, with the cell's label
         self.loads: dict[str, list[tuple[ast.Name, str]]] = {}
         for label, tree in self.trees.items():
@@ -633,9 +633,23 @@ def _is_literal(node, ctx: Notebook, names: frozenset = frozenset()) -> bool:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple", "sorted") \
             and len(node.args) == 1 and not node.keywords:
         return _is_literal(node.args[0], ctx, names)     # list(CONFIGS.values()), run once where it is written
-    if isinstance(node, ast.ListComp) and all(isinstance(g.target, ast.Name) and not g.ifs for g in node.generators):
-        bound = names | {g.target.id for g in node.generators}
-        return all(_is_literal(g.iter, ctx, names) for g in node.generators) and _is_literal(node.elt, ctx, bound)
+    if isinstance(node, (ast.Compare, ast.BoolOp)):     # a comprehension's condition (if w * s <= 16)
+        return all(_is_literal(c, ctx, names) for c in ([node.left, *node.comparators] if isinstance(node, ast.Compare)
+                                                         else node.values))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _DATA_CALLS and \
+            node.func.id not in ctx.bound and not node.keywords:
+        return all(_is_literal(a, ctx, names) for a in node.args)     # range(1, 4), zip(WARPS, STAGES)
+    if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+        bound = set(names)      # each loop's targets (for w, s in ((4, 1), (8, 2))), for what follows it
+        for g in node.generators:
+            targets = _target_names(g.target)
+            if g.is_async or not all(isinstance(t, ast.Name) for t in targets) or \
+                    not _is_literal(g.iter, ctx, frozenset(bound)):
+                return False
+            bound |= {t.id for t in targets}
+            if not all(_is_literal(c, ctx, frozenset(bound)) for c in g.ifs):
+                return False
+        return _is_literal(node.elt, ctx, frozenset(bound))
     return False
 
 

@@ -2268,6 +2268,27 @@ def test_a_kernel_decorators_arguments_may_be_module_constants_nothing_changes(b
     assert found <= got if found else got == set()
 
 
+# honest round 17: configs written in the decorator or returned by a def, unpacking pairs, over range or zip, with
+# a condition; a range of the notebook's own, or a def's call given data, is no plain data
+@pytest.mark.parametrize("before, configs, found", [
+    ("", "[triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 1), (8, 2))]", set()),
+    ("", "[triton.Config({}, num_stages=s) for s in range(1, 4)]", set()),
+    ("", "[triton.Config({}, num_warps=w, num_stages=s) for w, s in zip((4, 8), (1, 2)) if w * s <= 16]", set()),
+    ("", "[triton.Config({}, num_warps=w) for w in [2 ** k for k in range(1, 4)]]", set()),
+    ("def configs():\n    return [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 1), (8, 2))]\n\n\n",
+     "configs()", set()),
+    ("def range(*args):\n    return [print]\n\n\n", "[triton.Config({}, num_stages=s) for s in range(1, 4)]",
+     {("kernel-decorator", FLAG)}),
+    ("def stages(n):\n    return [n]\n\n\n", "[triton.Config({}, num_stages=s) for s in stages(2)]",
+     {("kernel-decorator", FLAG)}),
+], ids=["pairs-unpacked", "over-range", "zip-with-a-condition", "over-a-comprehension", "def-of-pairs",
+        "range-of-its-own", "a-defs-call"])
+def test_a_kernel_decorators_configs_may_be_a_comprehension_of_plain_data(before, configs, found):
+    decorators = f"@triton.autotune(configs={configs}, key=['n_cols'])\n"
+    got = kernel_rules(before + KERNEL_SOURCE.replace("@triton.jit\n", decorators + "@triton.jit\n", 1))
+    assert found <= got if found else got == set()
+
+
 def test_data_may_be_ordered_by_a_builtin_key_or_made_by_a_strings_method():
     before = "NAMES = {d: str(d).removeprefix('torch.') for d in sorted(DTYPES, key=str)}\n\n\n"
     line = "bad = sorted((k for k in ('x', 'fx') if x.dtype not in DTYPES), key=len)\n    first = bad[0] if bad " \
