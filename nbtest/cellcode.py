@@ -40,8 +40,9 @@ METHOD_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
 # and the library's getter, which runs once and keeps what it returns: read as a property is
 CACHED_GETTER = "functools.cached_property"
 # and the class decorators it may carry: Python's own, which add methods written in the class's own (the
-# comparisons total_ordering derives from its __lt__ and __eq__), so that what runs is still its defs
-CLASS_DECORATORS = frozenset({"functools.total_ordering"})
+# comparisons total_ordering derives from its __lt__ and __eq__) or only mark it (typing.final), so that what
+# runs is still its defs
+CLASS_DECORATORS = frozenset({"functools.total_ordering", "typing.final"})
 # Private attributes of nn.Module: writing or reading them hides modules from the grader's view.
 MODULE_PRIVATE = frozenset({
     "_modules", "_parameters", "_buffers", "_non_persistent_buffers_set", "_forward_hooks",
@@ -394,6 +395,15 @@ def is_getter(fn: ast.FunctionDef, ctx: Notebook) -> bool:
                for d in fn.decorator_list)
 
 
+def library_decorator(d, ctx: Notebook) -> bool:
+    """A decorator imported from a library and given plain data only (functools.lru_cache(maxsize=None),
+    torch.no_grad()): nothing of the notebook's reaches it but the def, so what it returns can only run
+    that def, with the library's own work around it."""
+    target = d.func if isinstance(d, ast.Call) else d
+    return ctx.resolve(target) is not None and (not isinstance(d, ast.Call) or all(
+        _is_literal(a, ctx) for a in [*d.args, *(k.value for k in d.keywords)]))
+
+
 def _item_property(node) -> bool:
     """@property def NAME(self): return self[INT], with a docstring or a return annotation at most."""
     if not (isinstance(node, ast.FunctionDef) and [ast.unparse(d) for d in node.decorator_list] == ["property"]):
@@ -439,8 +449,12 @@ def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
             return False
     for s in node.body:
         if isinstance(s, ast.FunctionDef):
+            # a library's decorator given plain data runs the def (@torch.no_grad() on forward), Triton's
+            # makes a kernel of it
             if s.name == "__new__" or not all(isinstance(d, ast.Name) and d.id in METHOD_DECORATORS or
-                                              ctx.resolve(d) == CACHED_GETTER
+                                              ctx.resolve(d) == CACHED_GETTER or library_decorator(d, ctx) and
+                                              not ctx.resolve(d.func if isinstance(d, ast.Call) else d).startswith(
+                                                  "triton.")
                                               for d in s.decorator_list):
                 return False
         elif isinstance(s, (ast.Assign, ast.AnnAssign)):

@@ -17,7 +17,7 @@ import functools
 
 from .cellcode import (EXCEPTIONS, FLAG, HONEST_MODULES, Notebook, Violation, _arguments,
                        _constant_default, _is_literal, _only_read, _parameters, after_docstring,
-                       holds_no_tensor, is_getter, is_stub, quote)
+                       holds_no_tensor, is_getter, is_stub, library_decorator, quote)
 
 # allocations that carry no value of the caller's: empty, zeros and ones (a weight of ones for weight=None), never
 # full or tensor, whose values the wrapper would give
@@ -191,7 +191,7 @@ def _rebound(ctx: Notebook, names: set[str]) -> list[Violation]:
     for name, (label, fn) in ctx.functions.items():
         if name not in names or not fn.decorator_list:
             continue
-        own = next((d for d in fn.decorator_list if not _library_decorator(d, ctx)), None)
+        own = next((d for d in fn.decorator_list if not library_decorator(d, ctx)), None)
         if own is not None:
             out.append(Violation(label, own.lineno, "rebound", FLAG, f"a decorator on {name} that is not a library's "
                                  "given plain data: the name then holds what it returns, not the def the grader "
@@ -199,15 +199,6 @@ def _rebound(ctx: Notebook, names: set[str]) -> list[Violation]:
         else:
             decorated.add(name)
     return out + _not_called(ctx, decorated)
-
-
-def _library_decorator(d, ctx: Notebook) -> bool:
-    """A decorator imported from a library and given plain data only (functools.lru_cache(maxsize=None),
-    torch.no_grad()): nothing of the notebook's reaches it but the def, so what it returns can only run
-    that def, with the library's own work around it."""
-    target = d.func if isinstance(d, ast.Call) else d
-    return ctx.resolve(target) is not None and (not isinstance(d, ast.Call) or all(
-        _is_literal(a, ctx) for a in [*d.args, *(k.value for k in d.keywords)]))
 
 
 def _not_called(ctx: Notebook, names: set[str]) -> list[Violation]:

@@ -1535,6 +1535,11 @@ def class_wrapper(base="torch.nn.Module", method="forward", prepare="pass", call
     class_wrapper() + "\n\nNORM = Norm()\n",                                       # an object built once
     class_wrapper(call="NORM.eps = eps\n    return NORM(x, fx, weight, bias)") + "\n\nNORM = Norm()\n",
     FUNCTION_APPLY,                                                              # a torch.autograd.Function
+    # honest round 17: a library's decorator given plain data on a method, typing.final on the class
+    class_wrapper().replace("    def forward(", "    @torch.no_grad()\n    def forward("),
+    class_wrapper(base="object", method="__call__").replace("    def __call__(", "    @torch.inference_mode()\n"
+                                                                                "    def __call__("),
+    "import typing\n\n\n@typing.final" + class_wrapper(),
 ])
 def test_a_class_the_wrapper_delegates_to_is_checked_as_a_helper_is(source):
     """The wrapper may build one of the notebook's classes and call it (an nn.Module's forward, __call__, a
@@ -1554,6 +1559,12 @@ def test_a_class_the_wrapper_delegates_to_is_checked_as_a_helper_is(source):
     (class_wrapper(base="object"), {("wrapper-no-launch", FLAG)}),              # no nn.Module: forward is not run
     (class_wrapper().replace("class Norm", "@functools.total_ordering\nclass Norm"),
      {("wrapper-no-launch", FLAG)}),                                            # a decorated class is not followed
+    (class_wrapper().replace("    def forward(", "    @functools.wraps(print)\n    def forward("),
+     {("wrapper-no-launch", FLAG)}),                 # a library decorator handed something other than plain data
+    (class_wrapper().replace("    def forward(", "    @triton.jit\n    def forward("),
+     {("wrapper-no-launch", FLAG)}),                                            # Triton's makes it a kernel
+    ("def mine(f):\n    return print\n\n\n" + class_wrapper().replace("    def forward(", "    @mine\n    def forward("),
+     {("wrapper-no-launch", FLAG)}),                                            # the notebook's own decorator
     (class_wrapper().replace("        self.eps = eps\n", "        self.eps = eps\n\n    __call__ = print\n"),
      {("wrapper-no-launch", FLAG)}),                                            # a class body binding a dunder
     (class_wrapper().replace("        self.eps = eps\n", "        self.eps = eps\n        self.forward = print\n"),
