@@ -485,6 +485,58 @@ STYLES = {
                                                       **options)
             return h.view(x.shape), y.view(x.shape)
         ''')),
+    "style-decorated-methods-and-config-pairs": (
+        "autotune configs from a def over (warps, stages) pairs with a condition, a typing.final settings class, "
+        "an nn.Module whose forward runs under @torch.no_grad() and launches",
+        dict(fused_kernel='''
+        def _configs():
+            return [triton.Config({}, num_warps=w, num_stages=s) for w, s in zip((2, 4, 8), range(1, 4))
+                    if w * s <= 16]
+
+
+        @triton.autotune(configs=_configs(), key=["n_cols"])
+        KERNEL
+        ''', fused_add_layernorm='''
+        import typing
+
+
+        @typing.final
+        class Limits:
+            """What the wrapper accepts."""
+            WIDTH = MAX_WIDTH
+            DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+        class FusedAddNorm(torch.nn.Module):
+            """Checks, allocates and launches; the kernel computes h and y."""
+
+            def __init__(self, eps=1e-5):
+                super().__init__()
+                self.eps = eps
+
+            @torch.no_grad()
+            def forward(self, x, fx, weight, bias):
+                if x.shape != fx.shape:
+                    raise ValueError(f"x {tuple(x.shape)} and fx {tuple(fx.shape)} differ in shape")
+                n = x.shape[-1]
+                if n > Limits.WIDTH:
+                    raise ValueError(f"width {n} is over {Limits.WIDTH}")
+                if weight.shape != (n,) or bias.shape != (n,):
+                    raise ValueError(f"weight {tuple(weight.shape)} and bias {tuple(bias.shape)} must be ({n},)")
+                if x.dtype not in Limits.DTYPES or fx.dtype != x.dtype or weight.dtype not in Limits.DTYPES \\
+                        or bias.dtype not in Limits.DTYPES:
+                    raise ValueError(f"dtypes {x.dtype}, {fx.dtype}, {weight.dtype}, {bias.dtype}: float16, "
+                                     "bfloat16 or float32 only (float64 is refused)")
+                rows, others = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+                h, y = torch.empty_like(rows), torch.empty_like(rows)
+                fused_add_layernorm_kernel[(rows.shape[0],)](rows, others, weight.contiguous(), bias.contiguous(),
+                                                             h, y, n, self.eps, BLOCK=triton.next_power_of_2(n))
+                return h.view(x.shape), y.view(x.shape)
+
+
+        def fused_add_layernorm(x, fx, weight, bias, eps=1e-5):
+            return FusedAddNorm(eps)(x, fx, weight, bias)
+        ''')),
     "style-autotune-warps": ("@triton.autotune over num_warps (the interpreter runs each config once)", dict(fused_kernel='''
         @triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (2, 4)], key=["n_cols"])
         @triton.jit
@@ -570,7 +622,7 @@ STYLES = {
 _AUTOTUNED = STYLES["style-autotune-warps"][1]
 _JIT_KERNEL = _AUTOTUNED["fused_kernel"][_AUTOTUNED["fused_kernel"].index("        @triton.jit"):].rstrip(" ")
 for _style in ("style-decorators-from-constants", "style-fields-orderings-and-heuristic-defs",
-               "style-getters-folds-and-casts"):
+               "style-getters-folds-and-casts", "style-decorated-methods-and-config-pairs"):
     STYLES[_style][1]["fused_kernel"] = STYLES[_style][1]["fused_kernel"].replace("        KERNEL\n", _JIT_KERNEL)
 STYLES["style-decorators-from-constants"][1]["fused_add_layernorm"] = _AUTOTUNED["fused_add_layernorm"]
 
