@@ -150,7 +150,10 @@ def _kernel_attributes(ctx: Notebook) -> list[Violation]:
         if not ctx.student[label]:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and kernel(node.value) and not (
+            # setattr(kernel, "fn", f) is kernel.fn = f: any of the attribute builtins handed a kernel
+            handed = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args and \
+                node.func.id in ("setattr", "delattr", "getattr", "hasattr") and kernel(node.args[0])
+            if handed or isinstance(node, ast.Attribute) and kernel(node.value) and not (
                     node.attr == "best_config" and isinstance(node.ctx, ast.Load)):
                 out.append(Violation(label, node.lineno, "kernel-attribute", FLAG, f"'{ast.unparse(node)[:60]}': a "
                                      "kernel's attributes are Triton's (its heuristics, hooks and configs run inside "

@@ -2154,6 +2154,8 @@ SELF_ROWS = "class Rows:\n    def __init__(self):\n        self.args = ()\n     
     (SELF_ROWS, "fused_add_layernorm_kernel = ROWS.me", {("wrapper-no-launch", FLAG)}),
     ("fused_add_layernorm_kernel.values.update(BLOCK=print)\n\n\n", "pass", {("kernel-attribute", FLAG)}),
     ("K = fused_add_layernorm_kernel\nK.add_pre_run_hook(print)\n\n\n", "pass", {("kernel-attribute", FLAG)}),
+    # red team 18: the interpreter runs a kernel's fn, set by setattr with a literal name
+    ("setattr(fused_add_layernorm_kernel, 'fn', print)\n\n\n", "pass", {("kernel-attribute", FLAG)}),
     # honest: a property, a module-level object asked `in`, constants built from the course's, sorted and max keyed
     ("class Cfg:\n    def __init__(self, n):\n        self.n = n\n\n    @property\n    def block(self):\n"
      "        return triton.next_power_of_2(self.n)\n\n\n", "block = Cfg(n).block", set()),
@@ -2176,7 +2178,7 @@ SELF_ROWS = "class Rows:\n    def __init__(self):\n        self.args = ()\n     
     (ERRORS.replace("BODY", "self.problems.append(torch.add(m, m))"),
      "with Errors() as errors:\n        errors.add(x)", {("wrapper-torch-op", FLAG)}),
 ], ids=["module-forward", "module-extra-repr", "object-through-its-field", "kernel-name-bound",
-        "kernel-values-updated", "kernel-alias-hooked", "honest-property", "honest-contains-and-frozenset",
+        "kernel-values-updated", "kernel-alias-hooked", "kernel-fn-by-setattr", "honest-property", "honest-contains-and-frozenset",
         "honest-sorted-and-max-keyed", "sorted-by-values", "sorted-by-tensors", "honest-class-of-constants",
         "class-constant-naming-a-function", "honest-errors-collected-in-a-with", "with-target-computes"])
 def test_what_a_library_base_or_a_module_object_runs_is_walked(before, line, found):
