@@ -140,6 +140,30 @@ class Notebook:
         for name, (_, node) in list(self.classes.items()):
             if {s.name for s in node.body if isinstance(s, ast.FunctionDef)} & self.stored_attributes:
                 del self.classes[name]
+        # a method a library's decorator wraps is what that decorator returned, which may hold code of its own
+        # (singledispatchmethod's register, cached_property's func): its class is followed only where no cell
+        # reaches that object, as C.m off a class (or cls) other than to call it, or X.m.attr off anything (a
+        # getter's value is read off self or an instance, and may be asked for its own attributes)
+        class_names = {"cls"} | {n.name for tree in self.trees.values() for n in ast.walk(tree)
+                                 if isinstance(n, ast.ClassDef)}
+        class_names |= {name for name, nodes in self.module_bindings.items() if any(
+            isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in class_names for n in nodes)}
+        off_class, through = set(), set()
+        for label, tree in self.trees.items():
+            parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+            for node in ast.walk(tree) if self.student[label] else ():
+                if isinstance(node, ast.Attribute):
+                    parent = parents.get(node)
+                    if isinstance(parent, ast.Attribute) and parent.value is node:
+                        through.add(node.attr)
+                    if isinstance(node.value, ast.Name) and node.value.id in class_names and not (
+                            isinstance(parent, ast.Call) and parent.func is node):
+                        off_class.add(node.attr)
+        for name, (_, node) in list(self.classes.items()):
+            if any(isinstance(s, ast.FunctionDef) and any(not (isinstance(d, ast.Name) and d.id in METHOD_DECORATORS)
+                                                          for d in s.decorator_list) and
+                   (s.name in off_class or s.name in through and not is_getter(s, self)) for s in node.body):
+                del self.classes[name]
         # and a result type whose tuple methods or fields some cell sets (_same = R; _same._replace = f)
         for tree in self.trees.values():
             for node in tree.body:

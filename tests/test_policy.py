@@ -2156,6 +2156,16 @@ SELF_ROWS = "class Rows:\n    def __init__(self):\n        self.args = ()\n     
     ("K = fused_add_layernorm_kernel\nK.add_pre_run_hook(print)\n\n\n", "pass", {("kernel-attribute", FLAG)}),
     # red team 18: the interpreter runs a kernel's fn, set by setattr with a literal name
     ("setattr(fused_add_layernorm_kernel, 'fn', print)\n\n\n", "pass", {("kernel-attribute", FLAG)}),
+    # red team 18: what a library's decorator on a method returned, reached: singledispatchmethod's register,
+    # cached_property's func set off the class
+    ("import functools\n\n\nclass Go:\n    @functools.singledispatchmethod\n    def go(self, a):\n"
+     "        return a\n\n\nGo.go.register(bool, print)\n\n\n", "z = Go().go(x)", {("wrapper-torch-op", FLAG)}),
+    ("import functools\n\n\nclass Go:\n    @functools.cached_property\n    def n(self):\n        return 4\n\n\n"
+     "setattr(Go.n, 'func', print)\n\n\n", "z = Go().n", {("wrapper-torch-op", FLAG)}),
+    # honest: a cached getter's value asked for its own attribute, a method cached by lru_cache and called
+    ("import functools\n\n\nclass Go:\n    @functools.cached_property\n    def n(self):\n        return 4\n\n"
+     "    @functools.lru_cache(maxsize=None)\n    def block(self, k):\n        return triton.next_power_of_2(k)\n\n\n",
+     "z = Go().n.bit_length() + Go().block(n)", set()),
     # honest: a property, a module-level object asked `in`, constants built from the course's, sorted and max keyed
     ("class Cfg:\n    def __init__(self, n):\n        self.n = n\n\n    @property\n    def block(self):\n"
      "        return triton.next_power_of_2(self.n)\n\n\n", "block = Cfg(n).block", set()),
@@ -2178,7 +2188,8 @@ SELF_ROWS = "class Rows:\n    def __init__(self):\n        self.args = ()\n     
     (ERRORS.replace("BODY", "self.problems.append(torch.add(m, m))"),
      "with Errors() as errors:\n        errors.add(x)", {("wrapper-torch-op", FLAG)}),
 ], ids=["module-forward", "module-extra-repr", "object-through-its-field", "kernel-name-bound",
-        "kernel-values-updated", "kernel-alias-hooked", "kernel-fn-by-setattr", "honest-property", "honest-contains-and-frozenset",
+        "kernel-values-updated", "kernel-alias-hooked", "kernel-fn-by-setattr", "method-registered",
+        "getter-func-set", "honest-cached-getter-and-method", "honest-property", "honest-contains-and-frozenset",
         "honest-sorted-and-max-keyed", "sorted-by-values", "sorted-by-tensors", "honest-class-of-constants",
         "class-constant-naming-a-function", "honest-errors-collected-in-a-with", "with-target-computes"])
 def test_what_a_library_base_or_a_module_object_runs_is_walked(before, line, found):
