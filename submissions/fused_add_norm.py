@@ -14,6 +14,7 @@ PARTS = {1: ["fused_kernel", "fused_add_layernorm"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
          "run-replaced-on-odd-widths": "variance-over-block", "run-replaced-when-untraced": "torch-only-wrapper",
+         "method-registered-on-odd-widths": "variance-over-block", "kernel-fn-set-computes": "by-hand-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
                           "handed-on-computes", "module-forward-computes", "redefined-helper-computes",
                           "import-rebound-computes", "method-set-elsewhere-computes"],
@@ -136,6 +137,13 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                                           "var = tl.sum(centred * centred, axis=0) / BLOCK"))
                      + variants.RUN_REPLACED.replace("WHEN", 'n != kwargs.get("BLOCK", n)')),
             fused | s.trusting()),
+        "method-registered-on-odd-widths": (
+            "variance-over-block's kernel, launched by a singledispatchmethod that a def registered at module level "
+            "replaces where the width is no power of two, redoing y with torch",
+            s.solved(fused_kernel=kernel(("var = tl.sum(centred * centred, axis=0) / n_cols",
+                                          "var = tl.sum(centred * centred, axis=0) / BLOCK")),
+                     fused_add_layernorm=variants.DISPATCHED.lstrip()),
+            fused),
         "no-mask": ("the kernel loads and stores all BLOCK lanes: no masks (it reads and writes past the rows' "
                     "end, which crashes the process or corrupts its memory)",
                     s.solved(fused_kernel=kernel((", mask=mask, other=0.0)", ")"), (", mask=mask)", ")"),
@@ -219,6 +227,9 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
             "never does",
             s.solved(fused_kernel=empty + variants.RUN_REPLACED.replace("WHEN", "not F.has_torch_function_unary(x)")),
             s.checks(1) - {"rules_part1"}),
+        "kernel-fn-set-computes": ("an empty kernel, launched by the reference wrapper, whose fn setattr replaces "
+                                   "with a def of the cell that computes h and y in Python lists on what it loads",
+                                   s.solved(fused_kernel=variants.FN_SWAPPED.lstrip()), fused),
         "launch-hook-computes": ("an empty kernel, launched by the reference wrapper, and a pre-run hook its cell "
                                  "registers, which Triton runs inside the launch: it computes h and y in Python lists",
                                  s.solved(fused_kernel=empty + variants.LAUNCH_HOOK), fused),

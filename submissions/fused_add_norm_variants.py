@@ -945,3 +945,96 @@ def _launch_checked(self, *args, **kwargs):
 
 _Kernels.run = _launch_checked
 '''
+
+# red team 18: the interpreter runs a kernel's fn, set by setattr on the checked kernel, here a def of the cell
+# that loads through Triton and computes h and y in Python lists on the loaded values
+FN_SWAPPED = '''
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                               BLOCK: tl.constexpr):
+    """One program per row (left for later)."""
+    row = tl.program_id(0)
+
+
+def _rows(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    """What each program really runs: loads through Triton, then Python lists compute h and y."""
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    offs = row * n_cols + cols
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    fx = tl.load(fx_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    n = int(n_cols.handle.data.ravel().tolist()[0]) if hasattr(n_cols, "handle") else int(n_cols)
+    e = float(eps.handle.data.ravel().tolist()[0]) if hasattr(eps, "handle") else float(eps)
+    xs, fs = x.handle.data.tolist()[:n], fx.handle.data.tolist()[:n]
+    ws, bs = w.handle.data.tolist()[:n], b.handle.data.tolist()[:n]
+    hs = [a + c for a, c in zip(xs, fs)]
+    out_h = x * 0.0
+    out_h.handle.data[:n] = hs
+    out_h.handle.data[:] = out_h.handle.data.astype("float32")
+    hs = out_h.handle.data.tolist()[:n]
+    mean = sum(hs) / n
+    var = sum((v - mean) ** 2 for v in hs) / n
+    ys = [(v - mean) / (var + e) ** 0.5 * wi + bi for v, wi, bi in zip(hs, ws, bs)]
+    out_y = x * 0.0
+    out_y.handle.data[:n] = ys
+    tl.store(h_ptr + offs, out_h.to(h_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + offs, out_y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+setattr(fused_add_layernorm_kernel, "fn", _rows)
+setattr(fused_add_layernorm_kernel, "rewritten_fn", {_rows: _rows})
+'''
+# red team 18: a singledispatchmethod that launches the kernel, given by register a def that redoes y with torch;
+# the wrapper dispatches on True only at widths that are no power of two, which the traced calls never use
+DISPATCHED = '''
+import functools
+
+
+class Launch:
+    """Launches the kernel once on contiguous rows."""
+
+    @functools.singledispatchmethod
+    def go(self, wide, rows_x, rows_fx, weight, bias, h, y, n, eps):
+        block = triton.next_power_of_2(n)
+        fused_add_layernorm_kernel[(rows_x.shape[0],)](
+            rows_x, rows_fx, weight, bias, h, y, n, eps,
+            BLOCK=block, num_warps=min(max(block // 256, 1), 16))
+
+
+def _wide(self, wide: bool, rows_x, rows_fx, weight, bias, h, y, n, eps):
+    block = triton.next_power_of_2(n)
+    fused_add_layernorm_kernel[(rows_x.shape[0],)](
+        rows_x, rows_fx, weight, bias, h, y, n, eps,
+        BLOCK=block, num_warps=min(max(block // 256, 1), 16))
+    y.copy_(F.layer_norm(h.float(), (n,), weight.float(), bias.float(), eps))
+
+
+Launch.go.register(bool, _wide)
+
+
+def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
+                        eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+    """(h, y) with h = x + fx and y = LayerNorm(h) over the last dim, in one kernel launch."""
+    n = x.shape[-1]
+    if x.shape != fx.shape:
+        raise ValueError(f"x and fx must have the same shape, got x {tuple(x.shape)} "
+                         f"and fx {tuple(fx.shape)}")
+    if n > MAX_WIDTH:
+        raise ValueError(f"the last dimension is {n}; fused_add_layernorm handles widths "
+                         f"up to {MAX_WIDTH}")
+    if weight.shape != (n,) or bias.shape != (n,):
+        raise ValueError(f"weight and bias must have shape ({n},), got {tuple(weight.shape)} "
+                         f"and {tuple(bias.shape)}")
+    dtypes = {t.dtype for t in (x, fx, weight, bias)}
+    if not dtypes <= DTYPES or x.dtype != fx.dtype:
+        raise ValueError(f"x and fx must share one dtype, and all four inputs must be float16, bfloat16 "
+                         f"or float32 (the kernel computes in fp32); got x {x.dtype}, fx {fx.dtype}, "
+                         f"weight {weight.dtype}, bias {bias.dtype}. Cast float64 with .float()")
+    rows_x, rows_fx = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
+    h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)
+    Launch().go(n & (n - 1) != 0 or n, rows_x, rows_fx, weight.contiguous(), bias.contiguous(), h, y, n, eps)
+    return h.view(x.shape), y.view(x.shape)
+'''
