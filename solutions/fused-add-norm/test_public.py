@@ -7,6 +7,7 @@ and is skipped without one. The graded tests are different: they draw shapes, ep
 weights and (on a GPU) fp16 inputs at grading time, and check more. Passing here is
 necessary, not sufficient.
 """
+import contextlib
 import os
 import sys
 
@@ -187,19 +188,25 @@ def _counting(run, launches: list):
     return counted
 
 
-def test_part1_launches_your_kernel(nb):
+@contextlib.contextmanager
+def _launches_counted(nb):
+    """(the notebook's kernels, the list each of their launches is appended to) while the block runs."""
     from triton.runtime.jit import KernelInterface  # after the notebook chose the interpreter
 
-    kernels = [v for v in vars(nb).values() if isinstance(v, KernelInterface)]
-    assert kernels, "no @triton.jit kernel among the notebook's names: write the kernel first"
-    launches = []
+    kernels, launches = [v for v in vars(nb).values() if isinstance(v, KernelInterface)], []
     for kernel in kernels:  # kernel[grid](...) calls kernel.run: count those calls
         kernel.run = _counting(kernel.run, launches)
     try:
-        _fused(nb, *_inputs(4, 64, seed=5))
+        yield kernels, launches
     finally:
         for kernel in kernels:
             del kernel.run
+
+
+def test_part1_launches_your_kernel(nb):
+    with _launches_counted(nb) as (kernels, launches):
+        assert kernels, "no @triton.jit kernel among the notebook's names: write the kernel first"
+        _fused(nb, *_inputs(4, 64, seed=5))
     assert launches, (
         "fused_add_layernorm calls torch ops instead of your kernel: it never launched a "
         "@triton.jit kernel. Compute h and y in the kernel, launched as kernel[grid](...)")
@@ -227,17 +234,10 @@ _LAUNCH = _counting(None, []).__code__   # a launch's frame: Triton's own calls 
 
 def test_part1_hands_python_no_values(nb):
     import triton  # after the notebook chose the interpreter
-    from triton.runtime.jit import KernelInterface
 
-    kernels = [v for v in vars(nb).values() if isinstance(v, KernelInterface)]
-    for kernel in kernels:
-        kernel.run = _counting(kernel.run, [])
-    try:
-        with _ValuesToPython(tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, triton, nbtest))) as mode:
-            nb.fused_add_layernorm(*_inputs(4, 64, seed=10))
-    finally:
-        for kernel in kernels:
-            del kernel.run
+    libraries = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, triton, nbtest))
+    with _launches_counted(nb), _ValuesToPython(libraries) as mode:
+        nb.fused_add_layernorm(*_inputs(4, 64, seed=10))
     read = values_read(mode.calls)
     assert not read, (
         f"the wrapper handed the tensors' values to Python ({', '.join(read)}), which computes on them where no "
