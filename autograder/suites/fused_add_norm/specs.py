@@ -56,7 +56,8 @@ _getattr, _isinstance, _type, _str, _len, _repr = getattr, isinstance, type, str
 _tuple, _list, _any = tuple, list, any
 _getframe, _MISSING = sys._getframe, object()
 _class_dict, _class_name = type.__dict__["__dict__"].__get__, type.__dict__["__name__"].__get__
-CELL = "<cell "     # the file name a cell's code is compiled under
+CELL = "<cell "     # the file name a cell's code is compiled under (not the monitor's CELL_PREFIX: this module's globals
+# are reachable from Triton's classes, through the counted run, and must hold nothing of the grader's)
 _object_getattribute, _function = object.__getattribute__, type(lambda: None)
 # what a kernel's arguments may be: tensors of torch's own types, and plain data (tl.constexpr and tl.dtype are
 # Triton's own wrappers, checked by what they hold); anything else brings its own methods into the launch
