@@ -64,3 +64,5 @@ def pytest_terminal_summary(terminalreporter) -> None:
             terminalreporter.line(failure_line(name, line))
 
 
+def pytest_unconfigure(config) -> None:
+    Watch.stop()

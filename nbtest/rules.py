@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import tempfile
 import tomllib
 import types
@@ -46,9 +47,16 @@ class Watch:
             os.set_blocking(fd, False)
         self.modes = (0, 0)
         # the temporary folder the code may write to, as the grader's scratch folder (its TMPDIR) is
-        tempfile.tempdir = tempfile.mkdtemp(prefix="nbtest-")
-        self.monitor.install(self.write, tempfile.tempdir, own=tuple(sorted(tests | {PACKAGE})), guarded=(__package__,),
+        self.scratch = tempfile.tempdir = tempfile.mkdtemp(prefix="nbtest-")
+        self.monitor.install(self.write, self.scratch, own=tuple(sorted(tests | {PACKAGE})), guarded=(__package__,),
                         cell_of=self.cell_of, modules=self.modules)
+
+    @classmethod
+    def stop(cls) -> None:
+        """At the end of the pytest run: the temporary folder removed, with what the code wrote there (torch's
+        compiler cache, a student's files), so that each run leaves nothing behind."""
+        if cls.current is not None:
+            shutil.rmtree(cls.current.scratch, ignore_errors=True)
 
     def add(self, notebook: Path, module: str) -> None:
         self.notebooks[f"{notebook.resolve()}["] = notebook.resolve()

@@ -1,5 +1,6 @@
 """The public tests, run as a student runs them: pass on the reference, fail clearly on stubs."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -20,17 +21,22 @@ from autograder.nbgrading import release
 N_PUBLIC = public_test_count(COURSE.assignment("residual-connections"))
 
 
-def run_pytest(folder):
-    """`pytest` in an assignment folder, as a student types it; returns (exit code, output)."""
+def run_pytest(folder, tmp: Path | None = None):
+    """`pytest` in an assignment folder, as a student types it, with TMPDIR=tmp if given; returns (exit code,
+    output)."""
+    env = {**os.environ, **({"TMPDIR": str(tmp)} if tmp else {})}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rf"],
-                          cwd=folder, capture_output=True, text=True, timeout=300)
+                          cwd=folder, env=env, capture_output=True, text=True, timeout=300)
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def test_reference_passes_every_public_test():
-    code, out = run_pytest(SOURCE_NB.parent)
+def test_reference_passes_every_public_test(tmp_path):
+    """Every public test passes, and the run leaves nothing in the temporary folder (the monitor's scratch
+    folder, where torch's compiler writes its cache, is removed at the end)."""
+    code, out = run_pytest(SOURCE_NB.parent, tmp_path)
     assert code == 0, out
     assert f"{N_PUBLIC} passed" in out, out
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_release_fails_every_public_test_with_a_clear_message():
