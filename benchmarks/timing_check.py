@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from autograder import course, suites
-from autograder.grading.grader import Grader, cuda_present
+from autograder.grading.cuda import cuda_present
+from autograder.grading.grader import Grader
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT = "fused-add-norm"

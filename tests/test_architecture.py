@@ -45,3 +45,18 @@ def test_a_forbidden_import_breaks_a_contract(tmp_path, module, line, broken):
     proc = lint(tmp_path)
     assert proc.returncode != 0
     assert f"{broken}" in proc.stdout and "BROKEN" in proc.stdout, proc.stdout
+
+
+def test_the_commands_that_never_grade_start_without_torch():
+    """nbgrader's export and feedback load the course's plugins and give the gradebook course.toml's points:
+    none of that imports torch (1.5 s of CPU a command), as long as no part may leave the maximum for want
+    of a GPU (grading/cuda.py)."""
+    code = ("import sys\n"
+            "import autograder.nbgrading.plugins, autograder.nbgrading.feedback, autograder.lms.canvas.plugins\n"
+            "from autograder.course import load\n"
+            "from autograder.grading.cuda import parts_left_out\n"
+            "assert parts_left_out(load().assignment('residual-connections'), []) == set()\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'triton'}))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -66,20 +66,20 @@ def test_a_part_leaves_the_gradebooks_maximum_by_the_kept_results_not_the_machin
     class's kept results did not run its test, whichever machine syncs the gradebook: a class graded
     without CUDA and exported where there is one would otherwise show the part at 0 of its points. With
     nothing kept yet, the machine that will grade decides; "redistribute" never leaves a part out."""
-    from autograder.grading import grader
-    monkeypatch.setattr(grader, "cuda_present", lambda: machine_cuda)
+    from autograder.grading import cuda
+    monkeypatch.setattr(cuda, "cuda_present", lambda: machine_cuda)
     fused = COURSE.assignment("fused-add-norm")
     skip = dataclasses.replace(fused, timing=dataclasses.replace(fused.timing, without_cuda="skip"))
     timing = next(t for t in suites.load(fused.name).tests if t.needs_cuda)
     ran = [Entry("values", 1, 24, 30, "failed", id="values")]
     not_ran = Result(fused.name, 1, [*ran, dataclasses.replace(not_run(timing.name, 2, 10, "skip", ran), id=timing.id)])
     timed = Result(fused.name, 2, [*ran, Entry(timing.name, 2, 10, 10, "passed", id=timing.id)])
-    assert grader.parts_left_out(skip, [not_ran]) == {timing.part}
-    assert grader.parts_left_out(skip, [not_ran, timed]) == set()      # one ran it: regrade the others
-    assert grader.parts_left_out(skip, [timed]) == set()
-    assert grader.parts_left_out(skip, []) == (set() if machine_cuda else {timing.part})
+    assert cuda.parts_left_out(skip, [not_ran]) == {timing.part}
+    assert cuda.parts_left_out(skip, [not_ran, timed]) == set()      # one ran it: regrade the others
+    assert cuda.parts_left_out(skip, [timed]) == set()
+    assert cuda.parts_left_out(skip, []) == (set() if machine_cuda else {timing.part})
     redistribute = dataclasses.replace(fused, timing=dataclasses.replace(fused.timing, without_cuda="redistribute"))
-    assert grader.parts_left_out(redistribute, [not_ran]) == set()
+    assert cuda.parts_left_out(redistribute, [not_ran]) == set()
 
 
 def test_a_deleted_grade_cell_comes_back_with_course_toml_points():

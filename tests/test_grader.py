@@ -25,7 +25,8 @@ from autograder import course, suites
 from autograder.core import codec
 from autograder.course import ROOT, CourseError
 from autograder.core.extract import NotebookError, Template
-from autograder.grading.grader import Grader, cuda_present
+from autograder.grading.cuda import cuda_present
+from autograder.grading.grader import Grader
 from autograder.results.result import Result
 from autograder.results.result import MAX_OUTPUT
 from helpers import NAMES, SAMPLE_TIMEOUT_S, SampleClass, sample_kit

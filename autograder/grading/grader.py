@@ -27,9 +27,10 @@ from .. import suites
 from ..core import seeds
 from ..core.extract import Extracted, NotebookError, Template, unreadable_key
 from ..core.sandbox import BACKSTOP, PROBE, Budget, Died, GraderError, Hung, Limits, Sandbox, Zygote
-from ..course import SOLUTIONS, Assignment, Course, CourseError
+from ..course import SOLUTIONS, Course, CourseError
 from ..kit import Failed, Test, Trial
 from ..results.result import Result, TestResult, entry, held_entry, not_run
+from .cuda import cuda_present
 
 RETRIED = ("(retried once, on a fresh process: its first run reached the {:g} s wall-clock backstop with CPU "
            "time to spare; docs/results.md)")
@@ -280,12 +281,6 @@ class Grader:
                 box.stop()
 
 
-def cuda_present() -> bool:
-    """Whether this machine has a CUDA GPU, asked through NVML where it can be: a process that
-    initialised CUDA cannot be forked into a fork server whose children use the GPU."""
-    return torch.cuda.device_count() > 0
-
-
 def _drop_raising_cells(box: Sandbox, violations: list[policy.Violation]) -> None:
     """Leave out of the child every cell that raised when loaded and breaks a withhold rule: what it did
     before raising (patching the probe, say) must not outlive it, and what it meant to define is missing
@@ -332,17 +327,3 @@ def observed(box: Sandbox) -> list[policy.Violation]:
 
 def _entry(test: Test, score: float, output: str, misconception: str | None = None, kind: str = "") -> TestResult:
     return entry(test.name, test.part, score, test.points, output, misconception, kind)
-
-
-def parts_left_out(a: Assignment, kept: list[Result]) -> set[int]:
-    """Parts of a whose points leave the maximum: every test of the part needs CUDA, course.toml says
-    without_cuda = "skip", and the part's tests were not run, in any of `kept` (the class's results, graded
-    wherever they were) or, with none kept yet, on this machine, where they will be graded. A part that
-    one kept result ran stays in (a kept result is reused, not regraded, on any machine: docs/results.md)."""
-    if a.timing is None or a.timing.without_cuda != "skip":
-        return set()
-    tests = suites.load(a.name).tests
-    cuda_parts = {p for p in {t.part for t in tests} if all(t.needs_cuda for t in tests if t.part == p)}
-    if not kept:
-        return set() if cuda_present() else cuda_parts
-    return {p for p in cuda_parts if not any(t.ran for r in kept for t in r.tests if t.part == p)}

@@ -29,6 +29,7 @@ from nbgrader.utils import compute_checksum
 from ..course import SOLUTIONS, Course, CourseError
 from ..core import seeds
 from ..core.extract import Template
+from ..grading.cuda import parts_left_out
 from ..results.render import feedback_text
 from ..results.result import Result
 from ..results.store import Store
@@ -137,9 +138,8 @@ def write_grades(nb, result: Result, cells: dict[str, dict]) -> None:
 def sync_gradebook(course: Course, assignment: str, db_url, cells: dict[str, dict]) -> None:
     """Give the gradebook what course.toml and the kept results say: the assignment's due date (its
     deadline, from which nbgrader counts lateness) and its grade cells' points (Assignment.cell_points;
-    0 for a part left out by without_cuda = "skip", see grading.grader.parts_left_out), with the checksums
+    0 for a part left out by without_cuda = "skip", see grading.cuda.parts_left_out), with the checksums
     of the part cells (`cells`: part_cells) at those points."""
-    from ..grading.grader import parts_left_out
     a = course.assignment(assignment)
     kept = class_store(db_url, assignment).results() if store_path(db_url, assignment).is_file() else []
     left_out = parts_left_out(a, kept)
