@@ -208,8 +208,15 @@ def test_a_lane_outside_the_launchs_tensors_is_stopped_before_it_reads_or_writes
     import triton.language as tl
     from nbtest.warmup import OUT_OF_BOUNDS
     from triton.runtime.interpreter import InterpreterError
+    from triton.runtime import autotuner, interpreter
     nbtest.interpreter_as_on_gpu()
-    nbtest.interpreter_as_on_gpu()      # a second call keeps one check (the fork server and a notebook both call)
+    patched = (interpreter.GridExecutor, interpreter.FunctionRewriter, interpreter.InterpreterBuilder,
+               interpreter.ReduceOps, autotuner.Autotuner)
+    before = [dict(cls.__dict__) for cls in patched]
+    # a second call keeps one check and changes no class (the fork server and a notebook both call; the grader's
+    # launch tracer counts a changed Triton class as the notebook's)
+    nbtest.interpreter_as_on_gpu()
+    assert all(cls.__dict__[k] is v for cls, was in zip(patched, before) for k, v in was.items())
 
     @triton.jit
     def copy(src_ptr, dst_ptr, n, MASKED: tl.constexpr, BLOCK: tl.constexpr):
