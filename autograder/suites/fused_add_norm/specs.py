@@ -207,6 +207,8 @@ def _counting(run):
             return run(self, *args, **kwargs)
         finally:
             _state["depth"] -= 1
+    # an error of a launch (a keyword given twice) names Triton's run, as it would without the tracer
+    counted.__name__, counted.__qualname__ = "run", _str(_getattr(run, "__qualname__", "run"))
     return counted
 
 
