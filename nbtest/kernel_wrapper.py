@@ -58,6 +58,8 @@ SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", 
                   # what kind of tensor it is, read off its dtype and flags (never is_nonzero, which reads a value)
                   "is_complex", "is_signed", "is_inference", "is_conj", "is_neg", "is_pinned"}
 SCALAR_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize"}
+# an int's own, in a heuristic: 1 << (n - 1).bit_length(), the next power of two (a tensor has no such method)
+INT_METHODS = {"bit_length"}
 SCALAR_ANNOTATIONS = {"int", "float", "bool", "str"}
 # builtins that pack tensors without reading their values (argument checks over dict(x=x, ...) or
 # zip(names, tensors), the first of them that fails one: next(t for t in ... if ...)); what they return holds the
@@ -114,7 +116,7 @@ PASSIVE_BUILTINS = {"len", "isinstance", "type", "print", "str", "repr", "ValueE
 KERNEL_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
 KERNEL_TYPES = {"int", "float", "bool"}          # the Python types Triton reads as i32, fp32 and u1
 KERNEL_BUILTINS = {"range", "min", "max", "abs", "int", "float", "len", "True", "False", "None"}
-KERNEL_METHODS = {"to", "dtype", "element_ty", "shape", "reshape", "view", "trans", "permute", "broadcast_to",
+KERNEL_METHODS = {"to", "dtype", "type", "element_ty", "shape", "reshape", "view", "trans", "permute", "broadcast_to",
                   "expand_dims", "sum", "max", "min", "argmax", "argmin", "cumsum", "cumprod", "exp", "log",
                   "sqrt", "abs", "ravel", "split", "T", "value", "primitive_bitwidth", "is_floating",
                   "is_fp16", "is_bf16", "is_fp32"}
@@ -2071,11 +2073,11 @@ class _Kernel:
                     self.ctx.resolve(n) != "triton":
                 return False
             if isinstance(n, ast.Attribute) and self.ctx.resolve(n) not in helpers and not (
-                    self.ctx.resolve(n) is None and n.attr in SCALAR_ATTRIBUTES | SCALAR_METHODS):
+                    self.ctx.resolve(n) is None and n.attr in SCALAR_ATTRIBUTES | SCALAR_METHODS | INT_METHODS):
                 return False
             if isinstance(n, ast.Call) and not (self.ctx.resolve(n.func) in helpers or id(n.func) in called or (
                     isinstance(n.func, ast.Name) and n.func.id in self.builtins - params) or (
-                    isinstance(n.func, ast.Attribute) and n.func.attr in SCALAR_METHODS)):
+                    isinstance(n.func, ast.Attribute) and n.func.attr in SCALAR_METHODS | INT_METHODS)):
                 return False
             if isinstance(n, (ast.Lambda, ast.comprehension, ast.NamedExpr)):
                 return False

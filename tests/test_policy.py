@@ -2286,13 +2286,24 @@ KERNEL_SOURCE = dict((label, src) for label, src, _ in solution(FUSED_NB))["fuse
      "@triton.autotune(configs=CONFIGS, key=['n_cols'])\n", {("kernel-decorator", FLAG)}),
     ("def steal(args):\n    return args['x_ptr'].numpy()\n\n\nHEURISTICS = {'BLOCK': steal}\n\n\n",
      "@triton.heuristics(HEURISTICS)\n", {("kernel-decorator", FLAG)}),
+    # honest round 18: the next power of two by an int's bit_length, inline or in a def the lambda calls
+    ("def _block_for(n):\n    return 1 << (n - 1).bit_length()\n\n\n",
+     "@triton.heuristics({'BLOCK': lambda args: _block_for(args['n_cols'])})\n", set()),
+    ("", "@triton.heuristics({'BLOCK': lambda args: 1 << (args['n_cols'] - 1).bit_length()})\n", set()),
 ], ids=["configs-over-a-constant", "configs-over-a-table", "configs-from-a-table", "heuristics-named",
-        "configs-stored-into", "heuristic-reading-values"])
+        "configs-stored-into", "heuristic-reading-values", "bit-length-in-a-def", "bit-length-inline"])
 def test_a_kernel_decorators_arguments_may_be_module_constants_nothing_changes(before, decorators, found):
     body = before + KERNEL_SOURCE.replace("@triton.jit\n", decorators + "@triton.jit\n", 1)
     assert body != before + KERNEL_SOURCE
     got = kernel_rules(body)
     assert found <= got if found else got == set()
+
+
+def test_a_kernel_may_read_a_pointers_element_type_through_its_type():
+    """honest round 18: Triton's fused-attention tutorial stores acc.to(Out.type.element_ty)."""
+    body = KERNEL_SOURCE.replace("y_ptr.dtype.element_ty", "y_ptr.type.element_ty")
+    assert body != KERNEL_SOURCE
+    assert kernel_rules(body) == set()
 
 
 # honest round 17: configs written in the decorator or returned by a def, unpacking pairs, over range or zip, with
