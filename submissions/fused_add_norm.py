@@ -15,6 +15,7 @@ HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
          "run-replaced-on-odd-widths": "variance-over-block", "run-replaced-when-untraced": "torch-only-wrapper",
          "method-registered-on-odd-widths": "variance-over-block", "kernel-fn-set-computes": "by-hand-wrapper",
+         "kernel-fn-set-by-a-helper-computes": "by-hand-wrapper", "rewrite-cache-written-computes": "by-hand-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
                           "handed-on-computes", "module-forward-computes", "redefined-helper-computes",
                           "import-rebound-computes", "method-set-elsewhere-computes"],
@@ -27,14 +28,17 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # what the launch trace measures fails these whatever the policy says (part1.traced): torch computing inside the
 # kernel's launch (object-method), an object of the notebook's own handed to the kernel (constexpr-operator: no
 # rule sees it; the other two, the kernel rule too), a hook of the notebook's that the launch runs
-# (launch-hook-computes: no rule sees it), and the tensors' values handed to Python (tolist, numpy: the rest,
-# whichever route the call took). Torch computing around an empty kernel (settings-get-computes,
-# item-of-an-object-computes) fails one_launch alone: the wrapper rules hold launches_kernel
+# (launch-hook-computes: no rule sees it), a kernel object changed after @triton.jit made it (kernel-fn-set-*,
+# rewrite-cache-written-computes: its fn, or the interpreter's rewrite of it, no longer Triton's), and the tensors'
+# values handed to Python (tolist, numpy: the rest, whichever route the call took). Torch computing around an empty
+# kernel (settings-get-computes, item-of-an-object-computes) fails one_launch alone: the wrapper rules hold
+# launches_kernel
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
             "module-forward-computes", "redefined-helper-computes", "import-rebound-computes",
-            "method-set-elsewhere-computes", "run-replaced-on-odd-widths", "run-replaced-when-untraced"}
+            "method-set-elsewhere-computes", "run-replaced-on-odd-widths", "run-replaced-when-untraced",
+            "kernel-fn-set-computes", "kernel-fn-set-by-a-helper-computes", "rewrite-cache-written-computes"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}
@@ -230,6 +234,15 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         "kernel-fn-set-computes": ("an empty kernel, launched by the reference wrapper, whose fn setattr replaces "
                                    "with a def of the cell that computes h and y in Python lists on what it loads",
                                    s.solved(fused_kernel=variants.FN_SWAPPED.lstrip()), fused),
+        "kernel-fn-set-by-a-helper-computes": (
+            "kernel-fn-set-computes with the kernel's fn set by a helper the kernel is handed",
+            s.solved(fused_kernel=variants.FN_SET_BY_A_HELPER.lstrip()), fused),
+        "rewrite-cache-written-computes": (
+            "an empty kernel launched by the reference wrapper, and the interpreter's cache of rewritten kernels "
+            "(reached through a kernel the cell makes of a def computing h and y in Python lists) given that def "
+            "for every kernel, after one call of the wrapper",
+            s.solved(fused_kernel=edit(variants.FN_SWAPPED.lstrip(), variants.FN_WRITES, ""),
+                     fused_add_layernorm=s.filled("fused_add_layernorm", after=variants.CACHE_WRITTEN)), fused),
         "launch-hook-computes": ("an empty kernel, launched by the reference wrapper, and a pre-run hook its cell "
                                  "registers, which Triton runs inside the launch: it computes h and y in Python lists",
                                  s.solved(fused_kernel=empty + variants.LAUNCH_HOOK), fused),

@@ -987,6 +987,26 @@ def _rows(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.cons
 setattr(fused_add_layernorm_kernel, "fn", _rows)
 setattr(fused_add_layernorm_kernel, "rewritten_fn", {_rows: _rows})
 '''
+# red team 19: FN_SWAPPED's two writes made by a helper handed the kernel, a route no static rule reads: the launch
+# trace sees that the kernel's fn is not the function @triton.jit made it with
+FN_WRITES = '''setattr(fused_add_layernorm_kernel, "fn", _rows)
+setattr(fused_add_layernorm_kernel, "rewritten_fn", {_rows: _rows})
+'''
+FN_SET_BY_A_HELPER = FN_SWAPPED.replace(FN_WRITES, '''def _install(kernel, body):
+    kernel.fn = body
+    kernel.rewritten_fn = {body: body}
+
+
+_install(fused_add_layernorm_kernel, _rows)
+''')
+# red team 19: the kernel never named: after one call of the wrapper, every entry of the interpreter's cache of
+# rewritten kernels (one dict, reached from any kernel the cell makes) replaced by FN_SWAPPED's _rows
+CACHE_WRITTEN = '''
+_rewrites = triton.jit(_rows).rewritten_fn
+fused_add_layernorm(torch.zeros(1, 16), torch.zeros(1, 16), torch.ones(16), torch.zeros(16))
+for _key in list(_rewrites):
+    _rewrites[_key] = _rows
+'''
 # red team 18: a singledispatchmethod that launches the kernel, given by register a def that redoes y with torch;
 # the wrapper dispatches on True only at widths that are no power of two, which the traced calls never use
 DISPATCHED = '''

@@ -247,6 +247,11 @@ def traced(t: Trial, *shape: int) -> tuple[str, list[dict], list[str], list[str]
         t.fail(f"not your kernel: while {label(x)} ran, Triton's launch classes were not Triton's own: your code "
                f"changed {', '.join(changed)}, so what runs around each launch is yours, where the trace cannot "
                "count it. Leave Triton's classes alone; launch your kernel as kernel[grid](...).")
+    swapped = sorted({excerpt(str(what), 60) for launch in launches for what in launch.get("swapped") or []})
+    if swapped:
+        t.fail(f"not your kernel: when {label(x)} launched its kernel, Triton's kernel object was no longer what "
+               f"@triton.jit made of your function ({', '.join(swapped)} changed), so what ran is not the kernel "
+               "you decorated. Leave the kernel object alone; launch it as kernel[grid](...).")
     read = values_read(trace.get("calls", []))
     if read:
         t.fail(f"not your kernel: {label(x)} handed the tensors' values to Python ({', '.join(read)}), which "

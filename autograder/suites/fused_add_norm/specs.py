@@ -34,9 +34,15 @@ student code) records, while a traced call runs:
                Triton's interpreter reading the tensors inside kernel[grid](...) is not, a heuristic or a
                grid the launch calls is
     kernels    the submission's module-level names that hold a Triton kernel
-    machinery  the names of Triton's launch classes (a kernel's class and its bases) whose own attributes
-               were replaced, added or removed since warm_up counted their launches: a cell that reached
-               one (type() of a kernel) runs its code around every launch, where the counts miss it
+    machinery  the names of Triton's launch classes (a kernel's class and its bases, and the interpreter's
+               rewriter and executor) whose own attributes were replaced, added or removed since warm_up
+               counted their launches: a cell that reached one (type() of a kernel) runs its code around
+               every launch, where the counts miss it
+    (each launch) "swapped": what of the launched kernel's layers is no longer what Triton made: a layer
+               of a class that is not exactly Triton's, or made without its __init__; a layer whose `fn`
+               is not the function it was made with; an interpreted kernel whose rewriter or cached
+               rewrite is not the one Triton made from that function. The function that runs is then
+               not the kernel the cell decorated (a plain def computing in lists on the loaded values)
 
 Raw observations only: the grader decides what they mean.
 """
@@ -44,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import weakref
 
 import torch
 import torch.nn.functional as F
@@ -53,7 +60,7 @@ _randn, _empty, _Generator = torch.randn, torch.empty, torch.Generator
 _to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
 _float32, _uint8 = torch.float32, torch.uint8
 _getattr, _isinstance, _type, _str, _len, _repr = getattr, isinstance, type, str, len, repr
-_tuple, _list, _any = tuple, list, any
+_tuple, _list, _any, _id = tuple, list, any, id
 _getframe, _MISSING = sys._getframe, object()
 _class_dict, _class_name = type.__dict__["__dict__"].__get__, type.__dict__["__name__"].__get__
 CELL = "<cell "     # the file name a cell's code is compiled under (not the monitor's CELL_PREFIX: this module's globals
@@ -97,6 +104,11 @@ SPECS = {"randn": randn, "eager": eager, "copy": copy}
 
 _state = {"recorder": None, "depth": 0}
 _MACHINERY: list[tuple[type, dict]] = []    # (a launch class, its own attributes as warm_up left them)
+_LAYERS: set[type] = set()      # the classes of a kernel's layers: Triton's own, never a subclass
+# id(a kernel layer) -> (a weak reference to it, its fn, its rewriter) as its __init__ left them; by identity, as a
+# JITFunction hashes its source
+_BORN: dict[int, tuple] = {}
+_REWRITTEN = weakref.WeakKeyDictionary()  # a kernel's function -> the rewrite Triton's interpreter made of it
 
 
 class _Recorder:
@@ -119,7 +131,8 @@ class _Recorder:
                                   "file": _str(code.co_filename)[:200] if code is not None else "?",
                                   "grid": _repr(grid)[:100] if _type(grid) in (_tuple, _list) else "callable",
                                   "foreign": _list(dict.fromkeys(foreign))[:8],
-                                  "hooks": _list(dict.fromkeys(_hooks(kernel)))})
+                                  "hooks": _list(dict.fromkeys(_hooks(kernel))),
+                                  "swapped": _swapped(kernel)})
 
     def op(self, name: str, inside: bool) -> None:
         ops = self.inside if inside else self.ops
@@ -194,6 +207,55 @@ def _hooks(kernel) -> list[str]:
     return found[:8]
 
 
+def _swapped(kernel) -> list[str]:
+    """What of the kernel's layers (an autotuner over heuristics over a kernel, ...) is not what Triton made
+    (the module's docstring); [] for a kernel as @triton.jit and its decorators left it."""
+    found, layer = [], kernel
+    for _ in range(8):
+        kind = _type(layer)
+        name = _str(_class_name(kind))[:60]
+        if kind not in _LAYERS:
+            return [f"a {name} in place of Triton's kernel"]
+        slots, born = _own_vars(layer), _BORN.get(_id(layer))
+        if born is None or born[0]() is not layer:
+            return [f"a {name} made without Triton's __init__"]
+        _, fn, rewriter = born
+        if slots.get("fn") is not fn:
+            found.append(f"{name}.fn")
+        if rewriter is not None:
+            cached = _class_dict(kind).get("rewritten_fn", {})
+            done = cached.get(fn, _MISSING) if _type(cached) is dict else _MISSING
+            if slots.get("rewriter") is not rewriter or _own_vars(rewriter).get("fn") is not fn:
+                found.append(f"{name}.rewriter")
+            if "rewritten_fn" in slots or (done is not _MISSING and done is not _REWRITTEN.get(fn)):
+                found.append(f"{name}.rewritten_fn")
+        layer = slots.get("fn")
+        if layer is None or _type(layer) is _function:
+            return found
+    return found
+
+
+def _born(init):
+    """A kernel layer class's __init__, noting the fn (and the interpreter's rewriter) it made the layer with."""
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        slots, key = _own_vars(self), _id(self)
+        _BORN[key] = (weakref.ref(self, lambda _: _BORN.pop(key, None)), slots.get("fn"), slots.get("rewriter"))
+    return __init__
+
+
+def _rewriting(rewrite):
+    """The interpreter's rewriter, noting which rewrite it made of which function (a rewriter of its own class
+    only: the class is Triton's, checked with the launch classes)."""
+    def rewrite_ast(self):
+        done = rewrite(self)
+        fn = _own_vars(self).get("fn")
+        if _type(fn) is _function:
+            _REWRITTEN[fn] = done
+        return done
+    return rewrite_ast
+
+
 def _counting(run):
     """A kernel class's run (what kernel[grid](...) calls), recording top-level launches while tracing."""
     def counted(self, *args, **kwargs):
@@ -242,8 +304,16 @@ def warm_up() -> None:
     for cls in launching:
         if "run" in cls.__dict__:
             cls.run = _counting(cls.__dict__["run"])
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _born(cls.__dict__["__init__"])
+    # what makes and runs an interpreted kernel's code: a cell that changes them changes every kernel's
+    running = [getattr(interpreter, name, None) for name in ("FunctionRewriter", "ASTTransformer", "GridExecutor")]
+    rewriter = running[0]
+    if rewriter is not None and "rewrite_ast" in rewriter.__dict__:
+        rewriter.rewrite_ast = _rewriting(rewriter.__dict__["rewrite_ast"])
+    _LAYERS.update(launching)
     _MACHINERY[:] = [(cls, dict(cls.__dict__)) for cls in dict.fromkeys(
-        c for cls in launching for c in cls.__mro__ if c.__module__.startswith("triton."))]
+        c for cls in (*launching, *filter(None, running)) for c in cls.__mro__ if c.__module__.startswith("triton."))]
 
     class Operators(TorchDispatchMode):
         def __init__(self, recorder):
