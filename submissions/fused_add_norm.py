@@ -16,6 +16,7 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
          "run-replaced-on-odd-widths": "variance-over-block", "run-replaced-when-untraced": "torch-only-wrapper",
          "method-registered-on-odd-widths": "variance-over-block", "kernel-fn-set-computes": "by-hand-wrapper",
          "kernel-fn-set-by-a-helper-computes": "by-hand-wrapper", "rewrite-cache-written-computes": "by-hand-wrapper",
+         "lists-redo-odd-widths": "variance-over-block",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
                           "handed-on-computes", "module-forward-computes", "redefined-helper-computes",
                           "import-rebound-computes", "method-set-elsewhere-computes"],
@@ -25,9 +26,10 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
                           "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes",
                           "heuristic-set-later-computes"],
                          "torch-only-wrapper")}
-# what the launch trace measures fails these whatever the policy says (part1.traced): torch computing inside the
-# kernel's launch (object-method), an object of the notebook's own handed to the kernel (constexpr-operator: no
-# rule sees it; the other two, the kernel rule too), a hook of the notebook's that the launch runs
+# what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, at any call of part 1:
+# lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch computing
+# inside the kernel's launch (object-method), an object of the notebook's own handed to the kernel
+# (constexpr-operator: no rule sees it; the other two, the kernel rule too), a hook of the notebook's that the launch runs
 # (launch-hook-computes: no rule sees it), a kernel object changed after @triton.jit made it (kernel-fn-set-*,
 # rewrite-cache-written-computes: its fn, or the interpreter's rewrite of it, no longer Triton's), and the tensors'
 # values handed to Python (tolist, numpy: the rest, whichever route the call took). Torch computing around an empty
@@ -38,7 +40,8 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
             "module-forward-computes", "redefined-helper-computes", "import-rebound-computes",
             "method-set-elsewhere-computes", "run-replaced-on-odd-widths", "run-replaced-when-untraced",
-            "kernel-fn-set-computes", "kernel-fn-set-by-a-helper-computes", "rewrite-cache-written-computes"}
+            "kernel-fn-set-computes", "kernel-fn-set-by-a-helper-computes", "rewrite-cache-written-computes",
+            "lists-redo-odd-widths", "method-registered-on-odd-widths"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}
@@ -141,6 +144,16 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                                           "var = tl.sum(centred * centred, axis=0) / BLOCK"))
                      + variants.RUN_REPLACED.replace("WHEN", 'n != kwargs.get("BLOCK", n)')),
             fused | s.trusting()),
+        "lists-redo-odd-widths": (
+            "variance-over-block's kernel, launched by the reference wrapper, which then redoes h and y in Python "
+            "lists where the width is not a power of two: widths only the values tests use, whose calls the fusion "
+            "tests judge too",
+            s.solved(fused_kernel=kernel(("var = tl.sum(centred * centred, axis=0) / n_cols",
+                                          "var = tl.sum(centred * centred, axis=0) / BLOCK")),
+                     fused_add_layernorm=wrapper(("return h.view(x.shape), y.view(x.shape)\n", "if n & (n - 1):\n"
+                                                  + textwrap.indent(variants.BY_HAND.lstrip(), "    ")
+                                                  + "return h.view(x.shape), y.view(x.shape)\n"))),
+            fused),
         "method-registered-on-odd-widths": (
             "variance-over-block's kernel, launched by a singledispatchmethod that a def registered at module level "
             "replaces where the width is no power of two, redoing y with torch",

@@ -660,3 +660,19 @@ def test_without_cuda_skip_drops_the_timing_points_from_the_maximum():
             assert entry["output"].startswith(SKIPPED + "; not graded, per course.toml")
             assert "its 10 points are left out of the maximum" in entry["output"]
             assert (result["score"], result["max_score"]) == (score, 30), result
+
+
+def test_a_judge_fails_its_test_at_the_first_call_it_finds_wanting_and_never_raises():
+    """Test.judges reads every traced call of its part (grading/grader.py): the first it finds wanting is the
+    failure, and a report the judge cannot read costs the test alone, as an unusable reply does. fused-add-norm's
+    judges read a malformed report as one that shows no launch of the notebook's kernel."""
+    from autograder.grading.grader import _judged
+    from autograder.kit.trial import Test as SuiteTest
+    from autograder.suites.fused_add_norm import part1
+    empty = SuiteTest("judged", 1, 1, lambda t: None, judges=lambda label, report: None if report else f"{label}: empty")
+    assert _judged(empty, [("f(1)", {"launches": []}), ("f(2)", {}), ("f(3)", {})]) == "f(2): empty"
+    assert _judged(empty, [("f(1)", {"launches": []})]) is None
+    raising = SuiteTest("judged", 1, 1, lambda t: None, judges=lambda label, report: report["launches"][0])
+    assert _judged(raising, [("f(1)", {})]) == "could not be checked: the submission's reply to f(1) was unusable (KeyError)"
+    for judge in (part1.launched, part1.fused):
+        assert "launched no @triton.jit kernel" in judge("f(1)", {"launches": "x", "ops": 5, "calls": None})

@@ -199,6 +199,7 @@ SAMPLE_RULES = {
     # red team 18: a kernel's fn set by setattr; a decorated method given a def by register
     ("fused-add-norm", "kernel-fn-set-computes"): {("kernel-attribute", FLAG)},
     ("fused-add-norm", "method-registered-on-odd-widths"): {("wrapper-no-launch", FLAG), ("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "lists-redo-odd-widths"): {("wrapper-torch-op", FLAG)},
     # red team 17: Triton's kernel class given a run of the cell's, reached through type() of a kernel
     ("fused-add-norm", "run-replaced-on-odd-widths"): {("protocol", WITHHOLD)},
     ("fused-add-norm", "run-replaced-when-untraced"): {("protocol", WITHHOLD), ("process-introspection", WITHHOLD)},

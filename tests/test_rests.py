@@ -46,7 +46,7 @@ class FakeBox:
     """A sandbox whose child answers every request with `reply`."""
 
     def __init__(self, reply: dict):
-        self.reply, self.declared = reply, {}
+        self.reply, self.declared, self.traced = reply, {}, []
 
     def start(self):
         pass

@@ -748,6 +748,7 @@ class Sandbox:
         self.declared: dict = {}       # probe.declared() of the running child
         self.events: list[monitor.Event] = []   # what the monitor saw, in every child so far, in order
         self.kept: list[shared.Arena] = []      # read-back arenas, kept until close (written_later)
+        self.traced: list[tuple[str, dict]] = []   # (label, report) of each traced call that returned (kit.Trial)
         self.isolation = ""
         self.closed = False
         self._child: Child | None = None

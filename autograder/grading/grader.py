@@ -152,6 +152,16 @@ class Grader:
                 why = next((changed[(t.part, fn)] for fn in sorted(claims[t.id]) if (t.part, fn) in changed), None)
                 if why and entries[t.id].kind in ("passed", "held"):
                     entries[t.id] = _entry(t, 0, why, t.misconception, "failed")
+        # a test that judges every traced call of its part fails at the first one, in any of the part's children, that
+        # its judge finds wanting: a call that earns points runs no otherwise than the ones the test traced itself
+        traced: dict[int, list[tuple[str, dict]]] = {}
+        for group, (_, _, box, _, _) in zip(groups, done):
+            traced.setdefault(group[0].part, []).extend(box.traced)
+        for t in self.graded:
+            if t.judges is not None and t.id in entries and entries[t.id].kind in ("passed", "held"):
+                why = _judged(t, traced.get(t.part, []))
+                if why:
+                    entries[t.id] = _entry(t, 0, f"at a call another test made: {why}", t.misconception, "failed")
         # a cell several children load: its events once, in notebook order, however the tests were grouped
         order = {label: i for i, (label, _, _) in enumerate(self.template.cells)}
         events = sorted(dict.fromkeys(e for _, seen, *_ in done for e in seen),
@@ -323,6 +333,18 @@ def observed(box: Sandbox) -> list[policy.Violation]:
     sources = dict(box.all_cells)
     return [policy.Violation(e.cell or UNNAMED, e.line, MONITOR, policy.WITHHOLD, f"{e.event}: {e.detail}",
                              policy.quote(sources.get(e.cell, ""), e.line)) for e in box.events]
+
+
+def _judged(test: Test, calls: list[tuple[str, dict]]) -> str | None:
+    """Why the first of the traced calls that test.judges finds wanting fails the test, or None."""
+    for label, report in calls:
+        try:
+            why = test.judges(label, report)
+        except Exception as e:     # the child's report, read by suite code: one it cannot use costs the test alone
+            why = f"could not be checked: the submission's reply to {label} was unusable ({type(e).__name__})"
+        if why:
+            return why
+    return None
 
 
 def _entry(test: Test, score: float, output: str, misconception: str | None = None, kind: str = "") -> TestResult:

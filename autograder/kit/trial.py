@@ -74,6 +74,9 @@ class Test:
     misconception: str | None = None   # the id its failures show unless a failure names another
     held_by: frozenset[str] = frozenset()   # policy rules whose breach holds it for review
     slow: bool = False          # it trains: run first, in a child of its own, where a notebook has cores to spare
+    # it judges every traced call of its part, its own and other tests', in every child: judges(label, report) ->
+    # why the test fails, or None (grading/grader.py), so that no call that earns points runs unjudged
+    judges: Callable[[str, dict], str | None] | None = None
 
     @property
     def id(self) -> str:
@@ -107,14 +110,17 @@ class Suite:
         self._finished = False
 
     def test(self, part: int, points: int, name: str, needs_cuda: bool = False, own_child: bool = False,
-             misconception: str | None = None, slow: bool = False):
+             misconception: str | None = None, slow: bool = False, judges=None):
         """own_child: the tests after this one get a fresh child, unharmed by what it ran (a kernel
         that wrote past the end of a tensor corrupts the child's heap, to crash it later).
         misconception: the id of what a failure of this test shows, unless the failure names another.
         slow: it takes several times a typical test's time (it trains a model); where one notebook is
-        graded on several cores (Grader(parts_at_once=...)), it runs first, in a child of its own."""
+        graded on several cores (Grader(parts_at_once=...)), it runs first, in a child of its own.
+        judges: judges(label, report) -> why the test fails, or None, applied to every call of its part that was
+        traced (t.call(..., trace=...)) and returned, in any of the part's children, once all have run."""
         def register(check: Callable[[Trial], None]) -> Callable[[Trial], None]:
-            self.tests.append(Test(name, part, points, check, needs_cuda, own_child, misconception, slow=slow))
+            self.tests.append(Test(name, part, points, check, needs_cuda, own_child, misconception, slow=slow,
+                                   judges=judges))
             return check
         return register
 
@@ -376,6 +382,9 @@ class Trial:
         if error and (not expect_error or "NotImplementedError" in error.get("is", [])):
             stub = "NotImplementedError" in error.get("is", [])
             raise Failed(self.raised(label, error) + self._breach(label), kind="not_attempted" if stub else "error")
+        if "trace" in request and not error:      # for the tests that judge every traced call (Test.judges)
+            report = reply.get("trace")
+            self._sandbox.traced.append((_traced_label(request), report if isinstance(report, dict) else {}))
         return Observation(reply, self.rests)
 
     def _breach(self, label: str) -> str:
@@ -485,6 +494,16 @@ def _wire(value):
     if isinstance(value, dict) and "spec" not in value:
         return {k: _wire(v) for k, v in value.items()}
     return value
+
+
+def _traced_label(request: dict) -> str:
+    """A traced call as its judge's verdict names it: fused_add_layernorm(float16 (3, 100), ..., eps=0.01)."""
+    def arg(value) -> str:
+        if isinstance(value, torch.Tensor):
+            return f"{str(value.dtype).removeprefix('torch.')} {tuple(value.shape)}"
+        return repr(value)[:40]
+    args = [arg(a) for a in request.get("args", [])] + [f"{k}={arg(v)}" for k, v in request.get("kwargs", {}).items()]
+    return f"{request.get('fn', '?')}({', '.join(args)})"
 
 
 def _short(value) -> str:

@@ -2,8 +2,6 @@
 ops also earns, and fusion (10 points), which it does not."""
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from nbtest.tensor_values import values_read
@@ -226,51 +224,54 @@ NON_COMPUTING = {
     "result_type"}
 
 
-def traced(t: Trial, *shape: int) -> tuple[str, list[dict], list[str], list[str]]:
-    """One traced call: its label, the launches of kernels defined in the notebook, the torch operators
-    outside NON_COMPUTING that ran outside launches, and the notebook's kernels. Such an operator inside a
-    launch fails the test here: the kernel's tl operations never run torch, so it is Python reached from
-    the kernel (an object handed to it whose method computes) doing the kernel's work."""
-    x, fx, weight, bias = inputs(t, *shape)
-    h, y, obs = run(t, x, fx, weight, bias)
-    trace = obs.trace
-    launches = [launch for launch in trace.get("launches", []) if isinstance(launch, dict)]
+def _listed(trace: dict, key: str) -> list:
+    value = trace.get(key)
+    return value if type(value) is list else []
+
+
+def _launches(trace: dict) -> tuple[list[dict], list[dict], list[str]]:
+    """A traced call's launches, those of kernels defined in the notebook, and the torch operators outside
+    NON_COMPUTING that ran outside launches."""
+    launches = [launch for launch in _listed(trace, "launches") if isinstance(launch, dict)]
     mine = [launch for launch in launches if str(launch.get("file", "")).startswith("<cell ")]
-    arithmetic, inside = ([str(op) for op in trace.get(key, []) if str(op).rstrip("_") not in NON_COMPUTING]
-                          for key in ("ops", "ops_in_launches"))
-    if inside:
-        t.fail(f"not your kernel: while {label(x)} ran its kernel, torch computed ({', '.join(inside)}). A "
-               "Triton kernel computes h and y with tl operations on what it loads; torch reached from inside "
-               "it, through an object handed to the kernel, is the wrapper computing, not the kernel.")
-    changed = [excerpt(str(name), 60) for name in trace.get("machinery") or []]
-    if changed:
-        t.fail(f"not your kernel: while {label(x)} ran, Triton's launch classes were not Triton's own: your code "
-               f"changed {', '.join(changed)}, so what runs around each launch is yours, where the trace cannot "
-               "count it. Leave Triton's classes alone; launch your kernel as kernel[grid](...).")
-    swapped = sorted({excerpt(str(what), 60) for launch in launches for what in launch.get("swapped") or []})
-    if swapped:
-        t.fail(f"not your kernel: when {label(x)} launched its kernel, Triton's kernel object was no longer what "
-               f"@triton.jit made of your function ({', '.join(swapped)} changed), so what ran is not the kernel "
-               "you decorated. Leave the kernel object alone; launch it as kernel[grid](...).")
-    read = values_read(trace.get("calls", []))
-    if read:
-        t.fail(f"not your kernel: {label(x)} handed the tensors' values to Python ({', '.join(read)}), which "
-               "computes on them where no kernel runs. A wrapper asks a tensor only for its shape, strides, dtype "
-               "and device, allocates h and y, and launches the kernel, whose tl operations compute on what it "
-               "loads.")
-    hooks = sorted({excerpt(slot, 60) for launch in launches for slot in launch.get("hooks") or []})
-    if hooks:
-        t.fail(f"not your kernel: while {label(x)} ran, the kernel it launched held a hook of the notebook's "
-               f"({', '.join(hooks)}), which runs inside the launch, handed its tensors. A Triton kernel computes "
-               "h and y with tl operations on what it loads: leave its hooks to Triton.")
-    foreign = sorted({excerpt(kind, 60) for launch in mine for kind in launch.get("foreign") or []})
-    if foreign:
-        # in Triton's interpreter a tl.constexpr parameter holds the object the launch passed: `if FLAG:` or
-        # `N < M` in the kernel runs that object's methods, Python inside the launch, unseen by the trace
-        t.fail(f"{label(x)} passed your kernel an object of type {', '.join(foreign)}: a kernel's arguments are "
-               "tensors and plain data (numbers, bools, strings, dtypes), so that nothing but the kernel computes "
-               "inside the launch. Pass the tensors, their sizes and constants; compute h and y in the kernel.")
-    return label(x), mine, arithmetic, [str(k) for k in trace.get("kernels", [])]
+    arithmetic = [str(op) for op in _listed(trace, "ops") if str(op).rstrip("_") not in NON_COMPUTING]
+    return launches, mine, arithmetic
+
+
+def not_the_kernel(what: str, trace: dict) -> str | None:
+    """Why the traced call's h and y are not its kernel's work, as the trace measured it, or None."""
+    launches, mine, _ = _launches(trace)
+    each = lambda key, among=launches: sorted({excerpt(str(v), 60) for launch in among for v in launch.get(key) or []})
+    found = [
+        # torch inside a launch: a kernel's tl operations never run torch, so it is Python reached from the kernel
+        # (an object handed to it whose method computes)
+        ([str(op) for op in _listed(trace, "ops_in_launches") if str(op).rstrip("_") not in NON_COMPUTING],
+         lambda n: f"not your kernel: while {what} ran its kernel, torch computed ({n}). A Triton kernel computes "
+                   "h and y with tl operations on what it loads; torch reached from inside it, through an object "
+                   "handed to the kernel, is the wrapper computing, not the kernel."),
+        ([excerpt(str(name), 60) for name in _listed(trace, "machinery")],
+         lambda n: f"not your kernel: while {what} ran, Triton's launch classes were not Triton's own: your code "
+                   f"changed {n}, so what runs around each launch is yours, where the trace cannot count it. Leave "
+                   "Triton's classes alone; launch your kernel as kernel[grid](...)."),
+        (each("swapped"),
+         lambda n: f"not your kernel: when {what} launched its kernel, Triton's kernel object was no longer what "
+                   f"@triton.jit made of your function ({n} changed), so what ran is not the kernel you decorated. "
+                   "Leave the kernel object alone; launch it as kernel[grid](...)."),
+        (values_read(_listed(trace, "calls")),
+         lambda n: f"not your kernel: {what} handed the tensors' values to Python ({n}), which computes on them "
+                   "where no kernel runs. A wrapper asks a tensor only for its shape, strides, dtype and device, "
+                   "allocates h and y, and launches the kernel, whose tl operations compute on what it loads."),
+        (each("hooks"),
+         lambda n: f"not your kernel: while {what} ran, the kernel it launched held a hook of the notebook's ({n}), "
+                   "which runs inside the launch, handed its tensors. A Triton kernel computes h and y with tl "
+                   "operations on what it loads: leave its hooks to Triton."),
+        # in Triton's interpreter a tl.constexpr parameter holds the object the launch passed: `if FLAG:` or `N < M`
+        # in the kernel runs that object's methods, Python inside the launch, unseen by the trace
+        (each("foreign", mine),
+         lambda n: f"{what} passed your kernel an object of type {n}: a kernel's arguments are tensors and plain "
+                   "data (numbers, bools, strings, dtypes), so that nothing but the kernel computes inside the "
+                   "launch. Pass the tensors, their sizes and constants; compute h and y in the kernel.")]
+    return next((message(", ".join(names)) for names, message in found if names), None)
 
 
 def torch_instead(what: str, arithmetic: list[str], kernels: list[str]) -> str:
@@ -281,27 +282,48 @@ def torch_instead(what: str, arithmetic: list[str], kernels: list[str]) -> str:
             f"your notebook{defined}{used}. Compute h and y in your kernel, launched as kernel[grid](...).")
 
 
-@test(1, 5, "fused: fused_add_layernorm launches your @triton.jit kernel")
+def launched(what: str, trace: dict) -> str | None:
+    """launches_kernel's verdict on one traced call: its kernel did the work, and it is the notebook's."""
+    why = not_the_kernel(what, trace)
+    _, mine, arithmetic = _launches(trace)
+    if why is None and not mine:
+        why = torch_instead(what, arithmetic, [str(k) for k in _listed(trace, "kernels")])
+    return why
+
+
+def fused(what: str, trace: dict) -> str | None:
+    """one_launch's verdict on one traced call: launched, in one launch, with no torch arithmetic around it."""
+    why = launched(what, trace)
+    _, mine, arithmetic = _launches(trace)
+    if why is None and arithmetic:
+        why = (f"not fused: {what} also ran torch arithmetic on the data, outside your kernel "
+               f"({', '.join(arithmetic)}): h = x + fx or LayerNorm computed by torch moves the stream through "
+               "memory again. The kernel computes both h and y; the wrapper only checks the shapes, allocates h "
+               "and y, and launches it.")
+    if why is None and len(mine) > 1:
+        kernels = ", ".join(dict.fromkeys(str(launch.get("kernel", "?")) for launch in mine))
+        why = (f"not fused: {what} launched {len(mine)} kernels ({kernels}). One pass over memory is one launch, "
+               "one program per row, grid = (n_rows,): a Python loop over rows, or separate add and norm kernels, "
+               "read the stream more than once.")
+    return why
+
+
+def traced(t: Trial, verdict, *shape: int) -> None:
+    """One traced call of the wrapper on inputs of `shape`, failing the test with the verdict's reason."""
+    x, fx, weight, bias = inputs(t, *shape)
+    why = verdict(label(x), run(t, x, fx, weight, bias)[2].trace)
+    if why:
+        t.fail(why)
+
+
+# the fusion tests judge every traced call of part 1 (Test.judges), the values tests' too, each in its own child:
+# code that computed h and y otherwise at shapes or dtypes only those tests use would earn their points unjudged
+@test(1, 5, "fused: fused_add_layernorm launches your @triton.jit kernel", judges=launched)
 def launches_kernel(t: Trial):
-    what, mine, arithmetic, kernels = traced(t, t.rng.randint(2, 3), t.rng.randint(2, 4), t.choice([32, 64]))
-    if not mine:
-        t.fail(torch_instead(what, arithmetic, kernels))
+    traced(t, launched, t.rng.randint(2, 3), t.rng.randint(2, 4), t.choice([32, 64]))
 
 
-@test(1, 5, "fused: one launch computes both h and y, with no torch arithmetic around it")
+@test(1, 5, "fused: one launch computes both h and y, with no torch arithmetic around it", judges=fused)
 def one_launch(t: Trial):
     for shape in [(1, t.choice([32, 64])), (t.rng.randint(2, 3), t.rng.randint(3, 5), t.choice([32, 64]))]:
-        what, mine, arithmetic, kernels = traced(t, *shape)
-        if not mine:
-            t.fail(torch_instead(what, arithmetic, kernels))
-        if arithmetic:
-            t.fail(f"not fused: {what} also ran torch arithmetic on the data, outside your kernel "
-                   f"({', '.join(arithmetic)}): h = x + fx or LayerNorm computed by torch moves the stream "
-                   "through memory again. The kernel computes both h and y; the wrapper only checks the "
-                   "shapes, allocates h and y, and launches it.")
-        if len(mine) > 1:
-            rows = math.prod(shape[:-1])
-            kernels = ", ".join(dict.fromkeys(launch.get("kernel", "?") for launch in mine))
-            t.fail(f"not fused: {what} ({rows} rows) launched {len(mine)} kernels ({kernels}). One pass over "
-                   "memory is one launch, one program per row, grid = (n_rows,): a Python loop over rows, or "
-                   "separate add and norm kernels, read the stream more than once.")
+        traced(t, fused, *shape)
