@@ -16,7 +16,7 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
          "run-replaced-on-odd-widths": "variance-over-block", "run-replaced-when-untraced": "torch-only-wrapper",
          "method-registered-on-odd-widths": "variance-over-block", "kernel-fn-set-computes": "by-hand-wrapper",
          "kernel-fn-set-by-a-helper-computes": "by-hand-wrapper", "rewrite-cache-written-computes": "by-hand-wrapper",
-         "lists-redo-odd-widths": "variance-over-block",
+         "lists-redo-odd-widths": "variance-over-block", "language-function-replaced": "by-hand-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
                           "handed-on-computes", "module-forward-computes", "redefined-helper-computes",
                           "import-rebound-computes", "method-set-elsewhere-computes"],
@@ -31,7 +31,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # inside the kernel's launch (object-method), an object of the notebook's own handed to the kernel
 # (constexpr-operator: no rule sees it; the other two, the kernel rule too), a hook of the notebook's that the launch runs
 # (launch-hook-computes: no rule sees it), a kernel object changed after @triton.jit made it (kernel-fn-set-*,
-# rewrite-cache-written-computes: its fn, or the interpreter's rewrite of it, no longer Triton's), and the tensors'
+# rewrite-cache-written-computes: its fn, or the interpreter's rewrite of it, no longer Triton's), a function of
+# triton.language replaced by the cell's (language-function-replaced), and the tensors'
 # values handed to Python (tolist, numpy: the rest, whichever route the call took). Torch computing around an empty
 # kernel (settings-get-computes, item-of-an-object-computes) fails one_launch alone: the wrapper rules hold
 # launches_kernel
@@ -41,7 +42,7 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "module-forward-computes", "redefined-helper-computes", "import-rebound-computes",
             "method-set-elsewhere-computes", "run-replaced-on-odd-widths", "run-replaced-when-untraced",
             "kernel-fn-set-computes", "kernel-fn-set-by-a-helper-computes", "rewrite-cache-written-computes",
-            "lists-redo-odd-widths", "method-registered-on-odd-widths"}
+            "lists-redo-odd-widths", "method-registered-on-odd-widths", "language-function-replaced"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}
@@ -247,6 +248,10 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         "kernel-fn-set-computes": ("an empty kernel, launched by the reference wrapper, whose fn setattr replaces "
                                    "with a def of the cell that computes h and y in Python lists on what it loads",
                                    s.solved(fused_kernel=variants.FN_SWAPPED.lstrip()), fused),
+        "language-function-replaced": (
+            "a kernel that adds in tl operations and calls tl.sum for y, tl.sum replaced by a def of the cell that "
+            "computes LayerNorm in Python lists on the loaded values",
+            s.solved(fused_kernel=variants.LANGUAGE_REPLACED.lstrip()), fused),
         "kernel-fn-set-by-a-helper-computes": (
             "kernel-fn-set-computes with the kernel's fn set by a helper the kernel is handed",
             s.solved(fused_kernel=variants.FN_SET_BY_A_HELPER.lstrip()), fused),

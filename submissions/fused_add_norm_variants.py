@@ -1007,6 +1007,34 @@ fused_add_layernorm(torch.zeros(1, 16), torch.zeros(1, 16), torch.ones(16), torc
 for _key in list(_rewrites):
     _rewrites[_key] = _rows
 '''
+# a function of triton.language replaced by a def of the cell, which the kernel calls inside the launch: tl.sum
+# given h, the weight, the bias, n and eps computes y in Python lists on the loaded values
+LANGUAGE_REPLACED = '''
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                               BLOCK: tl.constexpr):
+    """One program per row: h here, y by tl.sum."""
+''' + FN_SWAPPED[FN_SWAPPED.index("    row = tl.program_id(0).to(tl.int64)"):FN_SWAPPED.index("    n = int(n_cols")] + '''\
+    h = x + fx
+    tl.store(h_ptr + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
+    y = tl.sum(h, w, b, n_cols, eps)
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _norm(h, w, b, n_cols, eps):
+    """What tl.sum runs in this notebook: LayerNorm of the row, in Python lists."""
+    n = int(n_cols.handle.data.ravel().tolist()[0]) if hasattr(n_cols, "handle") else int(n_cols)
+    e = float(eps.handle.data.ravel().tolist()[0]) if hasattr(eps, "handle") else float(eps)
+    hs, ws, bs = h.handle.data.tolist()[:n], w.handle.data.tolist()[:n], b.handle.data.tolist()[:n]
+    mean = sum(hs) / n
+    inv = (sum((v - mean) ** 2 for v in hs) / n + e) ** -0.5
+    out = h * 0.0
+    out.handle.data[:n] = [(v - mean) * inv * wi + bi for v, wi, bi in zip(hs, ws, bs)]
+    return out
+
+
+tl.sum = _norm
+'''
 # red team 18: a singledispatchmethod that launches the kernel, given by register a def that redoes y with torch;
 # the wrapper dispatches on True only at widths that are no power of two, which the traced calls never use
 DISPATCHED = '''

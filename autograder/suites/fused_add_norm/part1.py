@@ -250,9 +250,9 @@ def not_the_kernel(what: str, trace: dict) -> str | None:
                    "h and y with tl operations on what it loads; torch reached from inside it, through an object "
                    "handed to the kernel, is the wrapper computing, not the kernel."),
         ([excerpt(str(name), 60) for name in _listed(trace, "machinery")],
-         lambda n: f"not your kernel: while {what} ran, Triton's launch classes were not Triton's own: your code "
-                   f"changed {n}, so what runs around each launch is yours, where the trace cannot count it. Leave "
-                   "Triton's classes alone; launch your kernel as kernel[grid](...)."),
+         lambda n: f"not your kernel: while {what} ran, Triton's launch classes or triton.language were not "
+                   f"Triton's own: your code changed {n}, so what runs around or inside each launch is yours, where "
+                   "the trace cannot count it. Leave Triton alone; launch your kernel as kernel[grid](...)."),
         (each("swapped"),
          lambda n: f"not your kernel: when {what} launched its kernel, Triton's kernel object was no longer what "
                    f"@triton.jit made of your function ({n} changed), so what ran is not the kernel you decorated. "

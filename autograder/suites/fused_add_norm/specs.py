@@ -37,7 +37,8 @@ student code) records, while a traced call runs:
     machinery  the names of Triton's launch classes (a kernel's class and its bases, and the interpreter's
                rewriter and executor) whose own attributes were replaced, added or removed since warm_up
                counted their launches: a cell that reached one (type() of a kernel) runs its code around
-               every launch, where the counts miss it
+               every launch, where the counts miss it; and the names of triton.language's modules and classes
+               that hold a cell's code (tl.sum replaced: the kernel runs it inside the launch)
     (each launch) "swapped": what of the launched kernel's layers is no longer what Triton made: a layer
                of a class that is not exactly Triton's, or made without its __init__; a layer whose `fn`
                is not the function it was made with; an interpreted kernel whose rewriter or cached
@@ -49,7 +50,9 @@ Raw observations only: the grader decides what they mean.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
+import types
 import weakref
 
 import torch
@@ -63,6 +66,8 @@ _getattr, _isinstance, _type, _str, _len, _repr = getattr, isinstance, type, str
 _tuple, _list, _any, _id = tuple, list, any, id
 _getframe, _MISSING = sys._getframe, object()
 _class_dict, _class_name = type.__dict__["__dict__"].__get__, type.__dict__["__name__"].__get__
+_module_dict = types.ModuleType.__dict__["__dict__"].__get__
+_partial, _method, _wrappers = functools.partial, types.MethodType, (staticmethod, classmethod)
 CELL = "<cell "     # the file name a cell's code is compiled under (not the monitor's CELL_PREFIX: this module's globals
 # are reachable from Triton's classes, through the counted run, and must hold nothing of the grader's)
 _object_getattribute, _function = object.__getattribute__, type(lambda: None)
@@ -105,6 +110,9 @@ SPECS = {"randn": randn, "eager": eager, "copy": copy}
 _state = {"recorder": None, "depth": 0}
 _MACHINERY: list[tuple[type, dict]] = []    # (a launch class, its own attributes as warm_up left them)
 _LAYERS: set[type] = set()      # the classes of a kernel's layers: Triton's own, never a subclass
+# triton.language's modules and the classes they define, (name, reader of its own dict, it, that dict as warm_up
+# left it): what a kernel calls
+_LANGUAGE: list[tuple[str, object, object, dict]] = []
 # id(a kernel layer) -> (a weak reference to it, its fn, its rewriter) as its __init__ left them; by identity, as a
 # JITFunction hashes its source
 _BORN: dict[int, tuple] = {}
@@ -145,7 +153,8 @@ class _Recorder:
 
     def report(self) -> dict:
         return {"launches": self.launches, "ops": _list(self.ops), "ops_in_launches": _list(self.inside),
-                "calls": [_list(call) for call in self.calls], "kernels": self.kernels, "machinery": _changed()}
+                "calls": [_list(call) for call in self.calls], "kernels": self.kernels,
+                "machinery": _changed() + _language()}
 
 
 def _changed() -> list[str]:
@@ -156,6 +165,35 @@ def _changed() -> list[str]:
         if _len(now) != _len(before) or _any(now.get(k, _MISSING) is not v for k, v in before.items()):
             changed.append(_str(_class_name(cls))[:60])
     return changed
+
+
+def _language() -> list[str]:
+    """The names of triton.language's modules and classes that hold code of a cell's: a kernel calling tl.sum runs
+    whatever tl.sum holds, inside the launch. Triton's interpreter patches these names with its own code while it
+    runs a kernel (and a jit helper's call leaves its patches), so what is checked is whose code they hold."""
+    found = []
+    for name, read, owner, before in _LANGUAGE:
+        found += [f"{name}.{key}"[:60] for key, value in _list(read(owner).items())
+                  if before.get(key, _MISSING) is not value and _runs_a_cell(value)]
+    return found[:8]
+
+
+def _runs_a_cell(value) -> bool:
+    """Whether value is a def or lambda compiled from a cell, or runs one when called or read (a partial, a bound
+    method, a property, a callable object of a cell's class)."""
+    for _ in range(8):
+        kind = _type(value)
+        if kind is _function:
+            return _cell(_str(value.__code__.co_filename))
+        if kind is property:
+            return _any(_runs_a_cell(f) for f in (value.fget, value.fset, value.fdel) if f is not None)
+        if kind is _partial:
+            value = value.func
+        elif kind is _method or kind in _wrappers:
+            value = value.__func__
+        else:
+            value = _class_dict(kind).get("__call__")
+    return False
 
 
 def _plain(value) -> bool:
@@ -312,6 +350,13 @@ def warm_up() -> None:
     if rewriter is not None and "rewrite_ast" in rewriter.__dict__:
         rewriter.rewrite_ast = _rewriting(rewriter.__dict__["rewrite_ast"])
     _LAYERS.update(launching)
+    languages = [(name, module) for name, module in _list(sys.modules.items())
+                 if name == "triton.language" or name.startswith("triton.language.")]
+    classes = {id(c): (f"{name}.{c.__name__}", c) for name, module in languages for c in vars(module).values()
+               if isinstance(c, type) and c.__module__.startswith("triton.language")}
+    _LANGUAGE[:] = [(name, read, owner, dict(read(owner))) for name, read, owner in
+                    [(name, _module_dict, module) for name, module in languages] +
+                    [(name, _class_dict, c) for name, c in classes.values()]]
     _MACHINERY[:] = [(cls, dict(cls.__dict__)) for cls in dict.fromkeys(
         c for cls in (*launching, *filter(None, running)) for c in cls.__mro__ if c.__module__.startswith("triton."))]
 
