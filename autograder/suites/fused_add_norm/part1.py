@@ -229,13 +229,17 @@ def _listed(trace: dict, key: str) -> list:
     return value if type(value) is list else []
 
 
+def _computing(trace: dict, key: str) -> list[str]:
+    """The torch operators a traced call ran ("ops": outside launches; "ops_in_launches") outside NON_COMPUTING."""
+    return [str(op) for op in _listed(trace, key) if str(op).rstrip("_") not in NON_COMPUTING]
+
+
 def _launches(trace: dict) -> tuple[list[dict], list[dict], list[str]]:
     """A traced call's launches, those of kernels defined in the notebook, and the torch operators outside
     NON_COMPUTING that ran outside launches."""
     launches = [launch for launch in _listed(trace, "launches") if isinstance(launch, dict)]
     mine = [launch for launch in launches if str(launch.get("file", "")).startswith("<cell ")]
-    arithmetic = [str(op) for op in _listed(trace, "ops") if str(op).rstrip("_") not in NON_COMPUTING]
-    return launches, mine, arithmetic
+    return launches, mine, _computing(trace, "ops")
 
 
 def not_the_kernel(what: str, trace: dict) -> str | None:
@@ -245,7 +249,7 @@ def not_the_kernel(what: str, trace: dict) -> str | None:
     found = [
         # torch inside a launch: a kernel's tl operations never run torch, so it is Python reached from the kernel
         # (an object handed to it whose method computes)
-        ([str(op) for op in _listed(trace, "ops_in_launches") if str(op).rstrip("_") not in NON_COMPUTING],
+        (_computing(trace, "ops_in_launches"),
          lambda n: f"not your kernel: while {what} ran its kernel, torch computed ({n}). A Triton kernel computes "
                    "h and y with tl operations on what it loads; torch reached from inside it, through an object "
                    "handed to the kernel, is the wrapper computing, not the kernel."),
@@ -285,27 +289,29 @@ def torch_instead(what: str, arithmetic: list[str], kernels: list[str]) -> str:
 def launched(what: str, trace: dict) -> str | None:
     """launches_kernel's verdict on one traced call: its kernel did the work, and it is the notebook's."""
     why = not_the_kernel(what, trace)
+    if why:
+        return why
     _, mine, arithmetic = _launches(trace)
-    if why is None and not mine:
-        why = torch_instead(what, arithmetic, [str(k) for k in _listed(trace, "kernels")])
-    return why
+    return None if mine else torch_instead(what, arithmetic, [str(k) for k in _listed(trace, "kernels")])
 
 
 def fused(what: str, trace: dict) -> str | None:
     """one_launch's verdict on one traced call: launched, in one launch, with no torch arithmetic around it."""
     why = launched(what, trace)
+    if why:
+        return why
     _, mine, arithmetic = _launches(trace)
-    if why is None and arithmetic:
-        why = (f"not fused: {what} also ran torch arithmetic on the data, outside your kernel "
-               f"({', '.join(arithmetic)}): h = x + fx or LayerNorm computed by torch moves the stream through "
-               "memory again. The kernel computes both h and y; the wrapper only checks the shapes, allocates h "
-               "and y, and launches it.")
-    if why is None and len(mine) > 1:
+    if arithmetic:
+        return (f"not fused: {what} also ran torch arithmetic on the data, outside your kernel "
+                f"({', '.join(arithmetic)}): h = x + fx or LayerNorm computed by torch moves the stream through "
+                "memory again. The kernel computes both h and y; the wrapper only checks the shapes, allocates h "
+                "and y, and launches it.")
+    if len(mine) > 1:
         kernels = ", ".join(dict.fromkeys(str(launch.get("kernel", "?")) for launch in mine))
-        why = (f"not fused: {what} launched {len(mine)} kernels ({kernels}). One pass over memory is one launch, "
-               "one program per row, grid = (n_rows,): a Python loop over rows, or separate add and norm kernels, "
-               "read the stream more than once.")
-    return why
+        return (f"not fused: {what} launched {len(mine)} kernels ({kernels}). One pass over memory is one launch, "
+                "one program per row, grid = (n_rows,): a Python loop over rows, or separate add and norm kernels, "
+                "read the stream more than once.")
+    return None
 
 
 def traced(t: Trial, verdict, *shape: int) -> None:
