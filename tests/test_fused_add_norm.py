@@ -442,3 +442,23 @@ print(json.dumps(found))
     assert json.loads(proc.stdout.splitlines()[-1]) == {
         "honest": [], "lists": ["torch.Tensor.tolist"], "callback": ["torch.Tensor.apply_"],
         "heuristic": ["torch.Tensor.numpy"], "machinery": [], "replaced": ["InterpretedFunction"]}
+
+
+def test_a_triton_language_name_is_flagged_by_whose_code_it_runs():
+    """The launch tracer's check of triton.language (specs._language): a name holding a cell's def or lambda, or
+    what runs one when called (a partial, a bound method, a property, a cell's callable object or class), is the
+    cell's; Triton's own code, and a class of a cell's whose methods are all Triton's, are not."""
+    import functools
+
+    from autograder.suites.fused_add_norm import specs
+    from triton.runtime import interpreter
+    cell = {}
+    exec(compile("def norm(h):\n    return h\n\n\nclass Norm:\n    def __init__(self, h):\n        self.h = h\n\n\n"
+                 "class Call:\n    def __call__(self, h):\n        return h\n\n\nclass Plain:\n    pass\n",
+                 f"{specs.CELL}1>", "exec"), cell)
+    cells = [cell["norm"], eval(compile("lambda h: h", f"{specs.CELL}2>", "eval")), functools.partial(cell["norm"]),
+             cell["Call"]().__call__, property(cell["norm"]), cell["Call"](), cell["Norm"], staticmethod(cell["norm"])]
+    assert all(specs._runs_a_cell(value) for value in cells)
+    triton_own = [interpreter._patch_lang, functools.partial(interpreter._patch_lang), interpreter.GridExecutor,
+                  cell["Plain"], cell["Plain"](), 3, None, torch.add]
+    assert not any(specs._runs_a_cell(value) for value in triton_own)

@@ -66,6 +66,7 @@ _getattr, _isinstance, _type, _str, _len, _repr = getattr, isinstance, type, str
 _tuple, _list, _any, _id = tuple, list, any, id
 _getframe, _MISSING = sys._getframe, object()
 _class_dict, _class_name = type.__dict__["__dict__"].__get__, type.__dict__["__name__"].__get__
+_mro = type.__dict__["__mro__"].__get__
 _module_dict = types.ModuleType.__dict__["__dict__"].__get__
 _partial, _method, _wrappers = functools.partial, types.MethodType, (staticmethod, classmethod)
 CELL = "<cell "     # the file name a cell's code is compiled under (not the monitor's CELL_PREFIX: this module's globals
@@ -178,15 +179,17 @@ def _language() -> list[str]:
     return found[:8]
 
 
-def _runs_a_cell(value) -> bool:
+def _runs_a_cell(value, depth: int = 0) -> bool:
     """Whether value is a def or lambda compiled from a cell, or runs one when called or read (a partial, a bound
-    method, a property, a callable object of a cell's class)."""
+    method, a property, a callable object of a cell's class, a class with a method of a cell's)."""
     for _ in range(8):
         kind = _type(value)
         if kind is _function:
             return _cell(_str(value.__code__.co_filename))
         if kind is property:
             return _any(_runs_a_cell(f) for f in (value.fget, value.fset, value.fdel) if f is not None)
+        if type in _mro(kind):      # a class: called, it runs its own methods (a class nested in it is not read)
+            return depth == 0 and _any(_runs_a_cell(v, 1) for c in _mro(value) for v in _list(_class_dict(c).values()))
         if kind is _partial:
             value = value.func
         elif kind is _method or kind in _wrappers:
