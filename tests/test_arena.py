@@ -1,4 +1,6 @@
-"""core/arena.py: a call's read-back arguments in a sealed memfd, kept by the child the moment the call returns."""
+"""core/arena.py: a call's read-back arguments in a sealed memfd, kept by the child the moment the call returns;
+and a traced call's result, encoded before any code of the call's can run again (core/probe.py)."""
+import contextlib
 import gc
 import mmap
 import os
@@ -7,7 +9,7 @@ import weakref
 import pytest
 import torch
 
-from autograder.core import arena
+from autograder.core import arena, probe
 
 
 def _child_side(a: arena.Arena) -> tuple[mmap.mmap, list]:
@@ -143,6 +145,47 @@ def test_a_finaliser_that_restores_the_inputs_after_the_return_is_too_late(how):
         assert torch.equal(a.read()[0], x + fx) and torch.equal(out, x + fx)   # ... too late
     finally:
         a.close()
+
+
+class _Late:
+    """A finaliser that writes the values into a tensor the call returned, once only the collector frees it."""
+
+    def __init__(self, out):
+        self.out, self.me = out, self
+
+    def __del__(self):
+        self.out.fill_(7.0)
+
+
+def test_a_finaliser_cannot_change_a_traced_result_after_the_tracer_stops(monkeypatch):
+    """A traced call's trace is of all the code that made its result: a finaliser that writes the result once
+    the tracer has stopped (a cycle, the collector due at the first allocation after the return) runs only
+    after the result is encoded, so the grader reads what the call returned, and the trace saw it made."""
+    stops, made = [], []
+
+    @contextlib.contextmanager
+    def tracer(module):
+        yield type("Recorder", (), {"report": lambda self: {"stopped": len(stops)}})()
+        stops.append(True)
+
+    def empty_then_late(x):
+        out = torch.zeros_like(x)
+        _Late(out)
+        made.append(out)
+        return out
+
+    monkeypatch.setitem(probe.TRACERS, "test", tracer)
+    thresholds = gc.get_threshold()
+    gc.collect()
+    gc.set_threshold(1)
+    try:
+        reply = probe._observe(empty_then_late, {"op": "call", "args": [torch.ones(4)], "trace": "test"}, {}, {}, None)
+    finally:
+        gc.set_threshold(*thresholds)
+    assert reply["trace"] == {"stopped": 1} and gc.isenabled()
+    assert torch.equal(reply["result"]["value"], torch.zeros(4))
+    gc.collect()                       # the finaliser was real: it ran at the next collection, too late
+    assert torch.equal(made[0], torch.full((4,), 7.0))
 
 
 def test_nothing_to_read_back_or_another_device_means_no_arena():

@@ -40,6 +40,7 @@ launches) recorded while the call ran.
 from __future__ import annotations
 
 import builtins
+import gc
 import inspect
 import numbers
 import platform
@@ -88,6 +89,7 @@ _perf_counter, _machine = time.perf_counter, platform.machine
 _Generator, _normal, _index_select, _as_tensor = torch.Generator, torch.Tensor.normal_, torch.index_select, torch.tensor
 _device_of, _int64 = torch._C.TensorBase.device.__get__, torch.int64
 _Real = numbers.Real
+_gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
 _traceback_of = BaseException.__traceback__.__get__
 _FORWARD_MISSING = nn.modules.module._forward_unimplemented.__code__   # an nn.Module with no forward, called
 _signature, _isclass, _callable = inspect.signature, inspect.isclass, callable
@@ -246,16 +248,28 @@ def _observe(fn, request, specs, objects, module) -> dict:
     if handed:                  # what the call leaves of the inputs is kept the moment it returns
         fn = _keeping(fn, handed)
     tracer = TRACERS.get(request.get("trace"))
-    report = None
-    if tracer is not None:
+    if tracer is None:
+        if request.get("no_grad"):
+            with _no_grad():
+                return _observed(fn(*args, **kwargs), args, request)
+        return _observed(fn(*args, **kwargs), args, request)
+    # the trace is of all the code that made the result: with the collector off from the call until the result is
+    # encoded, no finaliser or weakref callback of the code's runs after the tracer stops and changes what it returned
+    enabled = _gc_isenabled()
+    _gc_disable()
+    try:
         with tracer(module) as recorder:
             result = fn(*args, **kwargs)
-        report = recorder.report()
-    elif request.get("no_grad"):
-        with _no_grad():
-            result = fn(*args, **kwargs)
-    else:
-        result = fn(*args, **kwargs)
+        out = _observed(result, args, request)
+        out["trace"] = recorder.report()
+        return out
+    finally:
+        if enabled:
+            _gc_enable()
+
+
+def _observed(result, args: list, request: dict) -> dict:
+    """The reply's view of a call: what it returned, its arguments after it, gradients if asked."""
     result = _plain_tuple(result)
     shared = [_type(a) is _Handed for a in request.get("args", [])]
     out = {"result": encode(result),
@@ -263,8 +277,6 @@ def _observe(fn, request, specs, objects, module) -> dict:
            "shares_input": _shares_storage(result, [a for a in args if _type(a) is _Tensor])}
     if request.get("grad") is not None:
         out["grads"] = _grads(result, args, request)
-    if request.get("trace"):
-        out["trace"] = report
     return out
 
 
