@@ -287,25 +287,28 @@ def torch_instead(what: str, arithmetic: list[str], kernels: list[str]) -> str:
 
 
 def launched(what: str, trace: dict) -> str | None:
-    """launches_kernel's verdict on one traced call: its kernel did the work, and it is the notebook's."""
+    """launches_kernel's verdict on one traced call: its kernel did the work, and it is the notebook's: torch
+    computing anywhere in the call (before the launch, feeding the kernel, or after it) did part of it."""
     why = not_the_kernel(what, trace)
     if why:
         return why
     _, mine, arithmetic = _launches(trace)
-    return None if mine else torch_instead(what, arithmetic, [str(k) for k in _listed(trace, "kernels")])
+    if not mine:
+        return torch_instead(what, arithmetic, [str(k) for k in _listed(trace, "kernels")])
+    if arithmetic:
+        return (f"not your kernel alone: {what} also ran torch arithmetic on the data, outside your kernel "
+                f"({', '.join(arithmetic)}): h = x + fx or LayerNorm computed by torch, before the launch or after "
+                "it, is work your kernel should do, and moves the stream through memory again. The kernel computes "
+                "both h and y; the wrapper only checks the shapes, allocates h and y, and launches it.")
+    return None
 
 
 def fused(what: str, trace: dict) -> str | None:
-    """one_launch's verdict on one traced call: launched, in one launch, with no torch arithmetic around it."""
+    """one_launch's verdict on one traced call: launched, with no torch arithmetic, in one launch."""
     why = launched(what, trace)
     if why:
         return why
-    _, mine, arithmetic = _launches(trace)
-    if arithmetic:
-        return (f"not fused: {what} also ran torch arithmetic on the data, outside your kernel "
-                f"({', '.join(arithmetic)}): h = x + fx or LayerNorm computed by torch moves the stream through "
-                "memory again. The kernel computes both h and y; the wrapper only checks the shapes, allocates h "
-                "and y, and launches it.")
+    _, mine, _ = _launches(trace)
     if len(mine) > 1:
         kernels = ", ".join(dict.fromkeys(str(launch.get("kernel", "?")) for launch in mine))
         return (f"not fused: {what} launched {len(mine)} kernels ({kernels}). One pass over memory is one launch, "
