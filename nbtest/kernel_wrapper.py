@@ -135,7 +135,12 @@ def check_fused(ctx: Notebook, wrapper: str) -> list[Violation]:
     if wrapper in ctx.functions and not is_stub(ctx.functions[wrapper][1]):
         label, fn = ctx.functions[wrapper]
         out += _Wrapper(ctx, wrapper).run(label, fn)
-    return out + _rebound(ctx, {wrapper, *ctx.kernels, *ctx.functions, *ctx.classes}) + _kernel_attributes(ctx)
+    # the kernel rules read the kernels and the functions their decorators name; the wrapper rules read the rest
+    checked = {wrapper, *ctx.kernels, *ctx.functions, *ctx.classes}
+    kernel_side = checked & (set(ctx.kernels) | {node.id for _, fn in ctx.kernels.values() for d in fn.decorator_list
+                                                 for node in ast.walk(d) if isinstance(node, ast.Name)})
+    return out + _rebound(ctx, kernel_side, "rebound") + _rebound(ctx, checked - kernel_side, "wrapper-rebound") + \
+        _kernel_attributes(ctx)
 
 
 def _kernel_attributes(ctx: Notebook) -> list[Violation]:
@@ -164,11 +169,11 @@ def _kernel_attributes(ctx: Notebook) -> list[Violation]:
     return out
 
 
-def _rebound(ctx: Notebook, names: set[str]) -> list[Violation]:
+def _rebound(ctx: Notebook, names: set[str], rule: str) -> list[Violation]:
     """The checks above read each function's last top-level def; they hold only while the name still
-    holds that def when the cells have run. Flags every binding of these names after it (an assignment,
-    an import, a loop or with target, a def nested in an if, a del), any binding of the wrapper where no
-    def of it is checked, a `global` for them in any function, and a decorator on the wrapper or a
+    holds that def when the cells have run. Flags (as `rule`) every binding of these names after it (an
+    assignment, an import, a loop or with target, a def nested in an if, a del), any binding of the wrapper
+    where no def of it is checked, a `global` for them in any function, and a decorator on the wrapper or a
     helper (it replaces the def by what it returns) unless it is a library's given plain data, and then
     any use of the name but a call."""
     out = []
@@ -178,19 +183,19 @@ def _rebound(ctx: Notebook, names: set[str]) -> list[Violation]:
             continue
         at, last = (ctx.order[label], node.lineno), (ctx.order[final[0]], final[1].lineno) if final else None
         if final is None or last < at:
-            out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound again here, so the "
+            out.append(Violation(label, node.lineno, rule, FLAG, f"'{bound}' is bound again here, so the "
                                  "function the grader checked is not the one the tests call: define it once, "
                                  "with def, and leave the name alone", quote(ctx.sources[label], node.lineno)))
         elif any(at < (ctx.order[where], read.lineno) < last for read, where in ctx.loads.get(bound, [])):
             # read before its checked def binds it again (a partial, a decorator's argument, an object built):
             # what was read is this binding, which the grader did not check
-            out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{bound}' is bound here and read before "
+            out.append(Violation(label, node.lineno, rule, FLAG, f"'{bound}' is bound here and read before "
                                  "the def the grader checks binds it again: define it once, with def",
                                  quote(ctx.sources[label], node.lineno)))
     for label, tree in ctx.trees.items():
         for node in ast.walk(tree) if ctx.student[label] else ():
             if isinstance(node, ast.Global) and names & set(node.names):
-                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'global {', '.join(names & set(node.names))}'"
+                out.append(Violation(label, node.lineno, rule, FLAG, f"'global {', '.join(names & set(node.names))}'"
                                      " lets a function rebind a name the grader checked", quote(ctx.sources[label], node.lineno)))
     decorated = set()
     for name, (label, fn) in ctx.functions.items():
@@ -198,15 +203,15 @@ def _rebound(ctx: Notebook, names: set[str]) -> list[Violation]:
             continue
         own = next((d for d in fn.decorator_list if not library_decorator(d, ctx)), None)
         if own is not None:
-            out.append(Violation(label, own.lineno, "rebound", FLAG, f"a decorator on {name} that is not a library's "
+            out.append(Violation(label, own.lineno, rule, FLAG, f"a decorator on {name} that is not a library's "
                                  "given plain data: the name then holds what it returns, not the def the grader "
                                  "checked", quote(ctx.sources[label], own.lineno)))
         else:
             decorated.add(name)
-    return out + _not_called(ctx, decorated)
+    return out + _not_called(ctx, decorated, rule)
 
 
-def _not_called(ctx: Notebook, names: set[str]) -> list[Violation]:
+def _not_called(ctx: Notebook, names: set[str], rule: str) -> list[Violation]:
     """What a library decorator returned may hold more than the def: a dispatch registry
     (functools.singledispatch's register), attributes to replace. The notebook may only call it: any other
     use of the name (an attribute, an alias, an argument) is flagged."""
@@ -218,7 +223,7 @@ def _not_called(ctx: Notebook, names: set[str]) -> list[Violation]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load) and \
                     id(node) not in called:
-                out.append(Violation(label, node.lineno, "rebound", FLAG, f"'{node.id}' is decorated, and used "
+                out.append(Violation(label, node.lineno, rule, FLAG, f"'{node.id}' is decorated, and used "
                                      "here other than called: through it, what the decorator returned could run "
                                      "something else than the def the grader checked; only call it",
                                      quote(ctx.sources[label], node.lineno)))

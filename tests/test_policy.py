@@ -184,8 +184,8 @@ SAMPLE_RULES = {
                                                ("wrapper-torch-op", FLAG)},
     # fusion shown to the tracer but not done by the kernel: the graded name rebound, a constexpr object
     ("fused-add-norm", "by-hand-wrapper"): {("wrapper-torch-op", FLAG)},
-    ("fused-add-norm", "rebound-by-assignment"): {("rebound", FLAG)},
-    ("fused-add-norm", "rebound-by-decorator"): {("rebound", FLAG)},
+    ("fused-add-norm", "rebound-by-assignment"): {("wrapper-rebound", FLAG)},
+    ("fused-add-norm", "rebound-by-decorator"): {("wrapper-rebound", FLAG)},
     # the object handed to the kernel is a module-level object of the notebook's own, read in the wrapper
     ("fused-add-norm", "constexpr-method"): {("kernel-python", FLAG), ("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "constexpr-item-method"): {("kernel-python", FLAG), ("wrapper-torch-op", FLAG)},
@@ -218,7 +218,7 @@ SAMPLE_RULES = {
     ("fused-add-norm", "heuristic-set-later-computes"): {("kernel-attribute", FLAG)},
     ("residual-connections", "parameterdict-retypes-error"): {("computed-attribute", WITHHOLD)},
     # red team round 13: a helper read before its checked def; a ParameterDict out of the holders' sight
-    ("fused-add-norm", "redefined-helper-computes"): {("rebound", FLAG)},
+    ("fused-add-norm", "redefined-helper-computes"): {("wrapper-rebound", FLAG)},
     ("residual-connections", "parameterdict-in-a-list-retypes-error"): {("computed-attribute", WITHHOLD)},
     # red team round 14: an import's name bound again by a def, or by an object compared with type(int)
     ("fused-add-norm", "import-rebound-computes"): {("wrapper-torch-op", FLAG), ("wrapper-arithmetic", FLAG)},
@@ -866,8 +866,10 @@ REBINDINGS = {
 
 @pytest.mark.parametrize("spelling", REBINDINGS)
 def test_a_checked_name_bound_again_after_its_def_is_flagged(spelling):
+    """A kernel is the kernel rules' (rebound), the wrapper the wrapper rules' (wrapper-rebound)."""
     cells = with_cells(FUSED_NB, fused_add_layernorm=WRAPPER_SOURCE + "\n\n" + REBINDINGS[spelling])
-    assert rules(policy.check_cells(cells, FUSED)) == {("rebound", FLAG)}
+    rule = "rebound" if spelling.startswith("kernel") else "wrapper-rebound"
+    assert rules(policy.check_cells(cells, FUSED)) == {(rule, FLAG)}
 
 
 def decorated_wrapper(decorator: str, after: str = "") -> list[tuple[str, str, bool]]:
@@ -883,7 +885,7 @@ def decorated_wrapper(decorator: str, after: str = "") -> list[tuple[str, str, b
     ("@functools.lru_cache", "\n\nsame = fused_add_layernorm\n"),                       # aliased
 ])
 def test_a_decorator_that_could_replace_the_checked_def_is_flagged(decorator, after):
-    assert rules(policy.check_cells(decorated_wrapper(decorator, after), FUSED)) == {("rebound", FLAG)}
+    assert rules(policy.check_cells(decorated_wrapper(decorator, after), FUSED)) == {("wrapper-rebound", FLAG)}
 
 
 @pytest.mark.parametrize("decorator", ["@torch.no_grad()", "@functools.lru_cache", "@functools.lru_cache(maxsize=None)",
@@ -1576,7 +1578,7 @@ def test_a_class_the_wrapper_delegates_to_is_checked_as_a_helper_is(source):
      {("wrapper-no-launch", FLAG)}),                                            # an attribute hiding forward
     (class_wrapper() + "\n\nNorm.forward = print\n", {("wrapper-no-launch", FLAG)}),  # a method replaced
     (class_wrapper() + "\n\nsetattr(Norm, 'forward', print)\n", {("wrapper-no-launch", FLAG)}),
-    (class_wrapper() + "\n\nNorm = dict\n", {("rebound", FLAG)}),              # the class rebound
+    (class_wrapper() + "\n\nNorm = dict\n", {("wrapper-rebound", FLAG)}),      # the class rebound
     (FUNCTION_APPLY.replace("        pass\n", "        h = x + fx\n"), {("wrapper-arithmetic", FLAG)}),
     (FUNCTION_APPLY.replace("ctx.eps = inputs[-1]", "inputs[0].add_(1)"), {("wrapper-torch-op", FLAG)}),
     (FUNCTION_APPLY.replace("torch.autograd.Function", "object"), {("wrapper-no-launch", FLAG)}),
@@ -2253,7 +2255,7 @@ LAUNCH = "fused_add_layernorm_kernel[(rows_x.shape[0],)]("
     # red team 13: a def read (here by a partial) before a second def of its name, the one checked, binds it again
     ("import functools\n\n\ndef helper(a, b):\n    return torch.add(a, b)\n\n\nRUN = functools.partial(helper)\n\n\n"
      "def helper(a, b):\n    return None\n\n\n", [("n = x.shape[-1]\n", "n = x.shape[-1]\n    RUN(x, fx)\n")],
-     {("rebound", FLAG)}),
+     {("wrapper-rebound", FLAG)}),
     ("def helper(a):\n    return a\n\n\ndef helper(a):\n    return a.shape\n\n\n",
      [("n = x.shape[-1]\n", "n = helper(x)[-1]\n")], set()),
 ], ids=["two-exception-bases", "notebook-and-python-bases", "two-notebook-bases", "match-capture",
