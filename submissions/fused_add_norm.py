@@ -24,7 +24,7 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
          **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator",
                           "torch-under-another-name", "numpy-through-the-class", "heuristic-computes",
                           "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes",
-                          "heuristic-set-later-computes"],
+                          "heuristic-set-later-computes", "finaliser-computes-later"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, part1.launched, at any
 # call of part 1: lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch
@@ -34,7 +34,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # rewrite-cache-written-computes: its fn, or the interpreter's rewrite of it, no longer Triton's), a function of
 # triton.language replaced by the cell's (language-function-replaced), the tensors' values handed to Python (tolist,
 # numpy: the rest, whichever route the call took), and torch computing around an empty kernel, whatever reached it
-# (settings-get-computes, item-of-an-object-computes, torch-under-another-name)
+# (settings-get-computes, item-of-an-object-computes, torch-under-another-name). A finaliser that computes once the
+# tracer has stopped (finaliser-computes-later) runs after the result is encoded: its values come too late
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -42,7 +43,8 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "method-set-elsewhere-computes", "run-replaced-on-odd-widths", "run-replaced-when-untraced",
             "kernel-fn-set-computes", "kernel-fn-set-by-a-helper-computes", "rewrite-cache-written-computes",
             "lists-redo-odd-widths", "method-registered-on-odd-widths", "language-function-replaced",
-            "settings-get-computes", "item-of-an-object-computes", "torch-under-another-name"}
+            "settings-get-computes", "item-of-an-object-computes", "torch-under-another-name",
+            "finaliser-computes-later"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}
@@ -239,6 +241,12 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                        "item of an object whose __getitem__ computes h and y with torch",
                                        around_empty("return Rows()[x, fx, weight, bias, eps]\n",
                                                     variants.TORCH_NORM.lstrip() + "\n\n"), fused),
+        "finaliser-computes-later": ("an empty kernel launched once, and a cycle left behind whose finaliser "
+                                     "computes h and y with torch into the tensors returned, when the collector "
+                                     "frees it", around_empty(variants.LATE_RETURN, variants.LATE.lstrip() + "\n\n"),
+                                     s.checks(1) - {"rules_part1", "shape_mismatch", "too_wide", "weight_shape",
+                                              "float64_refused", "launches_kernel",
+                                              "one_launch"}),
         "run-replaced-when-untraced": (
             "an empty kernel, launched by the reference wrapper, and Triton's kernel class given a run of the cell's "
             "that computes h and y with torch when no torch function mode is active: every call is traced, so it "

@@ -890,6 +890,25 @@ class Rows:
 
 LAUNCH = Launch(4)
 '''
+# torch computing h and y in a finaliser, once the collector frees a cycle the wrapper leaves behind: the grader
+# encodes a traced call's result before the collector can run again, so the values come too late
+LATE = '''
+class _Late:
+    """Computes h and y into the tensors it holds, when the collector frees it."""
+
+    def __init__(self, x, fx, weight, bias, eps, h, y):
+        self.args, self.outs, self.me = (x, fx, weight, bias, eps), (h, y), self
+
+    def __del__(self):
+        x, fx, weight, bias, eps = self.args
+        h, y = self.outs
+        h.copy_(torch.add(x, fx))
+        y.copy_(torch.nn.functional.layer_norm(h, h.shape[-1:], weight, bias, eps))
+'''
+LATE_RETURN = '''
+_Late(x, fx, weight, bias, eps, h.view(x.shape), y.view(x.shape))
+return h.view(x.shape), y.view(x.shape)
+'''
 UNDER_ANOTHER_NAME = '''
 h = _t.add(x, fx)
 return h, _t.nn.functional.layer_norm(h, (n,), weight, bias, eps)

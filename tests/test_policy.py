@@ -207,6 +207,7 @@ SAMPLE_RULES = {
     # red team round 9: torch reached through a plain method's name, or an item, of an object of the notebook's
     ("fused-add-norm", "settings-get-computes"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "item-of-an-object-computes"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "finaliser-computes-later"): {("wrapper-torch-op", FLAG)},     # __del__ of a class it builds
     # red team round 11: code the wrapper runs unwritten, walked as called; a kernel's attribute (the launch hook
     # is MEASURED too)
     ("fused-add-norm", "launch-hook-computes"): {("kernel-attribute", FLAG)},
