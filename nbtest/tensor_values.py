@@ -9,7 +9,8 @@ trace and the public tests judge the notebook's calls by this one module.
     values_read([(name, kind), ...])          # the names of the calls that gave Python the values
 
 Python computing h and y in lists runs no torch operator, but it must take the values out of a tensor first:
-tolist, numpy, item, a tensor's truth value or text, its storage, or a function handed to apply_.
+tolist, numpy, item, a tensor's truth value or text, its storage, a function handed to apply_, or an object whose
+methods torch calls (its __float__, __index__) while the mode is set aside.
 """
 from __future__ import annotations
 
@@ -27,6 +28,14 @@ DESCRIBES = frozenset({
 HANDS_NO_VALUES = frozenset({"tensor", "Size", "dtype", "device", "layout", "memory_format", "NoneType"})
 _isinstance, _type, _callable, _any, _all, _str, _getattr = isinstance, type, callable, any, all, str, getattr
 _Tensor, _sequences = torch.Tensor, (tuple, list)
+# what a torch call may be handed as plain data (each type itself, never a subclass, whose methods are code): numbers,
+# text, slices, and torch's own descriptions of a tensor; containers of them are looked into
+PLAIN = frozenset({int, float, bool, complex, str, bytes, type(None), type(Ellipsis), slice, range, torch.dtype,
+                   torch.device, torch.layout, torch.memory_format, torch.Size, torch.Generator})
+_CONTAINERS = frozenset({tuple, list, dict})
+PLAIN_CLASSES = PLAIN | {torch.Tensor}     # a class handed as data: dtype=float
+_mro = type.__dict__["__mro__"].__get__    # a type's own, which no __class__ of an object's can answer for
+MAX_CHECKED = 100_000     # arguments and items looked at per call; a call handed more is handed code
 
 
 def made_by_cell(frame, is_cell, launch) -> bool:
@@ -43,9 +52,23 @@ def made_by_cell(frame, is_cell, launch) -> bool:
     return False
 
 
-def hands_a_function(args: tuple, kwargs: dict) -> bool:
-    """Whether a torch call is handed something it calls back with values (x.apply_(f)): not a type or a dtype."""
-    return _any(_callable(a) and not _isinstance(a, _type) for a in (*args, *kwargs.values()))
+def hands_code(args: tuple, kwargs: dict) -> bool:
+    """Whether a torch call is handed what it may call back: a function (x.apply_(f)), a class of the code's, or an
+    object that is not plain data, at any depth of the tuples, lists and dicts it is handed (torch.full(s, obj)
+    runs obj.__float__). Such code runs inside the call, where a TorchFunctionMode is set aside, so what it reads
+    goes unrecorded."""
+    todo, budget = [*args, *kwargs.values()], MAX_CHECKED
+    while todo:
+        a = todo.pop()
+        budget -= 1
+        if budget < 0:
+            return True
+        kind = _type(a)
+        if kind in _CONTAINERS:
+            todo += a.values() if kind is dict else a
+        elif not (kind in PLAIN or _Tensor in _mro(kind) or (kind is _type and a in PLAIN_CLASSES)):
+            return True
+    return False
 
 
 def result_kind(value) -> str:
@@ -61,7 +84,7 @@ def run_recorded(func, args: tuple, kwargs: dict, record):
     """func(*args, **kwargs), with record(name, kind) for what it was handed ("callable", before it runs) and
     for what it handed back; name is torch's ("torch.Tensor.tolist")."""
     name = _str(resolve_name(func) or _getattr(func, "__name__", "?"))[:100]
-    if hands_a_function(args, kwargs):
+    if hands_code(args, kwargs):
         record(name, "callable")
     result = func(*args, **kwargs)
     record(name, result_kind(result))

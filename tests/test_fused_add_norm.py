@@ -380,8 +380,9 @@ print(x.tolist(), sorted(name for name in ("_interpreter", "np", "GridExecutor",
 def test_the_launch_trace_names_each_call_of_the_notebook_that_hands_python_the_values():
     """The "launches" tracer records the torch calls made by code compiled as a cell (here "<cell k>"), with what
     each handed back, and nbtest.tensor_values.values_read keeps those that gave Python the values: the
-    wrapper's own tolist, a function handed to apply_, a heuristic's numpy inside the launch; not the sizes and
-    allocations an honest wrapper asks for, nor Triton's interpreter reading the tensors inside the launch."""
+    wrapper's own tolist, a function handed to apply_, a heuristic's numpy inside the launch, an object whose
+    __index__ torch calls; not the sizes and allocations an honest wrapper asks for, nor Triton's interpreter reading
+    the tensors inside the launch. A tensor class of the cell's that torch hands an operator to is reported apart."""
     script = '''
 import json, os
 os.environ["TRITON_INTERPRET"] = "1"
@@ -420,14 +421,30 @@ def heuristic(x):
     h = torch.empty_like(x)
     _peeks[(1,)](x, h, 8)
     return h
+
+class Rows:
+    def __index__(self):
+        return 8
+
+def handed(x):
+    return torch.empty(Rows())
+
+class Lazy(torch.Tensor):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return torch.empty(1)
+
+def subclass(x):
+    return torch.empty_like(torch.empty(1).as_subclass(Lazy))
 """
 module = type(os)("nb")
 exec(compile(cell, "<cell k>", "exec"), module.__dict__)
 found = {}
-for name in ("honest", "lists", "callback", "heuristic"):
+for name in ("honest", "lists", "callback", "heuristic", "handed", "subclass"):
     with probe.TRACERS["launches"](module) as recorder:
         getattr(module, name)(torch.ones(8))
     found[name] = values_read(recorder.report()["calls"])
+    found[name + " classes"] = recorder.report()["classes"]
     found["machinery"] = recorder.report()["machinery"]
 kind, run = type(module._add), type(module._add).run
 kind.run = lambda self, *args, **kwargs: run(self, *args, **kwargs)    # a cell's run around every launch
@@ -439,9 +456,12 @@ print(json.dumps(found))
     proc = subprocess.run([sys.executable, "-c", script], env=NO_CUDA, capture_output=True, text=True, timeout=120,
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert json.loads(proc.stdout.splitlines()[-1]) == {
+    found = json.loads(proc.stdout.splitlines()[-1])
+    assert found == {
         "honest": [], "lists": ["torch.Tensor.tolist"], "callback": ["torch.Tensor.apply_"],
-        "heuristic": ["torch.Tensor.numpy"], "machinery": [], "replaced": ["InterpretedFunction"]}
+        "heuristic": ["torch.Tensor.numpy"], "handed": ["torch.empty"], "subclass": [], "machinery": [],
+        "replaced": ["InterpretedFunction"], "subclass classes": ["Lazy"],
+        **{f"{name} classes": [] for name in ("honest", "lists", "callback", "heuristic", "handed")}}, found
 
 
 def test_a_triton_language_name_is_flagged_by_whose_code_it_runs():

@@ -585,7 +585,7 @@ def test_a_wrapper_that_hands_python_the_values_loses_the_fused_tests(graded, sa
     first take the values out of the tensors: the trace sees that call, whatever the policy says of it."""
     tests = by_name(graded(FUSED)[f"{sample}.ipynb"])
     for name in FUSED_TESTS:
-        assert tests[name]["score"] == 0 and f"handed the tensors' values to Python ({call})" in tests[name]["output"]
+        assert tests[name]["score"] == 0 and f"handed the tensors' values to Python ({call}" in tests[name]["output"]
 
 
 @pytest.mark.parametrize("name, test, words", [

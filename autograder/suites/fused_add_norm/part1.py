@@ -257,6 +257,12 @@ def not_the_kernel(what: str, trace: dict) -> str | None:
          lambda n: f"not your kernel: while {what} ran, Triton's launch classes or triton.language were not "
                    f"Triton's own: your code changed {n}, so what runs around or inside each launch is yours, where "
                    "the trace cannot count it. Leave Triton alone; launch your kernel as kernel[grid](...)."),
+        # a tensor class's own __torch_function__ or __torch_dispatch__ runs where the tracer's mode is set aside
+        ([excerpt(str(name), 60) for name in _listed(trace, "classes")],
+         lambda n: f"not your kernel: while {what} ran, torch handed its work to a tensor class of the notebook's "
+                   f"({n}), whose own __torch_function__ or __torch_dispatch__ runs Python where the trace cannot "
+                   "count it. h and y are plain tensors that your kernel writes: allocate them with torch.empty_like "
+                   "and launch the kernel."),
         (each("swapped"),
          lambda n: f"not your kernel: when {what} launched its kernel, Triton's kernel object was no longer what "
                    f"@triton.jit made of your function ({n} changed), so what ran is not the kernel you decorated. "

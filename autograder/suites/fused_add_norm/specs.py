@@ -39,6 +39,9 @@ student code) records, while a traced call runs:
                counted their launches: a cell that reached one (type() of a kernel) runs its code around
                every launch, where the counts miss it; and the names of triton.language's modules and classes
                that hold a cell's code (tl.sum replaced: the kernel runs it inside the launch)
+    classes    the names of the tensor classes, other than torch's own, that torch handed a call or an
+               operator to (a __torch_function__ or __torch_dispatch__ of the notebook's): their Python runs
+               where the function mode, or the dispatch mode, is set aside, so what it computes is not counted
     (each launch) "swapped": what of the launched kernel's layers is no longer what Triton made: a layer
                of a class that is not exactly Triton's, or made without its __init__; a layer whose `fn`
                is not the function it was made with; an interpreted kernel whose rewriter or cached
@@ -75,6 +78,7 @@ _object_getattribute, _function = object.__getattribute__, type(lambda: None)
 # what a kernel's arguments may be: tensors of torch's own types, and plain data (tl.constexpr and tl.dtype are
 # Triton's own wrappers, checked by what they hold); anything else brings its own methods into the launch
 PLAIN = frozenset({int, float, bool, str, type(None), torch.dtype, torch.Tensor, torch.nn.Parameter})
+TORCH_TENSORS = frozenset({torch.Tensor, torch.nn.Parameter})
 LAUNCH_OPTIONS = frozenset({"grid", "warmup"})    # the launch's own: the grid is the wrapper's (the policy's)
 # bound by warm_up; "dir": where Triton's own code lies
 _TRITON: dict = {"constexpr": None, "constexpr_value": None, "dtypes": frozenset(), "dir": "\0"}
@@ -126,6 +130,7 @@ class _Recorder:
         self.ops: dict[str, None] = {}
         self.inside: dict[str, None] = {}
         self.calls: dict[tuple[str, str], None] = {}
+        self.classes: dict[str, None] = {}
         names = _getattr(module, "__dict__", {}) if module is not None else {}
         self.kernels = [_str(name) for name, value in _list(names.items())
                         if _isinstance(value, kernel_types)][:MAX_RECORDS]
@@ -152,10 +157,16 @@ class _Recorder:
         if _len(self.calls) < MAX_RECORDS:
             self.calls[(name, kind)] = None
 
+    def handed(self, types) -> None:
+        """The tensor classes torch handed a call or an operator to (a mode's `types`): any but torch's own."""
+        for kind in types:
+            if kind not in TORCH_TENSORS and _len(self.classes) < 8:
+                self.classes[_str(_class_name(kind) if _isinstance(kind, type) else "?")[:60]] = None
+
     def report(self) -> dict:
         return {"launches": self.launches, "ops": _list(self.ops), "ops_in_launches": _list(self.inside),
                 "calls": [_list(call) for call in self.calls], "kernels": self.kernels,
-                "machinery": _changed() + _language()}
+                "machinery": _changed() + _language(), "classes": _list(self.classes)}
 
 
 def _changed() -> list[str]:
@@ -370,6 +381,8 @@ def warm_up() -> None:
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             self.recorder.op(_str(func.overloadpacket.__name__), _state["depth"] > 0)
+            if types:
+                self.recorder.handed(types)
             return func(*args, **(kwargs or {}))
 
     class Calls(TorchFunctionMode):
@@ -378,6 +391,8 @@ def warm_up() -> None:
             self.recorder = recorder
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
+            if types:
+                self.recorder.handed(types)
             if not made_by_cell(_getframe(1), _cell, _LAUNCH):
                 return func(*args, **(kwargs or {}))
             return run_recorded(func, args, kwargs or {}, self.recorder.call)
