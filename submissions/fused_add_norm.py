@@ -24,7 +24,7 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
          **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator",
                           "torch-under-another-name", "numpy-through-the-class", "heuristic-computes",
                           "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes",
-                          "heuristic-set-later-computes", "finaliser-computes-later"],
+                          "heuristic-set-later-computes", "finaliser-computes-later", "tensor-class-computes"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, part1.launched, at any
 # call of part 1: lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch
@@ -34,8 +34,10 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # rewrite-cache-written-computes: its fn, or the interpreter's rewrite of it, no longer Triton's), a function of
 # triton.language replaced by the cell's (language-function-replaced), the tensors' values handed to Python (tolist,
 # numpy: the rest, whichever route the call took), and torch computing around an empty kernel, whatever reached it
-# (settings-get-computes, item-of-an-object-computes, torch-under-another-name). A finaliser that computes once the
-# tracer has stopped (finaliser-computes-later) runs after the result is encoded: its values come too late
+# (settings-get-computes, item-of-an-object-computes, torch-under-another-name), or a tensor class of the notebook's
+# that torch handed an operator to (tensor-class-computes: its __torch_dispatch__ runs where the trace is set aside).
+# A finaliser that computes once the tracer has stopped (finaliser-computes-later) runs after the result is encoded:
+# its values come too late
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -44,7 +46,7 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "kernel-fn-set-computes", "kernel-fn-set-by-a-helper-computes", "rewrite-cache-written-computes",
             "lists-redo-odd-widths", "method-registered-on-odd-widths", "language-function-replaced",
             "settings-get-computes", "item-of-an-object-computes", "torch-under-another-name",
-            "finaliser-computes-later"}
+            "finaliser-computes-later", "tensor-class-computes"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}
@@ -247,6 +249,10 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                      s.checks(1) - {"rules_part1", "shape_mismatch", "too_wide", "weight_shape",
                                               "float64_refused", "launches_kernel",
                                               "one_launch"}),
+        "tensor-class-computes": ("an empty kernel launched once, then an allocation on a tensor of the notebook's "
+                                  "class, whose __torch_dispatch__ computes h and y with torch",
+                                  around_empty(variants.TENSOR_CLASS_RETURN, variants.TENSOR_CLASS.lstrip() + "\n\n"),
+                                  fused),
         "run-replaced-when-untraced": (
             "an empty kernel, launched by the reference wrapper, and Triton's kernel class given a run of the cell's "
             "that computes h and y with torch when no torch function mode is active: every call is traced, so it "
