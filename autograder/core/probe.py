@@ -251,8 +251,13 @@ def _observe(fn, request, specs, objects, module) -> dict:
     if tracer is None:
         if request.get("no_grad"):
             with _no_grad():
-                return _observed(fn(*args, **kwargs), args, request)
-        return _observed(fn(*args, **kwargs), args, request)
+                result = fn(*args, **kwargs)
+        else:
+            result = fn(*args, **kwargs)
+        out = _observed(result, args, request)
+        if request.get("trace"):
+            out["trace"] = None      # a tracer the child has not registered: no report, as the reply says
+        return out
     # the trace is of all the code that made the result: with the collector off from the call until the result is
     # encoded, no finaliser or weakref callback of the code's runs after the tracer stops and changes what it returned
     enabled = _gc_isenabled()
