@@ -83,7 +83,8 @@ LAUNCH_OPTIONS = frozenset({"grid", "warmup"})    # the launch's own: the grid i
 # bound by warm_up; "dir": where Triton's own code lies
 _TRITON: dict = {"constexpr": None, "constexpr_value": None, "dtypes": frozenset(), "dir": "\0"}
 
-MAX_RECORDS = 200   # launches and operator names reported per call
+MAX_RECORDS = 200   # launches, operator names and calls reported per call
+UNCOUNTED = f"more than {MAX_RECORDS} kinds, the rest uncounted"    # what stands for those past the cap
 HOOK_SLOTS = ("pre_hook", "post_hook", "early_config_prune", "perf_model")   # an autotuner's; a Config's pre_hook
 
 
@@ -136,26 +137,32 @@ class _Recorder:
                         if _isinstance(value, kernel_types)][:MAX_RECORDS]
 
     def launch(self, kernel, grid, args: tuple, kwargs: dict) -> None:
+        fn = _origin(kernel)
+        code = _getattr(fn, "__code__", None)
+        values = [*args, *(v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS)]
+        foreign = [_type(v).__name__[:60] for v in values if not _plain(v)]
+        record = {"kernel": _str(_getattr(fn, "__name__", "?"))[:200],
+                  "file": _str(code.co_filename)[:200] if code is not None else "?",
+                  "grid": _repr(grid)[:100] if _type(grid) in (_tuple, _list) else "callable",
+                  "foreign": _list(dict.fromkeys(foreign))[:8], "hooks": _list(dict.fromkeys(_hooks(kernel))),
+                  "swapped": _swapped(kernel)}
         if _len(self.launches) < MAX_RECORDS:
-            fn = _origin(kernel)
-            code = _getattr(fn, "__code__", None)
-            values = [*args, *(v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS)]
-            foreign = [_type(v).__name__[:60] for v in values if not _plain(v)]
-            self.launches.append({"kernel": _str(_getattr(fn, "__name__", "?"))[:200],
-                                  "file": _str(code.co_filename)[:200] if code is not None else "?",
-                                  "grid": _repr(grid)[:100] if _type(grid) in (_tuple, _list) else "callable",
-                                  "foreign": _list(dict.fromkeys(foreign))[:8],
-                                  "hooks": _list(dict.fromkeys(_hooks(kernel))),
-                                  "swapped": _swapped(kernel)})
+            self.launches.append(record)
+        elif record["foreign"] or record["hooks"] or record["swapped"]:
+            self.launches[-1] = record      # past the cap, a launch the checks fail is still reported
 
     def op(self, name: str, inside: bool) -> None:
         ops = self.inside if inside else self.ops
-        if _len(ops) < MAX_RECORDS:
+        if _len(ops) < MAX_RECORDS or name in ops:
             ops[name] = None
+        else:                               # past the cap the names go unseen: reported as one that computes
+            ops[UNCOUNTED] = None
 
     def call(self, name: str, kind: str) -> None:
-        if _len(self.calls) < MAX_RECORDS:
+        if _len(self.calls) < MAX_RECORDS or (name, kind) in self.calls:
             self.calls[(name, kind)] = None
+        else:                               # past the cap, as a call handed code: nbtest.tensor_values fails it
+            self.calls[(UNCOUNTED, "callable")] = None
 
     def handed(self, types) -> None:
         """The tensor classes torch handed a call or an operator to (a mode's `types`): any but torch's own."""
