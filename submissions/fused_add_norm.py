@@ -246,9 +246,9 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         "finaliser-computes-later": ("an empty kernel launched once, and a cycle left behind whose finaliser "
                                      "computes h and y with torch into the tensors returned, when the collector "
                                      "frees it", around_empty(variants.LATE_RETURN, variants.LATE.lstrip() + "\n\n"),
+                                     # the fusion tests pass by measurement: the wrapper rules hold them
                                      s.checks(1) - {"rules_part1", "shape_mismatch", "too_wide", "weight_shape",
-                                              "float64_refused", "launches_kernel",
-                                              "one_launch"}),
+                                                    "float64_refused"}),
         "tensor-class-computes": ("an empty kernel launched once, then an allocation on a tensor of the notebook's "
                                   "class, whose __torch_dispatch__ computes h and y with torch",
                                   around_empty(variants.TENSOR_CLASS_RETURN, variants.TENSOR_CLASS.lstrip() + "\n\n"),
