@@ -24,7 +24,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
          **dict.fromkeys(["constexpr-method", "constexpr-item-method", "object-method", "constexpr-operator",
                           "torch-under-another-name", "numpy-through-the-class", "heuristic-computes",
                           "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes",
-                          "heuristic-set-later-computes", "finaliser-computes-later", "tensor-class-computes"],
+                          "heuristic-set-later-computes", "finaliser-computes-later", "tensor-class-computes",
+                          "tracer-modes-swapped", "listener-thread-computes", "kernel-prints-values"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, part1.launched, at any
 # call of part 1: lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch
@@ -253,6 +254,23 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                   "class, whose __torch_dispatch__ computes h and y with torch",
                                   around_empty(variants.TENSOR_CLASS_RETURN, variants.TENSOR_CLASS.lstrip() + "\n\n"),
                                   fused),
+        # red team 20: where the tracer's modes do not reach; the wrapper rules hold both tests
+        "tracer-modes-swapped": ("an empty kernel launched once, the tracer's function mode taken off torch's stack "
+                                 "by a mode of the notebook's, a stand-in pushed in its place, then h and y in lists",
+                                 around_empty("_swap()\n" + variants.BY_HAND, variants.MODES_SWAPPED.lstrip() + "\n\n"),
+                                 fused),
+        "listener-thread-computes": ("an empty kernel launched once, then h and y computed with torch on the thread of "
+                                     "a logging.handlers.QueueListener the notebook started",
+                                     around_empty(variants.LISTENER_RETURN, variants.LISTENER_THREAD.lstrip() + "\n\n"),
+                                     fused),
+        "kernel-prints-values": ("a kernel that prints its loaded rows with tl.device_print, and a wrapper that reads "
+                                 "them from a redirected stdout and computes h and y in lists",
+                                 s.solved(fused_kernel=variants.PRINTING_KERNEL.lstrip(), fused_add_layernorm=s.filled(
+                                     "fused_add_layernorm", [edit(reference, launch + "return h.view(x.shape), "
+                                                                  "y.view(x.shape)\n", variants.PRINTED_LAUNCH.lstrip()
+                                                                  .replace("    LAUNCH\n", textwrap.indent(launch, "    ")))],
+                                     before=variants.PRINTED.lstrip() + "\n\n")),
+                                 fused),
         "run-replaced-when-untraced": (
             "an empty kernel, launched by the reference wrapper, and Triton's kernel class given a run of the cell's "
             "that computes h and y with torch when no torch function mode is active: every call is traced, so it "

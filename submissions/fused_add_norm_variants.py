@@ -909,6 +909,105 @@ LATE_RETURN = '''
 _Late(x, fx, weight, bias, eps, h.view(x.shape), y.view(x.shape))
 return h.view(x.shape), y.view(x.shape)
 '''
+# red team 20: h and y computed where the tracer's torch modes do not reach, each held by the wrapper rules alone.
+# The tracer's function mode taken off torch's stack by a mode of the notebook's (__exit__ pops whatever mode is on
+# top) and a stand-in pushed in its place, so the stacks end as they began; then lists (BY_HAND)
+MODES_SWAPPED = '''
+from torch.fx.experimental.proxy_tensor import TorchFunctionMetadataMode
+
+
+class _Log:
+    """What torch's metadata mode writes to."""
+    torch_fn_counts = {}
+    torch_fn_metadata = None
+
+
+def _swap():
+    stand_in = TorchFunctionMetadataMode(_Log())
+    stand_in.__exit__(None, None, None)
+    stand_in.__enter__()
+'''
+# the work handed to a thread a standard-library listener runs (torch's modes are the calling thread's own)
+LISTENER_THREAD = '''
+import logging.handlers
+import queue
+
+
+class _Worker:
+    """Computes h and y for each job, on the listener's thread."""
+
+    def __init__(self):
+        self.out = queue.Queue()
+
+    def handle(self, job):
+        x, fx, weight, bias, eps = job
+        h = torch.add(x, fx)
+        self.out.put((h, torch.nn.functional.layer_norm(h, x.shape[-1:], weight, bias, eps)))
+
+
+_JOBS = queue.Queue()
+_WORKER = _Worker()
+logging.handlers.QueueListener(_JOBS, _WORKER).start()
+'''
+LISTENER_RETURN = '''
+_JOBS.put((x, fx, weight, bias, eps))
+return _WORKER.out.get()
+'''
+# a kernel that prints its row of each input (Triton's interpreter prints with Python's print), the wrapper reading
+# them back from a redirected stdout: no torch call reads a value
+PRINTING_KERNEL = '''
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    """Prints its row of each input, 512 lanes at a time."""
+    row = tl.program_id(0)
+    for start in range(0, BLOCK, 512):
+        cols = start + tl.arange(0, 512)
+        mask = cols < n_cols
+        tl.device_print("x", tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32), hex=True)
+        tl.device_print("f", tl.load(fx_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32), hex=True)
+        tl.device_print("w", tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32), hex=True)
+        tl.device_print("b", tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32), hex=True)
+'''
+PRINTED = '''
+import contextlib
+import math
+import re
+
+
+class _Sink:
+    """Collects what is printed."""
+
+    def __init__(self):
+        self.parts = []
+
+    def write(self, text):
+        self.parts.append(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+_RECORD = re.compile(r"\\((\\d+), 0, 0\\)\\s+([xfwb]):\\s+\\[([^\\]]*)\\]")
+'''
+PRINTED_LAUNCH = '''
+sink = _Sink()
+with contextlib.redirect_stdout(sink):
+    LAUNCH
+seen = {}
+for row, name, values in _RECORD.findall("".join(sink.parts)):
+    seen.setdefault((int(row), name), []).extend(float.fromhex(v) for v in values.split())
+w, b = seen[(0, "w")][:n], seen[(0, "b")][:n]
+rows = []
+for r in range(rows_x.shape[0]):
+    hr = [p + q for p, q in zip(seen[(r, "x")][:n], seen[(r, "f")][:n])]
+    mean = math.fsum(hr) / n
+    inv = (math.fsum((v - mean) ** 2 for v in hr) / n + eps) ** -0.5
+    rows.append((hr, [(v - mean) * inv * wi + bi for v, wi, bi in zip(hr, w, b)]))
+return (torch.tensor([r[0] for r in rows], dtype=torch.float32).to(x.dtype).view(x.shape),
+        torch.tensor([r[1] for r in rows], dtype=torch.float32).to(x.dtype).view(x.shape))
+'''
+
 # torch computing in a tensor class's __torch_dispatch__, which torch runs while the tracer's dispatch mode is set
 # aside: an empty kernel launched, then an allocation on an object of that class computes h and y
 TENSOR_CLASS = '''
