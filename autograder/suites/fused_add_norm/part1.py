@@ -257,6 +257,10 @@ def not_the_kernel(what: str, trace: dict) -> str | None:
          lambda n: f"not your kernel: while {what} ran, Triton's launch classes or triton.language were not "
                    f"Triton's own: your code changed {n}, so what runs around or inside each launch is yours, where "
                    "the trace cannot count it. Leave Triton alone; launch your kernel as kernel[grid](...)."),
+        ([excerpt(str(name), 60) for name in _listed(trace, "modes")],
+         lambda n: f"not your kernel: while {what} ran, the grader's tracer was taken off torch's stack of {n}, so "
+                   "what ran from then on went uncounted. Leave torch's modes alone: a wrapper checks the inputs, "
+                   "allocates h and y, and launches the kernel."),
         # a tensor class's own __torch_function__ or __torch_dispatch__ runs where the tracer's mode is set aside
         ([excerpt(str(name), 60) for name in _listed(trace, "classes")],
          lambda n: f"not your kernel: while {what} ran, torch handed its work to a tensor class of the notebook's "

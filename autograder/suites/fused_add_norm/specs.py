@@ -39,6 +39,9 @@ student code) records, while a traced call runs:
                counted their launches: a cell that reached one (type() of a kernel) runs its code around
                every launch, where the counts miss it; and the names of triton.language's modules and classes
                that hold a cell's code (tl.sum replaced: the kernel runs it inside the launch)
+    modes      the stacks of torch's modes ("function modes", "dispatch modes") whose top, as the call ended,
+               was not the tracer's own mode: code that took it off (a mode's __exit__ pops whatever mode is on
+               top) ran unseen from then on, whatever it pushed in its place
     classes    the names of the tensor classes, other than torch's own, that torch handed a call or an
                operator to (a __torch_function__ or __torch_dispatch__ of the notebook's): their Python runs
                where the function mode, or the dispatch mode, is set aside, so what it computes is not counted
@@ -132,6 +135,7 @@ class _Recorder:
         self.inside: dict[str, None] = {}
         self.calls: dict[tuple[str, str], None] = {}
         self.classes: dict[str, None] = {}
+        self.modes: list[str] = []
         names = _getattr(module, "__dict__", {}) if module is not None else {}
         self.kernels = [_str(name) for name, value in _list(names.items())
                         if _isinstance(value, kernel_types)][:MAX_RECORDS]
@@ -173,7 +177,7 @@ class _Recorder:
     def report(self) -> dict:
         return {"launches": self.launches, "ops": _list(self.ops), "ops_in_launches": _list(self.inside),
                 "calls": [_list(call) for call in self.calls], "kernels": self.kernels,
-                "machinery": _changed() + _language(), "classes": _list(self.classes)}
+                "machinery": _changed() + _language(), "classes": _list(self.classes), "modes": self.modes}
 
 
 def _changed() -> list[str]:
@@ -404,13 +408,21 @@ def warm_up() -> None:
                 return func(*args, **(kwargs or {}))
             return run_recorded(func, args, kwargs or {}, self.recorder.call)
 
+    # torch's own stacks of modes, read as the call ends: a mode's __exit__ pops whatever mode is on top, so code
+    # that pushes a stand-in where it popped the tracer's leaves both stacks as long as they were
+    stacks = ((torch._C._len_torch_function_stack, torch._C._get_function_stack_at, "function modes"),
+              (torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at, "dispatch modes"))
+
     @contextlib.contextmanager
     def launches(module):
         recorder = _Recorder(module, kernel_types)
         _state["recorder"], _state["depth"] = recorder, 0
         try:
-            with Calls(recorder), Operators(recorder):
+            modes = Calls(recorder), Operators(recorder)
+            with modes[0], modes[1]:
                 yield recorder
+                recorder.modes = [name for (count, at, name), mode in zip(stacks, modes)
+                                  if count() == 0 or at(count() - 1) is not mode]
         finally:
             _state["recorder"], _state["depth"] = None, 0
 
