@@ -358,6 +358,11 @@ def warm_up() -> None:
 
     nbtest.interpreter_as_on_gpu()   # as in the student's notebook: autotune and tl.reduce as on a GPU
     import triton.language as tl
+    # Triton's interpreter prints a kernel's tl.device_print with Python's print, to whatever sys.stdout is then: a
+    # wrapper that redirected it read the values the kernel loaded, with no torch call. The child's own stdout, as
+    # a GPU prints to the process's
+    out = sys.stdout
+    interpreter.print = functools.partial(print, file=out)
     # a kernel's argument types: the exact ones (a tl.constexpr keeps what it holds in its own __dict__)
     _TRITON.update(constexpr=tl.constexpr, constexpr_value=lambda c: object.__getattribute__(c, "__dict__").get("value"),
                    dtypes=frozenset({tl.dtype, tl.pointer_type}), dir=os.path.dirname(triton.__file__) + os.sep)
