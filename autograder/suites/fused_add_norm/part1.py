@@ -229,6 +229,11 @@ def _listed(trace: dict, key: str) -> list:
     return value if type(value) is list else []
 
 
+def _listed_number(trace: dict, key: str) -> int:
+    value = trace.get(key)
+    return value if type(value) is int else 1 if value is not None else 0
+
+
 def _computing(trace: dict, key: str) -> list[str]:
     """The torch operators a traced call ran ("ops": outside launches; "ops_in_launches") outside NON_COMPUTING."""
     return [str(op) for op in _listed(trace, key) if str(op).rstrip("_") not in NON_COMPUTING]
@@ -260,6 +265,10 @@ def not_the_kernel(what: str, trace: dict) -> str | None:
         ([excerpt(str(name), 60) for name in _listed(trace, "modes")],
          lambda n: f"not your kernel: while {what} ran, the grader's tracer was taken off torch's stack of {n}, so "
                    "what ran from then on went uncounted. Leave torch's modes alone: a wrapper checks the inputs, "
+                   "allocates h and y, and launches the kernel."),
+        (["another thread"] if _listed_number(trace, "threads") else [],
+         lambda n: f"not your kernel: while {what} ran, {n} ran beside it, where the grader's tracer (each thread's "
+                   "own) cannot see what it computes. A wrapper runs on the caller's thread: it checks the inputs, "
                    "allocates h and y, and launches the kernel."),
         # a tensor class's own __torch_function__ or __torch_dispatch__ runs where the tracer's mode is set aside
         ([excerpt(str(name), 60) for name in _listed(trace, "classes")],

@@ -42,6 +42,8 @@ student code) records, while a traced call runs:
     modes      the stacks of torch's modes ("function modes", "dispatch modes") whose top, as the call ended,
                was not the tracer's own mode: code that took it off (a mode's __exit__ pops whatever mode is on
                top) ran unseen from then on, whatever it pushed in its place
+    threads    the threads other than the child's own that were alive as the call began or ended, or started
+               during it: torch's modes are each thread's own, so what another thread runs goes unseen
     classes    the names of the tensor classes, other than torch's own, that torch handed a call or an
                operator to (a __torch_function__ or __torch_dispatch__ of the notebook's): their Python runs
                where the function mode, or the dispatch mode, is set aside, so what it computes is not counted
@@ -136,6 +138,7 @@ class _Recorder:
         self.calls: dict[tuple[str, str], None] = {}
         self.classes: dict[str, None] = {}
         self.modes: list[str] = []
+        self.threads = 0
         names = _getattr(module, "__dict__", {}) if module is not None else {}
         self.kernels = [_str(name) for name, value in _list(names.items())
                         if _isinstance(value, kernel_types)][:MAX_RECORDS]
@@ -177,7 +180,8 @@ class _Recorder:
     def report(self) -> dict:
         return {"launches": self.launches, "ops": _list(self.ops), "ops_in_launches": _list(self.inside),
                 "calls": [_list(call) for call in self.calls], "kernels": self.kernels,
-                "machinery": _changed() + _language(), "classes": _list(self.classes), "modes": self.modes}
+                "machinery": _changed() + _language(), "classes": _list(self.classes), "modes": self.modes,
+                "threads": self.threads}
 
 
 def _changed() -> list[str]:
@@ -418,16 +422,30 @@ def warm_up() -> None:
     stacks = ((torch._C._len_torch_function_stack, torch._C._get_function_stack_at, "function modes"),
               (torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at, "dispatch modes"))
 
+    # torch's modes are each thread's own: a thread started during the call, or alive beside it (the child has no
+    # other thread of its own), runs what it is handed unseen
+    import _thread
+    import threading
+    start, alive = _thread.start_new_thread, _thread._count
+
+    def start_new_thread(function, args, *kwargs):
+        if _state["recorder"] is not None:
+            _state["recorder"].threads += 1
+        return start(function, args, *kwargs)
+    _thread.start_new_thread = threading._start_new_thread = start_new_thread
+
     @contextlib.contextmanager
     def launches(module):
         recorder = _Recorder(module, kernel_types)
         _state["recorder"], _state["depth"] = recorder, 0
         try:
             modes = Calls(recorder), Operators(recorder)
+            recorder.threads = alive()
             with modes[0], modes[1]:
                 yield recorder
                 recorder.modes = [name for (count, at, name), mode in zip(stacks, modes)
                                   if count() == 0 or at(count() - 1) is not mode]
+            recorder.threads += alive()
         finally:
             _state["recorder"], _state["depth"] = None, 0
 
