@@ -40,8 +40,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # A finaliser that computes once the tracer has stopped (finaliser-computes-later) runs after the result is encoded:
 # its values come too late. The tracer's modes taken off torch's stacks (tracer-modes-swapped) are missed when the
 # call ends, and a kernel's tl.device_print goes to the child's own stdout, never to one the wrapper redirected
-# (kernel-prints-values: its values tests fail). A thread of the notebook's (listener-thread-computes) is held by
-# the wrapper rules alone
+# (kernel-prints-values: its values tests fail), and a thread alive beside the call or started in it is counted
+# (listener-thread-computes)
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -50,7 +50,8 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "kernel-fn-set-computes", "kernel-fn-set-by-a-helper-computes", "rewrite-cache-written-computes",
             "lists-redo-odd-widths", "method-registered-on-odd-widths", "language-function-replaced",
             "settings-get-computes", "item-of-an-object-computes", "torch-under-another-name",
-            "finaliser-computes-later", "tensor-class-computes", "tracer-modes-swapped", "kernel-prints-values"}
+            "finaliser-computes-later", "tensor-class-computes", "tracer-modes-swapped", "kernel-prints-values",
+            "listener-thread-computes"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
 SHOWN: dict[str, dict[str, str]] = {}
 DERIVED_FROM: dict[str, str] = {}
