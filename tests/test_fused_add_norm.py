@@ -482,3 +482,19 @@ def test_a_triton_language_name_is_flagged_by_whose_code_it_runs():
     triton_own = [interpreter._patch_lang, functools.partial(interpreter._patch_lang), interpreter.GridExecutor,
                   cell["Plain"], cell["Plain"](), 3, None, torch.add]
     assert not any(specs._runs_a_cell(value) for value in triton_own)
+
+
+def test_what_outruns_the_traces_records_fails_the_fusion_tests():
+    """Past its caps the trace keeps no more names, so what it cannot hold is reported as failing (red team 20
+    made 200 harmless kinds of call before the tolist that read the values): a call handed code, an operator that
+    computes, and a launch whose checks fail standing in for the last one kept."""
+    from autograder.suites.fused_add_norm import part1, specs
+    from nbtest.tensor_values import values_read
+    recorder = specs._Recorder(None, ())
+    for i in range(specs.MAX_RECORDS + 5):
+        recorder.call(f"torch.Tensor.view{i}", "tensor")
+        recorder.op(f"view{i}", False)
+    report = recorder.report()
+    assert len(report["calls"]) == specs.MAX_RECORDS + 1 and values_read(report["calls"]) == [specs.UNCOUNTED]
+    assert len(report["ops"]) == specs.MAX_RECORDS + 1 and report["ops"][-1] == specs.UNCOUNTED
+    assert "handed the tensors' values to Python" in part1.launched("the call", report)
