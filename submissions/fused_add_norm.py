@@ -25,7 +25,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
                           "torch-under-another-name", "numpy-through-the-class", "heuristic-computes",
                           "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes",
                           "heuristic-set-later-computes", "finaliser-computes-later", "tensor-class-computes",
-                          "tracer-modes-swapped", "listener-thread-computes", "kernel-prints-values"],
+                          "tracer-modes-swapped", "listener-thread-computes", "kernel-prints-values",
+                          "buffer-shared-computes"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, part1.launched, at any
 # call of part 1: lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch
@@ -276,6 +277,11 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                      before=variants.PRINTED.lstrip() + "\n\n")),
                                  s.checks(1) - {"rules_part1", "shape_mismatch", "too_wide", "weight_shape",
                                                 "float64_refused"}),
+        # red team 21: held by the wrapper rules alone (docs/security.md, Known open)
+        "buffer-shared-computes": ("an empty kernel launched once, the inputs copied into a bytearray a tensor "
+                                   "views (torch.frombuffer), h and y computed in Python floats there and copied back",
+                                   around_empty(variants.SHARED_BUFFER_RETURN, variants.SHARED_BUFFER.lstrip() + "\n\n"),
+                                   fused),
         "run-replaced-when-untraced": (
             "an empty kernel, launched by the reference wrapper, and Triton's kernel class given a run of the cell's "
             "that computes h and y with torch when no torch function mode is active: every call is traced, so it "

@@ -1008,6 +1008,50 @@ return (torch.tensor([r[0] for r in rows], dtype=torch.float32).to(x.dtype).view
         torch.tensor([r[1] for r in rows], dtype=torch.float32).to(x.dtype).view(x.shape))
 '''
 
+# red team 21: the values shared with Python through a bytearray that a tensor views (torch.frombuffer, made when
+# the cell runs): copy_ puts x, fx, weight and bias there, Python decodes them and computes h and y in floats, and
+# copy_ takes them back. No torch call hands Python the values, so only the wrapper rules hold it
+SHARED_BUFFER = '''
+import math
+
+_CAP = 1 << 17     # doubles in each of six slots
+_STORE = bytearray(8 * 6 * _CAP)
+_SLOTS = torch.frombuffer(_STORE, dtype=torch.float64).view(6, _CAP)
+
+
+def _get(slot, i):
+    o = 8 * (slot * _CAP + i)
+    bits = int.from_bytes(_STORE[o:o + 8], "little")
+    e, m = (bits >> 52) & 0x7FF, bits & ((1 << 52) - 1)
+    v = math.ldexp(m, -1074) if e == 0 else math.ldexp(m | (1 << 52), e - 1075)
+    return -v if bits >> 63 else v
+
+
+def _put(slot, i, v):
+    bits = 0
+    if v != 0.0:
+        m, e = math.frexp(abs(v))
+        bits = ((e + 1022) << 52) | (int(m * (1 << 53)) - (1 << 52)) | ((v < 0) << 63)
+    o = 8 * (slot * _CAP + i)
+    _STORE[o:o + 8] = bits.to_bytes(8, "little")
+'''
+SHARED_BUFFER_RETURN = '''
+total = rows_x.numel()
+for slot, t in enumerate((rows_x, rows_fx, weight, bias)):
+    _SLOTS[slot, :t.numel()].copy_(t.reshape(-1))
+w, b = [_get(2, j) for j in range(n)], [_get(3, j) for j in range(n)]
+for r in range(0, total, n):
+    row = [_get(0, r + j) + _get(1, r + j) for j in range(n)]
+    mean = math.fsum(row) / n
+    inv = 1.0 / math.sqrt(math.fsum((v - mean) ** 2 for v in row) / n + eps)
+    for j in range(n):
+        _put(4, r + j, row[j])
+        _put(5, r + j, (row[j] - mean) * inv * w[j] + b[j])
+h.reshape(-1).copy_(_SLOTS[4, :total])
+y.reshape(-1).copy_(_SLOTS[5, :total])
+return h.view(x.shape), y.view(x.shape)
+'''
+
 # torch computing in a tensor class's __torch_dispatch__, which torch runs while the tracer's dispatch mode is set
 # aside: an empty kernel launched, then an allocation on an object of that class computes h and y
 TENSOR_CLASS = '''

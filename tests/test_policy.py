@@ -209,10 +209,12 @@ SAMPLE_RULES = {
     ("fused-add-norm", "item-of-an-object-computes"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "finaliser-computes-later"): {("wrapper-torch-op", FLAG)},     # __del__ of a class it builds
     ("fused-add-norm", "tensor-class-computes"): {("wrapper-torch-op", FLAG), ("override", FLAG)},
-    # red team 20: where the tracer's modes do not reach, held by the wrapper rules alone
+    # red team 20: where the tracer's modes do not reach (each measured now; the wrapper rules hold them too)
     ("fused-add-norm", "tracer-modes-swapped"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "listener-thread-computes"): {("wrapper-torch-op", FLAG), ("import", FLAG)},
     ("fused-add-norm", "kernel-prints-values"): {("wrapper-torch-op", FLAG), ("import", FLAG)},
+    # red team 21: the values shared with Python through a buffer a tensor views, held by the wrapper rules alone
+    ("fused-add-norm", "buffer-shared-computes"): {("wrapper-torch-op", FLAG)},
     # red team round 11: code the wrapper runs unwritten, walked as called; a kernel's attribute (the launch hook
     # is MEASURED too)
     ("fused-add-norm", "launch-hook-computes"): {("kernel-attribute", FLAG)},
