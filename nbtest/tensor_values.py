@@ -26,7 +26,7 @@ DESCRIBES = frozenset({
 # what a torch call may hand back without the values: tensors (what computes on them is the operators' to say),
 # shapes, dtypes, devices, layouts, nothing
 HANDS_NO_VALUES = frozenset({"tensor", "Size", "dtype", "device", "layout", "memory_format", "NoneType"})
-_isinstance, _type, _callable, _any, _all, _str, _getattr = isinstance, type, callable, any, all, str, getattr
+_isinstance, _type, _all, _str, _getattr = isinstance, type, all, str, getattr
 _Tensor, _sequences = torch.Tensor, (tuple, list)
 # what a torch call may be handed as plain data (each type itself, never a subclass, whose methods are code): numbers,
 # text, slices, and torch's own descriptions of a tensor; containers of them are looked into
