@@ -10,7 +10,9 @@ trace and the public tests judge the notebook's calls by this one module.
 
 Python computing h and y in lists runs no torch operator, but it must take the values out of a tensor first:
 tolist, numpy, item, a tensor's truth value or text, its storage, a function handed to apply_, or an object whose
-methods torch calls (its __float__, __index__) while the mode is set aside.
+methods torch calls (its __float__, __index__) while the mode is set aside. Or it shares the tensor's memory:
+
+    shares_python_memory(t)     # t's memory is also a bytearray's, a numpy array's, a file's: Python reads it
 """
 from __future__ import annotations
 
@@ -36,6 +38,9 @@ _CONTAINERS = frozenset({tuple, list, dict})
 PLAIN_CLASSES = PLAIN | {torch.Tensor}     # a class handed as data: dtype=float
 _mro = type.__dict__["__mro__"].__get__    # a type's own, which no __class__ of an object's can answer for
 MAX_CHECKED = 100_000     # arguments and items looked at per call; a call handed more is handed code
+_Storage, _storage_of = torch.UntypedStorage, torch.Tensor.untyped_storage
+_resizable, _is_shared, _no_function_modes = torch.UntypedStorage.resizable, torch.UntypedStorage.is_shared, \
+    torch._C.DisableTorchFunction
 
 
 def made_by_cell(frame, is_cell, launch) -> bool:
@@ -101,3 +106,16 @@ def values_read(calls) -> list[str]:
         if kind == "callable" or (kind not in HANDS_NO_VALUES and name.rsplit(".", 1)[-1] not in DESCRIBES):
             read.append(name)
     return list(dict.fromkeys(read))
+
+
+def shares_python_memory(value) -> bool:
+    """Whether a tensor's memory (or a storage's) is also an object's that Python reads and writes without torch: a
+    bytearray or mmap (torch.frombuffer), a numpy array (torch.from_numpy, torch.asarray, .numpy()), a DLPack export,
+    a mapped file, shared memory. torch marks each such storage unresizable, or shared; its own allocations are
+    neither. A copy into such a tensor hands Python the values, and one out of it takes back what Python computed."""
+    with _no_function_modes():     # asked from inside a mode: torch's own methods, not calls of the notebook's
+        try:
+            storage = value if _isinstance(value, _Storage) else _storage_of(value)
+        except (RuntimeError, NotImplementedError):
+            return False           # no storage of its own (a sparse tensor): its parts are tensors, asked in turn
+        return not _resizable(storage) or _is_shared(storage)

@@ -42,7 +42,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # its values come too late. The tracer's modes taken off torch's stacks (tracer-modes-swapped) are missed when the
 # call ends, and a kernel's tl.device_print goes to the child's own stdout, never to one the wrapper redirected
 # (kernel-prints-values: its values tests fail), and a thread alive beside the call or started in it is counted
-# (listener-thread-computes)
+# (listener-thread-computes), and so is a tensor over a Python buffer that an operator, a launch or the result used
+# (buffer-shared-computes: Python decoded and computed on what copy_ put there)
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -52,7 +53,7 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "lists-redo-odd-widths", "method-registered-on-odd-widths", "language-function-replaced",
             "settings-get-computes", "item-of-an-object-computes", "torch-under-another-name",
             "finaliser-computes-later", "tensor-class-computes", "tracer-modes-swapped", "kernel-prints-values",
-            "listener-thread-computes"}
+            "listener-thread-computes", "buffer-shared-computes"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)

@@ -165,7 +165,7 @@ def test_a_finaliser_cannot_change_a_traced_result_after_the_tracer_stops(monkey
 
     @contextlib.contextmanager
     def tracer(module):
-        yield type("Recorder", (), {"report": lambda self: {"stopped": len(stops)}})()
+        yield type("Recorder", (), {"report": lambda self, result: {"stopped": len(stops)}})()
         stops.append(True)
 
     def empty_then_late(x):

@@ -382,7 +382,8 @@ def test_the_launch_trace_names_each_call_of_the_notebook_that_hands_python_the_
     each handed back, and nbtest.tensor_values.values_read keeps those that gave Python the values: the
     wrapper's own tolist, a function handed to apply_, a heuristic's numpy inside the launch, an object whose
     __index__ torch calls; not the sizes and allocations an honest wrapper asks for, nor Triton's interpreter reading
-    the tensors inside the launch. A tensor class of the cell's that torch hands an operator to is reported apart."""
+    the tensors inside the launch. A tensor class of the cell's that torch hands an operator to is reported apart,
+    and so is each place a tensor over Python's memory went: an operator, a launch, the result."""
     script = '''
 import json, os
 os.environ["TRITON_INTERPRET"] = "1"
@@ -436,16 +437,33 @@ class Lazy(torch.Tensor):
 
 def subclass(x):
     return torch.empty_like(torch.empty(1).as_subclass(Lazy))
+
+_STORE = bytearray(64)
+_SLOTS = torch.frombuffer(_STORE, dtype=torch.float32)
+
+def copied(x):
+    _SLOTS[:8].copy_(x)
+    return torch.empty_like(x)
+
+def launched(x):
+    h = torch.empty_like(x)
+    _add[(1,)](_SLOTS, h, 8, BLOCK=8)
+    return h
+
+def returned(x):
+    import numpy
+    return torch.from_numpy(numpy.ones(8, dtype=numpy.float32))
 """
 module = type(os)("nb")
 exec(compile(cell, "<cell k>", "exec"), module.__dict__)
 found = {}
-for name in ("honest", "lists", "callback", "heuristic", "handed", "subclass"):
+for name in ("honest", "lists", "callback", "heuristic", "handed", "subclass", "copied", "launched", "returned"):
     with probe.TRACERS["launches"](module) as recorder:
-        getattr(module, name)(torch.ones(8))
-    found[name] = values_read(recorder.report()["calls"])
-    found[name + " classes"] = recorder.report()["classes"]
-    found["machinery"] = recorder.report()["machinery"]
+        result = getattr(module, name)(torch.ones(8))
+    report = recorder.report(result)
+    found[name] = values_read(report["calls"])
+    found[name + " classes"], found[name + " shared"] = report["classes"], report["shared"]
+    found["machinery"] = report["machinery"]
 kind, run = type(module._add), type(module._add).run
 kind.run = lambda self, *args, **kwargs: run(self, *args, **kwargs)    # a cell's run around every launch
 with probe.TRACERS["launches"](module) as recorder:
@@ -461,7 +479,13 @@ print(json.dumps(found))
         "honest": [], "lists": ["torch.Tensor.tolist"], "callback": ["torch.Tensor.apply_"],
         "heuristic": ["torch.Tensor.numpy"], "handed": ["torch.empty"], "subclass": [], "machinery": [],
         "replaced": ["InterpretedFunction"], "subclass classes": ["Lazy"],
-        **{f"{name} classes": [] for name in ("honest", "lists", "callback", "heuristic", "handed")}}, found
+        "copied": [], "launched": [], "returned": [],
+        # the operators the cell ran (the interpreter's own copies inside a launch are not), the launch, the result
+        "copied shared": ["slice", "copy_"], "launched shared": ["the launch of _add"],
+        "returned shared": ["lift_fresh", "what it returned"],
+        **{f"{name} classes": [] for name in ("honest", "lists", "callback", "heuristic", "handed", "copied",
+                                              "launched", "returned")},
+        **{f"{name} shared": [] for name in ("honest", "lists", "callback", "heuristic", "handed", "subclass")}}, found
 
 
 def test_a_triton_language_name_is_flagged_by_whose_code_it_runs():

@@ -213,7 +213,7 @@ SAMPLE_RULES = {
     ("fused-add-norm", "tracer-modes-swapped"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "listener-thread-computes"): {("wrapper-torch-op", FLAG), ("import", FLAG)},
     ("fused-add-norm", "kernel-prints-values"): {("wrapper-torch-op", FLAG), ("import", FLAG)},
-    # red team 21: the values shared with Python through a buffer a tensor views, held by the wrapper rules alone
+    # red team 21: the values shared with Python through a buffer a tensor views (measured now, the rules hold it too)
     ("fused-add-norm", "buffer-shared-computes"): {("wrapper-torch-op", FLAG)},
     # red team round 11: code the wrapper runs unwritten, walked as called; a kernel's attribute (the launch hook
     # is MEASURED too)

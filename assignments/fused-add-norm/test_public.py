@@ -16,8 +16,10 @@ import torch
 import torch.nn.functional as F
 import nbtest
 from nbtest import follows_rules, names_shape, value_error
-from nbtest.tensor_values import made_by_cell, run_recorded, values_read
+from nbtest.tensor_values import made_by_cell, run_recorded, shares_python_memory, values_read
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 MIN_SPEEDUP = 1.1   # eager time / your time; why 1.1: the notebook's Part 2
@@ -181,9 +183,9 @@ def test_part1_refuses_float64(nb):
 
 
 def _counting(run, launches: list):
-    """run, recording each call in launches."""
+    """run, recording each call's arguments in launches."""
     def counted(*args, **kwargs):
-        launches.append(args)
+        launches.append((args, kwargs))
         return run(*args, **kwargs)
     return counted
 
@@ -232,16 +234,31 @@ class _ValuesToPython(TorchFunctionMode):
 _LAUNCH = _counting(None, []).__code__   # a launch's frame: Triton's own calls start there
 
 
+class _PythonMemory(TorchDispatchMode):
+    """Records the torch operators handed a tensor whose memory Python shares (nbtest.tensor_values)."""
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if any(isinstance(a, (torch.Tensor, torch.UntypedStorage)) and shares_python_memory(a)
+               for a in tree_leaves((args, kwargs or {}))):
+            self.seen.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
 def test_part1_hands_python_no_values(nb):
     import triton  # after the notebook chose the interpreter
 
-    libraries = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, triton, nbtest))
-    with _launches_counted(nb), _ValuesToPython(libraries) as mode:
-        nb.fused_add_layernorm(*_inputs(4, 64, seed=10))
+    # torch's, Triton's and nbtest's code, and this file's (_PythonMemory runs each operator the notebook's calls reach)
+    libraries = (*(os.path.dirname(m.__file__) + os.sep for m in (torch, triton, nbtest)), __file__)
+    returned = []
+    with _launches_counted(nb) as (_, launches), _ValuesToPython(libraries) as mode, _PythonMemory() as memory:
+        returned.append(nb.fused_add_layernorm(*_inputs(4, 64, seed=10)))
         # the grader judges every call its tests make, at every width, shape and dtype: so are these, of each kind
         for shape, dtype in [((3, 100), torch.float32), ((2, 3, 48), torch.float16)]:
             try:
-                nb.fused_add_layernorm(*_inputs(*shape, dtype=dtype, seed=10))
+                returned.append(nb.fused_add_layernorm(*_inputs(*shape, dtype=dtype, seed=10)))
             except Exception:
                 pass    # a call that raises is the other tests' to explain
     read = values_read(mode.calls)
@@ -249,6 +266,14 @@ def test_part1_hands_python_no_values(nb):
         f"the wrapper handed the tensors' values to Python ({', '.join(read)}), which computes on them where no "
         "kernel runs: ask a tensor only for its shape, strides, dtype and device, allocate h and y, and launch "
         "your kernel, whose tl operations compute on what it loads")
+    handed = tree_leaves((launches, returned))
+    shared = list(dict.fromkeys(memory.seen)) + ["a launch or the result"] * any(
+        isinstance(a, torch.Tensor) and shares_python_memory(a) for a in handed)
+    assert not shared, (
+        f"the wrapper used a tensor whose memory Python shares ({', '.join(shared)}): one made over a bytearray, a "
+        "numpy array or a file (torch.frombuffer, torch.from_numpy, .numpy()), which Python reads and writes with no "
+        "torch call. h and y are tensors of torch's own that your kernel writes: allocate them with "
+        "torch.empty_like and launch the kernel on the inputs")
 
 
 # ---------------------------------------------------------------- Part 2

@@ -104,7 +104,7 @@ MAX_ELEMENTS = 1 << 24   # larger tensors are reported by type only
 MAX_ITEMS = 1000         # list / module entries reported
 MAX_TEXT = 500           # characters of any string reported
 
-# name -> tracer(module): a context manager whose value has .report() -> plain data.
+# name -> tracer(module): a context manager whose value has .report(result) -> plain data.
 # Filled by an assignment's child-side module in its warm_up(), before any student code.
 TRACERS: dict = {}
 
@@ -266,7 +266,7 @@ def _observe(fn, request, specs, objects, module) -> dict:
         with tracer(module) as recorder:
             result = fn(*args, **kwargs)
         out = _observed(result, args, request)
-        out["trace"] = recorder.report()
+        out["trace"] = recorder.report(result)
         return out
     finally:
         if enabled:

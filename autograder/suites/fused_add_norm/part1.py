@@ -284,6 +284,14 @@ def not_the_kernel(what: str, trace: dict) -> str | None:
          lambda n: f"not your kernel: {what} handed the tensors' values to Python ({n}), which computes on them "
                    "where no kernel runs. A wrapper asks a tensor only for its shape, strides, dtype and device, "
                    "allocates h and y, and launches the kernel, whose tl operations compute on what it loads."),
+        # Python reads and writes a tensor over a bytearray, a numpy array or a file with no torch call: values copied
+        # there left the trace, values copied from there (or returned) are Python's work. After the values read, whose
+        # message is the cause where a tensor's numpy() shared its memory
+        ([excerpt(str(where), 60) for where in _listed(trace, "shared")],
+         lambda n: f"not your kernel: {what} used a tensor whose memory Python shares ({n}): one made over a "
+                   "bytearray, a numpy array or a file (torch.frombuffer, torch.from_numpy, .numpy()), which Python "
+                   "reads and writes with no torch call. h and y are tensors of torch's own that your kernel writes: "
+                   "allocate them with torch.empty_like and launch the kernel on the inputs."),
         (each("hooks"),
          lambda n: f"not your kernel: while {what} ran, the kernel it launched held a hook of the notebook's ({n}), "
                    "which runs inside the launch, handed its tensors. A Triton kernel computes h and y with tl "

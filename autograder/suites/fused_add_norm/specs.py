@@ -47,6 +47,11 @@ student code) records, while a traced call runs:
     classes    the names of the tensor classes, other than torch's own, that torch handed a call or an
                operator to (a __torch_function__ or __torch_dispatch__ of the notebook's): their Python runs
                where the function mode, or the dispatch mode, is set aside, so what it computes is not counted
+    shared     where a tensor whose memory Python shares (nbtest.tensor_values.shares_python_memory: over a
+               bytearray, a numpy array, a file) was handed to an operator or a launch, or returned: Python
+               reads and writes that memory with no torch call, so values copied there leave the trace, and
+               values copied from there are Python's work. The call's arguments are copies in torch's own memory,
+               and the operators asked are the notebook's (as for calls), so not the grader's read-back copies
     (each launch) "swapped": what of the launched kernel's layers is no longer what Triton made: a layer
                of a class that is not exactly Triton's, or made without its __init__; a layer whose `fn`
                is not the function it was made with; an interpreted kernel whose rewriter or cached
@@ -65,11 +70,12 @@ import weakref
 
 import torch
 import torch.nn.functional as F
-from nbtest.tensor_values import made_by_cell, run_recorded
+from nbtest.tensor_values import made_by_cell, run_recorded, shares_python_memory
 
 _randn, _empty, _Generator = torch.randn, torch.empty, torch.Generator
 _to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
 _float32, _uint8 = torch.float32, torch.uint8
+_Tensor, _Storage = torch.Tensor, torch.UntypedStorage
 _getattr, _isinstance, _type, _str, _len, _repr = getattr, isinstance, type, str, len, repr
 _tuple, _list, _any, _id = tuple, list, any, id
 _getframe, _MISSING = sys._getframe, object()
@@ -137,6 +143,7 @@ class _Recorder:
         self.inside: dict[str, None] = {}
         self.calls: dict[tuple[str, str], None] = {}
         self.classes: dict[str, None] = {}
+        self.shared: dict[str, None] = {}
         self.modes: list[str] = []
         self.threads = 0
         names = _getattr(module, "__dict__", {}) if module is not None else {}
@@ -153,6 +160,7 @@ class _Recorder:
                   "grid": _repr(grid)[:100] if _type(grid) in (_tuple, _list) else "callable",
                   "foreign": _list(dict.fromkeys(foreign))[:8], "hooks": _list(dict.fromkeys(_hooks(kernel))),
                   "swapped": _swapped(kernel)}
+        self.touched(f"the launch of {record['kernel'][:60]}", values)
         if _len(self.launches) < MAX_RECORDS:
             self.launches.append(record)
         elif record["foreign"] or record["hooks"] or record["swapped"]:
@@ -177,10 +185,24 @@ class _Recorder:
             if kind not in TORCH_TENSORS and _len(self.classes) < 8:
                 self.classes[_str(_class_name(kind) if _isinstance(kind, type) else "?")[:60]] = None
 
-    def report(self) -> dict:
+    def touched(self, where: str, values) -> None:
+        """Note `where` if a tensor or storage among values (and in their tuples and lists) shares Python's memory."""
+        todo = _list(values)
+        while todo and _len(self.shared) < 8:
+            value = todo.pop()
+            if _type(value) in (_tuple, _list):
+                todo += value[:MAX_RECORDS]
+            elif _isinstance(value, (_Tensor, _Storage)) and shares_python_memory(value):
+                self.shared[where[:60]] = None
+                return
+
+    def report(self, result=None) -> dict:
+        """What the call did; `result`, what it returned, is asked whether it shares Python's memory."""
+        self.touched("what it returned", (result,))
         return {"launches": self.launches, "ops": _list(self.ops), "ops_in_launches": _list(self.inside),
                 "calls": [_list(call) for call in self.calls], "kernels": self.kernels,
                 "machinery": _changed() + _language(), "classes": _list(self.classes), "modes": self.modes,
+                "shared": _list(self.shared),
                 "threads": self.threads}
 
 
@@ -400,7 +422,10 @@ def warm_up() -> None:
             self.recorder = recorder
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.recorder.op(_str(func.overloadpacket.__name__), _state["depth"] > 0)
+            name = _str(func.overloadpacket.__name__)
+            self.recorder.op(name, _state["depth"] > 0)
+            if made_by_cell(_getframe(1), _cell, _LAUNCH):    # not the read-back's copy onto the arena (core/arena.py)
+                self.recorder.touched(name, (args, _list((kwargs or {}).values())))
             if types:
                 self.recorder.handed(types)
             return func(*args, **(kwargs or {}))
