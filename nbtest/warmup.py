@@ -3,6 +3,7 @@ GPU does, and torch's first-call work done before the monitor watches (so none o
 from __future__ import annotations
 
 import ast
+import inspect
 import os
 import sys
 
@@ -68,6 +69,8 @@ def interpreter_as_on_gpu() -> None:
         # of a launch that is not its own (one since freed, whose memory now holds other objects)
         outer = _LAUNCH[0]
         try:
+            if callable(self.grid):
+                self.grid = _grid_as_on_gpu(self.fn, self.grid, args, kwargs)
             return launch(self, *args, **kwargs)
         finally:
             _LAUNCH[0] = outer
@@ -102,6 +105,17 @@ def interpreter_as_on_gpu() -> None:
 
     rewriter._transform_ast = _transform_ast
     rewriter._compile_and_exec = _compile_and_exec
+
+
+def _grid_as_on_gpu(fn, grid, args: tuple, kwargs: dict) -> tuple:
+    """A launch's grid function called as a GPU's launch calls it: before the launch, handed the kernel's arguments
+    by name as the launch was given them (tensors as torch's). The interpreter calls it inside the launch, handed
+    its own pointers, with triton.language patched to run on them: there a grid's tl.load and tl.store read and
+    write the tensors by address, Python running the kernel's work where no kernel runs."""
+    params = inspect.signature(fn).parameters
+    given = {k: v for k, v in kwargs.items() if k in params}
+    found = grid(inspect.getcallargs(fn, *args, **given))
+    return tuple(found)
 
 
 def _names(tree) -> set[str]:

@@ -26,7 +26,7 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
                           "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes",
                           "heuristic-set-later-computes", "finaliser-computes-later", "tensor-class-computes",
                           "tracer-modes-swapped", "listener-thread-computes", "kernel-prints-values",
-                          "buffer-shared-computes"],
+                          "buffer-shared-computes", "grid-computes"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, part1.launched, at any
 # call of part 1: lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch
@@ -43,7 +43,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # call ends, and a kernel's tl.device_print goes to the child's own stdout, never to one the wrapper redirected
 # (kernel-prints-values: its values tests fail), and a thread alive beside the call or started in it is counted
 # (listener-thread-computes), and so is a tensor over a Python buffer that an operator, a launch or the result used
-# (buffer-shared-computes: Python decoded and computed on what copy_ put there)
+# (buffer-shared-computes: Python decoded and computed on what copy_ put there); a launch's grid function runs as on a
+# GPU, before the launch on torch's tensors, where triton.language does not run (grid-computes)
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -53,7 +54,7 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "lists-redo-odd-widths", "method-registered-on-odd-widths", "language-function-replaced",
             "settings-get-computes", "item-of-an-object-computes", "torch-under-another-name",
             "finaliser-computes-later", "tensor-class-computes", "tracer-modes-swapped", "kernel-prints-values",
-            "listener-thread-computes", "buffer-shared-computes"}
+            "listener-thread-computes", "buffer-shared-computes", "grid-computes"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -278,7 +279,7 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                                                   .replace("    LAUNCH\n", textwrap.indent(launch, "    ")))],
                                      before=variants.PRINTED.lstrip() + "\n\n")),
                                  s.checks(1) - {"rules_part1", *REFUSALS}),
-        # red team 21: held by the wrapper rules alone (docs/security.md, Known open)
+        # red team 21: a tensor over a Python buffer, measured (specs: "shared")
         "buffer-shared-computes": ("an empty kernel launched once, the inputs copied into a bytearray a tensor "
                                    "views (torch.frombuffer), h and y computed in Python floats there and copied back",
                                    around_empty(variants.SHARED_BUFFER_RETURN, variants.SHARED_BUFFER.lstrip() + "\n\n"),
@@ -305,6 +306,13 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
             "for every kernel, after one call of the wrapper",
             s.solved(fused_kernel=edit(variants.FN_SWAPPED.lstrip(), variants.FN_WRITES, ""),
                      fused_add_layernorm=s.filled("fused_add_layernorm", after=variants.CACHE_WRITTEN)), fused),
+        "grid-computes": ("an empty kernel, launched with a grid function of the wrapper's that computes h and y in "
+                          "tl operations on the kernel's pointers (Triton's interpreter called it inside the launch)",
+                          s.solved(fused_kernel=empty, fused_add_layernorm=s.filled("fused_add_layernorm", [edit(
+                              reference, "fused_add_layernorm_kernel[(rows_x.shape[0],)](",
+                              variants.GRID_COMPUTES.lstrip())])),
+                          # its grid's tl.load raises as on a GPU, at every call that gets past the checks
+                          s.checks(1) - {"rules_part1", *REFUSALS}),
         "launch-hook-computes": ("an empty kernel, launched by the reference wrapper, and a pre-run hook its cell "
                                  "registers, which Triton runs inside the launch: it computes h and y in Python lists",
                                  s.solved(fused_kernel=empty + variants.LAUNCH_HOOK), fused),

@@ -1052,6 +1052,30 @@ y.reshape(-1).copy_(_SLOTS[5, :total])
 return h.view(x.shape), y.view(x.shape)
 '''
 
+# h and y computed by the launch's grid function in tl operations on the kernel's pointers: Triton's interpreter called
+# it inside the launch, triton.language patched, the tensors handed as pointers (red team 22); an empty kernel
+GRID_COMPUTES = '''
+n_rows = rows_x.shape[0]
+
+
+def grid(args):
+    cols = tl.arange(0, block)
+    mask = cols < n
+    w = tl.load(args["w_ptr"] + cols, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(args["b_ptr"] + cols, mask=mask, other=0.0).to(tl.float32)
+    for r in range(n_rows):
+        offs = r * n + cols
+        hv = tl.load(args["x_ptr"] + offs, mask=mask, other=0.0).to(tl.float32) + \\
+            tl.load(args["fx_ptr"] + offs, mask=mask, other=0.0).to(tl.float32)
+        tl.store(args["h_ptr"] + offs, hv.to(args["h_ptr"].dtype.element_ty), mask=mask)
+        centred = tl.where(mask, hv - tl.sum(hv, axis=0) / n, 0.0)
+        yv = centred * tl.rsqrt(tl.sum(centred * centred, axis=0) / n + eps) * w + b
+        tl.store(args["y_ptr"] + offs, yv.to(args["y_ptr"].dtype.element_ty), mask=mask)
+    return (1,)
+
+
+fused_add_layernorm_kernel[grid]('''
+
 # torch computing in a tensor class's __torch_dispatch__, which torch runs while the tracer's dispatch mode is set
 # aside: an empty kernel launched, then an allocation on an object of that class computes h and y
 TENSOR_CLASS = '''

@@ -267,6 +267,42 @@ def test_a_lane_outside_the_launchs_tensors_is_stopped_before_it_reads_or_writes
             atomics[(1,)](target, 5 if not cas else 8, CAS=cas)
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's grid; a GPU's launch calls it so itself")
+def test_a_launchs_grid_function_runs_as_on_a_gpu_before_the_launch():
+    """Triton's interpreter called a grid function inside the launch, handed its own pointers, with
+    triton.language patched: a grid's tl.load and tl.store then read and wrote the tensors by address, Python doing
+    the kernel's work where no kernel runs (red team 22). nbtest calls it as a GPU's launch does: before the
+    launch, handed the kernel's arguments by name as given (tensors as torch's, sizes, constexprs), where
+    triton.language is not running; its tuple, or list, is the grid."""
+    import triton
+    import triton.language as tl
+    nbtest.interpreter_as_on_gpu()
+
+    @triton.jit
+    def fill(out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, 1.0, mask=offs < n)
+
+    seen = []
+
+    def grid(meta):
+        seen.append({k: type(v).__name__ for k, v in meta.items()})
+        return [triton.cdiv(meta["n"], meta["BLOCK"])]
+
+    out = torch.zeros(10)
+    fill[grid](out, 10, BLOCK=4)
+    assert torch.equal(out, torch.ones(10)) and seen == [{"out_ptr": "Tensor", "n": "int", "BLOCK": "int"}]
+
+    def loads(meta):      # a grid running the kernel's work: as on a GPU, tl.load outside a kernel raises
+        tl.store(meta["out_ptr"], tl.load(meta["out_ptr"]) + 1)
+        return (1,)
+
+    out = torch.zeros(10)
+    with pytest.raises(ValueError, match="@triton.jit"):
+        fill[loads](out, 10, BLOCK=4)
+    assert torch.equal(out, torch.zeros(10))
+
+
 def test_a_kernel_reaches_no_memory_through_a_pointer_of_its_own_nor_outside_a_launch():
     """Three ways past the lane check, each of which wrote a tensor the kernel was never handed (in the grading
     child, any object at an address from id(): a RuntimeError's type turned into ValueError): an argument of the

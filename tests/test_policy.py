@@ -215,6 +215,8 @@ SAMPLE_RULES = {
     ("fused-add-norm", "kernel-prints-values"): {("wrapper-torch-op", FLAG), ("import", FLAG)},
     # red team 21: the values shared with Python through a buffer a tensor views (measured now, the rules hold it too)
     ("fused-add-norm", "buffer-shared-computes"): {("wrapper-torch-op", FLAG)},
+    # red team 22: the kernel's work done by the launch's grid function (measured: it runs as on a GPU now)
+    ("fused-add-norm", "grid-computes"): {("wrapper-statement", FLAG)},
     # red team round 11: code the wrapper runs unwritten, walked as called; a kernel's attribute (the launch hook
     # is MEASURED too)
     ("fused-add-norm", "launch-hook-computes"): {("kernel-attribute", FLAG)},
