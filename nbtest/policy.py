@@ -137,8 +137,8 @@ PROCESS_ATTRIBUTES = frozenset({
     "f_builtins", "f_code", "gi_frame", "gi_code", "cr_frame", "ag_frame", "co_code", "library",
     "overrides", "hub", "ctypeslib"})
 # Dotted paths (after import aliases are resolved) that read or write files, or reach the runtime.
-PROCESS_PATHS = ("torch.load", "torch.save", "torch.from_file", "torch.utils", "torch.ops", "torch.jit",
-                 "torch.package", "torch.multiprocessing", "torch.distributed",
+PROCESS_PATHS = ("torch.load", "torch.save", "torch.serialization", "torch.from_file", "torch.utils", "torch.ops",
+                 "torch.jit", "torch.package", "torch.multiprocessing", "torch.distributed",
                  "numpy.load", "numpy.save", "numpy.savez", "numpy.fromfile", "numpy.memmap",
                  "numpy.loadtxt", "numpy.genfromtxt", "numpy.lib", "triton.runtime", "triton.compiler",
                  "triton.backends", "triton.knobs", "triton.testing", "triton.tools")

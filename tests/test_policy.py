@@ -492,6 +492,17 @@ def residual_add(x, fx):
 '''
 
 FORGERIES_RESIDUAL = {
+    # torch.save under its module's path: red team 23 had it write the tensors' bytes to an object of its own
+    "files: torch.serialization.save": (dict(residual_add=textwrap.dedent('''
+        class _Sink:
+            def write(self, data):
+                return len(data)
+
+
+        def residual_add(x, fx):
+            torch.serialization.save(x, _Sink())
+            return x + fx
+''')), {("process-introspection", WITHHOLD)}),
     # the probe patched through sys.modules so that args_after shows the inputs unchanged
     "mutation: probe patched via sys.modules": (dict(residual_add=textwrap.dedent('''
         import sys
