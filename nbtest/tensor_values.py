@@ -44,17 +44,26 @@ _resizable, _is_shared, _no_function_modes = torch.UntypedStorage.resizable, tor
 
 
 def made_by_cell(frame, is_cell, launch) -> bool:
-    """Whether the nearest frame on the stack that is a cell's (is_cell(its file name)) or a launch's (its code
-    is launch: kernel[grid](...), where Triton's interpreter reads the tensors) is a cell's. A heuristic or a
-    grid that the launch calls is a cell's again."""
+    """Whether the nearest frame on the stack that is a cell's (is_cell(its file name)), a launch's (its code
+    is launch: kernel[grid](...), where Triton's interpreter reads the tensors) or grid_of's is a cell's or
+    grid_of's. A heuristic that the launch calls is a cell's again, and so is its grid, whatever it is made of."""
     while frame is not None:
         code = frame.f_code
         if code is launch:
             return False
-        if is_cell(code.co_filename):
+        if code is _GRID or is_cell(code.co_filename):
             return True
         frame = frame.f_back
     return False
+
+
+def grid_of(grid, meta: dict) -> tuple:
+    """A launch's grid function, the notebook's, called on the launch's arguments by name (nbtest.warmup): what it
+    runs is the notebook's (made_by_cell), though it be a partial of builtins with no frame of a cell's."""
+    return tuple(grid(meta))
+
+
+_GRID = grid_of.__code__
 
 
 def hands_code(args: tuple, kwargs: dict) -> bool:

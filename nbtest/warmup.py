@@ -46,6 +46,8 @@ def interpreter_as_on_gpu() -> None:
     from triton.runtime import interpreter
     from triton.runtime.autotuner import Autotuner
 
+    from .tensor_values import grid_of     # torch's too: imported here, where Triton is, never by nbtest's own import
+
     if getattr(interpreter.GridExecutor.__dict__.get("__call__"), "__qualname__", "") == _INSTALLED:
         # once: the grader's child runs this again with the notebook, and counts a changed Triton class
         return
@@ -69,8 +71,8 @@ def interpreter_as_on_gpu() -> None:
         # of a launch that is not its own (one since freed, whose memory now holds other objects)
         outer = _LAUNCH[0]
         try:
-            if callable(self.grid):
-                self.grid = _grid_as_on_gpu(self.fn, self.grid, args, kwargs)
+            if callable(self.grid):      # as a GPU's launch calls it (_meta)
+                self.grid = grid_of(self.grid, _meta(self.fn, args, kwargs))
             return launch(self, *args, **kwargs)
         finally:
             _LAUNCH[0] = outer
@@ -107,15 +109,14 @@ def interpreter_as_on_gpu() -> None:
     rewriter._compile_and_exec = _compile_and_exec
 
 
-def _grid_as_on_gpu(fn, grid, args: tuple, kwargs: dict) -> tuple:
-    """A launch's grid function called as a GPU's launch calls it: before the launch, handed the kernel's arguments
-    by name as the launch was given them (tensors as torch's). The interpreter calls it inside the launch, handed
-    its own pointers, with triton.language patched to run on them: there a grid's tl.load and tl.store read and
-    write the tensors by address, Python running the kernel's work where no kernel runs."""
+def _meta(fn, args: tuple, kwargs: dict) -> dict:
+    """What a GPU's launch hands a grid function: the kernel's arguments by name, as the launch was given them
+    (tensors as torch's). The interpreter calls the grid inside the launch, handed its own pointers, with
+    triton.language patched to run on them: there a grid's tl.load and tl.store read and write the tensors by
+    address, Python running the kernel's work where no kernel runs. Called before the launch, with this, it runs as
+    on a GPU."""
     params = inspect.signature(fn).parameters
-    given = {k: v for k, v in kwargs.items() if k in params}
-    found = grid(inspect.getcallargs(fn, *args, **given))
-    return tuple(found)
+    return inspect.getcallargs(fn, *args, **{k: v for k, v in kwargs.items() if k in params})
 
 
 def _names(tree) -> set[str]:

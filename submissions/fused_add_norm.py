@@ -26,7 +26,7 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
                           "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes",
                           "heuristic-set-later-computes", "finaliser-computes-later", "tensor-class-computes",
                           "tracer-modes-swapped", "listener-thread-computes", "kernel-prints-values",
-                          "buffer-shared-computes", "grid-computes"],
+                          "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, part1.launched, at any
 # call of part 1: lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch
@@ -44,7 +44,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # (kernel-prints-values: its values tests fail), and a thread alive beside the call or started in it is counted
 # (listener-thread-computes), and so is a tensor over a Python buffer that an operator, a launch or the result used
 # (buffer-shared-computes: Python decoded and computed on what copy_ put there); a launch's grid function runs as on a
-# GPU, before the launch on torch's tensors, where triton.language does not run (grid-computes)
+# GPU, before the launch on torch's tensors, where triton.language does not run (grid-computes), and what it runs is
+# the notebook's, whatever it is made of (grid-of-builtins-reads: nbtest.tensor_values.grid_of)
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -54,7 +55,7 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "lists-redo-odd-widths", "method-registered-on-odd-widths", "language-function-replaced",
             "settings-get-computes", "item-of-an-object-computes", "torch-under-another-name",
             "finaliser-computes-later", "tensor-class-computes", "tracer-modes-swapped", "kernel-prints-values",
-            "listener-thread-computes", "buffer-shared-computes", "grid-computes"}
+            "listener-thread-computes", "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -313,6 +314,12 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                               variants.GRID_COMPUTES.lstrip())])),
                           # its grid's tl.load raises as on a GPU, at every call that gets past the checks
                           s.checks(1) - {"rules_part1", *REFUSALS}),
+        "grid-of-builtins-reads": ("an empty kernel, launched with a grid made of builtins alone (a partial of next "
+                                   "over maps) that hands the inputs' tolist to a list, then h and y computed in lists",
+                                   s.solved(fused_kernel=empty, fused_add_layernorm=s.filled("fused_add_layernorm", [
+                                       edit(reference, launch + "return h.view(x.shape), y.view(x.shape)\n",
+                                            variants.GRID_OF_BUILTINS.lstrip())],
+                                       before="import functools\nimport math\n\n\n")), fused),
         "launch-hook-computes": ("an empty kernel, launched by the reference wrapper, and a pre-run hook its cell "
                                  "registers, which Triton runs inside the launch: it computes h and y in Python lists",
                                  s.solved(fused_kernel=empty + variants.LAUNCH_HOOK), fused),

@@ -1076,6 +1076,26 @@ def grid(args):
 
 fused_add_layernorm_kernel[grid]('''
 
+# the values read by a grid made of builtins alone (a partial of next over maps), which has no frame of a cell's for the
+# tracer to tell it by: tolist runs inside the launch, and Python computes h and y in lists after it (red team 23)
+GRID_OF_BUILTINS = '''
+got = []
+packed = torch.cat([t.reshape(-1).double() for t in (rows_x, rows_fx, weight, bias)])
+grid = functools.partial(next, iter([map({None: rows_x.shape[0]}.get,
+                                         map(got.extend, map(torch.Tensor.tolist, [packed])))]))
+fused_add_layernorm_kernel[grid](rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)
+m = rows_x.numel()
+xs, fs, ws, bs = got[:m], got[m:2 * m], got[2 * m:2 * m + n], got[2 * m + n:]
+hl, yl = [], []
+for r in range(0, m, n):
+    row = [a + b for a, b in zip(xs[r:r + n], fs[r:r + n])]
+    mean = math.fsum(row) / n
+    inv = 1.0 / math.sqrt(math.fsum((v - mean) ** 2 for v in row) / n + eps)
+    hl += row
+    yl += [(v - mean) * inv * w + b for v, w, b in zip(row, ws, bs)]
+return torch.tensor(hl, dtype=x.dtype).view(x.shape), torch.tensor(yl, dtype=x.dtype).view(x.shape)
+'''
+
 # torch computing in a tensor class's __torch_dispatch__, which torch runs while the tracer's dispatch mode is set
 # aside: an empty kernel launched, then an allocation on an object of that class computes h and y
 TENSOR_CLASS = '''

@@ -489,11 +489,19 @@ def launched(x):
 def returned(x):
     import numpy
     return torch.from_numpy(numpy.ones(8, dtype=numpy.float32))
+
+def grid_of_builtins(x):
+    import functools
+    h, got = torch.empty_like(x), []
+    _add[functools.partial(next, iter([map({None: 1}.get, map(got.extend, map(torch.Tensor.tolist, [x])))]))](
+        x, h, 8, BLOCK=8)
+    return h
 """
 module = type(os)("nb")
 exec(compile(cell, "<cell k>", "exec"), module.__dict__)
 found = {}
-for name in ("honest", "lists", "callback", "heuristic", "handed", "subclass", "copied", "launched", "returned"):
+for name in ("honest", "lists", "callback", "heuristic", "handed", "subclass", "copied", "launched", "returned",
+             "grid_of_builtins"):
     with probe.TRACERS["launches"](module) as recorder:
         result = getattr(module, name)(torch.ones(8))
     report = recorder.report(result)
@@ -516,12 +524,15 @@ print(json.dumps(found))
         "heuristic": ["torch.Tensor.numpy"], "handed": ["torch.empty"], "subclass": [], "machinery": [],
         "replaced": ["InterpretedFunction"], "subclass classes": ["Lazy"],
         "copied": [], "launched": [], "returned": [],
+        # a grid of builtins alone has no frame of a cell's: it is the notebook's all the same (tensor_values.grid_of)
+        "grid_of_builtins": ["torch.Tensor.tolist"],
         # the operators the cell ran (the interpreter's own copies inside a launch are not), the launch, the result
         "copied shared": ["slice", "copy_"], "launched shared": ["the launch of _add"],
         "returned shared": ["lift_fresh", "what it returned"],
         **{f"{name} classes": [] for name in ("honest", "lists", "callback", "heuristic", "handed", "copied",
-                                              "launched", "returned")},
-        **{f"{name} shared": [] for name in ("honest", "lists", "callback", "heuristic", "handed", "subclass")}}, found
+                                              "launched", "returned", "grid_of_builtins")},
+        **{f"{name} shared": [] for name in ("honest", "lists", "callback", "heuristic", "handed", "subclass",
+                                             "grid_of_builtins")}}, found
 
 
 def test_a_triton_language_name_is_flagged_by_whose_code_it_runs():

@@ -217,6 +217,8 @@ SAMPLE_RULES = {
     ("fused-add-norm", "buffer-shared-computes"): {("wrapper-torch-op", FLAG)},
     # red team 22: the kernel's work done by the launch's grid function (measured: it runs as on a GPU now)
     ("fused-add-norm", "grid-computes"): {("wrapper-statement", FLAG)},
+    # red team 23: a grid of builtins alone that reads the values (measured: what a grid runs is the notebook's)
+    ("fused-add-norm", "grid-of-builtins-reads"): {("wrapper-torch-op", FLAG)},
     # red team round 11: code the wrapper runs unwritten, walked as called; a kernel's attribute (the launch hook
     # is MEASURED too)
     ("fused-add-norm", "launch-hook-computes"): {("kernel-attribute", FLAG)},
