@@ -16,6 +16,8 @@ methods torch calls (its __float__, __index__) while the mode is set aside. Or i
 """
 from __future__ import annotations
 
+from operator import index as _index
+
 import torch
 from torch.overrides import resolve_name
 
@@ -45,25 +47,34 @@ _resizable, _is_shared, _no_function_modes = torch.UntypedStorage.resizable, tor
 
 def made_by_cell(frame, is_cell, launch) -> bool:
     """Whether the nearest frame on the stack that is a cell's (is_cell(its file name)), a launch's (its code
-    is launch: kernel[grid](...), where Triton's interpreter reads the tensors) or grid_of's is a cell's or
-    grid_of's. A heuristic that the launch calls is a cell's again, and so is its grid, whatever it is made of."""
+    is launch: kernel[grid](...), where Triton's interpreter reads the tensors) or one of the notebook's calls
+    (as_notebooks, grid_of) is a cell's or such a call. A heuristic that the launch calls is a cell's again, and
+    what the notebook's call or grid runs is the notebook's, though it be a partial of builtins with no frame."""
     while frame is not None:
         code = frame.f_code
         if code is launch:
             return False
-        if code is _GRID or is_cell(code.co_filename):
+        if code in _NOTEBOOKS or is_cell(code.co_filename):
             return True
         frame = frame.f_back
     return False
 
 
-def grid_of(grid, meta: dict) -> tuple:
-    """A launch's grid function, the notebook's, called on the launch's arguments by name (nbtest.warmup): what it
-    runs is the notebook's (made_by_cell), though it be a partial of builtins with no frame of a cell's."""
-    return tuple(grid(meta))
+def as_notebooks(fn, /, *args, **kwargs):
+    """fn(*args, **kwargs), a call of the notebook's function: what runs in this frame is the notebook's
+    (made_by_cell), a finaliser of fn's locals as fn's frame ends among them."""
+    return fn(*args, **kwargs)
 
 
-_GRID = grid_of.__code__
+def grid_of(grid, meta: dict | None) -> tuple:
+    """A launch's grid, the notebook's: its function called on the launch's arguments by name (nbtest.warmup), and
+    its entries made ints here, so that what runs for them (an object's __index__, its __iter__) is the notebook's
+    (made_by_cell) and Triton is handed plain numbers, as a GPU's launcher reads them."""
+    found = grid(meta) if callable(grid) else grid
+    return tuple(_index(v) for v in found)
+
+
+_NOTEBOOKS = frozenset({as_notebooks.__code__, grid_of.__code__})
 
 
 def hands_code(args: tuple, kwargs: dict) -> bool:

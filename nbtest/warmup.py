@@ -71,8 +71,8 @@ def interpreter_as_on_gpu() -> None:
         # of a launch that is not its own (one since freed, whose memory now holds other objects)
         outer = _LAUNCH[0]
         try:
-            if callable(self.grid):      # as a GPU's launch calls it (_meta)
-                self.grid = grid_of(self.grid, _meta(self.fn, args, kwargs))
+            # a grid function called as a GPU's launch calls it (_meta), and the grid's entries made ints
+            self.grid = grid_of(self.grid, _meta(self.fn, args, kwargs) if callable(self.grid) else None)
             return launch(self, *args, **kwargs)
         finally:
             _LAUNCH[0] = outer

@@ -26,7 +26,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
                           "settings-get-computes", "item-of-an-object-computes", "launch-hook-computes",
                           "heuristic-set-later-computes", "finaliser-computes-later", "tensor-class-computes",
                           "tracer-modes-swapped", "listener-thread-computes", "kernel-prints-values",
-                          "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads"],
+                          "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads", "grid-entry-reads",
+                          "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, part1.launched, at any
 # call of part 1: lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch
@@ -45,7 +46,10 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # (listener-thread-computes), and so is a tensor over a Python buffer that an operator, a launch or the result used
 # (buffer-shared-computes: Python decoded and computed on what copy_ put there); a launch's grid function runs as on a
 # GPU, before the launch on torch's tensors, where triton.language does not run (grid-computes), and what it runs is
-# the notebook's, whatever it is made of (grid-of-builtins-reads: nbtest.tensor_values.grid_of)
+# the notebook's, whatever it is made of (grid-of-builtins-reads: nbtest.tensor_values.grid_of), and so are its
+# entries (grid-entry-reads), what the call's locals' finalisers run as its frame ends (finaliser-of-builtins-reads:
+# tensor_values.as_notebooks); a tensor handed to the kernel with attributes of its own is foreign
+# (tensor-attribute-reads), and a launch that raised fails a call that went on (assert-carries-values)
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -55,7 +59,8 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "lists-redo-odd-widths", "method-registered-on-odd-widths", "language-function-replaced",
             "settings-get-computes", "item-of-an-object-computes", "torch-under-another-name",
             "finaliser-computes-later", "tensor-class-computes", "tracer-modes-swapped", "kernel-prints-values",
-            "listener-thread-computes", "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads"}
+            "listener-thread-computes", "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads",
+            "grid-entry-reads", "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -234,6 +239,11 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
     around_empty = lambda body, before="": s.solved(fused_kernel=empty, fused_add_layernorm=s.filled(
         "fused_add_layernorm", [edit(reference, "return h.view(x.shape), y.view(x.shape)\n", body.lstrip())],
         before=before))
+    # an empty kernel, the values read where no frame of a cell's is, and h and y computed in lists (variants.LISTS)
+    imports = "import functools\nimport math\n\n\n"
+    read_unseen = lambda body, before="": s.solved(fused_kernel=empty, fused_add_layernorm=s.filled(
+        "fused_add_layernorm", [edit(reference, launch + "return h.view(x.shape), y.view(x.shape)\n", body.lstrip())],
+        before=imports + variants.LISTS.lstrip() + "\n\n" + before))
     return {
         "torch-under-another-name": ("an empty kernel launched once, then the wrapper computes h and y with torch "
                                      "bound to a module-level name of its own (_t = torch)",
@@ -316,10 +326,25 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                           s.checks(1) - {"rules_part1", *REFUSALS}),
         "grid-of-builtins-reads": ("an empty kernel, launched with a grid made of builtins alone (a partial of next "
                                    "over maps) that hands the inputs' tolist to a list, then h and y computed in lists",
-                                   s.solved(fused_kernel=empty, fused_add_layernorm=s.filled("fused_add_layernorm", [
-                                       edit(reference, launch + "return h.view(x.shape), y.view(x.shape)\n",
-                                            variants.GRID_OF_BUILTINS.lstrip())],
-                                       before="import functools\nimport math\n\n\n")), fused),
+                                   read_unseen(variants.GRID_OF_BUILTINS), fused),
+        # red team 24: Python that Triton runs for the notebook, made of builtins, or values carried out in an error
+        "grid-entry-reads": ("grid-of-builtins-reads with the reading in the __index__ of the grid's one entry, which "
+                             "Triton's interpreter called inside the launch",
+                             read_unseen(variants.GRID_ENTRY, "class _Rows:\n    pass\n\n\n"), fused),
+        "tensor-attribute-reads": ("grid-of-builtins-reads with the reading in h.storage_offset, an attribute of h's "
+                                   "own that Triton's interpreter calls inside the launch",
+                                   read_unseen(variants.TENSOR_ATTRIBUTE), fused),
+        "finaliser-of-builtins-reads": ("an empty kernel launched once, and a local whose finaliser, made of builtins, "
+                                        "reads the inputs as the wrapper's frame ends and copies h and y computed in "
+                                        "lists into the tensors it returned",
+                                        read_unseen(variants.LATE_FILL, variants.LATE_TOKEN.lstrip() + "\n\n"), fused),
+        "assert-carries-values": ("a kernel that loads the inputs and asserts False with them as the message; the "
+                                  "wrapper reads them back from the error and computes h and y in lists",
+                                  s.solved(fused_kernel=variants.ASSERT_KERNEL.lstrip(),
+                                           fused_add_layernorm=s.filled("fused_add_layernorm", [edit(
+                                               reference, launch + "return h.view(x.shape), y.view(x.shape)\n",
+                                               variants.ASSERT_READ.lstrip())], before=imports + variants.LISTS.lstrip()
+                                               + "\n\n" + variants.ASSERT_DECODE.lstrip() + "\n\n")), fused),
         "launch-hook-computes": ("an empty kernel, launched by the reference wrapper, and a pre-run hook its cell "
                                  "registers, which Triton runs inside the launch: it computes h and y in Python lists",
                                  s.solved(fused_kernel=empty + variants.LAUNCH_HOOK), fused),

@@ -1076,25 +1076,98 @@ def grid(args):
 
 fused_add_layernorm_kernel[grid]('''
 
-# the values read by a grid made of builtins alone (a partial of next over maps), which has no frame of a cell's for the
-# tracer to tell it by: tolist runs inside the launch, and Python computes h and y in lists after it (red team 23)
-GRID_OF_BUILTINS = '''
+# Python computing h and y in lists from `got`, the inputs' values in order (x, fx, weight, bias) read some way that
+# left no frame of a cell's where they were read; the routes below each put them there
+LISTS = '''
+def _lists(got, m, n, eps):
+    """h and y, in lists, for m values of rows of width n."""
+    xs, fs, ws, bs = got[:m], got[m:2 * m], got[2 * m:2 * m + n], got[2 * m + n:]
+    hl, yl = [], []
+    for r in range(0, m, n):
+        row = [a + b for a, b in zip(xs[r:r + n], fs[r:r + n])]
+        mean = math.fsum(row) / n
+        inv = 1.0 / math.sqrt(math.fsum((v - mean) ** 2 for v in row) / n + eps)
+        hl += row
+        yl += [(v - mean) * inv * w + b for v, w, b in zip(row, ws, bs)]
+    return hl, yl
+'''
+PACKED = '''
 got = []
 packed = torch.cat([t.reshape(-1).double() for t in (rows_x, rows_fx, weight, bias)])
-grid = functools.partial(next, iter([map({None: rows_x.shape[0]}.get,
-                                         map(got.extend, map(torch.Tensor.tolist, [packed])))]))
-fused_add_layernorm_kernel[grid](rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)
-m = rows_x.numel()
-xs, fs, ws, bs = got[:m], got[m:2 * m], got[2 * m:2 * m + n], got[2 * m + n:]
-hl, yl = [], []
-for r in range(0, m, n):
-    row = [a + b for a, b in zip(xs[r:r + n], fs[r:r + n])]
-    mean = math.fsum(row) / n
-    inv = 1.0 / math.sqrt(math.fsum((v - mean) ** 2 for v in row) / n + eps)
-    hl += row
-    yl += [(v - mean) * inv * w + b for v, w, b in zip(row, ws, bs)]
+'''
+FROM_GOT = '''
+hl, yl = _lists(got, rows_x.numel(), n, eps)
 return torch.tensor(hl, dtype=x.dtype).view(x.shape), torch.tensor(yl, dtype=x.dtype).view(x.shape)
 '''
+# read by a grid made of builtins alone (a partial of next over maps): tolist inside the launch (red team 23)
+GRID_OF_BUILTINS = PACKED + '''grid = functools.partial(next, iter([map({None: rows_x.shape[0]}.get,
+                                         map(got.extend, map(torch.Tensor.tolist, [packed])))]))
+fused_add_layernorm_kernel[grid](rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)''' + FROM_GOT
+# red team 24: by the __index__ of a grid's entry, which Triton's interpreter called inside the launch
+GRID_ENTRY = PACKED + '''_Rows.__index__ = functools.partial(next, map({None: rows_x.shape[0]}.get,
+                                              map(got.extend, map(torch.Tensor.tolist, [packed]))))
+_Rows.__gt__ = rows_x.shape[0].__gt__
+entry = _Rows()
+fused_add_layernorm_kernel[lambda meta: (entry,)](
+    rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)''' + FROM_GOT
+# by a method of h shadowed by an attribute of its own (storage_offset), which the interpreter calls inside the launch
+TENSOR_ATTRIBUTE = PACKED + '''h.storage_offset = functools.partial(next, map({None: 0}.get,
+                                             map(got.extend, map(torch.Tensor.tolist, [packed]))), 0)
+fused_add_layernorm_kernel[(rows_x.shape[0],)](rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)''' + FROM_GOT
+# by a finaliser of a local of the wrapper's, made of builtins, which runs as the wrapper's frame ends: it reads the
+# values, and copies h and y computed in lists into the tensors the wrapper returned empty
+LATE_TOKEN = '''
+_FEEDS = []
+
+
+class _Token:
+    """Dies with the call."""
+    __del__ = functools.partial(next, map(next, iter(_FEEDS.pop, None)), None)
+'''
+LATE_FILL = '''
+packed = torch.cat([t.reshape(-1).double() for t in (rows_x, rows_fx, weight, bias)])
+fused_add_layernorm_kernel[(rows_x.shape[0],)](rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)
+token = _Token()
+lists = map(functools.partial(_lists, m=rows_x.numel(), n=n, eps=eps), map(torch.Tensor.tolist, [packed]))
+_FEEDS.append(map(list, map(map, [torch.Tensor.copy_], [(h.view(-1), y.view(-1))],
+                            map(map, [functools.partial(torch.tensor, dtype=x.dtype)], lists))))
+return h.view(x.shape), y.view(x.shape)
+'''
+# carried out of the launch in what it raised: the kernel loads the packed values and asserts False with them as the
+# message, which the interpreter raises; the wrapper reads them back from its text
+ASSERT_KERNEL = '''
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    """Checks its row."""
+    parts = ()
+    for start in tl.static_range(0, BLOCK, 512):
+        cols = start + tl.arange(0, 512)
+        parts = parts + (tl.load(x_ptr + cols, mask=cols < n_cols, other=0.0).to(tl.int32, bitcast=True),)
+    tl.static_assert(False, parts)
+'''
+ASSERT_DECODE = '''
+def _float(b):
+    b &= 0xFFFFFFFF
+    s = -1.0 if b & 0x80000000 else 1.0
+    e, m = (b >> 23) & 0xFF, b & 0x7FFFFF
+    return s * m * 2.0 ** -149 if e == 0 else s * (0x800000 | m) * 2.0 ** (e - 150)
+
+
+def _numbers(text):
+    text = text.replace("dtype=int32", " ")
+    for c in "()[],=":
+        text = text.replace(c, " ")
+    return [int(t) for t in text.split() if t.lstrip("-").isdigit()]
+'''
+ASSERT_READ = '''
+packed = torch.cat([t.reshape(-1).float() for t in (rows_x, rows_fx, weight, bias)])
+try:
+    fused_add_layernorm_kernel[(1,)](packed, rows_fx, weight, bias, h, y, packed.numel(), eps,
+                                     BLOCK=max(512, triton.next_power_of_2(packed.numel())))
+    text = ""
+except Exception as e:
+    text = str(e)
+got = [_float(b) for b in _numbers(text)][:packed.numel()]''' + FROM_GOT
 
 # torch computing in a tensor class's __torch_dispatch__, which torch runs while the tracer's dispatch mode is set
 # aside: an empty kernel launched, then an allocation on an object of that class computes h and y

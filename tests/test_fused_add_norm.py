@@ -426,7 +426,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import torch
 from autograder.core import probe
 from autograder.suites.fused_add_norm import specs
-from nbtest.tensor_values import values_read
+from nbtest.tensor_values import as_notebooks, values_read
 specs.warm_up()
 cell = """
 import torch, triton, triton.language as tl
@@ -496,17 +496,54 @@ def grid_of_builtins(x):
     _add[functools.partial(next, iter([map({None: 1}.get, map(got.extend, map(torch.Tensor.tolist, [x])))]))](
         x, h, 8, BLOCK=8)
     return h
+
+import functools
+_GOT, _AT_INDEX, _AT_DEL = [], [], []
+
+class _Entry:
+    __index__ = functools.partial(next, map({None: 1}.get, map(_GOT.extend, map(torch.Tensor.tolist, _AT_INDEX))))
+
+class _Late:
+    __del__ = functools.partial(next, map(_GOT.extend, map(torch.Tensor.tolist, _AT_DEL)))
+
+def grid_entry(x):
+    h = torch.empty_like(x)
+    _AT_INDEX.append(x)
+    _add[(_Entry(),)](x, h, 8, BLOCK=8)
+    return h
+
+def attributed(x):
+    h = torch.empty_like(x)
+    h.note = 1
+    _add[(1,)](x, h, 8, BLOCK=8)
+    return h
+
+def swallowed(x):
+    h = torch.empty_like(x)
+    try:
+        _add[(1,)](x, h, 8, BLOCK=9)
+    except Exception:
+        pass
+    return h
+
+def late(x):
+    _AT_DEL.append(x)
+    token = _Late()
+    return torch.empty_like(x)
 """
 module = type(os)("nb")
 exec(compile(cell, "<cell k>", "exec"), module.__dict__)
 found = {}
-for name in ("honest", "lists", "callback", "heuristic", "handed", "subclass", "copied", "launched", "returned",
-             "grid_of_builtins"):
-    with probe.TRACERS["launches"](module) as recorder:
-        result = getattr(module, name)(torch.ones(8))
+names = ("honest", "lists", "callback", "heuristic", "handed", "subclass", "copied", "launched", "returned",
+         "grid_of_builtins", "grid_entry", "attributed", "swallowed", "late")
+for name in names:
+    with probe.TRACERS["launches"](module) as recorder:     # called as the probe calls the wrapper
+        result = as_notebooks(getattr(module, name), torch.ones(8))
     report = recorder.report(result)
     found[name] = values_read(report["calls"])
     found[name + " classes"], found[name + " shared"] = report["classes"], report["shared"]
+    found[name + " raised"] = report["raised"]
+    found[name + " foreign"] = sorted({f for launch in report["launches"] for f in launch["foreign"]})
     found["machinery"] = report["machinery"]
 kind, run = type(module._add), type(module._add).run
 kind.run = lambda self, *args, **kwargs: run(self, *args, **kwargs)    # a cell's run around every launch
@@ -519,20 +556,25 @@ print(json.dumps(found))
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = json.loads(proc.stdout.splitlines()[-1])
+    names = [key for key in found if " " not in key and key not in ("machinery", "replaced")]
     assert found == {
         "honest": [], "lists": ["torch.Tensor.tolist"], "callback": ["torch.Tensor.apply_"],
         "heuristic": ["torch.Tensor.numpy"], "handed": ["torch.empty"], "subclass": [], "machinery": [],
         "replaced": ["InterpretedFunction"], "subclass classes": ["Lazy"],
         "copied": [], "launched": [], "returned": [],
-        # a grid of builtins alone has no frame of a cell's: it is the notebook's all the same (tensor_values.grid_of)
-        "grid_of_builtins": ["torch.Tensor.tolist"],
+        # a grid, or a grid's entry, or a finaliser of the call's locals, made of builtins alone has no frame of a
+        # cell's: each is the notebook's all the same (tensor_values.grid_of, as_notebooks)
+        "grid_of_builtins": ["torch.Tensor.tolist"], "grid_entry": ["torch.Tensor.tolist"],
+        "late": ["torch.Tensor.tolist"],
+        "attributed": [], "swallowed": [], "attributed foreign": ["Tensor with attributes of its own (note)"],
+        "swallowed raised": ["_add"],
         # the operators the cell ran (the interpreter's own copies inside a launch are not), the launch, the result
         "copied shared": ["slice", "copy_"], "launched shared": ["the launch of _add"],
         "returned shared": ["lift_fresh", "what it returned"],
-        **{f"{name} classes": [] for name in ("honest", "lists", "callback", "heuristic", "handed", "copied",
-                                              "launched", "returned", "grid_of_builtins")},
-        **{f"{name} shared": [] for name in ("honest", "lists", "callback", "heuristic", "handed", "subclass",
-                                             "grid_of_builtins")}}, found
+        **{f"{name} classes": [] for name in names if name != "subclass"},
+        **{f"{name} shared": [] for name in names if name not in ("copied", "launched", "returned")},
+        **{f"{name} raised": [] for name in names if name != "swallowed"},
+        **{f"{name} foreign": [] for name in names if name != "attributed"}}, found
 
 
 def test_a_triton_language_name_is_flagged_by_whose_code_it_runs():

@@ -219,6 +219,11 @@ SAMPLE_RULES = {
     ("fused-add-norm", "grid-computes"): {("wrapper-statement", FLAG)},
     # red team 23: a grid of builtins alone that reads the values (measured: what a grid runs is the notebook's)
     ("fused-add-norm", "grid-of-builtins-reads"): {("wrapper-torch-op", FLAG)},
+    # red team 24: Python Triton runs for the notebook, made of builtins, and values carried out in an error (measured)
+    ("fused-add-norm", "grid-entry-reads"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "tensor-attribute-reads"): {("wrapper-arithmetic", FLAG), ("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "finaliser-of-builtins-reads"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "assert-carries-values"): {("wrapper-torch-op", FLAG)},
     # red team round 11: code the wrapper runs unwritten, walked as called; a kernel's attribute (the launch hook
     # is MEASURED too)
     ("fused-add-norm", "launch-hook-computes"): {("kernel-attribute", FLAG)},

@@ -40,6 +40,7 @@ launches) recorded while the call ran.
 from __future__ import annotations
 
 import builtins
+import functools
 import gc
 import inspect
 import numbers
@@ -50,6 +51,7 @@ import torch
 from torch import nn
 
 from nbtest.layers import as_layer as _as_layer
+from nbtest.tensor_values import as_notebooks as _as_notebooks
 
 from .arena import Handed as _Handed
 from .arena import hand as _hand
@@ -61,7 +63,7 @@ _len, _str = builtins.len, builtins.str
 _float, _int, _bool, _list, _tuple, _dict = float, int, bool, list, tuple, dict
 _tuple_slice, _slice = tuple.__getitem__, slice
 _getattr, _enumerate, _sum, _next, _any = getattr, enumerate, sum, next, any
-_range, _min, _max = range, min, max
+_range, _min, _max, _partial = range, min, max, functools.partial
 _Tensor, _Module = torch.Tensor, nn.Module
 _detach, _clone, _to = torch.Tensor.detach, torch.Tensor.clone, torch.Tensor.to
 _numel, _requires_grad_, _copy = torch.Tensor.numel, torch.Tensor.requires_grad_, torch.Tensor.copy_
@@ -245,6 +247,8 @@ def _observe(fn, request, specs, objects, module) -> dict:
     for i in request.get("grad_args", []):
         _requires_grad_(args[i], True)
     handed = [a for a in request.get("args", []) if _type(a) is _Handed]
+    # the submission's call, in a frame a tracer counts as the submission's: a finaliser of its locals runs there
+    fn = _partial(_as_notebooks, fn)
     if handed:                  # what the call leaves of the inputs is kept the moment it returns
         fn = _keeping(fn, handed)
     tracer = TRACERS.get(request.get("trace"))

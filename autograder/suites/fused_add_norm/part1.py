@@ -292,6 +292,11 @@ def not_the_kernel(what: str, trace: dict) -> str | None:
                    "bytearray, a numpy array or a file (torch.frombuffer, torch.from_numpy, .numpy()), which Python "
                    "reads and writes with no torch call. h and y are tensors of torch's own that your kernel writes: "
                    "allocate them with torch.empty_like and launch the kernel on the inputs."),
+        # a launch that raised took its values with it (an assert's message holds what the kernel loaded)
+        ([excerpt(str(name), 60) for name in _listed(trace, "raised")],
+         lambda n: f"not your kernel: a launch of {n} raised, and {what} went on and returned: the kernel did not "
+                   "compute h and y, and what it raised (an assert's message) can carry the values it loaded. Let a "
+                   "failing launch fail the call."),
         (each("hooks"),
          lambda n: f"not your kernel: while {what} ran, the kernel it launched held a hook of the notebook's ({n}), "
                    "which runs inside the launch, handed its tensors. A Triton kernel computes h and y with tl "

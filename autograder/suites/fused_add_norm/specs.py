@@ -16,7 +16,11 @@ student code) records, while a traced call runs:
                launch makes itself (an autotuner's trials): {"kernel", "file", "grid", "foreign"}, where
                "file" is where the kernel's Python function was compiled: "<cell LABEL>" for a
                cell of the submission, and "foreign" the type names of the arguments that are neither
-               a tensor of torch's own type nor plain data (a number, a bool, a string, None, a dtype).
+               a tensor of torch's own type with no attribute of its own (one shadows a method Triton calls
+               inside the launch, storage_offset) nor plain data (a number, a bool, a string, None, a dtype).
+               A launch is the notebook's at the top, or where its code launched inside another (a grid's
+               entry can); its grid is made ints, or its grid function wrapped, by nbtest.tensor_values.grid_of
+               before Triton reads it, so that what runs for it is the notebook's.
                In Triton's interpreter a tl.constexpr parameter holds whatever object the launch passed,
                and `if FLAG:`, `N < M` or `range(N)` in the kernel call that object's methods: Python
                running inside the launch, where no operator is recorded. "hooks": the hooks that
@@ -47,6 +51,8 @@ student code) records, while a traced call runs:
     classes    the names of the tensor classes, other than torch's own, that torch handed a call or an
                operator to (a __torch_function__ or __torch_dispatch__ of the notebook's): their Python runs
                where the function mode, or the dispatch mode, is set aside, so what it computes is not counted
+    raised     the notebook's kernels whose launch raised: a call that went on from it returns what the
+               kernel did not compute, and an error's text (an assert's message) can carry what it loaded
     shared     where a tensor whose memory Python shares (nbtest.tensor_values.shares_python_memory: over a
                bytearray, a numpy array, a file) was handed to an operator or a launch, or returned: Python
                reads and writes that memory with no torch call, so values copied there leave the trace, and
@@ -70,7 +76,7 @@ import weakref
 
 import torch
 import torch.nn.functional as F
-from nbtest.tensor_values import made_by_cell, run_recorded, shares_python_memory
+from nbtest.tensor_values import grid_of, made_by_cell, run_recorded, shares_python_memory
 
 _randn, _empty, _Generator = torch.randn, torch.empty, torch.Generator
 _to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
@@ -144,6 +150,7 @@ class _Recorder:
         self.calls: dict[tuple[str, str], None] = {}
         self.classes: dict[str, None] = {}
         self.shared: dict[str, None] = {}
+        self.raised: dict[str, None] = {}
         self.modes: list[str] = []
         self.threads = 0
         names = _getattr(module, "__dict__", {}) if module is not None else {}
@@ -154,10 +161,11 @@ class _Recorder:
         fn = _origin(kernel)
         code = _getattr(fn, "__code__", None)
         values = [*args, *(v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS)]
-        foreign = [_type(v).__name__[:60] for v in values if not _plain(v)]
+        foreign = [_foreign(v) for v in values if not _plain(v)]
         record = {"kernel": _str(_getattr(fn, "__name__", "?"))[:200],
                   "file": _str(code.co_filename)[:200] if code is not None else "?",
-                  "grid": _repr(grid)[:100] if _type(grid) in (_tuple, _list) else "callable",
+                  # made of ints by counted (grid_of) before this reads it: its text runs none of the notebook's code
+                  "grid": _repr(grid)[:100] if _type(grid) is _tuple else "callable",
                   "foreign": _list(dict.fromkeys(foreign))[:8], "hooks": _list(dict.fromkeys(_hooks(kernel))),
                   "swapped": _swapped(kernel)}
         self.touched(f"the launch of {record['kernel'][:60]}", values)
@@ -165,6 +173,11 @@ class _Recorder:
             self.launches.append(record)
         elif record["foreign"] or record["hooks"] or record["swapped"]:
             self.launches[-1] = record      # past the cap, a launch the checks fail is still reported
+
+    def failed(self, kernel) -> None:
+        """A launch of the notebook's that raised, which the call went on from."""
+        if _len(self.raised) < 8:
+            self.raised[_str(_getattr(_origin(kernel), "__name__", "?"))[:60]] = None
 
     def op(self, name: str, inside: bool) -> None:
         ops = self.inside if inside else self.ops
@@ -202,7 +215,7 @@ class _Recorder:
         return {"launches": self.launches, "ops": _list(self.ops), "ops_in_launches": _list(self.inside),
                 "calls": [_list(call) for call in self.calls], "kernels": self.kernels,
                 "machinery": _changed() + _language(), "classes": _list(self.classes), "modes": self.modes,
-                "shared": _list(self.shared),
+                "shared": _list(self.shared), "raised": _list(self.raised),
                 "threads": self.threads}
 
 
@@ -248,12 +261,23 @@ def _runs_a_cell(value, depth: int = 0) -> bool:
 
 
 def _plain(value) -> bool:
-    """A tensor of torch's own type, or plain data (each type itself, never a subclass: a subclass brings
-    methods of its own); a tl.constexpr by what it holds."""
+    """A tensor of torch's own type with no attribute of its own (one shadows a method Triton calls on it,
+    storage_offset), or plain data (each type itself, never a subclass: a subclass brings methods of its own); a
+    tl.constexpr by what it holds."""
     kind = _type(value)
     if kind is _TRITON["constexpr"]:
         return _plain(_TRITON["constexpr_value"](value))
+    if kind in TORCH_TENSORS:
+        return not _own_vars(value)
     return kind in PLAIN or kind in _TRITON["dtypes"]
+
+
+def _foreign(value) -> str:
+    """What a launch argument that is not plain is, for the report."""
+    name = _str(_class_name(_type(value)))[:60]
+    if _type(value) in TORCH_TENSORS:
+        return f"{name} with attributes of its own ({', '.join(_str(k)[:30] for k in _list(_own_vars(value))[:4])})"
+    return name
 
 
 def _origin(kernel):
@@ -351,11 +375,21 @@ def _counting(run):
         recorder = _state["recorder"]
         if recorder is None or kwargs.get("warmup"):
             return run(self, *args, **kwargs)
-        if _state["depth"] == 0:
+        # a launch of the notebook's: the first, or one its code made inside another (a grid's __index__ can launch)
+        # where an autotuner's trials are Triton's
+        top = _state["depth"] == 0 or made_by_cell(_getframe(1), _cell, _LAUNCH)
+        grid = kwargs.get("grid")
+        if top and grid is not None:       # the notebook's grid: what runs for it is the notebook's (grid_of)
+            kwargs["grid"] = _partial(grid_of, grid) if callable(grid) else grid_of(grid, None)
+        if top:
             recorder.launch(self, kwargs.get("grid"), args, kwargs)
         _state["depth"] += 1
         try:
             return run(self, *args, **kwargs)
+        except BaseException:
+            if top:       # values can leave in what it raised (an assert's message): the call may not go on
+                recorder.failed(self)
+            raise
         finally:
             _state["depth"] -= 1
     # an error of a launch (a keyword given twice) names Triton's run, as it would without the tracer
