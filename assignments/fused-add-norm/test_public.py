@@ -10,6 +10,7 @@ necessary, not sufficient.
 import contextlib
 import os
 import sys
+import threading
 
 import pytest
 import torch
@@ -274,6 +275,52 @@ def test_part1_hands_python_no_values(nb):
         "numpy array or a file (torch.frombuffer, torch.from_numpy, .numpy()), which Python reads and writes with no "
         "torch call. h and y are tensors of torch's own that your kernel writes: allocate them with "
         "torch.empty_like and launch the kernel on the inputs")
+
+
+class _Classes(TorchFunctionMode):
+    """Records the tensor classes other than torch's own that torch hands a call to."""
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.seen += [t.__name__ for t in types if t not in (torch.Tensor, torch.nn.Parameter)]
+        return func(*args, **(kwargs or {}))
+
+
+class _DispatchClasses(TorchDispatchMode):
+    """The same for the operators torch dispatches (a class's own __torch_dispatch__)."""
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen += [t.__name__ for t in types if t not in (torch.Tensor, torch.nn.Parameter)]
+        return func(*args, **(kwargs or {}))
+
+
+def test_part1_runs_where_the_grader_sees_it(nb):
+    """The grader measures the wrapper with torch modes, which are each thread's own and set aside while a tensor
+    class's __torch_function__ or __torch_dispatch__ runs: its wrapper runs on the caller's thread, with plain
+    tensors, and leaves the modes as it found them."""
+    threads = threading.active_count()
+    with _Classes() as calls, _DispatchClasses() as operators:
+        nb.fused_add_layernorm(*_inputs(4, 64, seed=11))
+        depth = torch._C._len_torch_function_stack()
+        on_top = depth > 0 and torch._C._get_function_stack_at(depth - 1) is calls
+    assert on_top, (
+        "the wrapper took a torch function mode off torch's stack (a mode's __exit__ pops whatever mode is on top): "
+        "the grader's tracer would stop seeing what runs; leave torch's modes alone")
+    classes = sorted(set(calls.seen + operators.seen))
+    assert not classes, (
+        f"torch handed work to a tensor class of yours ({', '.join(classes)}), whose __torch_function__ or "
+        "__torch_dispatch__ runs where the grader's tracer is set aside: h and y are plain tensors your kernel "
+        "writes (torch.empty_like)")
+    # a thread your notebook started before the call is beside it too: the grader counts those, this test cannot
+    # (Jupyter runs threads of its own where check() runs these tests)
+    assert threading.active_count() <= threads, (
+        "the wrapper left a thread running beside it: the grader's tracer sees only the caller's thread, so work "
+        "handed to another goes uncounted; compute h and y in the kernel, launched from the wrapper")
 
 
 # ---------------------------------------------------------------- Part 2
