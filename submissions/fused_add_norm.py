@@ -27,7 +27,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
                           "heuristic-set-later-computes", "finaliser-computes-later", "tensor-class-computes",
                           "tracer-modes-swapped", "listener-thread-computes", "kernel-prints-values",
                           "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads", "grid-entry-reads",
-                          "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values"],
+                          "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
+                          "generator-state-reads"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, part1.launched, at any
 # call of part 1: lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch
@@ -338,6 +339,11 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                         "reads the inputs as the wrapper's frame ends and copies h and y computed in "
                                         "lists into the tensors it returned",
                                         read_unseen(variants.LATE_FILL, variants.LATE_TOKEN.lstrip() + "\n\n"), fused),
+        # red team 24: held by the wrapper rules alone (docs/security.md, Known open)
+        "generator-state-reads": ("an empty kernel launched once, the inputs read 8 bytes at a time through a "
+                                  "torch.Generator's state (copied into its head, set back, read as initial_seed()), "
+                                  "and h and y computed in lists",
+                                  read_unseen(variants.GENERATOR, variants.ASSERT_DECODE.lstrip() + "\n\n"), fused),
         "assert-carries-values": ("a kernel that loads the inputs and asserts False with them as the message; the "
                                   "wrapper reads them back from the error and computes h and y in lists",
                                   s.solved(fused_kernel=variants.ASSERT_KERNEL.lstrip(),

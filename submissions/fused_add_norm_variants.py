@@ -1169,6 +1169,24 @@ except Exception as e:
     text = str(e)
 got = [_float(b) for b in _numbers(text)][:packed.numel()]''' + FROM_GOT
 
+# through a torch.Generator's state (red team 24): 8 bytes of the inputs at a time copied into its head, set back, and
+# read as initial_seed(), none of which is a torch function or an operator; held by the wrapper rules alone
+GENERATOR = '''
+packed = torch.cat([t.reshape(-1).float() for t in (rows_x, rows_fx, weight, bias)])
+total = packed.numel()
+words = torch.cat([packed, torch.zeros(total % 2)]).view(torch.int64)
+g = torch.Generator()
+state = g.get_state()
+head = state.view(torch.int64)[0:1]
+got = []
+for i in range(words.numel()):
+    head.copy_(words[i:i + 1])
+    g.set_state(state)
+    v = g.initial_seed()
+    got += [_float(v & 0xFFFFFFFF), _float((v >> 32) & 0xFFFFFFFF)]
+got = got[:total]
+fused_add_layernorm_kernel[(rows_x.shape[0],)](rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)''' + FROM_GOT
+
 # torch computing in a tensor class's __torch_dispatch__, which torch runs while the tracer's dispatch mode is set
 # aside: an empty kernel launched, then an allocation on an object of that class computes h and y
 TENSOR_CLASS = '''
