@@ -13,6 +13,12 @@ tolist, numpy, item, a tensor's truth value or text, its storage, a function han
 methods torch calls (its __float__, __index__) while the mode is set aside. Or it shares the tensor's memory:
 
     shares_python_memory(t)     # t's memory is also a bytearray's, a numpy array's, a file's: Python reads it
+
+A call is the notebook's by the frames on the stack, and code made of builtins alone (a partial of next over maps)
+has none of its own: what runs in the frame of the notebook's call or of its launch's grid is the notebook's.
+
+    as_notebooks(fn, *args)     # the grader's child calls the wrapper so: its locals' finalisers are the notebook's
+    grid_of(grid, meta)         # a launch's grid, its function called and its entries made ints, as the notebook's
 """
 from __future__ import annotations
 
