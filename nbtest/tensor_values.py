@@ -45,6 +45,8 @@ PLAIN = frozenset({int, float, bool, complex, str, bytes, type(None), type(Ellip
 _CONTAINERS = frozenset({tuple, list, dict})
 PLAIN_CLASSES = PLAIN | {torch.Tensor}     # a class handed as data: dtype=float
 _mro = type.__dict__["__mro__"].__get__    # a type's own, which no __class__ of an object's can answer for
+_class_name = type.__dict__["__name__"].__get__
+TORCH_TENSORS = frozenset({torch.Tensor, torch.nn.Parameter})    # torch's own tensor classes
 MAX_CHECKED = 100_000     # arguments and items looked at per call; a call handed more is handed code
 _Storage, _storage_of = torch.UntypedStorage, torch.Tensor.untyped_storage
 _resizable, _is_shared, _no_function_modes = torch.UntypedStorage.resizable, torch.UntypedStorage.is_shared, \
@@ -132,6 +134,13 @@ def values_read(calls) -> list[str]:
         if kind == "callable" or (kind not in HANDS_NO_VALUES and name.rsplit(".", 1)[-1] not in DESCRIBES):
             read.append(name)
     return list(dict.fromkeys(read))
+
+
+def classes_handed(types) -> list[str]:
+    """The names of the tensor classes other than torch's own among a torch mode's `types`: torch handed the call or
+    the operator to their __torch_function__ or __torch_dispatch__, which runs where the mode is set aside."""
+    return [_str(_class_name(kind) if _isinstance(kind, type) else "?")[:60] for kind in types
+            if kind not in TORCH_TENSORS]
 
 
 def shares_python_memory(value) -> bool:

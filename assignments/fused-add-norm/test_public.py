@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 import nbtest
 from nbtest import follows_rules, names_shape, value_error
-from nbtest.tensor_values import made_by_cell, run_recorded, shares_python_memory, values_read
+from nbtest.tensor_values import classes_handed, made_by_cell, run_recorded, shares_python_memory, values_read
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -284,7 +284,7 @@ class _Classes(TorchFunctionMode):
         self.seen = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.seen += [t.__name__ for t in types if t not in (torch.Tensor, torch.nn.Parameter)]
+        self.seen += classes_handed(types)
         return func(*args, **(kwargs or {}))
 
 
@@ -295,7 +295,7 @@ class _DispatchClasses(TorchDispatchMode):
         self.seen = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.seen += [t.__name__ for t in types if t not in (torch.Tensor, torch.nn.Parameter)]
+        self.seen += classes_handed(types)
         return func(*args, **(kwargs or {}))
 
 

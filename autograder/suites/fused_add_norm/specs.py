@@ -76,7 +76,8 @@ import weakref
 
 import torch
 import torch.nn.functional as F
-from nbtest.tensor_values import grid_of, made_by_cell, run_recorded, shares_python_memory
+from nbtest.tensor_values import (TORCH_TENSORS, classes_handed, grid_of, made_by_cell, run_recorded,
+                                  shares_python_memory)
 
 _randn, _empty, _Generator = torch.randn, torch.empty, torch.Generator
 _to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
@@ -92,10 +93,10 @@ _partial, _method, _wrappers = functools.partial, types.MethodType, (staticmetho
 CELL = "<cell "     # the file name a cell's code is compiled under (not the monitor's CELL_PREFIX: this module's globals
 # are reachable from Triton's classes, through the counted run, and must hold nothing of the grader's)
 _object_getattribute, _function = object.__getattribute__, type(lambda: None)
-# what a kernel's arguments may be: tensors of torch's own types, and plain data (tl.constexpr and tl.dtype are
-# Triton's own wrappers, checked by what they hold); anything else brings its own methods into the launch
-PLAIN = frozenset({int, float, bool, str, type(None), torch.dtype, torch.Tensor, torch.nn.Parameter})
-TORCH_TENSORS = frozenset({torch.Tensor, torch.nn.Parameter})
+# what a kernel's arguments may be: tensors of torch's own types (TORCH_TENSORS, with no attribute of their own),
+# and plain data (tl.constexpr and tl.dtype are Triton's own wrappers, checked by what they hold); anything else
+# brings its own methods into the launch
+PLAIN = frozenset({int, float, bool, str, type(None), torch.dtype})
 LAUNCH_OPTIONS = frozenset({"grid", "warmup"})    # the launch's own: the grid is the wrapper's (the policy's)
 # bound by warm_up; "dir": where Triton's own code lies
 _TRITON: dict = {"constexpr": None, "constexpr_value": None, "dtypes": frozenset(), "dir": "\0"}
@@ -194,9 +195,9 @@ class _Recorder:
 
     def handed(self, types) -> None:
         """The tensor classes torch handed a call or an operator to (a mode's `types`): any but torch's own."""
-        for kind in types:
-            if kind not in TORCH_TENSORS and _len(self.classes) < 8:
-                self.classes[_str(_class_name(kind) if _isinstance(kind, type) else "?")[:60]] = None
+        for name in classes_handed(types):
+            if _len(self.classes) < 8:
+                self.classes[name] = None
 
     def touched(self, where: str, values) -> None:
         """Note `where` if a tensor or storage among values (and in their tuples and lists) shares Python's memory."""
