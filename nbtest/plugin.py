@@ -10,19 +10,22 @@ from .checks import STILL_STUB, failure_line, is_stub_error
 from .notebook import NotebookError, load, notebook_beside
 from .rules import Watch
 from .buffers import install as hold_buffers
+from .generators import install as watch_generators
 from .uncompiled import install as run_uncompiled
 
 
 @pytest.fixture(scope="module")
 def nb(request) -> types.ModuleType:
     """The module cells of the notebook beside the test file, watched by the grader's monitor, with
-    torch.compile and torch.jit.script passing their function through (nbtest.uncompiled) and torch.frombuffer
-    and torch.asarray holding their buffer (nbtest.buffers); a cell that fails costs the tests that use its
+    torch.compile and torch.jit.script passing their function through (nbtest.uncompiled), torch.frombuffer
+    and torch.asarray holding their buffer (nbtest.buffers) and a generator's state set from a tensor handed to
+    torch's modes (nbtest.generators); a cell that fails costs the tests that use its
     names (load's partial), as in the grade."""
     try:
         path = notebook_beside(request.path)
         run_uncompiled()     # as in the grader's child: compiled functions run uncompiled,
-        hold_buffers()       # and a tensor over a buffer holds it
+        hold_buffers()       # a tensor over a buffer holds it,
+        watch_generators()   # and a generator's state set from a tensor is a call that modes see
         Watch.start(request.path, path).add(path, f"notebook_{path.stem.replace('-', '_')}")
         return load(path, partial=True)
     except NotebookError as e:

@@ -27,6 +27,8 @@ from operator import index as _index
 import torch
 from torch.overrides import resolve_name
 
+from .generators import SETS_STATE
+
 # what the notebook may ask a tensor and get back as Python data (torch's name for the call, last part)
 DESCRIBES = frozenset({
     "shape", "dtype", "device", "layout", "ndim", "is_cuda", "is_cpu", "is_meta", "is_sparse", "is_quantized",
@@ -126,12 +128,14 @@ def run_recorded(func, args: tuple, kwargs: dict, record):
 
 def values_read(calls) -> list[str]:
     """The calls, (name, kind) pairs with torch's names ("torch.Tensor.tolist", "torch.Tensor.shape.__get__"),
-    that gave Python the values: handed a function, or handing back what is neither a tensor nor a description."""
+    that gave Python the values: handed a function, handing back what is neither a tensor nor a description, or
+    copying a tensor's bytes into a generator's state, which hands them back as numbers (nbtest.generators)."""
     read = []
     for call in calls:
         name, kind = (_str(part) for part in call) if _type(call) in _sequences and len(call) == 2 else (_str(call), "?")
         name = name.removesuffix(".__get__")
-        if kind == "callable" or (kind not in HANDS_NO_VALUES and name.rsplit(".", 1)[-1] not in DESCRIBES):
+        if kind == "callable" or name in SETS_STATE or (kind not in HANDS_NO_VALUES and
+                                                        name.rsplit(".", 1)[-1] not in DESCRIBES):
             read.append(name)
     return list(dict.fromkeys(read))
 

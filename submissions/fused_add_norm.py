@@ -50,7 +50,9 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # the notebook's, whatever it is made of (grid-of-builtins-reads: nbtest.tensor_values.grid_of), and so are its
 # entries (grid-entry-reads), what the call's locals' finalisers run as its frame ends (finaliser-of-builtins-reads:
 # tensor_values.as_notebooks); a tensor handed to the kernel with attributes of its own is foreign
-# (tensor-attribute-reads), and a launch that raised fails a call that went on (assert-carries-values)
+# (tensor-attribute-reads), and a launch that raised fails a call that went on (assert-carries-values); a tensor's
+# bytes copied into a generator's state, which hands them back as numbers, is a call that gives Python the values
+# (generator-state-reads: nbtest.generators)
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -61,7 +63,8 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "settings-get-computes", "item-of-an-object-computes", "torch-under-another-name",
             "finaliser-computes-later", "tensor-class-computes", "tracer-modes-swapped", "kernel-prints-values",
             "listener-thread-computes", "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads",
-            "grid-entry-reads", "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values"}
+            "grid-entry-reads", "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
+            "generator-state-reads"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -339,7 +342,7 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                         "reads the inputs as the wrapper's frame ends and copies h and y computed in "
                                         "lists into the tensors it returned",
                                         read_unseen(variants.LATE_FILL, variants.LATE_TOKEN.lstrip() + "\n\n"), fused),
-        # red team 24: held by the wrapper rules alone (docs/security.md, Known open)
+        # red team 24: a generator's state set from a tensor (nbtest.generators)
         "generator-state-reads": ("an empty kernel launched once, the inputs read 8 bytes at a time through a "
                                   "torch.Generator's state (copied into its head, set back, read as initial_seed()), "
                                   "and h and y computed in lists",

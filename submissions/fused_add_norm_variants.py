@@ -1179,8 +1179,8 @@ g = torch.Generator()
 state = g.get_state()
 head = state.view(torch.int64)[0:1]
 got = []
-for i in range(words.numel()):
-    head.copy_(words[i:i + 1])
+for word in words.split(1):     # one view each, made at once: 8 bytes at a time in 3 s of CPU at 8192 wide
+    head.copy_(word)
     g.set_state(state)
     v = g.initial_seed()
     got += [_float(v & 0xFFFFFFFF), _float((v >> 32) & 0xFFFFFFFF)]

@@ -418,15 +418,19 @@ def test_the_launch_trace_names_each_call_of_the_notebook_that_hands_python_the_
     each handed back, and nbtest.tensor_values.values_read keeps those that gave Python the values: the
     wrapper's own tolist, a function handed to apply_, a heuristic's numpy inside the launch, an object whose
     __index__ torch calls; not the sizes and allocations an honest wrapper asks for, nor Triton's interpreter reading
-    the tensors inside the launch. A tensor class of the cell's that torch hands an operator to is reported apart,
-    and so is each place a tensor over Python's memory went: an operator, a launch, the result."""
+    the tensors inside the launch, nor a generator seeded. A generator's state set from a tensor is a call that
+    gave Python the values, however it is reached (nbtest.generators). A tensor class of the cell's that torch hands
+    an operator to is reported apart, and so is each place a tensor over Python's memory went: an operator, a
+    launch, the result."""
     script = '''
 import json, os
 os.environ["TRITON_INTERPRET"] = "1"
 import torch
 from autograder.core import probe
 from autograder.suites.fused_add_norm import specs
+from nbtest import generators
 from nbtest.tensor_values import as_notebooks, values_read
+generators.install()     # as the sandbox's zygote does
 specs.warm_up()
 cell = """
 import torch, triton, triton.language as tl
@@ -530,12 +534,20 @@ def late(x):
     _AT_DEL.append(x)
     token = _Late()
     return torch.empty_like(x)
+
+def seeded(x):
+    import copy
+    g = torch.Generator().manual_seed(1)
+    state = g.get_state()
+    list(map(g.set_state, [state]))
+    copy.copy(g)
+    return torch.empty_like(x)
 """
 module = type(os)("nb")
 exec(compile(cell, "<cell k>", "exec"), module.__dict__)
 found = {}
 names = ("honest", "lists", "callback", "heuristic", "handed", "subclass", "copied", "launched", "returned",
-         "grid_of_builtins", "grid_entry", "attributed", "swallowed", "late")
+         "grid_of_builtins", "grid_entry", "attributed", "swallowed", "late", "seeded")
 for name in names:
     with probe.TRACERS["launches"](module) as recorder:     # called as the probe calls the wrapper
         result = as_notebooks(getattr(module, name), torch.ones(8))
@@ -565,7 +577,7 @@ print(json.dumps(found))
         # a grid, or a grid's entry, or a finaliser of the call's locals, made of builtins alone has no frame of a
         # cell's: each is the notebook's all the same (tensor_values.grid_of, as_notebooks)
         "grid_of_builtins": ["torch.Tensor.tolist"], "grid_entry": ["torch.Tensor.tolist"],
-        "late": ["torch.Tensor.tolist"],
+        "late": ["torch.Tensor.tolist"], "seeded": ["torch.Generator.set_state", "torch.Generator.__setstate__"],
         "attributed": [], "swallowed": [], "attributed foreign": ["Tensor with attributes of its own (note)"],
         "swallowed raised": ["_add"],
         # the operators the cell ran (the interpreter's own copies inside a launch are not), the launch, the result

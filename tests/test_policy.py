@@ -224,7 +224,7 @@ SAMPLE_RULES = {
     ("fused-add-norm", "tensor-attribute-reads"): {("wrapper-arithmetic", FLAG), ("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "finaliser-of-builtins-reads"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "assert-carries-values"): {("wrapper-torch-op", FLAG)},
-    ("fused-add-norm", "generator-state-reads"): {("wrapper-torch-op", FLAG)},   # held by the wrapper rules alone
+    ("fused-add-norm", "generator-state-reads"): {("wrapper-torch-op", FLAG)},
     # red team round 11: code the wrapper runs unwritten, walked as called; a kernel's attribute (the launch hook
     # is MEASURED too)
     ("fused-add-norm", "launch-hook-computes"): {("kernel-attribute", FLAG)},

@@ -58,7 +58,7 @@ from typing import Callable
 
 import nbtest
 import torch
-from nbtest import buffers, cellcode, monitor, uncompiled
+from nbtest import buffers, cellcode, generators, monitor, uncompiled
 from nbtest.cellsource import compile_cell, compile_statements, python_lines
 from nbtest.sealed import seal
 
@@ -295,6 +295,7 @@ def zygote_main() -> None:
 def _preload(names: list[str]) -> None:
     """Import the child-side modules, single-threaded, and run their warm_up() if they have one."""
     torch.set_num_threads(1)
+    generators.install()    # a generator's state set from a tensor is a torch call that modes see, in every child
     for name in names:
         module = importlib.import_module(name)
         if hasattr(module, "warm_up"):
