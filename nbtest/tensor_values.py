@@ -4,9 +4,12 @@ trace and the public tests judge the notebook's calls by this one module.
 
     def __torch_function__(self, func, types, args=(), kwargs=None):     # a TorchFunctionMode's
         if not made_by_cell(sys._getframe(1), is_cell, launch):           # not the notebook's own call
-            return func(*args, **(kwargs or {}))
-        return run_recorded(func, args, kwargs or {}, record)             # record(name, kind)
+            return run_seen(self, func, types, args, kwargs)
+        return run_recorded(self, func, types, args, kwargs, record)      # record(name, kind)
     values_read([(name, kind), ...])          # the names of the calls that gave Python the values
+
+torch sets a mode aside while its handler runs, so both run the call with the mode back on for what it calls back:
+an object's __index__, an autograd Function's backward, a finaliser that a setter's release runs.
 
 Python computing h and y in lists runs no torch operator, but it must take the values out of a tensor first:
 tolist, numpy, item, a tensor's truth value or text, its storage, a function handed to apply_, or an object whose
@@ -25,7 +28,7 @@ from __future__ import annotations
 from operator import index as _index
 
 import torch
-from torch.overrides import resolve_name
+from torch.overrides import redispatch_function, resolve_name
 
 from .generators import SETS_STATE
 
@@ -34,14 +37,16 @@ DESCRIBES = frozenset({
     "shape", "dtype", "device", "layout", "ndim", "is_cuda", "is_cpu", "is_meta", "is_sparse", "is_quantized",
     "is_leaf", "requires_grad", "itemsize", "nbytes", "size", "stride", "dim", "ndimension", "numel", "nelement",
     "element_size", "storage_offset", "data_ptr", "get_device", "is_contiguous", "is_floating_point", "is_complex",
-    "is_signed", "is_inference", "is_conj", "is_neg", "is_pinned", "is_same_size", "type", "__len__", "__hash__"})
+    "is_signed", "is_inference", "is_conj", "is_neg", "is_pinned", "is_same_size", "is_nested", "is_sparse_csr",
+    "is_mkldnn", "is_mps", "is_xpu", "is_xla", "is_ipu", "is_mtia", "is_maia", "is_vulkan", "type", "__len__",
+    "__hash__"})
 # what a torch call may hand back without the values: tensors (what computes on them is the operators' to say),
 # shapes, dtypes, devices, layouts, nothing
 HANDS_NO_VALUES = frozenset({"tensor", "Size", "dtype", "device", "layout", "memory_format", "NoneType"})
 _isinstance, _type, _all, _str, _getattr = isinstance, type, all, str, getattr
 _Tensor, _sequences = torch.Tensor, (tuple, list)
 # what a torch call may be handed as plain data (each type itself, never a subclass, whose methods are code): numbers,
-# text, slices, and torch's own descriptions of a tensor; containers of them are looked into
+# text, slices, and torch's own descriptions of a tensor; containers of them, and a slice's parts, are looked into
 PLAIN = frozenset({int, float, bool, complex, str, bytes, type(None), type(Ellipsis), slice, range, torch.dtype,
                    torch.device, torch.layout, torch.memory_format, torch.Size, torch.Generator})
 _CONTAINERS = frozenset({tuple, list, dict})
@@ -101,6 +106,8 @@ def hands_code(args: tuple, kwargs: dict) -> bool:
         kind = _type(a)
         if kind in _CONTAINERS:
             todo += a.values() if kind is dict else a
+        elif kind is slice:        # x[slice(obj, None)]: torch calls obj.__index__
+            todo += (a.start, a.stop, a.step)
         elif not (kind in PLAIN or _Tensor in _mro(kind) or (kind is _type and a in PLAIN_CLASSES)):
             return True
     return False
@@ -115,13 +122,40 @@ def result_kind(value) -> str:
     return _str(_type(value).__name__)[:60]
 
 
-def run_recorded(func, args: tuple, kwargs: dict, record):
-    """func(*args, **kwargs), with record(name, kind) for what it was handed ("callable", before it runs) and
-    for what it handed back; name is torch's ("torch.Tensor.tolist")."""
+def run_seen(mode, func, types, args: tuple, kwargs: dict | None):
+    """func(*args, **kwargs), run from mode's __torch_function__ with the mode back on for the torch calls that
+    func's callbacks make (torch set it aside for this call alone)."""
+    pending = _REDISPATCHED[-1] if _REDISPATCHED else None
+    if pending is not None and pending[0] is func and pending[1] == _ids(args):
+        # handed back at once: a function that skips no hop (torch._C._set_grad_enabled, Tensor.unflatten) runs as
+        # before, with the mode aside
+        _REDISPATCHED[-1] = (None, ())
+        return func(*args, **(kwargs or {}))
+    if pending is not None:
+        _REDISPATCHED[-1] = (None, ())     # a call inside func: func skipped the hop
+    _REDISPATCHED.append((func, _ids(args)))
+    try:
+        with mode:
+            return redispatch_function(func, types, args, kwargs or {})
+    finally:
+        _REDISPATCHED.pop()
+
+
+def _ids(args: tuple) -> tuple:
+    return tuple(_id(a) for a in args)
+
+
+_REDISPATCHED: list[tuple] = []     # (func, ids of its arguments) that run_seen handed torch and no call yet followed
+_id = id
+
+
+def run_recorded(mode, func, types, args: tuple, kwargs: dict | None, record):
+    """run_seen(...), with record(name, kind) for what func was handed ("callable", before it runs) and for what
+    it handed back; name is torch's ("torch.Tensor.tolist")."""
     name = _str(resolve_name(func) or _getattr(func, "__name__", "?"))[:100]
-    if hands_code(args, kwargs):
+    if hands_code(args, kwargs or {}):
         record(name, "callable")
-    result = func(*args, **kwargs)
+    result = run_seen(mode, func, types, args, kwargs)
     record(name, result_kind(result))
     return result
 

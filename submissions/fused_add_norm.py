@@ -28,7 +28,7 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
                           "tracer-modes-swapped", "listener-thread-computes", "kernel-prints-values",
                           "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads", "grid-entry-reads",
                           "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
-                          "generator-state-reads"],
+                          "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, part1.launched, at any
 # call of part 1: lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch
@@ -52,7 +52,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # tensor_values.as_notebooks); a tensor handed to the kernel with attributes of its own is foreign
 # (tensor-attribute-reads), and a launch that raised fails a call that went on (assert-carries-values); a tensor's
 # bytes copied into a generator's state, which hands them back as numbers, is a call that gives Python the values
-# (generator-state-reads: nbtest.generators)
+# (generator-state-reads: nbtest.generators); and what torch calls back inside a call of the notebook's runs with the
+# tracer's mode back on (slice-index-reads, backward-reads, grad-release-reads: nbtest.tensor_values.run_seen)
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -64,7 +65,7 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "finaliser-computes-later", "tensor-class-computes", "tracer-modes-swapped", "kernel-prints-values",
             "listener-thread-computes", "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads",
             "grid-entry-reads", "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
-            "generator-state-reads"}
+            "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -345,8 +346,20 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         # red team 24: a generator's state set from a tensor (nbtest.generators)
         "generator-state-reads": ("an empty kernel launched once, the inputs read 8 bytes at a time through a "
                                   "torch.Generator's state (copied into its head, set back, read as initial_seed()), "
-                                  "and h and y computed in lists",
-                                  read_unseen(variants.GENERATOR, variants.ASSERT_DECODE.lstrip() + "\n\n"), fused),
+                                  "and h and y computed in lists, at widths up to 1024 (left empty wider)",
+                                  read_unseen(variants.GENERATOR, variants.ASSERT_DECODE.lstrip() + "\n\n"),
+                                  fused | {"wide_rows", "half_precision", "large_mean"}),
+        # red team 25: Python that torch calls back inside a call of the notebook's (tensor_values.run_seen)
+        "slice-index-reads": ("an empty kernel launched once, and x indexed by a slice whose start's __index__, made "
+                              "of builtins, reads the inputs inside __getitem__; h and y computed in lists",
+                              read_unseen(variants.SLICE_INDEX, "class _Rows:\n    pass\n\n\n"), fused),
+        "backward-reads": ("an empty kernel launched once, and an autograd Function whose backward, run inside "
+                           "Tensor.backward, reads the inputs; h and y computed in lists",
+                           read_unseen(variants.BACKWARD_READ, variants.BACKWARD_FILL.lstrip() + "\n\n"), fused),
+        "grad-release-reads": ("an empty kernel launched once, and a gradient carrying a token whose finaliser, made "
+                               "of builtins, reads the inputs when the grad setter lets the gradient go; h and y "
+                               "computed in lists",
+                               read_unseen(variants.GRAD_RELEASED, variants.LATE_TOKEN.lstrip() + "\n\n"), fused),
         "assert-carries-values": ("a kernel that loads the inputs and asserts False with them as the message; the "
                                   "wrapper reads them back from the error and computes h and y in lists",
                                   s.solved(fused_kernel=variants.ASSERT_KERNEL.lstrip(),

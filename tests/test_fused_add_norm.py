@@ -446,7 +446,7 @@ def _peeks(x_ptr, h_ptr, n, BLOCK: tl.constexpr):
     pass
 
 def honest(x):
-    rows = x.contiguous().view(-1, x.shape[-1])
+    rows = x.contiguous().view(-1, x.shape[-1]).unflatten(-1, (x.shape[-1],))   # a function that skips no hop
     h = torch.empty_like(rows)
     assert rows.is_contiguous() and rows.dim() == 2 and x.dtype == torch.float32 and x.numel() > 0
     _add[(rows.shape[0],)](rows, h, rows.size(1), BLOCK=8)
@@ -535,6 +535,41 @@ def late(x):
     token = _Late()
     return torch.empty_like(x)
 
+class _Start:
+    __index__ = functools.partial(next, map({None: 0}.get, map(_GOT.extend, map(torch.Tensor.tolist, _AT_INDEX))))
+
+def sliced(x):
+    _AT_INDEX.append(x)
+    return x[slice(_Start(), None)]
+
+class _Fill(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, seed, x):
+        ctx.x = x
+        return seed.view_as(seed)
+
+    @staticmethod
+    def backward(ctx, grad):
+        _GOT.extend(ctx.x.tolist())
+        return None, None
+
+def backward(x):
+    seed = torch.zeros(1, requires_grad=True)
+    _Fill.apply(seed, x).backward(torch.ones(1))
+    return torch.empty_like(x)
+
+class _Token:
+    __del__ = functools.partial(next, map(_GOT.extend, map(torch.Tensor.tolist, _AT_DEL)))
+
+def released(x):
+    _AT_DEL.append(x)
+    holder, grad = torch.zeros(1, requires_grad=True), torch.zeros(1)
+    grad.token = _Token()
+    holder.grad = grad
+    del grad
+    holder.grad = None      # torch lets go of the gradient, and of its token, inside the setter
+    return torch.empty_like(x)
+
 def seeded(x):
     import copy
     g = torch.Generator().manual_seed(1)
@@ -547,7 +582,8 @@ module = type(os)("nb")
 exec(compile(cell, "<cell k>", "exec"), module.__dict__)
 found = {}
 names = ("honest", "lists", "callback", "heuristic", "handed", "subclass", "copied", "launched", "returned",
-         "grid_of_builtins", "grid_entry", "attributed", "swallowed", "late", "seeded")
+         "grid_of_builtins", "grid_entry", "attributed", "swallowed", "late", "seeded", "sliced", "backward",
+         "released")
 for name in names:
     with probe.TRACERS["launches"](module) as recorder:     # called as the probe calls the wrapper
         result = as_notebooks(getattr(module, name), torch.ones(8))
@@ -578,6 +614,9 @@ print(json.dumps(found))
         # cell's: each is the notebook's all the same (tensor_values.grid_of, as_notebooks)
         "grid_of_builtins": ["torch.Tensor.tolist"], "grid_entry": ["torch.Tensor.tolist"],
         "late": ["torch.Tensor.tolist"], "seeded": ["torch.Generator.set_state", "torch.Generator.__setstate__"],
+        # what torch calls back inside a call of the notebook's (an __index__, a backward, a finaliser): the mode is on
+        "sliced": ["torch.Tensor.__getitem__", "torch.Tensor.tolist"], "backward": ["torch.Tensor.tolist"],
+        "released": ["torch.Tensor.tolist"],
         "attributed": [], "swallowed": [], "attributed foreign": ["Tensor with attributes of its own (note)"],
         "swallowed raised": ["_add"],
         # the operators the cell ran (the interpreter's own copies inside a launch are not), the launch, the result

@@ -225,6 +225,11 @@ SAMPLE_RULES = {
     ("fused-add-norm", "finaliser-of-builtins-reads"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "assert-carries-values"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "generator-state-reads"): {("wrapper-torch-op", FLAG)},
+    # red team 25: Python torch called back inside a call of the notebook's (measured: the mode is back on there)
+    ("fused-add-norm", "slice-index-reads"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "backward-reads"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "grad-release-reads"): {("wrapper-arithmetic", FLAG), ("wrapper-statement", FLAG),
+                                               ("wrapper-torch-op", FLAG)},
     # red team round 11: code the wrapper runs unwritten, walked as called; a kernel's attribute (the launch hook
     # is MEASURED too)
     ("fused-add-norm", "launch-hook-computes"): {("kernel-attribute", FLAG)},

@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 import nbtest
 from nbtest import follows_rules, names_shape, value_error
-from nbtest.tensor_values import classes_handed, made_by_cell, run_recorded, shares_python_memory, values_read
+from nbtest.tensor_values import (classes_handed, made_by_cell, run_recorded, run_seen, shares_python_memory,
+                                  values_read)
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -218,7 +219,7 @@ def test_part1_launches_your_kernel(nb):
 class _ValuesToPython(TorchFunctionMode):
     """Records the torch calls your code makes, with what each handed back (nbtest.tensor_values): every call
     made outside torch's, Triton's and nbtest's own code, but for theirs inside a launch (where Triton reads the
-    tensors)."""
+    tensors), and those made by what torch calls back inside a call of yours (run_seen)."""
     def __init__(self, libraries: tuple[str, ...]):
         super().__init__()
         self.libraries, self.calls = libraries, []
@@ -228,8 +229,8 @@ class _ValuesToPython(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if not made_by_cell(sys._getframe(1), self.yours, _LAUNCH):
-            return func(*args, **(kwargs or {}))
-        return run_recorded(func, args, kwargs or {}, lambda name, kind: self.calls.append((name, kind)))
+            return run_seen(self, func, types, args, kwargs)
+        return run_recorded(self, func, types, args, kwargs, lambda name, kind: self.calls.append((name, kind)))
 
 
 _LAUNCH = _counting(None, []).__code__   # a launch's frame: Triton's own calls start there
@@ -285,7 +286,7 @@ class _Classes(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self.seen += classes_handed(types)
-        return func(*args, **(kwargs or {}))
+        return run_seen(self, func, types, args, kwargs)
 
 
 class _DispatchClasses(TorchDispatchMode):

@@ -36,7 +36,8 @@ student code) records, while a traced call runs:
                what it handed back (nbtest.tensor_values: "tensor", "callable", "list", "Size", ...). A call
                is the notebook's when the nearest frame of a cell or of a launch on its stack is a cell's:
                Triton's interpreter reading the tensors inside kernel[grid](...) is not, a heuristic or a
-               grid the launch calls is
+               grid the launch calls is. Each call runs with the mode entered again (tensor_values.run_seen), so
+               what torch calls back inside it (an __index__, a backward, a finaliser) is seen too
     kernels    the submission's module-level names that hold a Triton kernel
     machinery  the names of Triton's launch classes (a kernel's class and its bases, and the interpreter's
                rewriter and executor) whose own attributes were replaced, added or removed since warm_up
@@ -76,7 +77,7 @@ import weakref
 
 import torch
 import torch.nn.functional as F
-from nbtest.tensor_values import (TORCH_TENSORS, classes_handed, grid_of, made_by_cell, run_recorded,
+from nbtest.tensor_values import (TORCH_TENSORS, classes_handed, grid_of, made_by_cell, run_recorded, run_seen,
                                   shares_python_memory)
 
 _randn, _empty, _Generator = torch.randn, torch.empty, torch.Generator
@@ -474,8 +475,8 @@ def warm_up() -> None:
             if types:
                 self.recorder.handed(types)
             if not made_by_cell(_getframe(1), _cell, _LAUNCH):
-                return func(*args, **(kwargs or {}))
-            return run_recorded(func, args, kwargs or {}, self.recorder.call)
+                return run_seen(self, func, types, args, kwargs)
+            return run_recorded(self, func, types, args, kwargs, self.recorder.call)
 
     # torch's own stacks of modes, read as the call ends: a mode's __exit__ pops whatever mode is on top, so code
     # that pushes a stand-in where it popped the tracer's leaves both stacks as long as they were
