@@ -44,6 +44,7 @@ DESCRIBES = frozenset({
 # shapes, dtypes, devices, layouts, nothing
 HANDS_NO_VALUES = frozenset({"tensor", "Size", "dtype", "device", "layout", "memory_format", "NoneType"})
 _isinstance, _type, _all, _str, _getattr = isinstance, type, all, str, getattr
+_list, _tuple, _object_getattribute = list, tuple, object.__getattribute__
 _Tensor, _sequences = torch.Tensor, (tuple, list)
 # what a torch call may be handed as plain data (each type itself, never a subclass, whose methods are code): numbers,
 # text, slices, and torch's own descriptions of a tensor; containers of them, and a slice's parts, are looked into
@@ -82,11 +83,35 @@ def as_notebooks(fn, /, *args, **kwargs):
 
 
 def grid_of(grid, meta: dict | None) -> tuple:
-    """A launch's grid, the notebook's: its function called on the launch's arguments by name (nbtest.warmup), and
-    its entries made ints here, so that what runs for them (an object's __index__, its __iter__) is the notebook's
-    (made_by_cell) and Triton is handed plain numbers, as a GPU's launcher reads them."""
-    found = grid(meta) if callable(grid) else grid
+    """A launch's grid, the notebook's: its function called on a copy of the launch's arguments by name
+    (nbtest.warmup), so that what it leaves there dies in this frame, and its entries made ints here, so that what
+    runs for them (an object's __index__, its __iter__) is the notebook's (made_by_cell) and Triton is handed plain
+    numbers, as a GPU's launcher reads them. A grid that gives one of the kernel's tensors an attribute of its own
+    raises: Triton calls a tensor's methods inside the launch, where such an attribute would run unseen."""
+    if callable(grid):
+        before = _attributes(meta)
+        found = grid(dict(meta) if _type(meta) is dict else meta)
+        if _attributes(meta) != before:
+            raise TypeError("the launch's grid gave the kernel's tensors attributes of their own: a grid computes "
+                            "the launch's size from the kernel's arguments and changes none of them")
+    else:
+        found = grid
     return tuple(_index(v) for v in found)
+
+
+def _attributes(meta) -> list:
+    """The names of the attributes of their own that the tensors among a launch's arguments by name hold."""
+    values = _list(meta.values()) if _type(meta) is dict else []
+    return [_tuple(own_attributes(v)) for v in values if _type(v) in TORCH_TENSORS]
+
+
+def own_attributes(value) -> dict:
+    """An object's own __dict__, read past any __getattribute__ of its class ({} without one)."""
+    try:
+        found = _object_getattribute(value, "__dict__")
+    except AttributeError:
+        return {}
+    return found if _type(found) is dict else {}
 
 
 _NOTEBOOKS = frozenset({as_notebooks.__code__, grid_of.__code__})

@@ -28,7 +28,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
                           "tracer-modes-swapped", "listener-thread-computes", "kernel-prints-values",
                           "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads", "grid-entry-reads",
                           "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
-                          "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads"],
+                          "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads",
+                          "grid-meta-finaliser-reads", "grid-attribute-reads"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, part1.launched, at any
 # call of part 1: lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch
@@ -53,7 +54,9 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # (tensor-attribute-reads), and a launch that raised fails a call that went on (assert-carries-values); a tensor's
 # bytes copied into a generator's state, which hands them back as numbers, is a call that gives Python the values
 # (generator-state-reads: nbtest.generators); and what torch calls back inside a call of the notebook's runs with the
-# tracer's mode back on (slice-index-reads, backward-reads, grad-release-reads: nbtest.tensor_values.run_seen)
+# tracer's mode back on (slice-index-reads, backward-reads, grad-release-reads: nbtest.tensor_values.run_seen), and
+# what a grid leaves in its arguments by name dies in grid_of's frame (grid-meta-finaliser-reads), and a grid that
+# gives a kernel's tensor an attribute of its own raises (grid-attribute-reads)
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -65,7 +68,8 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "finaliser-computes-later", "tensor-class-computes", "tracer-modes-swapped", "kernel-prints-values",
             "listener-thread-computes", "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads",
             "grid-entry-reads", "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
-            "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads"}
+            "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads",
+            "grid-meta-finaliser-reads", "grid-attribute-reads"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -360,6 +364,15 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                "of builtins, reads the inputs when the grad setter lets the gradient go; h and y "
                                "computed in lists",
                                read_unseen(variants.GRAD_RELEASED, variants.LATE_TOKEN.lstrip() + "\n\n"), fused),
+        # red team 26: what a grid leaves in its arguments by name (tensor_values.grid_of hands it a copy)
+        "grid-meta-finaliser-reads": ("an empty kernel launched with a grid that leaves a token in its arguments by "
+                                      "name, whose finaliser, made of builtins, reads the inputs as they are dropped; "
+                                      "h and y computed in lists",
+                                      read_unseen(variants.GRID_META, variants.LATE_TOKEN.lstrip() + "\n\n"), fused),
+        "grid-attribute-reads": ("tensor-attribute-reads with the attribute set by the launch's grid, after the "
+                                 "launch's arguments were checked", read_unseen(variants.GRID_ATTRIBUTE),
+                                 # grid_of raises at every call that gets past the checks
+                                 s.checks(1) - {"rules_part1", *REFUSALS}),
         "assert-carries-values": ("a kernel that loads the inputs and asserts False with them as the message; the "
                                   "wrapper reads them back from the error and computes h and y in lists",
                                   s.solved(fused_kernel=variants.ASSERT_KERNEL.lstrip(),

@@ -1222,6 +1222,17 @@ del grad
 holder.grad = None
 fused_add_layernorm_kernel[(rows_x.shape[0],)](rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)''' + FROM_GOT
 
+# red team 26: a finaliser the grid leaves in its arguments by name, which died inside the launch where the interpreter
+# dropped them: the grid now gets a copy, which dies in tensor_values.grid_of's frame (the notebook's)
+GRID_META = PACKED + '''_FEEDS.append(map(got.extend, map(torch.Tensor.tolist, [packed])))
+fused_add_layernorm_kernel[lambda meta: meta.update(late=_Token()) or (rows_x.shape[0],)](
+    rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)''' + FROM_GOT
+
+# and an attribute the grid gives a kernel's tensor, after the launch's arguments were checked: grid_of raises
+GRID_ATTRIBUTE = PACKED + '''reader = functools.partial(next, map({None: 0}.get, map(got.extend, map(torch.Tensor.tolist, [packed]))), 0)
+fused_add_layernorm_kernel[lambda meta: setattr(meta["h_ptr"], "storage_offset", reader) or (rows_x.shape[0],)](
+    rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)''' + FROM_GOT
+
 # torch computing in a tensor class's __torch_dispatch__, which torch runs while the tracer's dispatch mode is set
 # aside: an empty kernel launched, then an allocation on an object of that class computes h and y
 TENSOR_CLASS = '''

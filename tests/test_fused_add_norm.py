@@ -502,7 +502,7 @@ def grid_of_builtins(x):
     return h
 
 import functools
-_GOT, _AT_INDEX, _AT_DEL = [], [], []
+_GOT, _AT_INDEX, _AT_DEL, _AT_KEPT = [], [], [], []
 
 class _Entry:
     __index__ = functools.partial(next, map({None: 1}.get, map(_GOT.extend, map(torch.Tensor.tolist, _AT_INDEX))))
@@ -570,6 +570,31 @@ def released(x):
     holder.grad = None      # torch lets go of the gradient, and of its token, inside the setter
     return torch.empty_like(x)
 
+class _Kept:
+    __del__ = functools.partial(next, map(_GOT.extend, map(torch.Tensor.tolist, _AT_KEPT)))
+
+def _keeps(meta):
+    meta["kept"] = _Kept()
+    return (1,)
+
+def grid_keeps(x):
+    h = torch.empty_like(x)
+    _AT_KEPT.append(x)
+    _add[_keeps](x, h, 8, BLOCK=8)
+    return h
+
+def _marks(meta):
+    meta["h_ptr"].note = 1
+    return (1,)
+
+def grid_marks(x):
+    h = torch.empty_like(x)
+    try:
+        _add[_marks](x, h, 8, BLOCK=8)
+    except TypeError:
+        pass
+    return h
+
 def seeded(x):
     import copy
     g = torch.Generator().manual_seed(1)
@@ -583,7 +608,7 @@ exec(compile(cell, "<cell k>", "exec"), module.__dict__)
 found = {}
 names = ("honest", "lists", "callback", "heuristic", "handed", "subclass", "copied", "launched", "returned",
          "grid_of_builtins", "grid_entry", "attributed", "swallowed", "late", "seeded", "sliced", "backward",
-         "released")
+         "released", "grid_keeps", "grid_marks")
 for name in names:
     with probe.TRACERS["launches"](module) as recorder:     # called as the probe calls the wrapper
         result = as_notebooks(getattr(module, name), torch.ones(8))
@@ -617,6 +642,8 @@ print(json.dumps(found))
         # what torch calls back inside a call of the notebook's (an __index__, a backward, a finaliser): the mode is on
         "sliced": ["torch.Tensor.__getitem__", "torch.Tensor.tolist"], "backward": ["torch.Tensor.tolist"],
         "released": ["torch.Tensor.tolist"],
+        # what a grid leaves in its arguments by name dies in grid_of's frame; a grid that marks a tensor raises
+        "grid_keeps": ["torch.Tensor.tolist"], "grid_marks": [], "grid_marks raised": ["_add"],
         "attributed": [], "swallowed": [], "attributed foreign": ["Tensor with attributes of its own (note)"],
         "swallowed raised": ["_add"],
         # the operators the cell ran (the interpreter's own copies inside a launch are not), the launch, the result
@@ -624,7 +651,7 @@ print(json.dumps(found))
         "returned shared": ["lift_fresh", "what it returned"],
         **{f"{name} classes": [] for name in names if name != "subclass"},
         **{f"{name} shared": [] for name in names if name not in ("copied", "launched", "returned")},
-        **{f"{name} raised": [] for name in names if name != "swallowed"},
+        **{f"{name} raised": [] for name in names if name not in ("swallowed", "grid_marks")},
         **{f"{name} foreign": [] for name in names if name != "attributed"}}, found
 
 

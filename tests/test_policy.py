@@ -224,12 +224,15 @@ SAMPLE_RULES = {
     ("fused-add-norm", "tensor-attribute-reads"): {("wrapper-arithmetic", FLAG), ("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "finaliser-of-builtins-reads"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "assert-carries-values"): {("wrapper-torch-op", FLAG)},
-    ("fused-add-norm", "generator-state-reads"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "generator-state-reads"): {("wrapper-launches", FLAG), ("wrapper-torch-op", FLAG)},
     # red team 25: Python torch called back inside a call of the notebook's (measured: the mode is back on there)
     ("fused-add-norm", "slice-index-reads"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "backward-reads"): {("wrapper-torch-op", FLAG)},
     ("fused-add-norm", "grad-release-reads"): {("wrapper-arithmetic", FLAG), ("wrapper-statement", FLAG),
                                                ("wrapper-torch-op", FLAG)},
+    # red team 26: what a launch's grid leaves in, or sets on, its arguments (measured: grid_of)
+    ("fused-add-norm", "grid-meta-finaliser-reads"): {("wrapper-torch-op", FLAG)},
+    ("fused-add-norm", "grid-attribute-reads"): {("wrapper-torch-op", FLAG)},
     # red team round 11: code the wrapper runs unwritten, walked as called; a kernel's attribute (the launch hook
     # is MEASURED too)
     ("fused-add-norm", "launch-hook-computes"): {("kernel-attribute", FLAG)},

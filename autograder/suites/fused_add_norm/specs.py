@@ -77,8 +77,8 @@ import weakref
 
 import torch
 import torch.nn.functional as F
-from nbtest.tensor_values import (TORCH_TENSORS, classes_handed, grid_of, made_by_cell, run_recorded, run_seen,
-                                  shares_python_memory)
+from nbtest.tensor_values import (TORCH_TENSORS, classes_handed, grid_of, made_by_cell, own_attributes, run_recorded,
+                                  run_seen, shares_python_memory)
 
 _randn, _empty, _Generator = torch.randn, torch.empty, torch.Generator
 _to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
@@ -93,7 +93,7 @@ _module_dict = types.ModuleType.__dict__["__dict__"].__get__
 _partial, _method, _wrappers = functools.partial, types.MethodType, (staticmethod, classmethod)
 CELL = "<cell "     # the file name a cell's code is compiled under (not the monitor's CELL_PREFIX: this module's globals
 # are reachable from Triton's classes, through the counted run, and must hold nothing of the grader's)
-_object_getattribute, _function = object.__getattribute__, type(lambda: None)
+_function = type(lambda: None)
 # what a kernel's arguments may be: tensors of torch's own types (TORCH_TENSORS, with no attribute of their own),
 # and plain data (tl.constexpr and tl.dtype are Triton's own wrappers, checked by what they hold); anything else
 # brings its own methods into the launch
@@ -270,7 +270,7 @@ def _plain(value) -> bool:
     if kind is _TRITON["constexpr"]:
         return _plain(_TRITON["constexpr_value"](value))
     if kind in TORCH_TENSORS:
-        return not _own_vars(value)
+        return not own_attributes(value)
     return kind in PLAIN or kind in _TRITON["dtypes"]
 
 
@@ -278,7 +278,8 @@ def _foreign(value) -> str:
     """What a launch argument that is not plain is, for the report."""
     name = _str(_class_name(_type(value)))[:60]
     if _type(value) in TORCH_TENSORS:
-        return f"{name} with attributes of its own ({', '.join(_str(k)[:30] for k in _list(_own_vars(value))[:4])})"
+        names = ", ".join(_str(k)[:30] for k in _list(own_attributes(value))[:4])
+        return f"{name} with attributes of its own ({names})"
     return name
 
 
@@ -293,27 +294,18 @@ def _origin(kernel):
     return fn
 
 
-def _own_vars(value) -> dict:
-    """An object's own __dict__, read past any __getattribute__ of its class ({} without one)."""
-    try:
-        found = _object_getattribute(value, "__dict__")
-    except AttributeError:
-        return {}
-    return found if _type(found) is dict else {}
-
-
 def _hooks(kernel) -> list[str]:
     """The hook slots of the kernel's layers (an autotuner over a JITFunction, ...) that hold what Triton's own
     code did not define: each runs inside the launch, handed its tensors, as Python the trace does not see."""
     found, layer = [], kernel
     for _ in range(8):
-        slots = _own_vars(layer)
+        slots = own_attributes(layer)
         hooks = slots.get("pre_run_hooks")
         found += ["pre_run_hooks"] * (_len(hooks) if _type(hooks) is _list else hooks is not None)
         configs = slots.get("configs")
         configs = configs if _type(configs) is _list else []
         held = [(slot, slots.get(slot)) for slot in HOOK_SLOTS] + \
-            [("a Config's pre_hook", _own_vars(c).get("pre_hook")) for c in configs]
+            [("a Config's pre_hook", own_attributes(c).get("pre_hook")) for c in configs]
         found += [slot for slot, hook in held if hook is not None and not (
             _type(hook) is _function and _str(hook.__code__.co_filename).startswith(_TRITON["dir"]))]
         layer = slots.get("fn")
@@ -331,7 +323,7 @@ def _swapped(kernel) -> list[str]:
         name = _str(_class_name(kind))[:60]
         if kind not in _LAYERS:
             return [f"a {name} in place of Triton's kernel"]
-        slots, born = _own_vars(layer), _BORN.get(_id(layer))
+        slots, born = own_attributes(layer), _BORN.get(_id(layer))
         if born is None or born[0]() is not layer:
             return [f"a {name} made without Triton's __init__"]
         _, fn, rewriter = born
@@ -340,7 +332,7 @@ def _swapped(kernel) -> list[str]:
         if rewriter is not None:
             cached = _class_dict(kind).get("rewritten_fn", {})
             done = cached.get(fn, _MISSING) if _type(cached) is dict else _MISSING
-            if slots.get("rewriter") is not rewriter or _own_vars(rewriter).get("fn") is not fn:
+            if slots.get("rewriter") is not rewriter or own_attributes(rewriter).get("fn") is not fn:
                 found.append(f"{name}.rewriter")
             if "rewritten_fn" in slots or (done is not _MISSING and done is not _REWRITTEN.get(fn)):
                 found.append(f"{name}.rewritten_fn")
@@ -354,7 +346,7 @@ def _born(init):
     """A kernel layer class's __init__, noting the fn (and the interpreter's rewriter) it made the layer with."""
     def __init__(self, *args, **kwargs):
         init(self, *args, **kwargs)
-        slots, key = _own_vars(self), _id(self)
+        slots, key = own_attributes(self), _id(self)
         _BORN[key] = (weakref.ref(self, lambda _: _BORN.pop(key, None)), slots.get("fn"), slots.get("rewriter"))
     return __init__
 
@@ -364,7 +356,7 @@ def _rewriting(rewrite):
     only: the class is Triton's, checked with the launch classes)."""
     def rewrite_ast(self):
         done = rewrite(self)
-        fn = _own_vars(self).get("fn")
+        fn = own_attributes(self).get("fn")
         if _type(fn) is _function:
             _REWRITTEN[fn] = done
         return done
