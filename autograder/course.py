@@ -63,7 +63,6 @@ class Rules:
     allowed_imports: tuple[str, ...] = ()     # modules a solution cell may import, exact ("torch.nn.functional")
     forbidden_modules: tuple[str, ...] = ()   # modules not to be used at all, even reached as an attribute
     no_transformer_classes: bool = False      # torch.nn's Transformer classes may not be used
-    kernel_wrapper: str = ""                  # a function that may only check, allocate and launch one kernel
 
 
 @dataclass(frozen=True)
@@ -290,7 +289,7 @@ def _gradescope_visibility(a: _Reader) -> str | None:
 
 
 def _rules(r: _Reader) -> Rules:
-    r.only("allowed_imports", "forbidden_modules", "no_transformer_classes", "kernel_wrapper")
+    r.only("allowed_imports", "forbidden_modules", "no_transformer_classes")
     names = {}
     for key in ("allowed_imports", "forbidden_modules"):
         value = r.get(key, list, "a list of module names") if key in r.table else []
@@ -302,8 +301,7 @@ def _rules(r: _Reader) -> Rules:
         raise r.error("forbidden_modules", f"{', '.join(sorted(clash))} also in allowed_imports; keep it in one list")
     return Rules(names["allowed_imports"], names["forbidden_modules"],
                  r.get("no_transformer_classes", bool, "true or false") if "no_transformer_classes" in r.table
-                 else False,
-                 r.get("kernel_wrapper", str, "a function name") if "kernel_wrapper" in r.table else "")
+                 else False)
 
 
 def read_toml(path: Path, error: type[Exception]) -> tuple[str, dict]:

@@ -18,7 +18,7 @@ effects. Two ways in:
     cellsource.py a cell's text as the Python IPython runs (magics at the start of a logical line only)
     cellcode.py   what the cells define, read from their syntax trees, and a finding (Violation)
     policy.py     the static rules, read in a cell's source (the grader's own)
-    kernel_wrapper.py  fused-add-norm's wrapper and kernel rules, which policy.py runs
+    kernel_rules.py  fused-add-norm's kernel rules, which policy.py runs
     monitor.py    the runtime monitor: what the code does as it runs (the grader's own)
     sealed.py     copies of functions reading private copies of their modules' dicts (the monitor's hook)
     rules.py      the rules test: both of those on one part's cells

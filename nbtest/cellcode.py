@@ -1,5 +1,5 @@
 """What a notebook's cells define, read from their syntax trees (never run), and how a finding is written:
-the facts both the policy's rules (policy.py) and the kernel wrapper's (kernel_wrapper.py) read.
+the facts both the policy's rules (policy.py) and the kernel rules (kernel_rules.py) read.
 
     ctx = Notebook([("setup", SETUP, False), ("residual_add", SRC, True)])
     ctx.functions["residual_add"]      # (cell label, its ast.FunctionDef)
@@ -73,10 +73,7 @@ class Notebook:
         self.functions: dict[str, tuple[str, ast.FunctionDef]] = {}   # student functions, by name
         self.kernels: dict[str, tuple[str, ast.FunctionDef]] = {}     # student @triton.jit functions
         self.constants: set[str] = set()          # module-level names bound to plain values
-        self.containers: set[str] = set()         # student result types: a NamedTuple of fields, a namedtuple()
         self.classes: dict[str, tuple[str, ast.ClassDef]] = {}   # student classes of plain methods, by name
-        self.instances: dict[str, str] = {}       # module-level names bound once to C(...), C such a class
-        self.built: dict[str, ast.Call] = {}      # and the C(...) that binds each
         for i, (label, source, student) in enumerate(cells):
             self.order[label], self.sources[label], self.student[label] = i, source, student
             try:
@@ -132,7 +129,6 @@ class Notebook:
                     else node.args[0] if setter else None
                 if isinstance(changed, ast.Name):
                     self.classes.pop(changed.id, None)
-                    self.containers.discard(changed.id)
                 if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
                     self.stored_attributes.add(node.attr)
                 elif setter and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
@@ -164,28 +160,17 @@ class Notebook:
                                                           for d in s.decorator_list) and
                    (s.name in off_class or s.name in through and not is_getter(s, self)) for s in node.body):
                 del self.classes[name]
-        # and a result type whose tuple methods or fields some cell sets (_same = R; _same._replace = f)
-        for tree in self.trees.values():
-            for node in tree.body:
-                target = node.targets[0] if isinstance(node, ast.Assign) else None
-                name = node.name if isinstance(node, ast.ClassDef) else \
-                    target.id if isinstance(target, ast.Name) else None
-                if name in self.containers and (TUPLE_API | _given_names(node)) & self.stored_attributes:
-                    self.containers.discard(name)
         # every read of a name, in any cell, with the cell's label
         self.loads: dict[str, list[tuple[ast.Name, str]]] = {}
         for label, tree in self.trees.items():
             for node in ast.walk(tree):
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                     self.loads.setdefault(node.id, []).append((node, label))
-        self._objects()
         for name, (_, node) in list(self.classes.items()):     # ValueError or property rebound is no longer Python's
             if any(isinstance(b, ast.Name) and b.id in EXCEPTIONS & self.bound for b in node.bases) or \
                     any(isinstance(d, ast.Name) and d.id in METHOD_DECORATORS & self.bound
                         for s in node.body if isinstance(s, ast.FunctionDef) for d in s.decorator_list):
                 del self.classes[name]
-        if "tuple" in self.bound:       # class R(tuple) is a result type of Python's tuple only
-            self.containers -= {node.name for tree in self.trees.values() for node in tree.body if _tuple_based(node)}
         # a constant is plain data by every binding: `C = 0` then `C = torch` makes C the module
         self.constants -= {name for label, node, name in self.top_bindings if self.student[label]
                            and not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self))}
@@ -221,14 +206,6 @@ class Notebook:
                         break
                     own |= {t.id for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
                             if isinstance(t, ast.Name)}
-        # module-level lists, dicts and sets: a function may store a tensor there, so what they hold may be one
-        self.mutables = {name for label, node, name in self.top_bindings
-                         if self.student[label] and isinstance(node, (ast.Assign, ast.AnnAssign)) and
-                         (isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))
-                          or isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) and
-                          node.value.func.id in ("list", "dict", "set") and node.value.func.id not in self.bound)}
-        # ... except one of plain data that is only ever read (LAUNCH["warps"], dict(DEFAULTS)): nothing stores there
-        self.mutables -= {name for name in self.mutables & self.data if _only_read(name, self)}
         # the private names the notebook gives its own objects, in any of its cells: a method of a base class
         # in the cell above, or a helper class's constant, is read in another cell as Run All runs them
         self.own_names = {name for label, tree in self.trees.items() if self.student[label]
@@ -245,62 +222,8 @@ class Notebook:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value, self):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             self.constants |= {t.id for t in targets if isinstance(t, ast.Name)}
-        elif student and _is_container(node, self):
-            self.containers.add(node.name if isinstance(node, ast.ClassDef) else node.targets[0].id)
         elif student and isinstance(node, ast.ClassDef) and _plain_class(node, self):
             self.classes[node.name] = (label, node)
-
-    def _objects(self):
-        """The module-level objects of the notebook's classes a wrapper may call: a name bound once, by
-        NAME = C(...), never named in a `global`, and no attribute set on it from outside (NAME.forward = f)
-        that could hide a def."""
-        for name, nodes in self.module_bindings.items():
-            value = getattr(nodes[0], "value", None)
-            if len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and len(nodes[0].targets) == 1 and \
-                    isinstance(nodes[0].targets[0], ast.Name) and isinstance(value, ast.Call) and \
-                    isinstance(value.func, ast.Name) and value.func.id in self.classes:
-                self.instances[name], self.built[name] = value.func.id, value
-        for label, tree in self.trees.items():
-            for node in ast.walk(tree) if self.student[label] else ():
-                if isinstance(node, ast.Global):
-                    for name in node.names:
-                        self.instances.pop(name, None)
-                elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and \
-                        isinstance(node.value, ast.Name) and node.value.id in self.instances:
-                    cls = self.instances[node.value.id]
-                    if node.attr.startswith("__") or node.attr in {"forward", "__call__", *(
-                            s.name for s in self.classes[cls][1].body if isinstance(s, ast.FunctionDef))}:
-                        self.instances.pop(node.value.id)
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                        node.func.id in ("setattr", "delattr") and node.args and isinstance(node.args[0], ast.Name):
-                    self.instances.pop(node.args[0].id, None)
-
-    def method(self, cls: str, name: str) -> ast.FunctionDef | None:
-        """The def that `name` finds on the notebook class cls, its own or a notebook base's, or None."""
-        label, node = self.classes[cls]
-        own = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
-        if own is not None:
-            return own
-        for base in node.bases:
-            if isinstance(base, ast.Name) and base.id in self.classes and base.id != cls:
-                found = self.method(base.id, name)
-                if found is not None:
-                    return found
-        return None
-
-    def cell_of(self, method: ast.FunctionDef) -> str:
-        """The label of the cell whose class defines this method."""
-        return next(label for label, node in self.classes.values() if method in node.body)
-
-    def is_function(self, cls: str) -> bool:
-        """Whether cls subclasses torch.autograd.Function, whose apply runs setup_context and forward."""
-        return any(self.resolve(b) == "torch.autograd.Function" for b in self.classes[cls][1].bases)
-
-    def is_module(self, cls: str) -> bool:
-        """Whether cls subclasses torch.nn.Module, whose __call__ runs forward."""
-        return any(self.resolve(b) == "torch.nn.Module" or (isinstance(b, ast.Name) and b.id in self.classes and
-                                                            b.id != cls and self.is_module(b.id))
-                   for b in self.classes[cls][1].bases)
 
     def resolve(self, node) -> str | None:
         """The dotted path of Name / Attribute chains rooted at an import ("F.gelu" -> torch.nn.functional.gelu)."""
@@ -311,11 +234,6 @@ class Notebook:
         if isinstance(node, ast.Name) and node.id in self.aliases:
             return ".".join([self.aliases[node.id], *reversed(parts)])
         return None
-
-
-NAMED_TUPLES = {"typing.NamedTuple", "collections.namedtuple"}
-# what a named tuple answers besides its fields: its own methods, and tuple's
-TUPLE_API = frozenset({"_asdict", "_replace", "_make", "_fields", "_field_defaults", *dir(tuple)})
 
 
 def _rebinds(node, name: str) -> bool:
@@ -386,25 +304,6 @@ def after_docstring(body: list) -> list:
     return body[1:] if body and _is_docstring(body[0]) else body
 
 
-def _tuple_based(node) -> bool:
-    """class R(tuple): a class whose one base is named tuple (Python's unless a cell rebinds it: Notebook)."""
-    return isinstance(node, ast.ClassDef) and [ast.unparse(b) for b in node.bases] == ["tuple"]
-
-
-def _is_container(node, ctx: Notebook) -> bool:
-    """A result type that computes nothing when built: `class R(NamedTuple)` with only annotated fields
-    (typing refuses a __new__ or __init__ there), `R = namedtuple("R", ...)`, or `class R(tuple)` with only
-    properties that return an item (`def h(self): return self[0]`), built by tuple's own __new__."""
-    if _tuple_based(node) and not node.keywords and not node.decorator_list:
-        return all(_is_docstring(s) or _item_property(s) or ast.unparse(s) == "__slots__ = ()" for s in node.body)
-    if isinstance(node, ast.ClassDef):
-        return [ctx.resolve(b) for b in node.bases] == ["typing.NamedTuple"] and not node.keywords and \
-            all(isinstance(s, ast.AnnAssign) and s.value is None and isinstance(s.target, ast.Name) or
-                _is_docstring(s) for s in node.body)
-    return isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and \
-        isinstance(node.value, ast.Call) and ctx.resolve(node.value.func) in NAMED_TUPLES
-
-
 def _named_data(node, ctx: Notebook) -> bool:
     """What an import names (torch.float16), or a tuple, list or set of such, of constants and of names (each
     checked once the notebook's data is known: Notebook's class check)."""
@@ -428,17 +327,6 @@ def library_decorator(d, ctx: Notebook) -> bool:
         _is_literal(a, ctx) for a in [*d.args, *(k.value for k in d.keywords)]))
 
 
-def _item_property(node) -> bool:
-    """@property def NAME(self): return self[INT], with a docstring or a return annotation at most."""
-    if not (isinstance(node, ast.FunctionDef) and [ast.unparse(d) for d in node.decorator_list] == ["property"]):
-        return False
-    a, body = node.args, after_docstring(node.body)
-    return not (a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults) and len(a.args) == 1 and \
-        len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Subscript) and \
-        isinstance(body[0].value.value, ast.Name) and body[0].value.value.id == a.args[0].arg and \
-        isinstance(body[0].value.slice, ast.Constant) and type(body[0].value.slice.value) is int
-
-
 # Python's exception classes, a plain class's possible base (class ShapeError(ValueError)): built, each keeps
 # its arguments and computes nothing
 EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
@@ -446,7 +334,7 @@ EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
 
 
 def _plain_class(node: ast.ClassDef, ctx: Notebook) -> bool:
-    """A class whose methods the wrapper's check can follow: no decorator but CLASS_DECORATORS, no keyword
+    """A class whose methods a check can follow: no decorator but CLASS_DECORATORS, no keyword
     (metaclass), one base at
     most, a library class or the notebook's, or several of Python's exceptions and one of the notebook's at
     most (class DtypeError(ShapeError, TypeError), whose defs are found as Python's order finds them), and a
@@ -508,7 +396,7 @@ def _is_data(node, ctx: Notebook, names: frozenset[str] = frozenset()) -> bool:
     _SCALAR_CALLS (or of _DATA_CALLS on data), a comprehension of data over data ({2 ** k: ... for k in
     range(14)}; `names`, its targets), a device's properties
     (torch.cuda.get_device_properties(0).multi_processor_count). None of these is a callable or a tensor, so a
-    wrapper reading one computes nothing out of the policy's sight."""
+    kernel decorator given one runs nothing of the notebook's (kernel_rules)."""
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return all(_is_data(e, ctx, names) for e in node.elts)
     if isinstance(node, ast.Dict):
@@ -623,21 +511,6 @@ def literal_type(node, ctx: Notebook) -> bool:
     return bool(bound) and all(isinstance(b, (ast.Assign, ast.AnnAssign)) and literal(b.value) for b in bound)
 
 
-def holds_no_tensor(node, ctx: Notebook) -> bool:
-    """An argument given at module level that is plain data (_is_data), or a name only ever bound to a scalar or
-    to plain data (DTYPES = (torch.float16, torch.float32)) by the notebook, or a value by the release's cells."""
-    return _constant_default(node, ctx) or _is_data(node, ctx) or isinstance(node, ast.Name) and (
-        node.id in ctx.data or node.id not in ctx.bound and any(
-            isinstance(b, ast.Assign) for b in ctx.bindings.get(node.id, [])))     # a constant of the release's cells
-
-
-def _constant_default(node, ctx: Notebook) -> bool:
-    """A parameter's default that holds no tensor: a constant, or a module-level name that only ever holds one
-    (eps=DEFAULT_EPS)."""
-    return node is not None and (_scalar(node) or isinstance(node, ast.Constant) or (
-        isinstance(node, ast.Name) and node.id in ctx.scalars))
-
-
 def _is_jit(decorator, ctx: Notebook) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     return ctx.resolve(target) in ("triton.jit", "triton.autotune", "triton.heuristics")
@@ -651,7 +524,7 @@ def _is_literal(node, ctx: Notebook, names: frozenset = frozenset()) -> bool:
     if isinstance(node, ast.Constant) or (isinstance(node, ast.Name) and node.id in names):
         return True
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in names:
-        return True       # a class of constants' name (kernel_wrapper._class_constants)
+        return True       # a class of constants' name (kernel_rules._class_constants)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         return _is_literal(node.operand, ctx, names)
     if isinstance(node, ast.BinOp):
@@ -790,9 +663,3 @@ def is_stub(fn: ast.FunctionDef) -> bool:
     return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
-def _parameters(fn) -> list[tuple[ast.arg, ast.expr | None]]:
-    """(parameter, its default or None) for each named parameter of fn."""
-    a = fn.args
-    positional = a.posonlyargs + a.args
-    return list(zip(positional, [None] * (len(positional) - len(a.defaults)) + list(a.defaults))) + \
-        list(zip(a.kwonlyargs, a.kw_defaults))

@@ -17,9 +17,9 @@ Each violation has a severity:
               returned values) are held for an instructor's look (grading/grader.py).
     flag      the construct breaks the assignment's rules but cannot forge an observation
               (a standard-library module outside the allowed list, monkeypatching a library, a
-              Transformer class in assignment 1, a wrapper that computes with torch in fused-add-norm).
+              Transformer class in assignment 1, Python in a Triton kernel in fused-add-norm).
               The rules test fails, the submission is flagged, and named tests that rest
-              on the rule (block_parts, launches_kernel, one_launch) fail with it.
+              on the rule (block_parts, launches_kernel, one_launch) are held with it.
 
 Pure Python: ast only. Nothing is imported from torch or Triton, and the source never runs. It is
 the grader's policy and the public tests' (nbtest's rules test), so a student sees the same rules
@@ -42,7 +42,7 @@ from typing import Protocol
 
 from .cellcode import (FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Violation, _arguments,
                        _locals, _plain, quote)
-from .kernel_wrapper import check_fused
+from .kernel_rules import check_kernels
 
 
 class Rules(Protocol):
@@ -50,7 +50,6 @@ class Rules(Protocol):
     allowed_imports: tuple[str, ...]
     forbidden_modules: tuple[str, ...]
     no_transformer_classes: bool
-    kernel_wrapper: str
 
 # What each withhold rule still guards with the probe out of reach (the demotion of each to a flag, tried
 # against the forgeries and the hostile corpus); docs/security.md says the same, tests/test_policy.py checks
@@ -297,23 +296,15 @@ MASK_HELPER = ".generate_square_subsequent_mask"
 
 
 @dataclass(frozen=True)
-class Fused:
-    """fused-add-norm's extra rules: the wrapper only checks, allocates and launches; kernels are Triton."""
-    wrapper: str = "fused_add_layernorm"
-
-
-@dataclass(frozen=True)
 class Policy:
     allowed_imports: frozenset[str]          # module names, exact ("torch.nn.functional")
     no_transformer_classes: bool = False     # assignment 1: build the block from parts
-    fused: Fused | None = None
     extra_forbidden_paths: tuple[str, ...] = field(default=())
 
 
 def for_assignment(rules: Rules) -> Policy:
     """The policy course.toml's [assignments.X.policy] table describes."""
-    return Policy(frozenset(rules.allowed_imports), rules.no_transformer_classes,
-                  Fused(rules.kernel_wrapper) if rules.kernel_wrapper else None, tuple(rules.forbidden_modules))
+    return Policy(frozenset(rules.allowed_imports), rules.no_transformer_classes, tuple(rules.forbidden_modules))
 
 
 # ---------------------------------------------------------------------------- the whole notebook
@@ -332,9 +323,9 @@ def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Viol
             except RecursionError:
                 out.append(_too_deep(label, source))
     out += _keyed_uses(ctx, keyed)
-    if policy.fused:
+    if ctx.kernels:
         try:
-            out += check_fused(ctx, policy.fused.wrapper)
+            out += check_kernels(ctx)
         except RecursionError:
             label = next(label for label, _, student in cells if student)
             out.append(_too_deep(label, ctx.sources[label]))

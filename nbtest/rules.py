@@ -107,7 +107,7 @@ def rule_breaks(part: int, notebook: str | Path) -> list[str]:
         course = tomllib.loads((path.parent.parent.parent / "course.toml").read_text(encoding="utf-8"))
         table = course["assignments"][path.parent.name].get("policy", {})
     rules = types.SimpleNamespace(**{"allowed_imports": (), "forbidden_modules": (), "no_transformer_classes": False,
-                                      "kernel_wrapper": "", **table})
+                                      **table})
     contract = tomllib.loads((path.parent / "contract.toml").read_text(encoding="utf-8"))
     contract_parts = {name: entry["part"] for name, entry in contract.items()}
     cells, parts, stubs, asked = [], {}, {}, set()

@@ -731,7 +731,7 @@ LAUNCH_HOOK = FILL_IN_LISTS + "\n\nfused_add_layernorm_kernel.add_pre_run_hook(_
 METHOD_SET_ELSEWHERE = FILL_IN_LISTS + '''
 
 class _Rows:
-    """What the policy walks: a method that does nothing."""
+    """What a reader of the wrapper sees: a method that does nothing."""
 
     def done(self, *args):
         return None
@@ -862,7 +862,7 @@ def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols
     CALL
 '''
 
-# h and y computed around a launch of the empty kernel, through what the wrapper rules once could not name: torch
+# h and y computed around a launch of the empty kernel, through what no static rule can name: torch
 # under a module-level name of the notebook's own, and NumPy reached through a tensor's class (type(x).numpy), where
 # no torch operator runs for the tracer to see
 # torch reached through a plain method's name on an object of the notebook's: a settings object's attribute
@@ -909,7 +909,7 @@ LATE_RETURN = '''
 _Late(x, fx, weight, bias, eps, h.view(x.shape), y.view(x.shape))
 return h.view(x.shape), y.view(x.shape)
 '''
-# red team 20: h and y computed where the tracer's torch modes do not reach, each held by the wrapper rules alone.
+# red team 20: h and y computed where the tracer's torch modes did not reach, each measured now.
 # The tracer's function mode taken off torch's stack by a mode of the notebook's (__exit__ pops whatever mode is on
 # top) and a stand-in pushed in its place, so the stacks end as they began; then lists (BY_HAND)
 MODES_SWAPPED = '''
@@ -1010,7 +1010,7 @@ return (torch.tensor([r[0] for r in rows], dtype=torch.float32).to(x.dtype).view
 
 # red team 21: the values shared with Python through a bytearray that a tensor views (torch.frombuffer, made when
 # the cell runs): copy_ puts x, fx, weight and bias there, Python decodes them and computes h and y in floats, and
-# copy_ takes them back. No torch call hands Python the values, so only the wrapper rules hold it
+# copy_ takes them back. No torch call hands Python the values: the tracer sees the tensor over Python's memory
 SHARED_BUFFER = '''
 import math
 

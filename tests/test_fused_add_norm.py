@@ -135,15 +135,15 @@ def test_benchmark_on_cpu_says_it_needs_cuda_and_exits_0(tmp_path):
 
 # Samples whose mistake the public tests must catch too, and the public tests each one fails.
 PUBLIC_CATCHES = {"one-pass-variance": {"test_part1_large_mean_rows"},
-                  # the add in the wrapper is arithmetic the rules forbid there: the rules test says so too
-                  "torch-side-add": {"test_part1_add_in_your_kernel", "test_part1_follows_the_rules"},
+                  # the add in the wrapper is torch arithmetic, which the public test measures as the grader does
+                  "torch-side-add": {"test_part1_add_in_your_kernel"},
                   "float64-accepted": {"test_part1_refuses_float64"},
-                  # Python lists around an empty kernel: the values leave the tensors, and the rules see it too
-                  "by-hand-wrapper": {"test_part1_hands_python_no_values", "test_part1_follows_the_rules"},
+                  # Python lists around an empty kernel: the values leave the tensors
+                  "by-hand-wrapper": {"test_part1_hands_python_no_values"},
                   "no-weight-check": {"test_part1_rejects_bad_input"},
                   # the same at a width that is not a power of two only, which the public test calls too; the
                   # variance over BLOCK its kernel has there is the hidden tests' to find
-                  "lists-redo-odd-widths": {"test_part1_hands_python_no_values", "test_part1_follows_the_rules"}}
+                  "lists-redo-odd-widths": {"test_part1_hands_python_no_values"}}
 
 
 @pytest.mark.parametrize("sample", sorted(PUBLIC_CATCHES))
