@@ -29,7 +29,7 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
                           "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads", "grid-entry-reads",
                           "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
                           "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads",
-                          "grid-meta-finaliser-reads", "grid-attribute-reads"],
+                          "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, part1.launched, at any
 # call of part 1: lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch
@@ -56,7 +56,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # (generator-state-reads: nbtest.generators); and what torch calls back inside a call of the notebook's runs with the
 # tracer's mode back on (slice-index-reads, backward-reads, grad-release-reads: nbtest.tensor_values.run_seen), and
 # what a grid leaves in its arguments by name dies in grid_of's frame (grid-meta-finaliser-reads), and a grid that
-# gives a kernel's tensor an attribute of its own raises (grid-attribute-reads)
+# gives a kernel's tensor an attribute of its own raises (grid-attribute-reads), as does a launch with a keyword named
+# by anything but a str (keyword-name-reads)
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -69,7 +70,7 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "listener-thread-computes", "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads",
             "grid-entry-reads", "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
             "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads",
-            "grid-meta-finaliser-reads", "grid-attribute-reads"}
+            "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -370,6 +371,13 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                       "name, whose finaliser, made of builtins, reads the inputs as they are dropped; "
                                       "h and y computed in lists",
                                       read_unseen(variants.GRID_META, variants.LATE_TOKEN.lstrip() + "\n\n"), fused),
+        # red team 27: a keyword's name that Triton compares inside the launch (specs.counted refuses it)
+        "keyword-name-reads": ("an empty kernel launched with a keyword named by a str subclass whose __eq__, made of "
+                               "builtins, reads the inputs when Triton compares the name inside the launch; h and y "
+                               "computed in lists", read_unseen(variants.KEYWORD_NAME,
+                                                                variants.KEYWORD_STREAM.lstrip() + "\n\n"),
+                               # the launch raises at every call that gets past the checks
+                               s.checks(1) - {"rules_part1", *REFUSALS}),
         "grid-attribute-reads": ("tensor-attribute-reads with the attribute set by the launch's grid, after the "
                                  "launch's arguments were checked", read_unseen(variants.GRID_ATTRIBUTE),
                                  # grid_of raises at every call that gets past the checks

@@ -1233,6 +1233,27 @@ GRID_ATTRIBUTE = PACKED + '''reader = functools.partial(next, map({None: 0}.get,
 fused_add_layernorm_kernel[lambda meta: setattr(meta["h_ptr"], "storage_offset", reader) or (rows_x.shape[0],)](
     rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)''' + FROM_GOT
 
+# red team 27: a keyword named by a str subclass whose __eq__, made of builtins, runs the next step of a stream: Triton
+# compared the name with its own inside the launch, and the step the grid set up read the inputs there
+KEYWORD_STREAM = '''
+_PENDING, _BOX, _STASH = {}, {0: list}, []
+_STEPS = map(_STASH.append, map(next, map(iter, map(_PENDING.pop, iter(int, 1), iter(functools.partial(_BOX.get, 0), 1)),
+                                          iter(str, 1))))
+
+
+class _Name(str):
+    """A keyword's name, whose every comparison runs a step."""
+    __hash__ = functools.partial(int, 7)
+    __eq__ = functools.partial(next, _STEPS)
+
+
+_SPARE = dict.fromkeys([_Name("spare")], 0)
+'''
+KEYWORD_NAME = PACKED + '''del _STASH[:]
+fused_add_layernorm_kernel[lambda meta: _PENDING.update({0: packed.tolist}) or (rows_x.shape[0],)](
+    rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block, **_SPARE)
+got = [s for s in _STASH if s][0]''' + FROM_GOT
+
 # torch computing in a tensor class's __torch_dispatch__, which torch runs while the tracer's dispatch mode is set
 # aside: an empty kernel launched, then an allocation on an object of that class computes h and y
 TENSOR_CLASS = '''

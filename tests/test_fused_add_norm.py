@@ -595,6 +595,17 @@ def grid_marks(x):
         pass
     return h
 
+class _Key(str):
+    pass
+
+def named(x):
+    h = torch.empty_like(x)
+    try:
+        _add[(1,)](x, h, 8, BLOCK=8, **{_Key("spare"): 0})
+    except TypeError:
+        pass
+    return h
+
 def seeded(x):
     import copy
     g = torch.Generator().manual_seed(1)
@@ -608,7 +619,7 @@ exec(compile(cell, "<cell k>", "exec"), module.__dict__)
 found = {}
 names = ("honest", "lists", "callback", "heuristic", "handed", "subclass", "copied", "launched", "returned",
          "grid_of_builtins", "grid_entry", "attributed", "swallowed", "late", "seeded", "sliced", "backward",
-         "released", "grid_keeps", "grid_marks")
+         "released", "grid_keeps", "grid_marks", "named")
 for name in names:
     with probe.TRACERS["launches"](module) as recorder:     # called as the probe calls the wrapper
         result = as_notebooks(getattr(module, name), torch.ones(8))
@@ -644,6 +655,8 @@ print(json.dumps(found))
         "released": ["torch.Tensor.tolist"],
         # what a grid leaves in its arguments by name dies in grid_of's frame; a grid that marks a tensor raises
         "grid_keeps": ["torch.Tensor.tolist"], "grid_marks": [], "grid_marks raised": ["_add"],
+        # a keyword named by anything but a str: Triton would compare it inside the launch
+        "named": [], "named raised": ["_add"],
         "attributed": [], "swallowed": [], "attributed foreign": ["Tensor with attributes of its own (note)"],
         "swallowed raised": ["_add"],
         # the operators the cell ran (the interpreter's own copies inside a launch are not), the launch, the result
@@ -651,7 +664,7 @@ print(json.dumps(found))
         "returned shared": ["lift_fresh", "what it returned"],
         **{f"{name} classes": [] for name in names if name != "subclass"},
         **{f"{name} shared": [] for name in names if name not in ("copied", "launched", "returned")},
-        **{f"{name} raised": [] for name in names if name not in ("swallowed", "grid_marks")},
+        **{f"{name} raised": [] for name in names if name not in ("swallowed", "grid_marks", "named")},
         **{f"{name} foreign": [] for name in names if name != "attributed"}}, found
 
 

@@ -53,7 +53,8 @@ student code) records, while a traced call runs:
                operator to (a __torch_function__ or __torch_dispatch__ of the notebook's): their Python runs
                where the function mode, or the dispatch mode, is set aside, so what it computes is not counted
     raised     the notebook's kernels whose launch raised: a call that went on from it returns what the
-               kernel did not compute, and an error's text (an assert's message) can carry what it loaded
+               kernel did not compute, and an error's text (an assert's message) can carry what it loaded; a
+               launch with a keyword named by anything but a str raises, before Triton compares the name
     shared     where a tensor whose memory Python shares (nbtest.tensor_values.shares_python_memory: over a
                bytearray, a numpy array, a file) was handed to an operator or a launch, or returned: Python
                reads and writes that memory with no torch call, so values copied there leave the trace, and
@@ -367,6 +368,11 @@ def _counting(run):
     """A kernel class's run (what kernel[grid](...) calls), recording top-level launches while tracing."""
     def counted(self, *args, **kwargs):
         recorder = _state["recorder"]
+        if recorder is not None and _any(_type(name) is not _str for name in kwargs):
+            # a keyword named by an object of another class (a str subclass): Triton compares it with its own names
+            # inside the launch, where its __eq__ would run unseen; looked at before any lookup compares it
+            recorder.failed(self)
+            raise TypeError("a launch's keywords are named by strings; one is named by an object of another class")
         if recorder is None or kwargs.get("warmup"):
             return run(self, *args, **kwargs)
         # a launch of the notebook's: the first, or one its code made inside another (a grid's __index__ can launch)
