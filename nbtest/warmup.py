@@ -6,6 +6,7 @@ import ast
 import inspect
 import os
 import sys
+import weakref
 
 
 def _run_once(kernel_call, quantiles) -> list[float]:
@@ -21,7 +22,7 @@ _INSTALLED = "interpreter_as_on_gpu.<locals>.__call__"   # GridExecutor.__call__
 
 
 def interpreter_as_on_gpu() -> None:
-    """Make Triton's interpreter (TRITON_INTERPRET=1, Triton imported) run three things as a GPU would, and keep
+    """Make Triton's interpreter (TRITON_INTERPRET=1, Triton imported) run four things as a GPU would, and keep
     its own globals out of a kernel's module; on a GPU, or before Triton is imported, it does nothing. Calling it
     again changes nothing.
 
@@ -40,7 +41,12 @@ def interpreter_as_on_gpu() -> None:
     writes the raw addresses, past the tensors into whatever the process holds there, so what happens next depends
     on the heap (a crash now, a wrong value or an unrelated error later). On a GPU it is an illegal memory
     access or silent corruption. Each lane's address is checked against the storage of the launch's tensor
-    arguments, and the first lane outside them raises an IndexError, before anything is written."""
+    arguments, and the first lane outside them raises an IndexError, before anything is written.
+
+    A kernel's globals: a GPU's compiler lets a kernel read only constexpr globals, modules, other kernels and
+    triton.language's names, where the interpreter ran whatever a global held. At each launch the kernel, and each
+    @triton.jit function it reads, is checked so (plain numbers and strings pass, as they always did here), and
+    Triton's NameError is raised for any other global (_globals_as_on_gpu)."""
     if os.environ.get("TRITON_INTERPRET") != "1" or "triton" not in sys.modules:
         return
     from triton.runtime import interpreter
@@ -71,6 +77,7 @@ def interpreter_as_on_gpu() -> None:
         # of a launch that is not its own (one since freed, whose memory now holds other objects)
         outer = _LAUNCH[0]
         try:
+            _globals_as_on_gpu(_ORIGINAL_OF.get(self.fn, self.fn), set())   # the def itself when not rewritten
             # a grid function called as a GPU's launch calls it (_meta), and the grid's entries made ints
             self.grid = grid_of(self.grid, _meta(self.fn, args, kwargs) if callable(self.grid) else None)
             return launch(self, *args, **kwargs)
@@ -97,7 +104,9 @@ def interpreter_as_on_gpu() -> None:
         namespace = self.fn.__globals__
         before = set(namespace)
         try:
-            return compile_and_exec(self, transformed_ast)
+            done = compile_and_exec(self, transformed_ast)
+            _ORIGINAL_OF[done] = self.fn
+            return done
         finally:
             generated = _names(transformed_ast) - getattr(self, "nbtest_written", set())
             for name in set(namespace) - before - generated:
@@ -107,6 +116,83 @@ def interpreter_as_on_gpu() -> None:
 
     rewriter._transform_ast = _transform_ast
     rewriter._compile_and_exec = _compile_and_exec
+
+
+_ORIGINAL_OF = weakref.WeakKeyDictionary()     # a kernel's rewrite -> the function it was made from
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+
+def _globals_as_on_gpu(fn, seen: set) -> None:
+    """Raise NameError for a global that kernel fn, or a @triton.jit function it calls, reads and a GPU's compiler
+    refuses. Triton's compiler lets a kernel read constexpr globals, modules, other kernels and triton.language's
+    names (CodeGenerator's global_lookup); the interpreter runs whatever a global holds, so an object of the
+    notebook's read there (a list holding an object whose __add__ reads the loaded blocks) runs Python inside the
+    launch. Plain numbers and strings, which run no code, are let through as the interpreter always did."""
+    import dis
+
+    code = getattr(fn, "__code__", None)
+    if code is None or code in seen:
+        return
+    seen.add(code)
+    codes, names = [code], []
+    while codes:
+        current = codes.pop()
+        names += [i.argval for i in dis.get_instructions(current) if i.opname == "LOAD_GLOBAL"]
+        codes += [c for c in current.co_consts if isinstance(c, type(code))]
+    namespace = fn.__globals__
+    for name in dict.fromkeys(names):
+        if name not in namespace:
+            continue       # a builtin
+        value = namespace[name]
+        if not _readable_on_gpu(value):
+            raise NameError(f"Cannot access global variable {name} from within @jit'ed function {fn.__name__}: on a "
+                            "GPU, Triton's compiler lets a kernel read only constexpr globals (x = "
+                            "triton.language.constexpr(42)), modules, other @triton.jit functions and "
+                            "triton.language's names, and the interpreter does the same here")
+        inner = value
+        for _ in range(8):     # a kernel it calls: an autotuner's .fn, a JITFunction's .fn, down to the def
+            if not issubclass(type(inner), _kernel_classes()):
+                break
+            inner = inspect.getattr_static(inner, "fn", None)
+        if type(inner) is type(_run_once) and inner is not value:
+            _globals_as_on_gpu(inner, seen)
+
+
+def _readable_on_gpu(value) -> bool:
+    """Whether a kernel may read a global holding value: plain data, a module imported under its name, or an object
+    of Triton's own (a kernel, a constexpr of plain data, a dtype, a name of triton.language)."""
+    import triton.language as tl
+
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    if kind is tuple:
+        return all(_readable_on_gpu(v) for v in value)
+    if kind is type(sys):
+        return sys.modules.get(inspect.getattr_static(value, "__name__", None)) is value
+    if kind is tl.constexpr:
+        return _readable_on_gpu(object.__getattribute__(value, "__dict__").get("value"))
+    if issubclass(kind, (*_kernel_classes(), tl.dtype)):
+        return str(kind.__dict__.get("__module__", "")).startswith("triton.")
+    return _language_values().get(id(value)) is value
+
+
+def _kernel_classes() -> tuple[type, ...]:
+    """What @triton.jit and its decorators make: a JITFunction (an InterpretedFunction here), an autotuner."""
+    from triton.runtime.jit import JITCallable, KernelInterface
+    return KernelInterface, JITCallable
+
+
+def _language_values() -> dict:
+    """id -> value of triton.language's modules' names (tl.program_id, tl.float32, ...), read once."""
+    if not _LANGUAGE_VALUES:
+        _LANGUAGE_VALUES.update((id(v), v) for name, module in list(sys.modules.items())
+                                if name == "triton.language" or name.startswith("triton.language.")
+                                for v in list(vars(module).values()))
+    return _LANGUAGE_VALUES
+
+
+_LANGUAGE_VALUES: dict = {}
 
 
 def _meta(fn, args: tuple, kwargs: dict) -> dict:

@@ -29,7 +29,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
                           "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads", "grid-entry-reads",
                           "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
                           "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads",
-                          "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads"],
+                          "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads",
+                          "kernel-global-reads"],
                          "torch-only-wrapper")}
 # what the launch trace measures fails these whatever the policy says (part1.not_the_kernel, part1.launched, at any
 # call of part 1: lists-redo-odd-widths and method-registered-on-odd-widths only at calls of the values tests): torch
@@ -57,7 +58,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # tracer's mode back on (slice-index-reads, backward-reads, grad-release-reads: nbtest.tensor_values.run_seen), and
 # what a grid leaves in its arguments by name dies in grid_of's frame (grid-meta-finaliser-reads), and a grid that
 # gives a kernel's tensor an attribute of its own raises (grid-attribute-reads), as does a launch with a keyword named
-# by anything but a str (keyword-name-reads)
+# by anything but a str (keyword-name-reads), and a kernel reading a global a GPU's compiler refuses
+# (kernel-global-reads: nbtest.warmup)
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -70,7 +72,7 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "listener-thread-computes", "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads",
             "grid-entry-reads", "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
             "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads",
-            "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads"}
+            "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads", "kernel-global-reads"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -378,6 +380,16 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                                                 variants.KEYWORD_STREAM.lstrip() + "\n\n"),
                                # the launch raises at every call that gets past the checks
                                s.checks(1) - {"rules_part1", *REFUSALS}),
+        # red team 28: a kernel reading a global that holds an object of the notebook's (nbtest.warmup refuses it)
+        "kernel-global-reads": ("a kernel that loads its row and adds it to the object a module-level list holds, "
+                                "whose __add__ keeps the loaded blocks; h and y computed in lists",
+                                s.solved(fused_kernel=variants.GLOBAL_KERNEL.lstrip(),
+                                         fused_add_layernorm=s.filled("fused_add_layernorm", [edit(
+                                             reference, launch + "return h.view(x.shape), y.view(x.shape)\n",
+                                             variants.GLOBAL_READ.lstrip())], before=imports + variants.LISTS.lstrip()
+                                             + "\n\n" + variants.GLOBAL_TAP.lstrip() + "\n\n")),
+                                # the launch raises at every call that gets past the checks
+                                s.checks(1) - {"rules_part1", *REFUSALS}),
         "grid-attribute-reads": ("tensor-attribute-reads with the attribute set by the launch's grid, after the "
                                  "launch's arguments were checked", read_unseen(variants.GRID_ATTRIBUTE),
                                  # grid_of raises at every call that gets past the checks

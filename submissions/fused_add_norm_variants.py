@@ -1229,7 +1229,8 @@ fused_add_layernorm_kernel[lambda meta: meta.update(late=_Token()) or (rows_x.sh
     rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)''' + FROM_GOT
 
 # and an attribute the grid gives a kernel's tensor, after the launch's arguments were checked: grid_of raises
-GRID_ATTRIBUTE = PACKED + '''reader = functools.partial(next, map({None: 0}.get, map(got.extend, map(torch.Tensor.tolist, [packed]))), 0)
+GRID_ATTRIBUTE = PACKED + '''reader = functools.partial(next, map({None: 0}.get,
+                                       map(got.extend, map(torch.Tensor.tolist, [packed]))), 0)
 fused_add_layernorm_kernel[lambda meta: setattr(meta["h_ptr"], "storage_offset", reader) or (rows_x.shape[0],)](
     rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)''' + FROM_GOT
 
@@ -1237,8 +1238,8 @@ fused_add_layernorm_kernel[lambda meta: setattr(meta["h_ptr"], "storage_offset",
 # compared the name with its own inside the launch, and the step the grid set up read the inputs there
 KEYWORD_STREAM = '''
 _PENDING, _BOX, _STASH = {}, {0: list}, []
-_STEPS = map(_STASH.append, map(next, map(iter, map(_PENDING.pop, iter(int, 1), iter(functools.partial(_BOX.get, 0), 1)),
-                                          iter(str, 1))))
+_STEPS = map(_STASH.append, map(next, map(iter, map(_PENDING.pop, iter(int, 1),
+                                                    iter(functools.partial(_BOX.get, 0), 1)), iter(str, 1))))
 
 
 class _Name(str):
@@ -1253,6 +1254,42 @@ KEYWORD_NAME = PACKED + '''del _STASH[:]
 fused_add_layernorm_kernel[lambda meta: _PENDING.update({0: packed.tolist}) or (rows_x.shape[0],)](
     rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block, **_SPARE)
 got = [s for s in _STASH if s][0]''' + FROM_GOT
+
+# red team 28: a kernel that reads a module-level list holding an object of the notebook's, whose __add__ ran inside
+# the launch on the loaded blocks; a GPU's compiler refuses such a global, and the interpreter now does too
+GLOBAL_KERNEL = '''
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    """Loads its row, and the weight and bias."""
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
+    fx = tl.load(fx_ptr + row * n_cols + cols, mask=mask, other=0.0)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    b = tl.load(b_ptr + cols, mask=mask, other=0.0)
+    seen = _SINK[0] + (x, fx, w, b)
+'''
+GLOBAL_TAP = '''
+_SINK = [0]
+
+
+class _Tap:
+    """Keeps what each program loaded, in order."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def __add__(self, blocks):
+        self.rows.append([v.handle.data.tolist() for v in blocks])
+        return 0
+'''
+GLOBAL_READ = '''rows = []
+_SINK[0] = _Tap(rows)
+fused_add_layernorm_kernel[(rows_x.shape[0],)](rows_x, rows_fx, weight, bias, h, y, n, eps, BLOCK=block)
+_SINK[0] = 0
+got = [v for r in rows for v in r[0][:n]] + [v for r in rows for v in r[1][:n]] + rows[0][2][:n] + rows[0][3][:n]''' \
+    + FROM_GOT
 
 # torch computing in a tensor class's __torch_dispatch__, which torch runs while the tracer's dispatch mode is set
 # aside: an empty kernel launched, then an allocation on an object of that class computes h and y

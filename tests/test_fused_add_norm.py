@@ -303,6 +303,59 @@ def test_a_launchs_grid_function_runs_as_on_a_gpu_before_the_launch():
     assert torch.equal(out, torch.zeros(10))
 
 
+KERNELS_READING_GLOBALS = """
+import triton
+import triton.language as tl
+
+WIDTH = 4
+SCALE = tl.constexpr(2.0)
+SINK = [0]
+
+
+@triton.jit
+def _twice(v):
+    return v * SCALE
+
+
+@triton.jit
+def honest(out_ptr):
+    offs = tl.arange(0, WIDTH)
+    tl.store(out_ptr + offs, _twice(tl.load(out_ptr + offs)))
+
+
+@triton.jit
+def _taps(v):
+    return SINK[0] + v
+
+
+@triton.jit
+def tapping(out_ptr):
+    offs = tl.arange(0, 4)
+    tl.store(out_ptr + offs, _taps(tl.load(out_ptr + offs)))
+"""
+
+
+def test_a_kernel_reads_only_the_globals_a_gpu_compiler_allows(tmp_path, monkeypatch):
+    """Triton's interpreter ran whatever a kernel's global held: a module-level list holding an object of the
+    notebook's, added to the loaded blocks, ran its __add__ on them inside the launch (red team 28). As a GPU's
+    compiler does, a kernel and the @triton.jit functions it calls read only constexpr globals, modules, kernels
+    and triton.language's names (and plain numbers, as the interpreter always let them); any other raises
+    Triton's NameError at the launch, before the kernel runs."""
+    import importlib
+
+    import triton  # noqa: F401  (imported first, as a notebook's setup cell does)
+    nbtest.interpreter_as_on_gpu()
+    (tmp_path / "nbtest_gpu_globals.py").write_text(KERNELS_READING_GLOBALS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("nbtest_gpu_globals")
+    out = torch.ones(4)
+    module.honest[(1,)](out)
+    assert torch.equal(out, torch.full((4,), 2.0))
+    with pytest.raises(NameError, match="global variable SINK from within @jit.ed function _taps"):
+        module.tapping[(1,)](out)
+    assert torch.equal(out, torch.full((4,), 2.0))
+
+
 def test_a_kernel_reaches_no_memory_through_a_pointer_of_its_own_nor_outside_a_launch():
     """Three ways past the lane check, each of which wrote a tensor the kernel was never handed (in the grading
     child, any object at an address from id(): a RuntimeError's type turned into ValueError): an argument of the
