@@ -251,9 +251,10 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
     around_empty = lambda body, before="": s.solved(fused_kernel=empty, fused_add_layernorm=s.filled(
         "fused_add_layernorm", [edit(reference, "return h.view(x.shape), y.view(x.shape)\n", body.lstrip())],
         before=before))
-    # an empty kernel, the values read where no frame of a cell's is, and h and y computed in lists (variants.LISTS)
+    # an empty kernel (or the sample's own), the values read where the trace does not see them, and h and y computed
+    # in lists (variants.LISTS)
     imports = "import functools\nimport math\n\n\n"
-    read_unseen = lambda body, before="": s.solved(fused_kernel=empty, fused_add_layernorm=s.filled(
+    read_unseen = lambda body, before="", kernel=empty: s.solved(fused_kernel=kernel, fused_add_layernorm=s.filled(
         "fused_add_layernorm", [edit(reference, launch + "return h.view(x.shape), y.view(x.shape)\n", body.lstrip())],
         before=imports + variants.LISTS.lstrip() + "\n\n" + before))
     return {
@@ -383,11 +384,8 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         # red team 28: a kernel reading a global that holds an object of the notebook's (nbtest.warmup refuses it)
         "kernel-global-reads": ("a kernel that loads its row and adds it to the object a module-level list holds, "
                                 "whose __add__ keeps the loaded blocks; h and y computed in lists",
-                                s.solved(fused_kernel=variants.GLOBAL_KERNEL.lstrip(),
-                                         fused_add_layernorm=s.filled("fused_add_layernorm", [edit(
-                                             reference, launch + "return h.view(x.shape), y.view(x.shape)\n",
-                                             variants.GLOBAL_READ.lstrip())], before=imports + variants.LISTS.lstrip()
-                                             + "\n\n" + variants.GLOBAL_TAP.lstrip() + "\n\n")),
+                                read_unseen(variants.GLOBAL_READ, variants.GLOBAL_TAP.lstrip() + "\n\n",
+                                            kernel=variants.GLOBAL_KERNEL.lstrip()),
                                 # the launch raises at every call that gets past the checks
                                 s.checks(1) - {"rules_part1", *REFUSALS}),
         "grid-attribute-reads": ("tensor-attribute-reads with the attribute set by the launch's grid, after the "
@@ -396,11 +394,8 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                  s.checks(1) - {"rules_part1", *REFUSALS}),
         "assert-carries-values": ("a kernel that loads the inputs and asserts False with them as the message; the "
                                   "wrapper reads them back from the error and computes h and y in lists",
-                                  s.solved(fused_kernel=variants.ASSERT_KERNEL.lstrip(),
-                                           fused_add_layernorm=s.filled("fused_add_layernorm", [edit(
-                                               reference, launch + "return h.view(x.shape), y.view(x.shape)\n",
-                                               variants.ASSERT_READ.lstrip())], before=imports + variants.LISTS.lstrip()
-                                               + "\n\n" + variants.ASSERT_DECODE.lstrip() + "\n\n")), fused),
+                                  read_unseen(variants.ASSERT_READ, variants.ASSERT_DECODE.lstrip() + "\n\n",
+                                              kernel=variants.ASSERT_KERNEL.lstrip()), fused),
         "launch-hook-computes": ("an empty kernel, launched by the reference wrapper, and a pre-run hook its cell "
                                  "registers, which Triton runs inside the launch: it computes h and y in Python lists",
                                  s.solved(fused_kernel=empty + variants.LAUNCH_HOOK), fused),

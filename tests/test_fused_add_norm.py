@@ -342,8 +342,7 @@ def test_a_kernel_reads_only_the_globals_a_gpu_compiler_allows(tmp_path, monkeyp
     and triton.language's names (and plain numbers, as the interpreter always let them); any other raises
     Triton's NameError at the launch, before the kernel runs."""
     import importlib
-
-    import triton  # noqa: F401  (imported first, as a notebook's setup cell does)
+    importlib.import_module("triton")      # first, as a notebook's setup cell does
     nbtest.interpreter_as_on_gpu()
     (tmp_path / "nbtest_gpu_globals.py").write_text(KERNELS_READING_GLOBALS)
     monkeypatch.syspath_prepend(str(tmp_path))
