@@ -3,6 +3,7 @@ GPU does, and torch's first-call work done before the monitor watches (so none o
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import os
 import sys
@@ -128,19 +129,12 @@ def _globals_as_on_gpu(fn, seen: set) -> None:
     names (CodeGenerator's global_lookup); the interpreter runs whatever a global holds, so an object of the
     notebook's read there (a list holding an object whose __add__ reads the loaded blocks) runs Python inside the
     launch. Plain numbers and strings, which run no code, are let through as the interpreter always did."""
-    import dis
-
     code = getattr(fn, "__code__", None)
     if code is None or code in seen:
         return
     seen.add(code)
-    codes, names = [code], []
-    while codes:
-        current = codes.pop()
-        names += [i.argval for i in dis.get_instructions(current) if i.opname == "LOAD_GLOBAL"]
-        codes += [c for c in current.co_consts if isinstance(c, type(code))]
     namespace = fn.__globals__
-    for name in dict.fromkeys(names):
+    for name in _globals_read(code):
         if name not in namespace:
             continue       # a builtin
         value = namespace[name]
@@ -156,6 +150,19 @@ def _globals_as_on_gpu(fn, seen: set) -> None:
             inner = inspect.getattr_static(inner, "fn", None)
         if type(inner) is type(_run_once) and inner is not value:
             _globals_as_on_gpu(inner, seen)
+
+
+@functools.lru_cache(maxsize=512)
+def _globals_read(code) -> tuple[str, ...]:
+    """The global names that code, and the code nested in it, loads, in order: read once per kernel, not per launch."""
+    import dis
+
+    codes, names = [code], []
+    while codes:
+        current = codes.pop()
+        names += [i.argval for i in dis.get_instructions(current) if i.opname == "LOAD_GLOBAL"]
+        codes += [c for c in current.co_consts if isinstance(c, type(code))]
+    return tuple(dict.fromkeys(names))
 
 
 def _readable_on_gpu(value) -> bool:
