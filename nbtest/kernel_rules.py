@@ -340,7 +340,7 @@ class _Kernel:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr) and child is not getattr(node, "annotation", None):
                     self.expr(child)
-        elif isinstance(node, ast.If):
+        elif isinstance(node, (ast.If, ast.While)):
             self.expr(node.test)
             for s in node.body + node.orelse:
                 self.stmt(s)
@@ -351,10 +351,6 @@ class _Kernel:
                     self.ctx.resolve(it.func) in ("triton.language.range", "triton.language.static_range"))):
                 self.flag(node, "kernel-python", "a kernel loops over range, tl.range or tl.static_range only")
             self.expr(it)
-            for s in node.body + node.orelse:
-                self.stmt(s)
-        elif isinstance(node, ast.While):
-            self.expr(node.test)
             for s in node.body + node.orelse:
                 self.stmt(s)
         elif isinstance(node, ast.Assert):
