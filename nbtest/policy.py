@@ -135,6 +135,10 @@ PROCESS_ATTRIBUTES = frozenset({
     "tempfile", "weakref", "runpy", "tb_frame", "tb_next", "f_back", "f_globals", "f_locals",
     "f_builtins", "f_code", "gi_frame", "gi_code", "cr_frame", "ag_frame", "co_code", "library",
     "overrides", "hub", "ctypeslib"})
+# torch.library's one name a Triton solution calls: wrap_triton hands back a wrapper that launches the kernel it is
+# given as kernel[grid](...) does (so that torch.compile can trace it); the rest of torch.library replaces
+# torch's own operators in the process
+LIBRARY_LAUNCHERS = frozenset({"torch.library.wrap_triton"})
 # Dotted paths (after import aliases are resolved) that read or write files, or reach the runtime.
 PROCESS_PATHS = ("torch.load", "torch.save", "torch.serialization", "torch.from_file", "torch.utils", "torch.ops",
                  "torch.jit", "torch.package", "torch.multiprocessing", "torch.distributed",
@@ -737,7 +741,8 @@ class _General(ast.NodeVisitor):
             self.flag(node, "import", WITHHOLD, f"'from {node.module} import *' hides which names the cell uses; "
                                                 "import the names you need")
         else:
-            self._module(node, node.module)
+            if not all(f"{node.module}.{a.name}" in LIBRARY_LAUNCHERS for a in node.names):
+                self._module(node, node.module)
             for a in node.names:
                 if unchecked_memory(a.name):
                     self._unchecked(node, f"'{a.name}' from {node.module}")
@@ -882,6 +887,8 @@ class _General(ast.NodeVisitor):
         if attr == MASK_HELPER[1:]:
             node.value.mask_helper = True
         library = self.ctx.resolve(node.value)
+        if self.ctx.resolve(node) in LIBRARY_LAUNCHERS and isinstance(node.ctx, ast.Load):
+            node.value.launcher_path = True     # the .library of torch.library.wrap_triton
         if isinstance(node.ctx, ast.Store) and getattr(node, "constant_value", False) and \
                 (library or "").split(".")[:2] == ["torch", "backends"] and not attr.startswith("_"):
             # torch.backends.cudnn.deterministic = True: a switch torch documents for its users to set
@@ -904,7 +911,7 @@ class _General(ast.NodeVisitor):
                 attr not in OPERATOR_METHODS:
             self.flag(node, "dunder", WITHHOLD, f"'.{attr}' reaches an object's internals (its dict, class, code "
                                                 "or globals): not allowed in a solution")
-        elif attr in PROCESS_ATTRIBUTES:
+        elif attr in PROCESS_ATTRIBUTES and not getattr(node, "launcher_path", False):
             self.flag(node, "process-introspection", WITHHOLD,
                       f"'.{attr}' leads from this object to the grading process; a solution needs none of it")
         elif unchecked_memory(attr) and not self._own_name(attr):

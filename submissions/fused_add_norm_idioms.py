@@ -8,8 +8,13 @@ Sources are written indented and dedented where they are used.
 """
 
 IDIOMS = [
-    (("dict-argument-check", "zip-argument-check", "items-loop", "all-over-generator", "set-comprehension"),
+    # torch.library.wrap_triton, PyTorch's launcher that torch.compile can trace (h17_wrap_triton, once held)
+    (("dict-argument-check", "zip-argument-check", "items-loop", "all-over-generator", "set-comprehension",
+      "wrap-triton-imported"),
      "fused_add_layernorm", '''
+        from torch.library import wrap_triton
+
+
         def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
                                 eps: float = 1e-5) -> tuple[Tensor, Tensor]:
             """(h, y): h = x + fx, y = LayerNorm(h), in one launch."""
@@ -27,11 +32,13 @@ IDIOMS = [
                 raise ValueError(f"x and fx share one dtype, float16, bfloat16 or float32; got {sorted(found)}")
             rows_x, rows_fx = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
             h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)
-            fused_add_layernorm_kernel[(rows_x.shape[0],)](rows_x, rows_fx, weight.contiguous(), bias.contiguous(),
-                                                           h, y, n, eps, BLOCK=triton.next_power_of_2(n))
+            wrap_triton(fused_add_layernorm_kernel)[(rows_x.shape[0],)](rows_x, rows_fx, weight.contiguous(),
+                                                                        bias.contiguous(), h, y, n, eps,
+                                                                        BLOCK=triton.next_power_of_2(n))
             return h.view(x.shape), y.view(x.shape)
         '''),
-    (("tuple-argument-check", "helper-check-function", "assert-is-tensor", "grid-lambda", "int-cast"),
+    (("tuple-argument-check", "helper-check-function", "assert-is-tensor", "grid-lambda", "int-cast",
+      "wrap-triton-path"),
      "fused_add_layernorm", '''
         def _check(named: tuple, n: int) -> None:
             for name, t in named:
@@ -56,8 +63,9 @@ IDIOMS = [
             rows_x, rows_fx = x.reshape(-1, n).contiguous(), fx.reshape(-1, n).contiguous()
             h, y = torch.empty_like(rows_x), torch.empty_like(rows_x)
             grid = lambda meta: (rows_x.shape[0],)
-            fused_add_layernorm_kernel[grid](rows_x, rows_fx, weight.contiguous(), bias.contiguous(), h, y, n, eps,
-                                             BLOCK=triton.next_power_of_2(n))
+            torch.library.wrap_triton(fused_add_layernorm_kernel)[grid](rows_x, rows_fx, weight.contiguous(),
+                                                                        bias.contiguous(), h, y, n, eps,
+                                                                        BLOCK=triton.next_power_of_2(n))
             return h.view(x.shape), y.view(x.shape)
         '''),
     # a typing.NamedTuple result, annotated as Jupyter compiles it (classes, not strings)

@@ -1204,6 +1204,25 @@ def test_a_submodule_of_an_allowed_package_is_read_as_its_path(line, found):
     assert {(v.rule, v.severity) for v in policy.check_cells(cells, RESIDUAL) if v.cell == "residual_add"} == found
 
 
+@pytest.mark.parametrize("line, found", [
+    ("out = torch.library.wrap_triton(kernel)[(1,)](x)", set()),
+    ("from torch.library import wrap_triton\nout = wrap_triton(kernel)[(1,)](x)", set()),
+    ("launch = torch.library.wrap_triton\nout = launch(kernel)[(1,)](x)", set()),
+    # the rest of torch.library replaces torch's own operators: held as before, beside wrap_triton too
+    ("from torch.library import wrap_triton, Library", {("process-introspection", WITHHOLD)}),
+    ("torch.library.Library('aten', 'IMPL')", {("process-introspection", WITHHOLD)}),
+    ("lib = torch.library\nout = lib.wrap_triton(kernel)[(1,)](x)", {("process-introspection", WITHHOLD)}),
+    ("from torch import library", {("process-introspection", WITHHOLD)}),
+])
+def test_wrap_triton_is_the_one_name_of_torch_library_a_solution_may_use(line, found):
+    """torch.library.wrap_triton (PyTorch's way to let torch.compile trace a Triton launch) launches the kernel it
+    is given, as kernel[grid](...) does: by its path or imported by name it trips nothing; torch.library itself,
+    and any other name of it (Library, impl), still reach torch's own operators (h17_wrap_triton held 15 points)."""
+    cells = with_cells(FUSED_NB, fused_add_layernorm=line + "\n\n\ndef fused_add_layernorm(x, fx, weight, bias, "
+                       "eps=1e-5):\n    return x, fx\n")
+    assert {(v.rule, v.severity) for v in policy.check_cells(cells, FUSED) if v.cell == "fused_add_layernorm"} == found
+
+
 @pytest.mark.parametrize("assignment, path, found", [
     ("residual-connections", "torch.nn.functional.np", set()),                      # numpy: an import it allows
     ("fused-add-norm", "torch.nn.functional.np", {("import", WITHHOLD)}),           # outside its imports,
