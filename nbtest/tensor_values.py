@@ -22,6 +22,7 @@ has none of its own: what runs in the frame of the notebook's call or of its lau
 
     as_notebooks(fn, *args)     # the grader's child calls the wrapper so: its locals' finalisers are the notebook's
     grid_of(grid, meta)         # a launch's grid, its function called and its entries made ints, as the notebook's
+    launch_through(mode, func, kwargs)   # a dispatch mode's answer to a higher-order operator: Triton's launches
 """
 from __future__ import annotations
 
@@ -164,6 +165,22 @@ def run_seen(mode, func, types, args: tuple, kwargs: dict | None):
             return redispatch_function(func, types, args, kwargs or {})
     finally:
         _REDISPATCHED.pop()
+
+
+def launch_through(mode, func, kwargs: dict | None):
+    """What a torch dispatch mode that declares supports_higher_order_operators hands back for a higher-order
+    operator func (torch calls it with keywords only). Triton's launch operator, through which
+    torch.library.wrap_triton launches on CUDA, launches its kernel with the mode back on, as kernel[grid](...)
+    would: the launch and what it runs are seen as any launch's. Any other is refused (NotImplemented, which
+    torch raises as a TypeError in the call): its Python, torch.cond's branches, would run with the mode aside."""
+    if _type(func).__module__ != _LAUNCH_OPERATOR[0] or func.name() != _LAUNCH_OPERATOR[1]:
+        return NotImplemented
+    from torch._higher_order_ops.triton_kernel_wrap import triton_kernel_wrapper_mutation_dense as launch
+    with mode:
+        return launch(**(kwargs or {}))
+
+
+_LAUNCH_OPERATOR = ("torch._higher_order_ops.triton_kernel_wrap", "triton_kernel_wrapper_mutation")
 
 
 def _ids(args: tuple) -> tuple:

@@ -720,6 +720,73 @@ print(json.dumps(found))
         **{f"{name} foreign": [] for name in names if name != "attributed"}}, found
 
 
+def test_a_launch_through_tritons_higher_order_operator_is_traced_as_any_launch():
+    """On CUDA, torch.library.wrap_triton launches through torch's triton_kernel_wrapper_mutation, a higher-order
+    operator a torch dispatch mode must take (nbtest.tensor_values.launch_through): the tracer launches the kernel
+    with its modes on, so the launch fuses as kernel[grid](...) does, and a copy of an input's values into a tensor
+    over Python's memory, passed to the launch, is seen as anywhere else. Any other higher-order operator (torch.cond,
+    whose branches would run with the modes aside) fails the call. Under the interpreter wrap_triton hands the kernel
+    back, so the operator is called here directly, as wrap_triton's wrapper calls it on CUDA."""
+    script = '''
+import json, os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+from autograder.core import probe
+from autograder.suites.fused_add_norm import part1, specs
+from nbtest.tensor_values import as_notebooks
+specs.warm_up()
+cell = """
+import torch, triton, triton.language as tl
+from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table, triton_kernel_wrapper_mutation
+
+@triton.jit
+def _twice(x_ptr, h_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(h_ptr + offs, tl.load(x_ptr + offs) * 2, mask=offs < n)
+
+def _launch(x, h):
+    triton_kernel_wrapper_mutation(kernel_idx=kernel_side_table.add_kernel(_twice),
+                                   constant_args_idx=kernel_side_table.add_constant_args({"n": 8, "BLOCK": 8}),
+                                   grid=[(1, 1, 1)], tma_descriptor_metadata={}, kwargs={"x_ptr": x, "h_ptr": h})
+
+def operator(x):
+    h = torch.empty_like(x)
+    _launch(x, h)
+    return h
+
+_STORE = bytearray(32)
+
+def shared(x):
+    h = torch.frombuffer(_STORE, dtype=torch.float32)
+    _launch(x, h)
+    return torch.empty_like(x)
+
+def branches(x):
+    return torch.cond(x.sum() > 0, lambda v: v * 2, lambda v: v, (x,))
+"""
+module = type(os)("nb")
+exec(compile(cell, "<cell k>", "exec"), module.__dict__)
+found = {}
+for name in ("operator", "shared", "branches"):
+    with probe.TRACERS["launches"](module) as recorder:
+        try:
+            result = as_notebooks(getattr(module, name), torch.ones(8))
+        except Exception as e:
+            result, found[name + " raised"] = None, type(e).__name__
+    report = recorder.report(result)
+    found[name] = part1.fused(name, report)
+    found[name + " values"] = None if result is None else result.tolist()
+print(json.dumps(found))
+'''
+    proc = subprocess.run([sys.executable, "-c", script], env=NO_CUDA, capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = json.loads(proc.stdout.splitlines()[-1])
+    assert found["operator"] is None and found["operator values"] == [2.0] * 8, found
+    assert found["shared"].startswith("not your kernel: shared used a tensor whose memory Python shares"), found
+    assert found["branches raised"] == "TypeError" and found["branches"] is not None, found
+
+
 def test_a_triton_language_name_is_flagged_by_whose_code_it_runs():
     """The launch tracer's check of triton.language (specs._language): a name holding a cell's def or lambda, or
     what runs one when called (a partial, a bound method, a property, a cell's callable object or class), is the

@@ -17,8 +17,9 @@ import torch
 import torch.nn.functional as F
 import nbtest
 from nbtest import follows_rules, names_shape, value_error
-from nbtest.tensor_values import (classes_handed, made_by_cell, run_recorded, run_seen, shares_python_memory,
-                                  values_read)
+from nbtest.tensor_values import (classes_handed, launch_through, made_by_cell, run_recorded, run_seen,
+                                  shares_python_memory, values_read)
+from torch._ops import HigherOrderOperator
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -238,11 +239,15 @@ _LAUNCH = _counting(None, []).__code__   # a launch's frame: Triton's own calls 
 
 class _PythonMemory(TorchDispatchMode):
     """Records the torch operators handed a tensor whose memory Python shares (nbtest.tensor_values)."""
+    supports_higher_order_operators = True      # wrap_triton's launch on CUDA (launch_through)
+
     def __init__(self):
         super().__init__()
         self.seen = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if isinstance(func, HigherOrderOperator):
+            return launch_through(self, func, kwargs)
         if any(isinstance(a, (torch.Tensor, torch.UntypedStorage)) and shares_python_memory(a)
                for a in tree_leaves((args, kwargs or {}))):
             self.seen.append(func.overloadpacket.__name__)
@@ -291,11 +296,15 @@ class _Classes(TorchFunctionMode):
 
 class _DispatchClasses(TorchDispatchMode):
     """The same for the operators torch dispatches (a class's own __torch_dispatch__)."""
+    supports_higher_order_operators = True
+
     def __init__(self):
         super().__init__()
         self.seen = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if isinstance(func, HigherOrderOperator):
+            return launch_through(self, func, kwargs)
         self.seen += classes_handed(types)
         return func(*args, **(kwargs or {}))
 

@@ -78,8 +78,9 @@ import weakref
 
 import torch
 import torch.nn.functional as F
-from nbtest.tensor_values import (TORCH_TENSORS, classes_handed, grid_of, made_by_cell, own_attributes, run_recorded,
-                                  run_seen, shares_python_memory)
+from nbtest.tensor_values import (TORCH_TENSORS, classes_handed, grid_of, launch_through, made_by_cell, own_attributes,
+                                  run_recorded, run_seen, shares_python_memory)
+from torch._ops import HigherOrderOperator
 
 _randn, _empty, _Generator = torch.randn, torch.empty, torch.Generator
 _to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
@@ -451,11 +452,15 @@ def warm_up() -> None:
         c for cls in (*launching, *filter(None, running)) for c in cls.__mro__ if c.__module__.startswith("triton."))]
 
     class Operators(TorchDispatchMode):
+        supports_higher_order_operators = True      # wrap_triton's launch on CUDA (launch_through)
+
         def __init__(self, recorder):
             super().__init__()
             self.recorder = recorder
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if _isinstance(func, HigherOrderOperator):
+                return launch_through(self, func, kwargs)
             name = _str(func.overloadpacket.__name__)
             self.recorder.op(name, _state["depth"] > 0)
             if made_by_cell(_getframe(1), _cell, _LAUNCH):    # not the read-back's copy onto the arena (core/arena.py)
