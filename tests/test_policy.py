@@ -847,7 +847,8 @@ def test_the_graders_threads_parse_one_at_a_time(monkeypatch):
 def test_violations_come_in_the_same_order_in_every_process():
     """Several violations on one line and rule are ordered by their message, not by a set's order,
     which changes with each process's hash seed: a regrade's review reads the same."""
-    source = "import torch, math\ntorch.allclose = torch.equal = math.isclose = torch.isclose = lambda a, b: True\n"
+    # the standard library's names: a process that imports no torch starts in a tenth of a second, not two
+    source = "import math, cmath\nmath.isclose = math.fsum = cmath.isclose = cmath.sqrt = lambda a, b: True\n"
     code = ("import sys; from autograder import course; from nbtest import policy; "
             "rules = policy.for_assignment(course.load().assignment('residual-connections').rules); "
             "print([v.message for v in policy.check(sys.argv[1], rules)])")
