@@ -886,8 +886,8 @@ class _General(ast.NodeVisitor):
         node.value.attribute_base = True
         if attr == MASK_HELPER[1:]:
             node.value.mask_helper = True
-        library = self.ctx.resolve(node.value)
-        if self.ctx.resolve(node) in LIBRARY_LAUNCHERS and isinstance(node.ctx, ast.Load):
+        library, path = self.ctx.resolve(node.value), self.ctx.resolve(node)
+        if path in LIBRARY_LAUNCHERS and isinstance(node.ctx, ast.Load):
             node.value.launcher_path = True     # the .library of torch.library.wrap_triton
         if isinstance(node.ctx, ast.Store) and getattr(node, "constant_value", False) and \
                 (library or "").split(".")[:2] == ["torch", "backends"] and not attr.startswith("_"):
@@ -926,7 +926,6 @@ class _General(ast.NodeVisitor):
             # a private name read off an import's path (torch._foo) is the library's, whatever the notebook defines
             self.flag(node, "private-attribute", WITHHOLD,
                       f"'.{attr}' is a private attribute of a library object; use its public interface")
-        path = self.ctx.resolve(node)
         if path is not None:
             self._path(node, path)
             self._array_class(node, path)
