@@ -475,6 +475,33 @@ def test_a_cell_that_stalls_is_cut_as_early_as_one_that_burns(zygote):
         assert took[name] < max(took["burner"] + 1, 2 * 2), took
 
 
+def test_a_cell_that_hung_when_loaded_is_not_loaded_again_after_the_same_cells(zygote, monkeypatch):
+    """A submission's sandboxes share its Budget: a cell that spent its loading deadline (1 s of CPU time) is
+    left out at once, with the same reason, by another sandbox that would load it after the same cells; after
+    other cells it is loaded again. A hang at the wall-clock backstop, the machine's doing, is not carried."""
+    spawned = []
+    spawn = zygote.spawn
+    monkeypatch.setattr(zygote, "spawn", lambda *args: spawned.append(1) or spawn(*args))
+    budget = sandbox.Budget(0)
+
+    def load(cells) -> tuple[Sandbox, int]:
+        """The sandbox's problems once started, and how many children it took."""
+        spawned.clear()
+        with Sandbox(zygote, cells, None, Limits(1, 4096), budget=budget) as box:
+            box.start()
+            return box.problems, len(spawned)
+
+    a, spin, c = ("a", "x = 1\n"), ("b", "while True:\n    pass\n"), ("c", "y = 2\n")
+    first, children = load([a, spin])
+    assert "did not finish loading" in first["b"] and children == 2
+    assert load([a, spin, c]) == (first, 1)                          # after the same cells: left out at once
+    assert load([("a", "x = 3\n"), spin]) == (first, 2)              # after other cells: spent again
+    monkeypatch.setattr(sandbox.Child, "waited_s", lambda child: None)   # a sleep then reaches only the backstop
+    known = dict(budget.hung)
+    problems, children = load([a, ("s", "import time\ntime.sleep(60)\n")])
+    assert "did not finish loading" in problems["s"] and children == 2 and budget.hung == known
+
+
 @pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup/cpu") and not os.path.exists("/sys/fs/cgroup/cgroup.controllers"),
                     reason="no cpu cgroup controller on this machine")
 @pytest.mark.skipif(os.geteuid() != 0, reason="a cgroup needs root")

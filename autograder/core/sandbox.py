@@ -712,10 +712,15 @@ class Child:
 
 class Budget:
     """A submission's time in all (Limits.budget_s; 0: none), shared by its sandboxes. It starts with the
-    first child of any of them (not before: the fork server may still be importing torch)."""
+    first child of any of them (not before: the fork server may still be importing torch).
+
+    hung: {the cells a child loaded, up to and including the one it hung in: why}, for a hang that was the
+    code's doing (CPU or idle time spent, not the backstop): another sandbox loading that cell after the
+    same cells leaves it out at once, as its own restart would after spending a second deadline on it."""
 
     def __init__(self, seconds: float):
         self.seconds, self.end = seconds, float("inf")
+        self.hung: dict[tuple[tuple[str, str], ...], str] = {}
 
     def start(self) -> None:
         if self.seconds and self.end == float("inf"):
@@ -817,6 +822,8 @@ class Sandbox:
         """Start a child and load the cells, unless one is running; a cell that hangs or kills it is left out."""
         if self.closed:
             raise GraderError("this sandbox has been closed")
+        if self._child is None and self.budget.hung:
+            self._leave_out_known_hangs()
         while self._child is None:
             if self.over_budget:
                 raise Hung()
@@ -856,6 +863,9 @@ class Sandbox:
                        "waiting without computing; an endless loop or a sleep at the top level?)"
                        if isinstance(e, Hung) else f"stopped the grading process while loading: {e}")
                 self.problems[current] = f"cell '{current}' {why}"
+                if isinstance(e, Hung) and not e.backstop:
+                    upto = next(i for i, (label, _) in enumerate(self.cells) if label == current)
+                    self.budget.hung[tuple(self.cells[:upto + 1])] = self.problems[current]
                 self.cells = [(label, src) for label, src in self.cells if label != current]
                 continue
             for label, error in frame["ready"].items():
@@ -863,6 +873,18 @@ class Sandbox:
             self.isolation = frame["isolation"]
             self.declared = frame["declared"]
             self._child = child
+
+    def _leave_out_known_hangs(self) -> None:
+        """Leave out each cell that hung in another child of this submission after the same cells
+        (Budget.hung), with that child's reason, before a child spends a second deadline on it."""
+        kept: list[tuple[str, str]] = []
+        for cell in self.cells:
+            why = self.budget.hung.get((*kept, cell))
+            if why is None:
+                kept.append(cell)
+            else:
+                self.problems[cell[0]] = why
+        self.cells = kept
 
     def discard(self) -> None:
         """End the running child, if any; the next request starts a fresh one."""
