@@ -475,10 +475,11 @@ def test_a_cell_that_stalls_is_cut_as_early_as_one_that_burns(zygote):
         assert took[name] < max(took["burner"] + 1, 2 * 2), took
 
 
-def test_a_cell_that_hung_when_loaded_is_not_loaded_again_after_the_same_cells(zygote, monkeypatch):
-    """A submission's sandboxes share its Budget: a cell that spent its loading deadline (1 s of CPU time) is
-    left out at once, with the same reason, by another sandbox that would load it after the same cells; after
-    other cells it is loaded again. A hang at the wall-clock backstop, the machine's doing, is not carried."""
+def test_a_cell_that_failed_to_load_is_not_loaded_again_after_the_same_cells(zygote, monkeypatch):
+    """A submission's sandboxes share its Budget: a cell that spent its loading deadline (1 s of CPU time), or
+    ended its child, is left out at once, with the same reason, by another sandbox that would load it after the
+    same cells; after other cells it is loaded again. A hang at the wall-clock backstop, the machine's doing,
+    is not carried over."""
     spawned = []
     spawn = zygote.spawn
     monkeypatch.setattr(zygote, "spawn", lambda *args: spawned.append(1) or spawn(*args))
@@ -496,10 +497,14 @@ def test_a_cell_that_hung_when_loaded_is_not_loaded_again_after_the_same_cells(z
     assert "did not finish loading" in first["b"] and children == 2
     assert load([a, spin, c]) == (first, 1)                          # after the same cells: left out at once
     assert load([("a", "x = 3\n"), spin]) == (first, 2)              # after other cells: spent again
+    exits = ("e", "import os\nos._exit(3)\n")
+    ended, children = load([a, exits])
+    assert "exited with code 3" in ended["e"] and children == 2
+    assert load([a, exits]) == (ended, 1)
     monkeypatch.setattr(sandbox.Child, "waited_s", lambda child: None)   # a sleep then reaches only the backstop
-    known = dict(budget.hung)
+    known = dict(budget.left_out)
     problems, children = load([a, ("s", "import time\ntime.sleep(60)\n")])
-    assert "did not finish loading" in problems["s"] and children == 2 and budget.hung == known
+    assert "did not finish loading" in problems["s"] and children == 2 and budget.left_out == known
 
 
 @pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup/cpu") and not os.path.exists("/sys/fs/cgroup/cgroup.controllers"),

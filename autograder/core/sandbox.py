@@ -677,6 +677,14 @@ class Child:
             return f"the process was killed by {name}{hint}"
         return f"the process exited with code {os.WEXITSTATUS(status)} (sys.exit or os._exit?)"
 
+    @property
+    def ended_itself(self) -> bool:
+        """Once exit_reason() has read its status: its end was its code's doing (an exit, a signal other than
+        SIGKILL, or its memory cgroup's kill), not the grader's or the machine's (SIGKILL)."""
+        status = self._status
+        return self._oom or (status is not None and not (os.WIFSIGNALED(status)
+                                                         and os.WTERMSIG(status) == signal.SIGKILL))
+
     def kill(self) -> None:
         """SIGKILL the child through its pidfd: with a PID namespace the kernel then kills everything
         in it. Without one, its process group is all that can be reached, and only while the child
@@ -714,13 +722,13 @@ class Budget:
     """A submission's time in all (Limits.budget_s; 0: none), shared by its sandboxes. It starts with the
     first child of any of them (not before: the fork server may still be importing torch).
 
-    hung: {the cells a child loaded, up to and including the one it hung in: why}, for a hang that was the
-    code's doing (CPU or idle time spent, not the backstop): another sandbox loading that cell after the
-    same cells leaves it out at once, as its own restart would after spending a second deadline on it."""
+    left_out: {the cells a child loaded, up to and including the one it hung in or died of: why}, for an end that
+    was the code's doing (CPU or idle time spent, not the backstop; Child.ended_itself): another sandbox loading
+    that cell after the same cells leaves it out at once, as its own restart would after running it again."""
 
     def __init__(self, seconds: float):
         self.seconds, self.end = seconds, float("inf")
-        self.hung: dict[tuple[tuple[str, str], ...], str] = {}
+        self.left_out: dict[tuple[tuple[str, str], ...], str] = {}
 
     def start(self) -> None:
         if self.seconds and self.end == float("inf"):
@@ -822,8 +830,8 @@ class Sandbox:
         """Start a child and load the cells, unless one is running; a cell that hangs or kills it is left out."""
         if self.closed:
             raise GraderError("this sandbox has been closed")
-        if self._child is None and self.budget.hung:
-            self._leave_out_known_hangs()
+        if self._child is None and self.budget.left_out:
+            self._leave_out_known_failures()
         while self._child is None:
             if self.over_budget:
                 raise Hung()
@@ -863,9 +871,9 @@ class Sandbox:
                        "waiting without computing; an endless loop or a sleep at the top level?)"
                        if isinstance(e, Hung) else f"stopped the grading process while loading: {e}")
                 self.problems[current] = f"cell '{current}' {why}"
-                if isinstance(e, Hung) and not e.backstop:
+                if not e.backstop if isinstance(e, Hung) else child.ended_itself:
                     upto = next(i for i, (label, _) in enumerate(self.cells) if label == current)
-                    self.budget.hung[tuple(self.cells[:upto + 1])] = self.problems[current]
+                    self.budget.left_out[tuple(self.cells[:upto + 1])] = self.problems[current]
                 self.cells = [(label, src) for label, src in self.cells if label != current]
                 continue
             for label, error in frame["ready"].items():
@@ -874,12 +882,12 @@ class Sandbox:
             self.declared = frame["declared"]
             self._child = child
 
-    def _leave_out_known_hangs(self) -> None:
-        """Leave out each cell that hung in another child of this submission after the same cells
-        (Budget.hung), with that child's reason, before a child spends a second deadline on it."""
+    def _leave_out_known_failures(self) -> None:
+        """Leave out each cell that hung or ended its child in another child of this submission after the same
+        cells (Budget.left_out), with that child's reason, before a child runs it again."""
         kept: list[tuple[str, str]] = []
         for cell in self.cells:
-            why = self.budget.hung.get((*kept, cell))
+            why = self.budget.left_out.get((*kept, cell))
             if why is None:
                 kept.append(cell)
             else:
