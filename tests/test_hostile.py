@@ -74,16 +74,25 @@ class Outside:
         for path in (corpus.VICTIMS, *corpus.VICTIMS.iterdir()):
             os.chown(path, owner, owner)
         self.heard: list[str] = []
-        self._sockets = []
-        udp = self._listen(socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", corpus.UDP_PORT))
-        threading.Thread(target=self._receive, args=(udp,), daemon=True).start()
-        for family, address in ((socket.AF_INET, ("127.0.0.1", corpus.TCP_PORT)),
-                                (socket.AF_UNIX, str(corpus.UNIX_SOCKET)), (socket.AF_UNIX, corpus.ABSTRACT)):
-            server = self._listen(family, socket.SOCK_STREAM, address)
-            server.listen()
-            threading.Thread(target=self._accept, args=(server,), daemon=True).start()
+        self._sockets, self._threads = [], []
+        try:
+            udp = self._listen(socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", corpus.UDP_PORT))
+            self._start(self._receive, udp)
+            for family, address in ((socket.AF_INET, ("127.0.0.1", corpus.TCP_PORT)),
+                                    (socket.AF_UNIX, str(corpus.UNIX_SOCKET)), (socket.AF_UNIX, corpus.ABSTRACT)):
+                server = self._listen(family, socket.SOCK_STREAM, address)
+                server.listen()
+                self._start(self._accept, server)
+        except BaseException:      # those bound so far would keep every later test of this process from binding
+            self.close()
+            raise
         os.chmod(corpus.UNIX_SOCKET, 0o777)
         self.before = self.snapshot()
+
+    def _start(self, target, sock):
+        thread = threading.Thread(target=target, args=(sock,), daemon=True)
+        thread.start()
+        self._threads.append(thread)
 
     def _receive(self, udp):
         try:
@@ -136,6 +145,11 @@ class Outside:
                 s.shutdown(socket.SHUT_RDWR)     # wakes the thread waiting on it
             except OSError:
                 pass
+        # a thread's accept() holds its socket until it returns: an abstract name stays bound till then, and on a
+        # loaded machine the next test's Outside could find it taken
+        for thread in self._threads:
+            thread.join(timeout=30)
+        for s in self._sockets:
             s.close()
 
 
