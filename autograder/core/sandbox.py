@@ -871,7 +871,8 @@ class Sandbox:
                        "waiting without computing; an endless loop or a sleep at the top level?)"
                        if isinstance(e, Hung) else f"stopped the grading process while loading: {e}")
                 self.problems[current] = f"cell '{current}' {why}"
-                if not e.backstop if isinstance(e, Hung) else child.ended_itself:
+                codes_doing = child.ended_itself if isinstance(e, Died) else not e.backstop
+                if codes_doing:          # the same cells would end the same way in the submission's other children
                     upto = next(i for i, (label, _) in enumerate(self.cells) if label == current)
                     self.budget.left_out[tuple(self.cells[:upto + 1])] = self.problems[current]
                 self.cells = [(label, src) for label, src in self.cells if label != current]
