@@ -485,7 +485,7 @@ def test_a_cell_that_failed_to_load_is_not_loaded_again_after_the_same_cells(zyg
     monkeypatch.setattr(zygote, "spawn", lambda *args: spawned.append(1) or spawn(*args))
     budget = sandbox.Budget(0)
 
-    def load(cells) -> tuple[Sandbox, int]:
+    def load(cells) -> tuple[dict[str, str], int]:
         """The sandbox's problems once started, and how many children it took."""
         spawned.clear()
         with Sandbox(zygote, cells, None, Limits(1, 4096), budget=budget) as box:
