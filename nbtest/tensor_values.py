@@ -23,6 +23,7 @@ has none of its own: what runs in the frame of the notebook's call or of its lau
     as_notebooks(fn, *args)     # the grader's child calls the wrapper so: its locals' finalisers are the notebook's
     grid_of(grid, meta)         # a launch's grid, its function called and its entries made ints, as the notebook's
     launch_through(mode, func, kwargs)   # a dispatch mode's answer to a higher-order operator: Triton's launches
+    class Seen(DispatchMode): ...        # a TorchDispatchMode whose first call does not import torch._dynamo
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from operator import index as _index
 
 import torch
 from torch.overrides import redispatch_function, resolve_name
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .generators import SETS_STATE
 
@@ -181,6 +183,17 @@ def launch_through(mode, func, kwargs: dict | None):
 
 
 _LAUNCH_OPERATOR = ("torch._higher_order_ops.triton_kernel_wrap", "triton_kernel_wrapper_mutation")
+
+
+class DispatchMode(TorchDispatchMode):
+    """A TorchDispatchMode that torch leaves unwrapped. torch wraps each subclass's __torch_dispatch__ in
+    torch._disable_dynamo, whose first call imports torch._dynamo: 2 s of CPU, most of a fused-add-norm public test
+    run. The wrapper only keeps torch.compile from tracing the handler, and the calls a mode watches here run
+    uncompiled (nbtest.uncompiled)."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
 
 
 def _ids(args: tuple) -> tuple:

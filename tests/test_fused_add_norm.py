@@ -133,6 +133,27 @@ def test_benchmark_on_cpu_says_it_needs_cuda_and_exits_0(tmp_path):
     assert not out.exists()
 
 
+
+def test_the_public_tests_dispatch_modes_leave_torch_dynamo_unimported():
+    """torch wraps a TorchDispatchMode's handler so that its first call imports torch._dynamo (2 s of CPU, half a
+    public test run here); nbtest's DispatchMode, which test_public.py's dispatch modes subclass, is not wrapped."""
+    script = """
+import sys, torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from nbtest.tensor_values import DispatchMode
+def handler(self, func, types, args=(), kwargs=None):
+    return func(*args, **(kwargs or {}))
+imported = []
+for base in (DispatchMode, TorchDispatchMode):
+    with type("Mode", (base,), {"__torch_dispatch__": handler})():
+        torch.ones(2) + 1
+    imported.append("torch._dynamo" in sys.modules)
+print(imported)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], env=NO_CUDA, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["[False,", "True]"], proc.stdout + proc.stderr
+    assert "(TorchDispatchMode)" not in (SOURCE_NB.parent / "test_public.py").read_text()
+
 # Samples whose mistake the public tests must catch too, and the public tests each one fails.
 PUBLIC_CATCHES = {"one-pass-variance": {"test_part1_large_mean_rows"},
                   # the add in the wrapper is torch arithmetic, which the public test measures as the grader does

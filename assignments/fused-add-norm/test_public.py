@@ -17,11 +17,10 @@ import torch
 import torch.nn.functional as F
 import nbtest
 from nbtest import follows_rules, names_shape, value_error
-from nbtest.tensor_values import (classes_handed, launch_through, made_by_cell, run_recorded, run_seen,
+from nbtest.tensor_values import (DispatchMode, classes_handed, launch_through, made_by_cell, run_recorded, run_seen,
                                   shares_python_memory, values_read)
 from torch._ops import HigherOrderOperator
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -237,7 +236,7 @@ class _ValuesToPython(TorchFunctionMode):
 _LAUNCH = _counting(None, []).__code__   # a launch's frame: Triton's own calls start there
 
 
-class _PythonMemory(TorchDispatchMode):
+class _PythonMemory(DispatchMode):
     """Records the torch operators handed a tensor whose memory Python shares (nbtest.tensor_values)."""
     supports_higher_order_operators = True      # wrap_triton's launch on CUDA (launch_through)
 
@@ -294,7 +293,7 @@ class _Classes(TorchFunctionMode):
         return run_seen(self, func, types, args, kwargs)
 
 
-class _DispatchClasses(TorchDispatchMode):
+class _DispatchClasses(DispatchMode):
     """The same for the operators torch dispatches (a class's own __torch_dispatch__)."""
     supports_higher_order_operators = True
 
