@@ -96,10 +96,6 @@ class Assignment:
         """The deadline as nbgrader stores due dates: UTC, without a time zone."""
         return self.deadline.astimezone(dt.timezone.utc).replace(tzinfo=None)
 
-    @property
-    def max_manual(self) -> int:
-        return sum(self.manual.values())
-
     def late_penalty(self, seconds_late: float) -> tuple[int, float]:
         """(started days after the deadline, points off): late_per_day for each started day."""
         days = math.ceil(seconds_late / 86400) if seconds_late > 0 else 0
