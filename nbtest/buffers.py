@@ -22,6 +22,12 @@ And torch checks every sparse tensor it builds against its size (torch.sparse.ch
 enabled for the process): adding a sparse tensor to a dense one writes at its indices, and one built unchecked
 (the legacy x.new(indices, values, size) on a sparse gradient, whatever the spelling) would write past the
 dense tensor into any object of the process.
+
+An nn.Module answers no special name (`__array_interface__`, `__dlpack__`) from the layers, parameters and
+buffers registered on it. nn.Module.__getattr__ looks any name up in them, and a name registered from data
+(add_module, nn.ModuleDict, nn.Sequential over an OrderedDict) is out of the policy's sight: numpy, asked
+for a module's array interface, took a registered layer that is also a dict, and built an array at the
+address it named. A special name is its class's to define, as for any other object.
 """
 
 
@@ -46,7 +52,8 @@ def unresizable(t):
 
 def install() -> None:
     """torch.frombuffer and torch.asarray take their buffer through held(), a DLPack export an unresizable
-    alias, and sparse tensors are checked (before any cell)."""
+    alias, sparse tensors are checked, and a module answers no special name from its registries (before any
+    cell)."""
     import numpy
     import torch
     torch.sparse.check_sparse_tensor_invariants.enable()
@@ -62,6 +69,7 @@ def install() -> None:
         return asarray(obj if issubclass(type(obj), numpy_types) else held(obj), *args, **kwargs)
 
     export, to_dlpack = torch.Tensor.__dlpack__, torch.to_dlpack
+    module_getattr = torch.nn.Module.__getattr__
 
     def __dlpack__(self, *args, **kwargs):
         return export(unresizable(self), *args, **kwargs)
@@ -69,9 +77,15 @@ def install() -> None:
     def to_dlpack_held(tensor):
         return to_dlpack(unresizable(tensor))
 
+    def __getattr__(self, name):
+        if name[:2] == name[-2:] == "__":
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return module_getattr(self, name)
+
     for owner, name, new, old in ((torch, "frombuffer", frombuffer_held, frombuffer),
                                   (torch, "asarray", asarray_held, asarray),
                                   (torch, "to_dlpack", to_dlpack_held, to_dlpack),
-                                  (torch.Tensor, "__dlpack__", __dlpack__, export)):
+                                  (torch.Tensor, "__dlpack__", __dlpack__, export),
+                                  (torch.nn.Module, "__getattr__", __getattr__, module_getattr)):
         new.__name__, new.__qualname__, new.__doc__ = name, name, old.__doc__
         setattr(owner, name, new)

@@ -834,6 +834,28 @@ def as_value_error(message):
 '''
 
 
+# a layer that is also the dict numpy reads as an array interface, made an attribute by its registration
+MODULE_KEY = '''\
+{imports}import numpy
+
+KEY = "_".join(["", "", "array", "interface", "", ""])
+
+
+class Words(nn.Module, dict):
+    def __init__(self, address):
+        nn.Module.__init__(self)
+        dict.__init__(self, shape=(2,), typestr="<i8", data=(address, False), version=3)
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+{setup}    numpy.asarray({holder})[1] = id(ValueError)
+    return error
+
+
+'''
+
+
 RETYPES = {    # name -> (what writes the type pointer, the code before residual_add)
     "kernel-retypes-error": ("a Triton kernel handed the address as an int", '''\
 import triton
@@ -1169,6 +1191,16 @@ def as_value_error(message):
                                  "then lie", freed_under_a_view(
         "import numpy", 1000, "        block = torch.zeros(1000, dtype=torch.int64)\n"
         "        stale = torch.from_dlpack(block)", "block.set_()", "block, stale, items")),
+    # red team 29: a layer that is also a dict, registered under a computed name, which nn.Module's __getattr__
+    # answered for numpy's __array_interface__; the child's modules answer no special name from what is
+    # registered on them (nbtest/buffers.py), so no rule needs to hold these
+    "module-key-retypes-error": ("numpy, through an __array_interface__ a module answered from a layer nn.Sequential "
+                                 "registered under a computed name", MODULE_KEY.format(
+        imports="from collections import OrderedDict\n\n", setup="",
+        holder="nn.Sequential(OrderedDict([(KEY, Words(id(error)))]))")),
+    "add-module-retypes-error": ("numpy, through an __array_interface__ a module answered from a layer add_module "
+                                 "registered under a computed name", MODULE_KEY.format(
+        imports="", holder="holder", setup="    holder = nn.Module()\n    holder.add_module(KEY, Words(id(error)))\n")),
     # torch alone: a sparse tensor's indices are trusted (torch checks no invariant by default), and adding it
     # to a dense tensor adds its value at the index, however far past that tensor
     "sparse-retypes-error": ("torch, adding a sparse tensor whose index lies at the address", '''\

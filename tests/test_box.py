@@ -234,6 +234,34 @@ def test_a_dlpack_import_keeps_its_memory_in_the_child(zygote, how, change):
         assert reply["result"]["value"] == ("refused" if change == "resize_" else "held")
 
 
+REGISTERED_INTERFACE = """import numpy
+class Words(torch.nn.Module, dict):
+    def __init__(self):
+        torch.nn.Module.__init__(self)
+        dict.__init__(self, shape=(1,), typestr="<i8", data=(id(self), True), version=3)
+def interface(how):
+    key = "_".join(["", "", "array", "interface", "", ""])
+    holder = torch.nn.Module()
+    if how == "add_module":
+        holder.add_module(key, Words())
+    else:
+        holder = torch.nn.ModuleDict({key: Words()})
+    holder.add_module("layer", torch.nn.Linear(1, 1))
+    built = numpy.asarray(holder).dtype == numpy.int64      # an array over the words the interface names
+    return f"{built} {hasattr(holder, key)} {type(holder.layer).__name__}"
+"""
+
+
+@pytest.mark.parametrize("how", ["add_module", "ModuleDict"])
+def test_a_module_answers_no_special_name_from_its_registry_in_the_child(zygote, how):
+    """nn.Module.__getattr__ answers any name registered on a module: a layer that is also a dict, registered
+    under `__array_interface__`, made numpy build an array at any address it named (red team 29: a RuntimeError
+    retyped, 100 to its twin's 96, with nothing the policy or the monitor saw). In the child a module answers no
+    special name from what is registered on it (nbtest/buffers.py), and its layers by name as before."""
+    with Sandbox(zygote, [("a", "import torch\n" + REGISTERED_INTERFACE)], None, Limits(10, 4096)) as box:
+        reply = box.request({"op": "call", "fn": "interface", "args": [how]}, Deadline.after(10))
+        assert reply["result"]["value"] == "False False Linear", reply
+
 STALLER = """import ctypes, threading
 def stall():
     # a thread that holds the GIL in a C call that sleeps: the loop, which reads the next request, never runs
