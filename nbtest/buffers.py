@@ -28,7 +28,14 @@ buffers registered on it. nn.Module.__getattr__ looks any name up in them, and a
 (add_module, nn.ModuleDict, nn.Sequential over an OrderedDict) is out of the policy's sight: numpy, asked
 for a module's array interface, took a registered layer that is also a dict, and built an array at the
 address it named. A special name is its class's to define, as for any other object.
+
+And no copy (copy.copy, copy.deepcopy, and so torch's own deep copies: swa_utils.AveragedModel) comes out with an
+array interface (ADDRESSES) among its own attributes. A copy takes its attributes from the state the original
+hands it (its __getstate__), which is data: a computed key there made the copy's `__array_interface__`.
 """
+
+# the attributes through which numpy and torch build an array at the raw address they name
+ADDRESSES = frozenset({"__array_interface__", "__cuda_array_interface__"})
 
 
 def held(obj):
@@ -52,8 +59,10 @@ def unresizable(t):
 
 def install() -> None:
     """torch.frombuffer and torch.asarray take their buffer through held(), a DLPack export an unresizable
-    alias, sparse tensors are checked, and a module answers no special name from its registries (before any
-    cell)."""
+    alias, sparse tensors are checked, a module answers no special name from its registries, and no copy names
+    an array interface (before any cell)."""
+    import copy
+
     import numpy
     import torch
     torch.sparse.check_sparse_tensor_invariants.enable()
@@ -82,10 +91,24 @@ def install() -> None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return module_getattr(self, name)
 
+    reconstruct = copy._reconstruct
+
+    def _reconstruct(*args, **kwargs):
+        made = reconstruct(*args, **kwargs)
+        try:
+            own = object.__getattribute__(made, "__dict__")
+        except AttributeError:
+            own = None
+        if type(own) is dict and not ADDRESSES.isdisjoint(own):
+            raise TypeError(f"a copy of a {type(made).__name__!r} would name an array interface "
+                            f"({', '.join(sorted(ADDRESSES & set(own)))}) in its state: no copy may")
+        return made
+
     for owner, name, new, old in ((torch, "frombuffer", frombuffer_held, frombuffer),
                                   (torch, "asarray", asarray_held, asarray),
                                   (torch, "to_dlpack", to_dlpack_held, to_dlpack),
                                   (torch.Tensor, "__dlpack__", __dlpack__, export),
-                                  (torch.nn.Module, "__getattr__", __getattr__, module_getattr)):
+                                  (torch.nn.Module, "__getattr__", __getattr__, module_getattr),
+                                  (copy, "_reconstruct", _reconstruct, reconstruct)):
         new.__name__, new.__qualname__, new.__doc__ = name, name, old.__doc__
         setattr(owner, name, new)

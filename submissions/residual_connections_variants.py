@@ -1201,6 +1201,37 @@ def as_value_error(message):
     "add-module-retypes-error": ("numpy, through an __array_interface__ a module answered from a layer add_module "
                                  "registered under a computed name", MODULE_KEY.format(
         imports="", holder="holder", setup="    holder = nn.Module()\n    holder.add_module(KEY, Words(id(error)))\n")),
+    # the same interface as a plain object's own attribute, taken from the state __getstate__ hands a deep copy
+    # (torch's AveragedModel deep-copies the module it is given); no copy names one in the child
+    "deepcopy-state-retypes-error": ("numpy, through an __array_interface__ a deep copy took from the state its "
+                                     "original's __getstate__ handed it", '''\
+import numpy
+
+KEY = "_".join(["", "", "array", "interface", "", ""])
+
+
+class Words:
+    def __init__(self, address):
+        self.address = address
+
+    def __getstate__(self):
+        return {KEY: dict(shape=(2,), typestr="<i8", data=(self.address, False), version=3)}
+
+
+class Holder(nn.Module):
+    def __init__(self, words):
+        super().__init__()
+        self.words = words
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    copied = torch.optim.swa_utils.AveragedModel(Holder(Words(id(error)))).module
+    numpy.asarray(copied.words)[1] = id(ValueError)
+    return error
+
+
+'''),
     # torch alone: a sparse tensor's indices are trusted (torch checks no invariant by default), and adding it
     # to a dense tensor adds its value at the index, however far past that tensor
     "sparse-retypes-error": ("torch, adding a sparse tensor whose index lies at the address", '''\
