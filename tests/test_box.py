@@ -264,9 +264,18 @@ def test_a_module_answers_no_special_name_from_its_registry_in_the_child(zygote,
 
 COPIED_INTERFACE = """import copy
 KEY = "_".join(["", "", "array", "interface", "", ""])
+class Sly(str):     # a key whose __eq__ answers a check's lookup otherwise than numpy's, which comes later
+    seen = []
+    def __eq__(self, other):
+        self.seen.append(other)
+        return len(self.seen) > 1 and str.__eq__(self, other)
+    __hash__ = str.__hash__
 class Words:
     def __getstate__(self):
         return {KEY: {}, "kept": 1}
+class SlyWords:
+    def __getstate__(self):
+        return {Sly(KEY): {}, "kept": 1}
 class Plain:
     def __init__(self):
         self.kept = 1
@@ -278,14 +287,14 @@ COPIES = {"copy": copy.copy, "plain": copy.deepcopy,
           "AveragedModel": lambda w: torch.optim.swa_utils.AveragedModel(Holder(w)).module.words}
 def copied(how):
     try:
-        made = COPIES[how](Plain() if how == "plain" else Words())
+        made = COPIES["copy" if how == "sly" else how]({"plain": Plain, "sly": SlyWords}.get(how, Words)())
     except TypeError as e:
         return str(e)
     return f"copied {made.kept}"
 """
 
 
-@pytest.mark.parametrize("how", ["copy", "AveragedModel", "plain"])
+@pytest.mark.parametrize("how", ["copy", "AveragedModel", "sly", "plain"])
 def test_no_copy_names_an_array_interface_in_the_child(zygote, how):
     """A copy takes its attributes from the state its original's __getstate__ hands it: a computed key there gave
     the copy an `__array_interface__` that numpy read as a raw address (a RuntimeError retyped, 100 to its twin's
@@ -297,7 +306,7 @@ def test_no_copy_names_an_array_interface_in_the_child(zygote, how):
         if how == "plain":
             assert value == "copied 1", reply
         else:
-            assert "would name an array interface (__array_interface__)" in value, reply
+            assert "would name an array interface in its state" in value, reply
 
 STALLER = """import ctypes, threading
 def stall():
