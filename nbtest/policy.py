@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .cellcode import (FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Violation, _arguments,
-                       _locals, _plain, quote)
+                       _bindings, _locals, _plain, quote)
 from .kernel_rules import check_kernels
 
 
@@ -1169,14 +1169,13 @@ class _General(ast.NodeVisitor):
             for stmt in node.body:
                 if isinstance(stmt, ast.FunctionDef) and stmt.name == "__post_init__":
                     self._frozen_fields(stmt)
-        for stmt in node.body:
-            names = []
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                names = [stmt.name]
-            elif isinstance(stmt, ast.Assign):
-                names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
-            for name in names:
-                if name in OVERRIDE_DUNDERS or name in MODULE_PRIVATE or name == "__dict__":
-                    self.flag(stmt, "override", FLAG, f"defining {name} changes how torch or isinstance see "
-                                                      "your objects; a solution returns plain tensors and modules")
+        # every name the body binds, however (an annotation, a walrus, a loop's target): each is the class's
+        for stmt, name in _bindings(node.body):
+            if name == "__dict__":
+                self.flag(stmt, "dunder", WITHHOLD, "a class body that binds __dict__ hands that object to whatever "
+                                                    "reads an instance's namespace (functools.update_wrapper copies "
+                                                    "it): not allowed in a solution")
+            elif name in OVERRIDE_DUNDERS or name in MODULE_PRIVATE:
+                self.flag(stmt, "override", FLAG, f"defining {name} changes how torch or isinstance see "
+                                                  "your objects; a solution returns plain tensors and modules")
         self.generic_visit(node)

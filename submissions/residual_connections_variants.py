@@ -1232,6 +1232,36 @@ def as_value_error(message):
 
 
 '''),
+    # red team 30: a class body's __dict__, bound by an annotation, is what update_wrapper copies onto another
+    # object's namespace (the dunder rule reads every binding of a class body)
+    "class-dict-wraps-retypes-error": ("numpy, through an __array_interface__ functools.update_wrapper copied from a "
+                                       "class body's __dict__ bound by an annotation", '''\
+import functools
+
+import numpy
+
+KEY = "_".join(["", "", "array", "interface", "", ""])
+STATE = {}
+
+
+class Words:
+    __dict__: dict = STATE
+
+
+class Target:
+    pass
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    STATE.clear()
+    STATE[KEY] = dict(shape=(2,), typestr="<i8", data=(id(error), False), version=3)
+    target = functools.update_wrapper(Target(), Words())
+    numpy.asarray(target)[1] = id(ValueError)
+    return error
+
+
+'''),
     # torch alone: a sparse tensor's indices are trusted (torch checks no invariant by default), and adding it
     # to a dense tensor adds its value at the index, however far past that tensor
     "sparse-retypes-error": ("torch, adding a sparse tensor whose index lies at the address", '''\

@@ -161,6 +161,7 @@ SAMPLE_RULES = {
     ("residual-connections", "dataclasses-types-namespace-retypes-error"): {("computed-attribute", WITHHOLD),
                                                                             ("process-introspection", WITHHOLD)},
     ("residual-connections", "abcmeta-retypes-error"): {("protocol", WITHHOLD)},
+    ("residual-connections", "class-dict-wraps-retypes-error"): {("dunder", WITHHOLD)},
     ("residual-connections", "methodcaller-refcheck-retypes-error"): {("computed-attribute", WITHHOLD),
                                                                       ("import", FLAG)},
     # red team round 9: type kept by an object's __eq__ it is compared with, read by a match's class pattern
@@ -211,7 +212,7 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "reexported-numpy-strided-retypes-error", "dataclasses-types-namespace-retypes-error",
              "abcmeta-retypes-error", "methodcaller-refcheck-retypes-error", "compare-type-retypes-error",
              "match-class-retypes-error", "held-maker-retypes-error", "parameterdict-retypes-error",
-             "parameterdict-in-a-list-retypes-error", "import-rebound-retypes-error",
+             "parameterdict-in-a-list-retypes-error", "import-rebound-retypes-error", "class-dict-wraps-retypes-error",
              "kernel-retypes-error", "injected-retypes-error", "run-replaced-on-odd-widths", "run-replaced-when-untraced",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
@@ -1129,6 +1130,16 @@ RAW_MEMORY = {
         "        case {'norm': str(n)}:\n            return n\n        case [a, *_]:\n            return a\n"
         "    match cfg:\n        case Cfg(norm='pre', depth=d):\n            return d\n"
         "        case _:\n            raise ValueError(kind)\n", set()),
+    # red team 30: a class body's __dict__ is what obj.__dict__ hands out, and functools.update_wrapper copies it
+    # onto another object's namespace; bound by an annotation, a walrus or a loop it was no assignment the rule read
+    "__dict__ bound in a class body by an annotation": ("class W:\n    __dict__: dict = STATE\n",
+                                                        {("dunder", WITHHOLD)}),
+    "__dict__ bound in a class body by a walrus": ("class W:\n    (__dict__ := STATE)\n", {("dunder", WITHHOLD)}),
+    "__dict__ bound in a class body by a loop": ("class W:\n    for __dict__ in [STATE]:\n        pass\n",
+                                                 {("dunder", WITHHOLD)}),
+    "__class__ and __torch_function__ bound by a loop and an annotation": (
+        "class W:\n    for __class__ in [ValueError]:\n        pass\n    __torch_function__: classmethod = f\n",
+        {("override", FLAG)}),
 }
 
 
