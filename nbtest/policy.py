@@ -16,8 +16,8 @@ Each violation has a severity:
               files, processes). Tests that rest on what the sandbox child reports (not on
               returned values) are held for an instructor's look (grading/grader.py).
     flag      the construct breaks the assignment's rules but cannot forge an observation
-              (a standard-library module outside the allowed list, monkeypatching a library, a
-              Transformer class in assignment 1, Python in a Triton kernel in fused-add-norm).
+              (monkeypatching a library, a Transformer class in assignment 1, Python in a Triton
+              kernel in fused-add-norm).
               The rules test fails, the submission is flagged, and named tests that rest
               on the rule (block_parts, launches_kernel, one_launch) are held with it.
 
@@ -62,9 +62,7 @@ GUARDS = {
     "96 before), and the test that asked loses its point",
     "dynamic-code": "exec, eval, compile, __import__, open, globals and vars: __import__ and the builtins that "
     "globals() and vars() hand out import a loaded module (os) with no audited event, the spelling of "
-    "process-introspection's route; exec, compile and open are audited too; the only withhold finding on "
-    "hostile-budget, whose tests that pass before it stalls are held (35 of 100 at the course's budget, 54 if "
-    "demoted)",
+    "process-introspection's route; exec, compile and open are audited too",
     "dunder": "object.__setattr__, __dict__, __globals__, __closure__, __code__, __subclasses__: a library "
     "function's globals (os) and any class with no import and no audited event, the spelling of "
     "process-introspection's route; hides-encoder-layer scores its twin's 97 with it demoted (block_parts is held "
@@ -80,12 +78,14 @@ GUARDS = {
     "(alias-setattr-retypes-error scores 100 to its twin's 96 with it demoted)",
     "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
     "construct above could hide there",
-    "import": "a module outside the assignment's imports and the standard library, by import or as another "
-    "module's attribute (torch.nn.functional.np), or all of one's names "
-    "(import *): the policy vouches only for the modules it lists and the standard library's (its process "
-    "modules are process-introspection's), and an installed library can write raw addresses as ctypes does (cffi, a "
-    "Jupyter dependency: cffi-retypes-error, a RuntimeError turned into a ValueError, scores 100 to its twin's 96 "
-    "with it demoted; Triton's interpreter did in residual-connections, kernel-retypes-error)",
+    "import": "a module outside the assignment's imports, by import or as another module's attribute "
+    "(torch.nn.functional.np), or all of one's names (import *): the policy vouches only for the modules it lists "
+    "(the standard library's process modules are process-introspection's). An installed library can write raw "
+    "addresses as ctypes does (cffi, a Jupyter dependency: cffi-retypes-error, a RuntimeError turned into a "
+    "ValueError, scores 100 to its twin's 96 with it demoted; Triton's interpreter did in residual-connections, "
+    "kernel-retypes-error), and the standard library's helpers make an attribute from data, which numpy reads as an "
+    "array interface (enum's functional API, argparse's Namespace: enum-retypes-error and "
+    "namespace-kwargs-retypes-error score 100 to their twin's 96 with it a flag)",
     "protocol": "a special name that is not Python's own defined by a class, as a keyword or as a string (numpy's "
     "__array_interface__, __array_struct__; the CUDA array interface, __dlpack__), __getattr__, which answers "
     "any name, and classes built from names the policy cannot read (three-argument type(), a metaclass, "
@@ -781,14 +781,11 @@ class _General(ast.NodeVisitor):
             else:
                 self._path(node, name)
         elif name not in self.policy.allowed_imports:
-            # the standard library's modules outside PROCESS_MODULES write no raw memory (copy, time, random); an
-            # installed library may (cffi casts a number to a pointer), and the policy cannot vouch for it
-            outside = f"{what} is not among this assignment's imports " \
-                      f"({', '.join(sorted(self.policy.allowed_imports))})"
-            if root in sys.stdlib_module_names:
-                self.flag(node, "import", FLAG, outside)
-            else:
-                self.flag(node, "import", WITHHOLD, outside)
+            # the policy vouches only for the modules it lists: an installed library may write raw memory (cffi
+            # casts a number to a pointer), and the standard library's helpers make attributes from data (enum's
+            # functional API, argparse's Namespace), which numpy reads as an array interface
+            self.flag(node, "import", WITHHOLD, f"{what} is not among this assignment's imports "
+                                                f"({', '.join(sorted(self.policy.allowed_imports))})")
         else:
             self._path(node, name)
 

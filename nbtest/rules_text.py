@@ -2,13 +2,13 @@
 rules a student reads are the rules the grader applies; tests/test_release.py holds each notebook's
 rules section to it.
 
-    imports_rule(rules)   # "- Import only `math`, ... Any other module is flagged ..."
+    imports_rule(rules)   # "- Import only `math`, ... Any other module ... holds the tests ..."
 """
 from __future__ import annotations
 
-from .policy import HONEST_MODULES, PROCESS_MODULES, PROCESS_PATHS, UNCOMPILED, Rules
+from .policy import HONEST_MODULES, PROCESS_PATHS, UNCOMPILED, Rules
 
-# modules a student reaches for that the list leaves out: named so the line says they are flagged
+# modules a student reaches for that the list leaves out: named so the line says they hold tests too
 OFTEN_TRIED = ("copy", "time", "random", "logging")
 
 
@@ -19,12 +19,11 @@ def imports_rule(rules: Rules) -> str:
     tried = _listed([m for m in OFTEN_TRIED if m not in rules.allowed_imports], "or")
     return (f"- Import only {allowed} (and their submodules, read as the paths they are: `from torch.optim import "
             f"SGD` is `torch.optim.SGD`), and in any cell {_listed(sorted(HONEST_MODULES))}{forbidden}. Any other "
-            f"module of Python's standard library ({tried}, say) is flagged; any other installed library (`cffi`, "
-            f"say) also holds the tests that rest on what your code's process reports. These reach the grading process and hold the tests that rest on "
-            f"what your code's process reports: the modules {_listed(sorted(PROCESS_MODULES))}, and "
-            f"{_listed(sorted(PROCESS_PATHS))} (`torch.jit` compiles and loads code at run time). The grader and "
-            f"`pytest` run {_listed(UNCOMPILED)} uncompiled, so these hold nothing: each hands back the function or "
-            "module it is given, which computes the same values.")
+            f"module, of Python's standard library ({tried}, say) or another installed library (`cffi`, say), holds "
+            f"the tests that rest on what your code's process reports; so do these paths, which reach the grading "
+            f"process: {_listed(sorted(PROCESS_PATHS))} (`torch.jit` compiles and loads code at run time). The "
+            f"grader and `pytest` run {_listed(UNCOMPILED)} uncompiled, so these hold nothing: each hands back the "
+            "function or module it is given, which computes the same values.")
 
 
 def _listed(names, last: str = "and") -> str:

@@ -295,7 +295,7 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         "listener-thread-computes": ("an empty kernel launched once, then h and y computed with torch on the thread of "
                                      "a logging.handlers.QueueListener the notebook started",
                                      around_empty(variants.LISTENER_RETURN, variants.LISTENER_THREAD.lstrip() + "\n\n"),
-                                     fused),
+                                     fused | s.trusting()),
         "kernel-prints-values": ("a kernel that prints its loaded rows with tl.device_print, and a wrapper that reads "
                                  "them from a redirected stdout and computes h and y in lists",
                                  s.solved(fused_kernel=variants.PRINTING_KERNEL.lstrip(), fused_add_layernorm=s.filled(
@@ -303,7 +303,7 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                                                   "y.view(x.shape)\n", variants.PRINTED_LAUNCH.lstrip()
                                                                   .replace("    LAUNCH\n", textwrap.indent(launch, "    ")))],
                                      before=variants.PRINTED.lstrip() + "\n\n")),
-                                 s.checks(1) - {"rules_part1", *REFUSALS}),
+                                 s.checks(1) - {"rules_part1", *REFUSALS} | s.trusting()),
         # red team 21: a tensor over a Python buffer, measured (specs: "shared")
         "buffer-shared-computes": ("an empty kernel launched once, the inputs copied into a bytearray a tensor "
                                    "views (torch.frombuffer), h and y computed in Python floats there and copied back",

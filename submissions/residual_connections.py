@@ -411,12 +411,12 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
                   # also stops the kernel and keeps its raw store to itself (MEASURED)
                   fails_broadcasting | (set() if name in BY_CONSTRUCTION else in_add))
            for name, (how, source) in variants.RETYPES.items()},
-        # the grader refuses the unsigned frame, and the monitor sees the opens (the process's descriptors, its
-        # /proc/self/fdinfo) in Part 1's child, the one that calls refuse: they hold that part's tests
+        # the grader refuses the unsigned frame; gzip, reached as torch.profiler.profiler.gzip, is a module
+        # outside the assignment's imports, which holds the tests of residual_add's cell
         "forged-reply-frame": ("refuses-with-runtime-error, with a ValueError's reply written on the grader's "
                                "connection (opened through gzip.GzipFile) ahead of the probe's",
                                s.solved(residual_add=raising("refuse", variants.FORGED_REPLY)),
-                               fails_broadcasting | s.checks(1) & in_add),
+                               fails_broadcasting | in_add),
         # torch.frombuffer's tensor holds its bytearray in the child: growing it raises BufferError, which
         # residual_add then raises instead of a ValueError
         "freed-buffer-retypes-error": ("refuses-with-runtime-error, its RuntimeError made in memory a tensor from "

@@ -1262,6 +1262,26 @@ def as_value_error(message):
 
 
 '''),
+    # a standard-library module outside the list makes an attribute from data: enum's functional API keeps a
+    # special member name as a class attribute (the import rule holds any module the assignment does not list)
+    "enum-retypes-error": ("numpy, through an __array_interface__ enum's functional API made a class attribute "
+                           "from a computed member name", '''\
+import enum
+
+import numpy
+
+KEY = "_".join(["", "", "array", "interface", "", ""])
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    state = {KEY: dict(shape=(2,), typestr="<i8", data=(id(error), False), version=3)}
+    words = enum.Enum("Words", [*state.items(), ("ONE", 1)]).ONE
+    numpy.asarray(words)[1] = id(ValueError)
+    return error
+
+
+'''),
     # torch alone: a sparse tensor's indices are trusted (torch checks no invariant by default), and adding it
     # to a dense tensor adds its value at the index, however far past that tensor
     "sparse-retypes-error": ("torch, adding a sparse tensor whose index lies at the address", '''\
@@ -1280,6 +1300,11 @@ RETYPES["parameterdict-in-a-list-retypes-error"] = (
     "numpy, through an __array_interface__ a computed key sets on a ParameterDict taken out of a list",
     RETYPES["parameterdict-retypes-error"][1].replace("words = torch.nn.ParameterDict()",
                                                       "words = [torch.nn.ParameterDict()][0]"))
+# the same route through argparse's Namespace, which sets each keyword as an instance attribute
+RETYPES["namespace-kwargs-retypes-error"] = (
+    "numpy, through an __array_interface__ argparse's Namespace set from a keyword with a computed name",
+    RETYPES["enum-retypes-error"][1].replace("import enum", "import argparse", 1)
+    .replace('enum.Enum("Words", [*state.items(), ("ONE", 1)]).ONE', "argparse.Namespace(**state)", 1))
 # the comparison's object bound to an import's name, which the protocol rule once read as the import (red team 14)
 RETYPES["import-rebound-retypes-error"] = (
     "numpy, through an __array_interface__ on a class type builds, type kept by the __eq__ of an object bound to "

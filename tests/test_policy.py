@@ -85,7 +85,7 @@ SAMPLES = {"residual-connections": RESIDUAL, "fused-add-norm": FUSED}
 SAMPLE_RULES = {
     ("residual-connections", "checker-cheat"): {("monkeypatch", FLAG)},
     ("residual-connections", "always-equal"): {("override", FLAG), ("protocol", WITHHOLD)},   # its __getattr__
-    ("residual-connections", "reads-solutions"): {("import", FLAG), ("process-introspection", WITHHOLD),
+    ("residual-connections", "reads-solutions"): {("import", WITHHOLD), ("process-introspection", WITHHOLD),
                                                   ("dynamic-code", WITHHOLD)},
     ("residual-connections", "segfault-at-import"): {("process-introspection", WITHHOLD)},
     ("residual-connections", "crash-at-import"): {("import", WITHHOLD)},     # a module outside course.toml's list
@@ -110,12 +110,12 @@ SAMPLE_RULES = {
     # (test_monitor.py, test_grader.py)
     ("residual-connections", "reach-reexport-renamed"): {("process-introspection", WITHHOLD),
                                                          ("private-attribute", WITHHOLD)},
-    ("residual-connections", "reach-attrgetter"): {("import", FLAG), ("private-attribute", WITHHOLD),
+    ("residual-connections", "reach-attrgetter"): {("import", WITHHOLD), ("private-attribute", WITHHOLD),
                                                    ("process-introspection", WITHHOLD)},
     # getattr under another name handed the module torch: a module held or passed hides its paths
     # the reply frame written through gzip, reached as torch.profiler.profiler.gzip: a module outside the
-    # assignment's imports, flagged as its import would be
-    ("residual-connections", "forged-reply-frame"): {("import", FLAG)},
+    # assignment's imports, held as its import would be
+    ("residual-connections", "forged-reply-frame"): {("import", WITHHOLD)},
     ("residual-connections", "reach-alias-getattr"): {("process-introspection", WITHHOLD),
                                                       ("computed-attribute", WITHHOLD)},
     ("residual-connections", "reach-alias-partial"): {("process-introspection", WITHHOLD),
@@ -124,12 +124,13 @@ SAMPLE_RULES = {
                                                          ("private-attribute", WITHHOLD)},
     # the gradients' reads answered by a torch function mode (MODES): the monitor alone sees them (a mode
     # still active after the cell, test_grader.py); here only their imports (contextlib, and torch.overrides,
-    # read as its path) and a class statement's override are flagged
-    ("residual-connections", "reach-dynamic-class-call"): {("import", FLAG), ("process-introspection", WITHHOLD)},
-    ("residual-connections", "reach-dynamic-class-metaclass"): {("import", FLAG), ("process-introspection", WITHHOLD)},
-    ("residual-connections", "reach-torch-mode-generator"): {("import", FLAG), ("process-introspection", WITHHOLD),
+    # read as its path) and a class statement's override are found
+    ("residual-connections", "reach-dynamic-class-call"): {("import", WITHHOLD), ("process-introspection", WITHHOLD)},
+    ("residual-connections", "reach-dynamic-class-metaclass"): {("import", WITHHOLD),
+                                                                ("process-introspection", WITHHOLD)},
+    ("residual-connections", "reach-torch-mode-generator"): {("import", WITHHOLD), ("process-introspection", WITHHOLD),
                                                              ("override", FLAG)},
-    ("residual-connections", "reach-torch-mode-entered"): {("import", FLAG), ("process-introspection", WITHHOLD),
+    ("residual-connections", "reach-torch-mode-entered"): {("import", WITHHOLD), ("process-introspection", WITHHOLD),
                                                            ("override", FLAG)},
     # an exception whose class claims to be a ValueError: the probe reads its own type (test_grader.py), so
     # neither needs a rule; the class statement's override is flagged, the metaclass call on keywords is not
@@ -163,7 +164,7 @@ SAMPLE_RULES = {
     ("residual-connections", "abcmeta-retypes-error"): {("protocol", WITHHOLD)},
     ("residual-connections", "class-dict-wraps-retypes-error"): {("dunder", WITHHOLD)},
     ("residual-connections", "methodcaller-refcheck-retypes-error"): {("computed-attribute", WITHHOLD),
-                                                                      ("import", FLAG)},
+                                                                      ("import", WITHHOLD)},
     # red team round 9: type kept by an object's __eq__ it is compared with, read by a match's class pattern
     ("residual-connections", "compare-type-retypes-error"): {("protocol", WITHHOLD)},
     ("residual-connections", "match-class-retypes-error"): {("dunder", WITHHOLD)},
@@ -191,9 +192,9 @@ SAMPLE_RULES = {
     ("fused-add-norm", "run-replaced-when-untraced"): {("protocol", WITHHOLD), ("process-introspection", WITHHOLD)},
     # a tensor class's own __torch_dispatch__ (measured; the class's override is flagged)
     ("fused-add-norm", "tensor-class-computes"): {("override", FLAG)},
-    # red team 20: where the tracer's modes do not reach (measured; the imports are flagged)
-    ("fused-add-norm", "listener-thread-computes"): {("import", FLAG)},
-    ("fused-add-norm", "kernel-prints-values"): {("import", FLAG)},
+    # red team 20: where the tracer's modes do not reach (measured; the imports hold the tests too)
+    ("fused-add-norm", "listener-thread-computes"): {("import", WITHHOLD)},
+    ("fused-add-norm", "kernel-prints-values"): {("import", WITHHOLD)},
     # red team round 11: a kernel's attribute (the launch hook is MEASURED too)
     ("fused-add-norm", "launch-hook-computes"): {("kernel-attribute", FLAG)},
     ("residual-connections", "held-maker-retypes-error"): {("protocol", WITHHOLD)},
@@ -204,6 +205,9 @@ SAMPLE_RULES = {
     ("residual-connections", "parameterdict-in-a-list-retypes-error"): {("computed-attribute", WITHHOLD)},
     # red team round 14: an import's name bound again by an object compared with type(int)
     ("residual-connections", "import-rebound-retypes-error"): {("protocol", WITHHOLD)},
+    # a standard-library helper makes an attribute from data: any module outside the list holds
+    ("residual-connections", "enum-retypes-error"): {("import", WITHHOLD)},
+    ("residual-connections", "namespace-kwargs-retypes-error"): {("import", WITHHOLD)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", "interface-retypes-error", "alias-setattr-retypes-error", "sparse-retypes-error",
@@ -214,6 +218,8 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "match-class-retypes-error", "held-maker-retypes-error", "parameterdict-retypes-error",
              "parameterdict-in-a-list-retypes-error", "import-rebound-retypes-error", "class-dict-wraps-retypes-error",
              "kernel-retypes-error", "injected-retypes-error", "run-replaced-on-odd-widths", "run-replaced-when-untraced",
+             "enum-retypes-error", "namespace-kwargs-retypes-error", "forged-reply-frame", "listener-thread-computes",
+             "kernel-prints-values",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
 
@@ -858,17 +864,16 @@ def test_violations_come_in_the_same_order_in_every_process():
     assert len(seen) == 1 and seen.pop().count("assigning to") == 4, seen
 
 
-def test_honest_modules_pass_in_any_assignment_and_the_others_stay_flagged():
-    """__future__ and warnings: nothing the grade rests on (policy.HONEST_MODULES); copy, time, random and
-    logging are flagged, as the notebooks' rules section says (nbtest/rules_text.py); an installed library the
-    list leaves out also holds the tests that rest on the child's reports: the policy vouches only for the
-    modules it lists and the standard library's (cffi writes raw addresses)."""
+def test_honest_modules_pass_in_any_assignment_and_the_others_hold():
+    """__future__ and warnings: nothing the grade rests on (policy.HONEST_MODULES). Any other module the list
+    leaves out holds the tests that rest on the child's reports, as the notebooks' rules section says
+    (nbtest/rules_text.py): the policy vouches only for the modules it lists (cffi writes raw addresses, enum
+    and argparse make attributes from data)."""
     honest = "from __future__ import annotations\nimport warnings\n\nwarnings.filterwarnings('ignore')\n"
     assert policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=honest), RESIDUAL) == []
-    for module, severity in (("copy", FLAG), ("time", FLAG), ("random", FLAG), ("logging", FLAG),
-                             ("cffi", WITHHOLD), ("triton", WITHHOLD), ("scipy.linalg", WITHHOLD)):
+    for module in ("copy", "time", "random", "logging", "enum", "argparse", "cffi", "triton", "scipy.linalg"):
         found = policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=f"import {module}\n"), RESIDUAL)
-        assert rules(found) == {("import", severity)}, module
+        assert rules(found) == {("import", WITHHOLD)}, module
 
 
 def test_compilers_the_grader_runs_uncompiled_hold_nothing_and_the_rest_of_torch_jit_does():
@@ -1254,12 +1259,13 @@ def test_each_withhold_site_that_no_sample_trips_still_finds_its_construct(line,
     ("residual-connections", "torch.nn.functional.np", set()),                      # numpy: an import it allows
     ("fused-add-norm", "torch.nn.functional.np", {("import", WITHHOLD)}),           # outside its imports,
     ("fused-add-norm", "torch.nn.functional.np.zeros", {("import", WITHHOLD)}),     # as `import numpy` is
-    ("fused-add-norm", "typing.operator", {("import", FLAG)}),                      # the standard library's
+    ("fused-add-norm", "typing.operator", {("import", WITHHOLD)}),                  # the standard library's
     ("fused-add-norm", "typing.sys", {("process-introspection", WITHHOLD)}),
 ])
 def test_a_module_reached_as_another_modules_attribute_is_judged_as_its_import(assignment, path, found):
-    """A path that reaches a module under another's name finds what `import` of that module finds: an installed
-    library outside the assignment's imports held, a standard-library one flagged, a process module held."""
+    """A path that reaches a module under another's name finds what `import` of that module finds: a module
+    outside the assignment's imports held, an installed library's or the standard library's, a process module
+    held as process-introspection."""
     rules_of = {"residual-connections": RESIDUAL, "fused-add-norm": FUSED}[assignment]
     source = f"import torch\nimport typing\nimport torch.nn.functional\nx = {path}\n"
     assert {(v.rule, v.severity) for v in policy.check(source, rules_of) if v.rule != "forbidden-module"} == found
