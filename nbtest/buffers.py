@@ -32,7 +32,10 @@ address it named. A special name is its class's to define, as for any other obje
 And no copy (copy.copy, copy.deepcopy, and so torch's own deep copies: swa_utils.AveragedModel) comes out with an
 array interface (ADDRESSES) among its own attributes. A copy takes its attributes from the state the original
 hands it (its __getstate__), which is data: a computed key there made the copy's `__array_interface__`.
+Nor does any state handed to torch.optim's load_state_dict (an optimizer's, a learning-rate scheduler's, SWALR's)
+name one: a scheduler updates its own __dict__, and its lr_lambdas' objects', with the dict it is given.
 """
+import collections
 
 # the attributes through which numpy and torch build an array at the raw address they name
 ADDRESSES = frozenset({"__array_interface__", "__cuda_array_interface__"})
@@ -57,10 +60,36 @@ def unresizable(t):
     return alias
 
 
+def plain_state(state, depth: int = 8) -> bool:
+    """Whether a state names no array interface: its dicts (dict, Counter, OrderedDict, and in lists and tuples,
+    `depth` deep) keyed by exact str or int, none in ADDRESSES, and no other object one that dict.update would
+    read keys from (a class with keys() or __getattr__), whose answers this walk could not see."""
+    kind = type(state)
+    if kind in (dict, collections.Counter, collections.OrderedDict):
+        if not all(type(key) is int or type(key) is str and key not in ADDRESSES for key in state):
+            return False
+        state = state.values()
+    elif kind not in (list, tuple):
+        # read from the classes' own dicts: no code of the object's runs here
+        return not any("keys" in vars(c) or "__getattr__" in vars(c) for c in type.__dict__["__mro__"].__get__(kind))
+    return depth > 0 and all(plain_state(item, depth - 1) for item in state)
+
+
+def state_loaders() -> list[type]:
+    """torch.optim's classes that define a load_state_dict of their own (an optimizer's, a learning-rate
+    scheduler's, SWALR's)."""
+    import torch.optim.lr_scheduler
+    import torch.optim.swa_utils
+    found = {cls for module in (torch.optim, torch.optim.lr_scheduler, torch.optim.swa_utils)
+             for cls in vars(module).values() if isinstance(cls, type) and "load_state_dict" in vars(cls)
+             and cls.__module__.startswith("torch.optim")}
+    return sorted(found, key=lambda cls: f"{cls.__module__}.{cls.__qualname__}")
+
+
 def install() -> None:
     """torch.frombuffer and torch.asarray take their buffer through held(), a DLPack export an unresizable
-    alias, sparse tensors are checked, a module answers no special name from its registries, and no copy names
-    an array interface (before any cell)."""
+    alias, sparse tensors are checked, a module answers no special name from its registries, and no copy or
+    loaded optimizer state names an array interface (before any cell)."""
     import copy
 
     import numpy
@@ -105,11 +134,22 @@ def install() -> None:
                             f"({', '.join(sorted(ADDRESSES))}), or an attribute by an object other than a str")
         return made
 
+    def checked(load):
+        def load_state_dict(self, state_dict, *args, **kwargs):
+            if not plain_state(state_dict):
+                raise TypeError(f"a {type(self).__name__!r}'s state to load would name an array interface "
+                                f"({', '.join(sorted(ADDRESSES))}), a key by an object other than a str or an int, "
+                                "or hold an object other than a dict with keys()")
+            return load(self, state_dict, *args, **kwargs)
+        return load_state_dict
+
+    loaders = [(cls, "load_state_dict", checked(vars(cls)["load_state_dict"]), vars(cls)["load_state_dict"])
+               for cls in state_loaders()]
     for owner, name, new, old in ((torch, "frombuffer", frombuffer_held, frombuffer),
                                   (torch, "asarray", asarray_held, asarray),
                                   (torch, "to_dlpack", to_dlpack_held, to_dlpack),
                                   (torch.Tensor, "__dlpack__", __dlpack__, export),
                                   (torch.nn.Module, "__getattr__", __getattr__, module_getattr),
-                                  (copy, "_reconstruct", _reconstruct, reconstruct)):
+                                  (copy, "_reconstruct", _reconstruct, reconstruct), *loaders):
         new.__name__, new.__qualname__, new.__doc__ = name, name, old.__doc__
         setattr(owner, name, new)

@@ -38,10 +38,11 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
 # retyped errors that no rule holds: the child's checked sparse tensors, unresizable DLPack exports, modules that
-# answer no special name from their registries and copies that name no array interface stop them
-# (nbtest/buffers.py)
+# answer no special name from their registries, and copies and loaded optimizer states that name no array
+# interface stop them (nbtest/buffers.py)
 BY_CONSTRUCTION = {"legacy-new-retypes-error", "dlpack-resize-retypes-error", "dlpack-set-retypes-error",
-                   "module-key-retypes-error", "add-module-retypes-error", "deepcopy-state-retypes-error"}
+                   "module-key-retypes-error", "add-module-retypes-error", "deepcopy-state-retypes-error",
+                   "scheduler-state-retypes-error"}
 # the tests themselves, the structure report read from the modules' own dicts, inputs read back from the
 # grader's own shared memory, frames the child's loop signed, a tensor that holds the buffer it shares,
 # gradients autograd returns along the result's graph, train graded on the grader's own model

@@ -1305,6 +1305,15 @@ RETYPES["namespace-kwargs-retypes-error"] = (
     "numpy, through an __array_interface__ argparse's Namespace set from a keyword with a computed name",
     RETYPES["enum-retypes-error"][1].replace("import enum", "import argparse", 1)
     .replace('enum.Enum("Words", [*state.items(), ("ONE", 1)]).ONE', "argparse.Namespace(**state)", 1))
+# torch alone: a learning-rate scheduler's load_state_dict updates its __dict__ with the state it is handed; no
+# state loaded in the child names an array interface
+RETYPES["scheduler-state-retypes-error"] = (
+    "numpy, through an __array_interface__ a learning-rate scheduler took from the state its load_state_dict was "
+    "handed",
+    RETYPES["enum-retypes-error"][1].replace("import enum\n\n", "", 1)
+    .replace('    words = enum.Enum("Words", [*state.items(), ("ONE", 1)]).ONE\n',
+             "    words = torch.optim.lr_scheduler.StepLR(torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1), 1)\n"
+             "    words.load_state_dict(state)\n", 1))
 # the comparison's object bound to an import's name, which the protocol rule once read as the import (red team 14)
 RETYPES["import-rebound-retypes-error"] = (
     "numpy, through an __array_interface__ on a class type builds, type kept by the __eq__ of an object bound to "

@@ -258,9 +258,13 @@ def test_a_module_answers_no_special_name_from_its_registry_in_the_child(zygote,
     under `__array_interface__`, made numpy build an array at any address it named (red team 29: a RuntimeError
     retyped, 100 to its twin's 96, with nothing the policy or the monitor saw). In the child a module answers no
     special name from what is registered on it (nbtest/buffers.py), and its layers by name as before."""
-    with Sandbox(zygote, [("a", "import torch\n" + REGISTERED_INTERFACE)], None, Limits(10, 4096)) as box:
-        reply = box.request({"op": "call", "fn": "interface", "args": [how]}, Deadline.after(10))
-        assert reply["result"]["value"] == "False False Linear", reply
+    assert called_in_child(zygote, REGISTERED_INTERFACE, "interface", how) == "False False Linear"
+
+
+def called_in_child(zygote, source: str, fn: str, *args):
+    """What fn(*args) returns in a sandbox child that ran `import torch` and source."""
+    with Sandbox(zygote, [("a", "import torch\n" + source)], None, Limits(10, 4096)) as box:
+        return box.request({"op": "call", "fn": fn, "args": list(args)}, Deadline.after(10))["result"]["value"]
 
 COPIED_INTERFACE = """import copy
 KEY = "_".join(["", "", "array", "interface", "", ""])
@@ -300,13 +304,65 @@ def test_no_copy_names_an_array_interface_in_the_child(zygote, how):
     the copy an `__array_interface__` that numpy read as a raw address (a RuntimeError retyped, 100 to its twin's
     96, with nothing the policy or the monitor saw). In the child no copy comes out with one (nbtest/buffers.py);
     any other copy is made as before."""
-    with Sandbox(zygote, [("a", "import torch\n" + COPIED_INTERFACE)], None, Limits(10, 4096)) as box:
-        reply = box.request({"op": "call", "fn": "copied", "args": [how]}, Deadline.after(10))
-        value = reply["result"]["value"]
-        if how == "plain":
-            assert value == "copied 1", reply
-        else:
-            assert "would name an array interface in its state" in value, reply
+    value = called_in_child(zygote, COPIED_INTERFACE, "copied", how)
+    assert value == "copied 1" if how == "plain" else "would name an array interface in its state" in value, value
+
+LOADED_INTERFACE = """import collections
+KEY = "_".join(["", "", "array", "interface", "", ""])
+class Keys:         # an object dict.update reads keys from, which a walk of dicts would not see
+    def keys(self):
+        return [KEY]
+    def __getitem__(self, key):
+        return {}
+def scheduler(kind):
+    return torch.optim.lr_scheduler.LambdaLR(torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1),
+                                             lambda epoch: 1.0) if kind == "lambda" else \\
+        torch.optim.lr_scheduler.MultiStepLR(torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1), [1, 2])
+STATES = {"key": ("step", {KEY: {}}), "lr_lambdas": ("lambda", {"lr_lambdas": [{KEY: {}}]}),
+          "keys": ("step", Keys()), "str-subclass": ("step", {type("Name", (str,), {})(KEY): {}}),
+          "plain": ("step", None)}
+def loaded(how):
+    kind, state = STATES[how]
+    made = scheduler(kind)
+    try:
+        made.load_state_dict(scheduler(kind).state_dict() if state is None else state)
+    except TypeError as e:
+        return str(e)
+    return f"loaded {type(made.milestones).__name__}"
+"""
+
+
+@pytest.mark.parametrize("how", ["key", "lr_lambdas", "keys", "str-subclass", "plain"])
+def test_no_optimizer_state_loaded_names_an_array_interface_in_the_child(zygote, how):
+    """A learning-rate scheduler's load_state_dict updates its own __dict__, and its lr_lambdas' objects', with the
+    dict it is given: a computed key there became an `__array_interface__` numpy read as a raw address (a
+    RuntimeError retyped, 100 to its twin's 96, with nothing the policy or the monitor saw). In the child no state
+    handed to torch.optim's load_state_dict names one (nbtest/buffers.py); a scheduler's own state loads as
+    before (MultiStepLR's milestones, a Counter, included)."""
+    value = called_in_child(zygote, LOADED_INTERFACE, "loaded", how)
+    refused = "state to load would name an array interface" in value
+    assert value == "loaded Counter" if how == "plain" else refused, value
+
+
+def test_every_state_torch_optim_applies_to_an_objects_dict_is_checked():
+    """The guard covers each class of torch.optim whose code updates an object's __dict__ from the state it is
+    handed, found in torch's own source (a new scheduler in a new torch fails this test until it is covered)."""
+    import ast
+    import torch.optim
+    from nbtest import buffers
+    checked = {f"{cls.__module__}.{cls.__qualname__}" for cls in buffers.state_loaders()}
+    applying = set()
+    for path in Path(torch.optim.__file__).parent.glob("*.py"):
+        module = "torch.optim." + path.stem if path.stem != "__init__" else "torch.optim"
+        for cls in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(cls, ast.ClassDef):
+                for fn in cls.body:
+                    if isinstance(fn, ast.FunctionDef) and not fn.name.startswith("__") and any(
+                            isinstance(n, ast.Attribute) and n.attr == "update" and
+                            isinstance(n.value, ast.Attribute) and n.value.attr == "__dict__" for n in ast.walk(fn)):
+                        applying.add(f"{module}.{cls.name}")
+    assert applying and applying <= checked, applying - checked
+
 
 STALLER = """import ctypes, threading
 def stall():
