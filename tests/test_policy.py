@@ -871,6 +871,11 @@ def test_honest_modules_pass_in_any_assignment_and_the_others_hold():
     and argparse make attributes from data)."""
     honest = "from __future__ import annotations\nimport warnings\n\nwarnings.filterwarnings('ignore')\n"
     assert policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=honest), RESIDUAL) == []
+    # the standard library's helpers both assignments list (course.toml)
+    helpers = "import collections\nimport itertools\nfrom dataclasses import dataclass\n"
+    assert policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=helpers), RESIDUAL) == []
+    assert policy.check_cells(with_cells(FUSED_NB, fused_add_layernorm=helpers + dict(
+        (label, src) for label, src, _ in solution(FUSED_NB))["fused_add_layernorm"]), FUSED) == []
     for module in ("copy", "time", "random", "logging", "enum", "argparse", "cffi", "triton", "scipy.linalg"):
         found = policy.check_cells(with_cells(RESIDUAL_NB, split_gradient=f"import {module}\n"), RESIDUAL)
         assert rules(found) == {("import", WITHHOLD)}, module
