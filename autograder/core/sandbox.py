@@ -35,6 +35,7 @@ reserves far more address space than it uses.
 """
 from __future__ import annotations
 
+import builtins
 import gc
 import glob
 import importlib
@@ -424,6 +425,8 @@ def _child(data_fd: int, events_fd: int, cgroup: "boxing.Cgroup | None") -> None
         specs = importlib.import_module(config["specs"]).SPECS if config["specs"] else {}
         isolation = _isolate(config, cgroup)
         module = types.ModuleType("submission")
+        # the process's builtins, as every library's: exec from the sealed loop would hand the cells its private copy
+        module.__dict__["__builtins__"] = builtins
         sys.modules["submission"] = module
         # what runs beside the student's code, each reading private copies of its modules' dicts (nbtest.sealed)
         run, serve, describe, declared, check_state, specs = (seal(f, GRADING_PACKAGES) for f in (
