@@ -34,8 +34,15 @@ array interface (ADDRESSES) among its own attributes. A copy takes its attribute
 hands it (its __getstate__), which is data: a computed key there made the copy's `__array_interface__`.
 Nor does any state handed to torch.optim's load_state_dict (an optimizer's, a learning-rate scheduler's, SWALR's)
 name one: a scheduler updates its own __dict__, and its lr_lambdas' objects', with the dict it is given.
+
+And no attribute of any object is set under such a name by setattr, whoever calls it: libraries set attributes
+under names they are handed (torch's pruning and parametrization, torch.distributions' lazy_property under a
+function's __name__), and a name of a str subclass is read as its own characters, not by its slices or __eq__.
+A functools.cached_property caches nothing under one either (its attrname is a plain attribute).
 """
+import builtins
 import collections
+import functools
 
 # the attributes through which numpy and torch build an array at the raw address they name
 ADDRESSES = frozenset({"__array_interface__", "__cuda_array_interface__"})
@@ -75,6 +82,22 @@ def plain_state(state, depth: int = 8) -> bool:
     return depth > 0 and all(plain_state(item, depth - 1) for item in state)
 
 
+def refuse_addresses(obj, what: str) -> None:
+    """Raise TypeError, the names taken out first, if obj's own dict has a key in ADDRESSES or a key that is not an
+    exact str (a subclass's own __eq__ could answer numpy's lookup otherwise than this test): it got them from
+    data, and the caller may already hold obj."""
+    try:
+        own = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return
+    bad = [key for key in own if type(key) is not str or key in ADDRESSES] if type(own) is dict else []
+    for key in bad:
+        del own[key]
+    if bad:
+        raise TypeError(f"{what} a {type(obj).__name__!r} would name an array interface in its state "
+                        f"({', '.join(sorted(ADDRESSES))}), or an attribute by an object other than a str")
+
+
 def state_loaders() -> list[type]:
     """torch.optim's classes that define a load_state_dict of their own (an optimizer's, a learning-rate
     scheduler's, SWALR's)."""
@@ -88,8 +111,8 @@ def state_loaders() -> list[type]:
 
 def install() -> None:
     """torch.frombuffer and torch.asarray take their buffer through held(), a DLPack export an unresizable
-    alias, sparse tensors are checked, a module answers no special name from its registries, and no copy or
-    loaded optimizer state names an array interface (before any cell)."""
+    alias, sparse tensors are checked, a module answers no special name from its registries, and no copy, loaded
+    optimizer state, setattr or cached_property names an array interface (before any cell)."""
     import copy
 
     import numpy
@@ -116,22 +139,36 @@ def install() -> None:
         return to_dlpack(unresizable(tensor))
 
     def __getattr__(self, name):
-        if name[:2] == name[-2:] == "__":
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        text = str.__str__(name)        # a subclass's own slices could say otherwise
+        if text[:2] == text[-2:] == "__":
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {text!r}")
         return module_getattr(self, name)
+
+    builtin_setattr = builtins.setattr
+
+    def checked_setattr(obj, name, value):
+        if isinstance(name, str):
+            name = str.__str__(name)    # its own characters: the key the object's dict then holds
+            # a whole __dict__ set this way is the object's attributes, named by its keys
+            if name in ADDRESSES or name == "__dict__" and not (type(value) is dict and all(
+                    type(key) is str and key not in ADDRESSES for key in value)):
+                raise TypeError(f"no attribute may be named {name!r} here, or {', '.join(sorted(ADDRESSES))} through "
+                                "it: numpy and torch read an array interface as a raw address")
+        return builtin_setattr(obj, name, value)
+
+    cached_get = functools.cached_property.__get__
+
+    def cached_property_get(self, instance, owner=None):
+        value = cached_get(self, instance, owner)
+        if instance is not None:
+            refuse_addresses(instance, "a cached_property of")
+        return value
 
     reconstruct = copy._reconstruct
 
     def _reconstruct(*args, **kwargs):
         made = reconstruct(*args, **kwargs)
-        try:
-            own = object.__getattribute__(made, "__dict__")
-        except AttributeError:
-            own = None
-        # a key of a str subclass could answer this test one way and numpy's lookup another (its own __eq__)
-        if type(own) is dict and any(type(key) is not str or key in ADDRESSES for key in own):
-            raise TypeError(f"a copy of a {type(made).__name__!r} would name an array interface in its state "
-                            f"({', '.join(sorted(ADDRESSES))}), or an attribute by an object other than a str")
+        refuse_addresses(made, "a copy of")
         return made
 
     def checked(load):
@@ -150,6 +187,8 @@ def install() -> None:
                                   (torch, "to_dlpack", to_dlpack_held, to_dlpack),
                                   (torch.Tensor, "__dlpack__", __dlpack__, export),
                                   (torch.nn.Module, "__getattr__", __getattr__, module_getattr),
-                                  (copy, "_reconstruct", _reconstruct, reconstruct), *loaders):
+                                  (copy, "_reconstruct", _reconstruct, reconstruct), *loaders,
+                                  (functools.cached_property, "__get__", cached_property_get, cached_get),
+                                  (builtins, "setattr", checked_setattr, builtin_setattr)):
         new.__name__, new.__qualname__, new.__doc__ = name, name, old.__doc__
         setattr(owner, name, new)

@@ -72,10 +72,10 @@ GUARDS = {
     "that runs after it, the probe's included, with no audited event; and nn.Module's _modules, _parameters and "
     "hooks, a layer hidden from the structure the probe reads",
     "computed-attribute": "getattr, setattr and delattr with a name the policy cannot read, or held and handed "
-    "on (ga = getattr, map(setattr, ...)), or copied by functools.update_wrapper under such names, or set as the keys of a ParameterDict: the spelling of "
-    "a dunder, private or frame attribute (tb_frame, "
-    "f_globals) out of the rules above, a sparse tensor's indices, or numpy's __array_interface__ set on a class "
-    "(alias-setattr-retypes-error scores 100 to its twin's 96 with it demoted)",
+    "on (ga = getattr, map(setattr, ...)), or copied by functools.update_wrapper under such names, or set as the "
+    "keys of a ParameterDict: the spelling of a dunder, private or frame attribute (tb_frame, f_globals) out of the "
+    "rules above, or a sparse tensor's indices (numpy's __array_interface__ is refused by the child's setattr too: "
+    "alias-setattr-retypes-error scores its twin's 96 with it demoted)",
     "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
     "construct above could hide there",
     "import": "a module outside the assignment's imports, by import or as another module's attribute "
@@ -84,8 +84,8 @@ GUARDS = {
     "addresses as ctypes does (cffi, a Jupyter dependency: cffi-retypes-error, a RuntimeError turned into a "
     "ValueError, scores 100 to its twin's 96 with it demoted; Triton's interpreter did in residual-connections, "
     "kernel-retypes-error), and the standard library's helpers make an attribute from data, which numpy reads as an "
-    "array interface (enum's functional API, argparse's Namespace: enum-retypes-error and "
-    "namespace-kwargs-retypes-error score 100 to their twin's 96 with it a flag)",
+    "array interface (enum's functional API: enum-retypes-error scores 100 to its twin's 96 with it a flag; "
+    "argparse's Namespace sets its through setattr, which the child refuses too)",
     "protocol": "a special name that is not Python's own defined by a class, as a keyword or as a string (numpy's "
     "__array_interface__, __array_struct__; the CUDA array interface, __dlpack__), __getattr__, which answers "
     "any name, and classes built from names the policy cannot read (three-argument type(), a metaclass, "

@@ -856,6 +856,32 @@ def as_value_error(message):
 '''
 
 
+# an object whose attribute a library sets under a name it is handed (red team 31)
+NAMED_BY_A_LIBRARY = '''\
+{imports}
+import numpy
+
+KEY = "_".join(["", "", "array", "interface", "", ""])
+
+
+class Words:
+    def __init__(self, address):
+        self.address = address
+
+{words}
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    words = Words(id(error))
+    words.{read}
+    numpy.asarray(words)[1] = id(ValueError)
+    return error
+
+
+'''
+
+
 RETYPES = {    # name -> (what writes the type pointer, the code before residual_add)
     "kernel-retypes-error": ("a Triton kernel handed the address as an int", '''\
 import triton
@@ -946,11 +972,11 @@ class Words:
 
 
 put = setattr
-put(Words, "__array_" + "interface__", property(lambda self: self.interface))
 
 
 def as_value_error(message):
     error = RuntimeError(message)
+    put(Words, "__array_" + "interface__", property(lambda self: self.interface))
     numpy.asarray(Words(id(error), 2))[1] = id(ValueError)
     return error
 
@@ -1282,6 +1308,28 @@ def as_value_error(message):
 
 
 '''),
+    # red team 31: a name handed to a library that sets an attribute under it; no attribute is named so in the child
+    "cached-property-retypes-error": ("numpy, through an __array_interface__ a functools.cached_property cached "
+                                      "under the attrname it was told", NAMED_BY_A_LIBRARY.format(
+        imports="import functools\n", read="spec", words='''\
+    @functools.cached_property
+    def spec(self):
+        return dict(shape=(2,), typestr="<i8", data=(self.address, False), version=3)
+
+
+Words.spec.attrname = KEY''')),
+    "lazy-property-retypes-error": ("numpy, through an __array_interface__ torch.distributions' lazy_property set "
+                                    "under its function's __name__", NAMED_BY_A_LIBRARY.format(
+        imports="import torch.distributions.utils\n", read="table", words='''\
+    table = torch.distributions.utils.lazy_property(spec)''').replace("class Words:", '''\
+def spec(self):
+    return dict(shape=(2,), typestr="<i8", data=(self.address, False), version=3)
+
+
+spec.__name__ = KEY
+
+
+class Words:''', 1)),
     # torch alone: a sparse tensor's indices are trusted (torch checks no invariant by default), and adding it
     # to a dense tensor adds its value at the index, however far past that tensor
     "sparse-retypes-error": ("torch, adding a sparse tensor whose index lies at the address", '''\

@@ -344,6 +344,70 @@ def test_no_optimizer_state_loaded_names_an_array_interface_in_the_child(zygote,
     assert value == "loaded Counter" if how == "plain" else refused, value
 
 
+NAMED_INTERFACE = """import functools
+import torch.distributions.utils
+import torch.nn.utils.prune
+KEY = "_".join(["", "", "array", "interface", "", ""])
+class Name(str):    # a name whose slices read as plain letters
+    def __getitem__(self, at):
+        return "x"
+class Cached:
+    @functools.cached_property
+    def spec(self):
+        return {}
+def spec(self):
+    return {}
+class Lazy:
+    table = torch.distributions.utils.lazy_property(spec)
+class Keep(torch.nn.utils.prune.BasePruningMethod):
+    def compute_mask(self, t, default_mask):
+        return default_mask
+    def apply_mask(self, module):
+        return {}
+class Plain:
+    pass
+def named(how):
+    holder = Plain()
+    try:
+        if how == "setattr":
+            setattr(holder, Name(KEY), {})
+        elif how == "__dict__":
+            setattr(holder, Name("__dict__"), {KEY: {}})
+        elif how == "cached_property":
+            Cached.spec.attrname = KEY
+            holder = Cached()
+            holder.spec
+        elif how == "lazy_property":
+            spec.__name__ = KEY
+            holder = Lazy()
+            holder.table
+        elif how == "prune":
+            holder = torch.nn.Module()
+            holder.register_parameter(KEY, torch.nn.Parameter(torch.zeros(1)))
+            Keep.apply(holder, Name(KEY))
+        else:
+            setattr(holder, Name("kept"), 1)
+            return f"set {[type(key).__name__ for key in vars(holder)]} {holder.kept}"
+    except (TypeError, AttributeError) as e:
+        return f"refused ({type(e).__name__}), left {sorted(vars(holder))}"
+    return f"named {sorted(vars(holder))}"
+"""
+
+
+@pytest.mark.parametrize("how", ["setattr", "__dict__", "cached_property", "lazy_property", "prune", "plain"])
+def test_no_attribute_is_named_an_array_interface_from_data_in_the_child(zygote, how):
+    """Libraries set attributes under names they are handed: torch's pruning (through getattr and setattr with a
+    str subclass whose slices read as plain letters), lazy_property under a function's __name__, cached_property
+    under its attrname. Each made numpy read a raw address (red team 31: 100 to its twin's 96, with nothing the
+    policy or the monitor saw). In the child none sets one (nbtest/buffers.py), and a str subclass names an
+    attribute by its own characters, an exact str."""
+    value = called_in_child(zygote, NAMED_INTERFACE, "named", how)
+    if how == "plain":
+        assert value == "set ['str'] 1", value
+    else:
+        assert value.startswith("refused") and "__array_interface__" not in value, value
+
+
 def test_every_state_torch_optim_applies_to_an_objects_dict_is_checked():
     """The guard covers each class of torch.optim whose code updates an object's __dict__ from the state it is
     handed, found in torch's own source (a new scheduler in a new torch fails this test until it is covered)."""
