@@ -32,8 +32,9 @@ address it named. A special name is its class's to define, as for any other obje
 And no copy (copy.copy, copy.deepcopy, and so torch's own deep copies: swa_utils.AveragedModel) comes out with an
 array interface (ADDRESSES) among its own attributes. A copy takes its attributes from the state the original
 hands it (its __getstate__), which is data: a computed key there made the copy's `__array_interface__`.
-Nor does any state handed to torch.optim's load_state_dict (an optimizer's, a learning-rate scheduler's, SWALR's)
-name one: a scheduler updates its own __dict__, and its lr_lambdas' objects', with the dict it is given.
+Nor does any state handed to torch's load_state_dict (an optimizer's, a learning-rate scheduler's, SWALR's, a
+pruning scheduler's) name one: a scheduler updates its own __dict__, and its lr_lambdas' objects', with the dict
+it is given.
 
 And no attribute of any object is set under such a name by setattr, whoever calls it: libraries set attributes
 under names they are handed (torch's pruning and parametrization, torch.distributions' lazy_property under a
@@ -98,14 +99,17 @@ def refuse_addresses(obj, what: str) -> None:
                         f"({', '.join(sorted(ADDRESSES))}), or an attribute by an object other than a str")
 
 
+# the modules whose classes load a state into an object's __dict__ (tests/test_box.py finds every such class in
+# torch's public source and checks it is among state_loaders())
+STATE_MODULES = ("torch.optim", "torch.optim.lr_scheduler", "torch.optim.swa_utils", "torch.ao.pruning")
+
+
 def state_loaders() -> list[type]:
-    """torch.optim's classes that define a load_state_dict of their own (an optimizer's, a learning-rate
-    scheduler's, SWALR's)."""
-    import torch.optim.lr_scheduler
-    import torch.optim.swa_utils
-    found = {cls for module in (torch.optim, torch.optim.lr_scheduler, torch.optim.swa_utils)
-             for cls in vars(module).values() if isinstance(cls, type) and "load_state_dict" in vars(cls)
-             and cls.__module__.startswith("torch.optim")}
+    """torch's classes in STATE_MODULES that define a load_state_dict of their own (an optimizer's, a
+    learning-rate scheduler's, SWALR's, a pruning scheduler's)."""
+    import importlib
+    found = {cls for module in map(importlib.import_module, STATE_MODULES) for cls in vars(module).values()
+             if isinstance(cls, type) and "load_state_dict" in vars(cls) and cls.__module__.startswith("torch.")}
     return sorted(found, key=lambda cls: f"{cls.__module__}.{cls.__qualname__}")
 
 

@@ -42,7 +42,8 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
 # that name no array interface stop them (nbtest/buffers.py)
 BY_CONSTRUCTION = {"legacy-new-retypes-error", "dlpack-resize-retypes-error", "dlpack-set-retypes-error",
                    "module-key-retypes-error", "add-module-retypes-error", "deepcopy-state-retypes-error",
-                   "scheduler-state-retypes-error", "cached-property-retypes-error", "lazy-property-retypes-error"}
+                   "scheduler-state-retypes-error", "cached-property-retypes-error", "lazy-property-retypes-error",
+                   "pruning-state-retypes-error"}
 # held by a rule and stopped in the child too: setattr names no array interface there, whoever calls it
 SETATTR_REFUSED = {"alias-setattr-retypes-error", "parameterdict-retypes-error",
                    "parameterdict-in-a-list-retypes-error", "namespace-kwargs-retypes-error"}
