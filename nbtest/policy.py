@@ -79,7 +79,9 @@ GUARDS = {
     "too-deep": "a cell nested deeper than the checks can walk: the policy cannot vouch for it, so any "
     "construct above could hide there",
     "import": "a module outside the assignment's imports, by import or as another module's attribute "
-    "(torch.nn.functional.np), or all of one's names (import *): the policy vouches only for the modules it lists "
+    "(torch.nn.functional.np), a class or function of one reached under another package's path "
+    "(torch.amp.grad_scaler.Enum is enum's: reexported-enum-retypes-error), or all of one's names (import *): the "
+    "policy vouches only for the modules it lists "
     "(the standard library's process modules are process-introspection's). An installed library can write raw "
     "addresses as ctypes does (cffi, a Jupyter dependency: cffi-retypes-error, a RuntimeError turned into a "
     "ValueError, scores 100 to its twin's 96 with it demoted; Triton's interpreter did in residual-connections, "
@@ -959,9 +961,15 @@ class _General(ast.NodeVisitor):
             self.flag(node, "process-introspection", WITHHOLD,
                       f"{path} is {reexported}: torch's dispatch to function modes, which tells code whether the "
                       "grader's is active; a solution needs none of it")
-        # a module reached as another's attribute (numpy.ma.core.np, dataclasses.types) is judged as its import
+        # a module reached as another's attribute (numpy.ma.core.np, dataclasses.types) is judged as its import, and
+        # so is a class or function of another package's (torch.amp.grad_scaler.Enum is enum.Enum); a C module's
+        # leading underscore aside (functools.reduce comes from _functools)
         if canonical != path and isinstance(obj, types.ModuleType):
             self._module(node, canonical, via=path)
+        home = getattr(obj, "__module__", None) if isinstance(obj, (type, types.FunctionType,
+                                                                     types.BuiltinFunctionType)) else None
+        if isinstance(home, str) and home.lstrip("_").split(".")[0] not in (path.split(".")[0], "builtins"):
+            self._module(node, home.lstrip("_"), via=path)
         forbidden = PROCESS_PATHS + self.policy.extra_forbidden_paths
         hit = next((p for p in forbidden if any(q == p or q.startswith(p + ".") for q in (path, canonical))), None)
         if path in UNCOMPILED and isinstance(node, ast.Attribute):

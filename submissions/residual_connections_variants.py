@@ -1363,12 +1363,17 @@ RETYPES["scheduler-state-retypes-error"] = (
              "    words = torch.optim.lr_scheduler.StepLR(torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1), 1)\n"
              "    words.load_state_dict(state)\n", 1))
 # red team 32: a pruning scheduler's load_state_dict, called on any object, updates its __dict__ (no state loaded in
-# the child names an array interface)
+# the child names an array interface); enum's class reached under torch's path (judged as an import of enum)
 RETYPES["pruning-state-retypes-error"] = (
     "numpy, through an __array_interface__ torch.ao.pruning's BaseScheduler.load_state_dict put in a module's dict",
     RETYPES["enum-retypes-error"][1].replace("import enum\n\n", "", 1)
     .replace('    words = enum.Enum("Words", [*state.items(), ("ONE", 1)]).ONE\n',
              "    words = nn.Module()\n    torch.ao.pruning.BaseScheduler.load_state_dict(words, state)\n", 1))
+RETYPES["reexported-enum-retypes-error"] = (
+    "numpy, through an __array_interface__ enum's functional API made a class attribute of, enum reached as "
+    "torch.amp.grad_scaler.Enum",
+    RETYPES["enum-retypes-error"][1].replace("import enum\n\n", "", 1)
+    .replace("enum.Enum(", "torch.amp.grad_scaler.Enum(", 1))
 # the comparison's object bound to an import's name, which the protocol rule once read as the import (red team 14)
 RETYPES["import-rebound-retypes-error"] = (
     "numpy, through an __array_interface__ on a class type builds, type kept by the __eq__ of an object bound to "
