@@ -54,7 +54,9 @@ class Rules(Protocol):
 # What each withhold rule still guards with the probe out of reach (the demotion of each to a flag, tried
 # against the forgeries and the hostile corpus); docs/security.md says the same, tests/test_policy.py checks
 GUARDS = {
-    "process-introspection": "sys, os, gc, ctypes, frames, sockets and files, by import, attribute or re-export: the "
+    "process-introspection": "sys, os, gc, ctypes, frames, sockets and files, by import, attribute or re-export, and "
+    "torch's helpers that follow a dotted attribute path from a string (torch.fx, torch.export, torch.ao: "
+    "fqn-path-retypes-error scores 100 to its twin's 96 with it demoted): the "
     "process's memory and the loop's own state (ctypes writes any word of the child, as the *-retypes-error samples "
     "do by other routes; gc and frames reach the running loop's locals, among them the key it signs its frames "
     "with). Writing on the child's connection to the grader pays nothing since frames are signed: the grader refuses "
@@ -141,9 +143,12 @@ PROCESS_ATTRIBUTES = frozenset({
 # given as kernel[grid](...) does (so that torch.compile can trace it); the rest of torch.library replaces
 # torch's own operators in the process
 LIBRARY_LAUNCHERS = frozenset({"torch.library.wrap_triton"})
-# Dotted paths (after import aliases are resolved) that read or write files, or reach the runtime.
+# Dotted paths (after import aliases are resolved) that read or write files, or reach the runtime: torch.fx,
+# torch.export and torch.ao follow a dotted attribute path handed to them as a string (getattr_from_fqn, fetch_attr),
+# `__self__.__import__` of a builtin included, where the policy reads no name
 PROCESS_PATHS = ("torch.load", "torch.save", "torch.serialization", "torch.from_file", "torch.utils", "torch.ops",
-                 "torch.jit", "torch.package", "torch.multiprocessing", "torch.distributed",
+                 "torch.jit", "torch.package", "torch.multiprocessing", "torch.distributed", "torch.fx",
+                 "torch.export", "torch.ao",
                  "numpy.load", "numpy.save", "numpy.savez", "numpy.fromfile", "numpy.memmap",
                  "numpy.loadtxt", "numpy.genfromtxt", "numpy.lib", "triton.runtime", "triton.compiler",
                  "triton.backends", "triton.knobs", "triton.testing", "triton.tools")

@@ -291,7 +291,7 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
         "tracer-modes-swapped": ("an empty kernel launched once, the tracer's function mode taken off torch's stack "
                                  "by a mode of the notebook's, a stand-in pushed in its place, then h and y in lists",
                                  around_empty("_swap()\n" + variants.BY_HAND, variants.MODES_SWAPPED.lstrip() + "\n\n"),
-                                 fused),
+                                 fused | s.trusting()),
         "listener-thread-computes": ("an empty kernel launched once, then h and y computed with torch on the thread of "
                                      "a logging.handlers.QueueListener the notebook started",
                                      around_empty(variants.LISTENER_RETURN, variants.LISTENER_THREAD.lstrip() + "\n\n"),

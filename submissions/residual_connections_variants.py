@@ -1374,6 +1374,27 @@ RETYPES["reexported-enum-retypes-error"] = (
     "torch.amp.grad_scaler.Enum",
     RETYPES["enum-retypes-error"][1].replace("import enum\n\n", "", 1)
     .replace("enum.Enum(", "torch.amp.grad_scaler.Enum(", 1))
+# red team 33: a torch helper that follows a dotted attribute path from a string reaches a builtin's
+# __self__.__import__, and so numpy's private stride tricks (torch.ao, torch.fx and torch.export are process paths)
+RETYPES["fqn-path-retypes-error"] = ("numpy's as_strided, reached by torch.ao's getattr_from_fqn through a builtin's "
+                                     "__self__.__import__", '''\
+from torch.ao.quantization.utils import getattr_from_fqn
+
+
+def dunder(word):
+    return "_".join(["", "", word, "", ""])
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    words = torch.zeros(2, dtype=torch.int64)
+    load = getattr_from_fqn(len, ".".join([dunder("self"), dunder("import")]))
+    tricks = load(".".join(["numpy", "lib", "_stride_tricks_impl"]), fromlist=["as_strided"])
+    tricks.as_strided(words.numpy(), shape=(2,), strides=(id(error) + 8 - words.data_ptr(),))[1] = id(ValueError)
+    return error
+
+
+''')
 # the comparison's object bound to an import's name, which the protocol rule once read as the import (red team 14)
 RETYPES["import-rebound-retypes-error"] = (
     "numpy, through an __array_interface__ on a class type builds, type kept by the __eq__ of an object bound to "

@@ -194,6 +194,7 @@ SAMPLE_RULES = {
     ("fused-add-norm", "tensor-class-computes"): {("override", FLAG)},
     # red team 20: where the tracer's modes do not reach (measured; the imports hold the tests too)
     ("fused-add-norm", "listener-thread-computes"): {("import", WITHHOLD)},
+    ("fused-add-norm", "tracer-modes-swapped"): {("process-introspection", WITHHOLD)},   # torch.fx's mode class
     ("fused-add-norm", "kernel-prints-values"): {("import", WITHHOLD)},
     # red team round 11: a kernel's attribute (the launch hook is MEASURED too)
     ("fused-add-norm", "launch-hook-computes"): {("kernel-attribute", FLAG)},
@@ -210,6 +211,9 @@ SAMPLE_RULES = {
     ("residual-connections", "namespace-kwargs-retypes-error"): {("import", WITHHOLD)},
     # red team 32: enum's class reached under torch's path is an import of enum
     ("residual-connections", "reexported-enum-retypes-error"): {("import", WITHHOLD)},
+    # red team 33: torch's helpers that follow a dotted attribute path from a string; torch.ao is a process path
+    ("residual-connections", "fqn-path-retypes-error"): {("process-introspection", WITHHOLD)},
+    ("residual-connections", "pruning-state-retypes-error"): {("process-introspection", WITHHOLD)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", "interface-retypes-error", "alias-setattr-retypes-error", "sparse-retypes-error",
@@ -221,6 +225,7 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "parameterdict-in-a-list-retypes-error", "import-rebound-retypes-error", "class-dict-wraps-retypes-error",
              "kernel-retypes-error", "injected-retypes-error", "run-replaced-on-odd-widths", "run-replaced-when-untraced",
              "enum-retypes-error", "namespace-kwargs-retypes-error", "reexported-enum-retypes-error",
+             "fqn-path-retypes-error", "pruning-state-retypes-error", "tracer-modes-swapped",
              "forged-reply-frame", "listener-thread-computes",
              "kernel-prints-values",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
