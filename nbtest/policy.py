@@ -968,12 +968,14 @@ class _General(ast.NodeVisitor):
                       "grader's is active; a solution needs none of it")
         # a module reached as another's attribute (numpy.ma.core.np, dataclasses.types) is judged as its import, and
         # so is a class or function of another package's (torch.amp.grad_scaler.Enum is enum.Enum); a C module's
-        # leading underscore aside (functools.reduce comes from _functools)
+        # leading underscore aside (functools.reduce comes from _functools), and nbtest's own stand-ins, which the
+        # public tests' process has put in torch's place by then (torch.compile, torch.frombuffer) and the grader's
+        # has not: the same code gets the same finding in both
         if canonical != path and isinstance(obj, types.ModuleType):
             self._module(node, canonical, via=path)
         home = getattr(obj, "__module__", None) if isinstance(obj, (type, types.FunctionType,
                                                                      types.BuiltinFunctionType)) else None
-        if isinstance(home, str) and home.lstrip("_").split(".")[0] not in (path.split(".")[0], "builtins"):
+        if isinstance(home, str) and home.lstrip("_").split(".")[0] not in (path.split(".")[0], "builtins", "nbtest"):
             self._module(node, home.lstrip("_"), via=path)
         forbidden = PROCESS_PATHS + self.policy.extra_forbidden_paths
         hit = next((p for p in forbidden if any(q == p or q.startswith(p + ".") for q in (path, canonical))), None)

@@ -1286,6 +1286,29 @@ def test_a_module_reached_as_another_modules_attribute_is_judged_as_its_import(a
     assert {(v.rule, v.severity) for v in policy.check(source, rules_of) if v.rule != "forbidden-module"} == found
 
 
+STAND_INS = """
+import json, sys
+from autograder import course
+from nbtest import buffers, policy, uncompiled
+if sys.argv[1] == "installed":
+    uncompiled.install()
+    buffers.install()
+rules = policy.for_assignment(course.load().assignment("residual-connections").rules)
+source = ("import torch\\nmean = torch.compile(lambda t: t.mean())\\nb = torch.asarray([1.0])\\n"
+          "c = torch.frombuffer(bytearray(8), dtype=torch.uint8)\\nd = torch.jit.load\\n")
+print(json.dumps(sorted(str(v) for v in policy.check(source, rules))))
+"""
+
+
+def test_the_policy_finds_the_same_where_nbtests_stand_ins_are_installed():
+    """The public tests' process has put nbtest's stand-ins in torch's place (torch.compile, torch.asarray,
+    torch.frombuffer) by the time the rules test runs; the grader's has not. A path is judged by what the library
+    defines there, so the same code gets the same findings in both (honest idioms-2 compiles with torch.compile)."""
+    found = [subprocess.run([sys.executable, "-c", STAND_INS, how], capture_output=True, text=True, check=True,
+                            cwd=ROOT).stdout for how in ("plain", "installed")]
+    assert found[0] == found[1] and "torch.jit" in found[0], found
+
+
 # honest round 14: a kernel decorator's arguments read from module constants and tables, and data ordered by a
 # builtin key or made by a string's method
 KERNEL_SOURCE = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"]
