@@ -68,13 +68,19 @@ def unresizable(t):
     return alias
 
 
+def names_badly(key) -> bool:
+    """Whether a key of an object's own dict names an array interface, or is not an exact str: a subclass's own
+    __eq__ could answer numpy's lookup otherwise than this test."""
+    return type(key) is not str or key in ADDRESSES
+
+
 def plain_state(state, depth: int = 8) -> bool:
     """Whether a state names no array interface: its dicts (dict, Counter, OrderedDict, and in lists and tuples,
-    `depth` deep) keyed by exact str or int, none in ADDRESSES, and no other object one that dict.update would
-    read keys from (a class with keys() or __getattr__), whose answers this walk could not see."""
+    `depth` deep) keyed by exact str or int, none in ADDRESSES, and no other object among them that dict.update
+    would read keys from (a class with keys() or __getattr__), whose answers this walk could not see."""
     kind = type(state)
     if kind in (dict, collections.Counter, collections.OrderedDict):
-        if not all(type(key) is int or type(key) is str and key not in ADDRESSES for key in state):
+        if not all(type(key) is int or not names_badly(key) for key in state):
             return False
         state = state.values()
     elif kind not in (list, tuple):
@@ -84,14 +90,13 @@ def plain_state(state, depth: int = 8) -> bool:
 
 
 def refuse_addresses(obj, what: str) -> None:
-    """Raise TypeError, the names taken out first, if obj's own dict has a key in ADDRESSES or a key that is not an
-    exact str (a subclass's own __eq__ could answer numpy's lookup otherwise than this test): it got them from
-    data, and the caller may already hold obj."""
+    """Raise TypeError, the names taken out first, if a key of obj's own dict names_badly: it got them from data,
+    and the caller may already hold obj."""
     try:
         own = object.__getattribute__(obj, "__dict__")
     except AttributeError:
         return
-    bad = [key for key in own if type(key) is not str or key in ADDRESSES] if type(own) is dict else []
+    bad = [key for key in own if names_badly(key)] if type(own) is dict else []
     for key in bad:
         del own[key]
     if bad:
@@ -154,8 +159,8 @@ def install() -> None:
         if isinstance(name, str):
             name = str.__str__(name)    # its own characters: the key the object's dict then holds
             # a whole __dict__ set this way is the object's attributes, named by its keys
-            if name in ADDRESSES or name == "__dict__" and not (type(value) is dict and all(
-                    type(key) is str and key not in ADDRESSES for key in value)):
+            if name in ADDRESSES or name == "__dict__" and not (
+                    type(value) is dict and not any(map(names_badly, value))):
                 raise TypeError(f"no attribute may be named {name!r} here, or {', '.join(sorted(ADDRESSES))} through "
                                 "it: numpy and torch read an array interface as a raw address")
         return builtin_setattr(obj, name, value)
