@@ -308,8 +308,7 @@ def test_no_copy_names_an_array_interface_in_the_child(zygote, how):
     value = called_in_child(zygote, COPIED_INTERFACE, "copied", how)
     assert value == "copied 1" if how == "plain" else "would name an array interface in its state" in value, value
 
-LOADED_INTERFACE = """import collections
-KEY = "_".join(["", "", "array", "interface", "", ""])
+LOADED_INTERFACE = """KEY = "_".join(["", "", "array", "interface", "", ""])
 class Keys:         # an object dict.update reads keys from, which a walk of dicts would not see
     def keys(self):
         return [KEY]
@@ -424,8 +423,8 @@ def test_every_state_torch_applies_to_an_objects_dict_is_checked():
             parts = parts[:-1]
         module = ".".join(("torch", *parts))
         # private modules, and the paths the policy holds (files, processes, the runtime)
-        if any(p.startswith("_") for p in parts) or any(module == p or module.startswith(p + ".") for p in
-                                                          policy.PROCESS_PATHS + ("torch.fx", "torch.export")):
+        if any(p.startswith("_") for p in parts) or any(module == p or module.startswith(p + ".")
+                                                          for p in policy.PROCESS_PATHS):
             continue
         for cls in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(cls, ast.ClassDef):

@@ -226,8 +226,7 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "kernel-retypes-error", "injected-retypes-error", "run-replaced-on-odd-widths", "run-replaced-when-untraced",
              "enum-retypes-error", "namespace-kwargs-retypes-error", "reexported-enum-retypes-error",
              "fqn-path-retypes-error", "pruning-state-retypes-error", "tracer-modes-swapped",
-             "forged-reply-frame", "listener-thread-computes",
-             "kernel-prints-values",
+             "forged-reply-frame", "listener-thread-computes", "kernel-prints-values",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
 
