@@ -607,6 +607,22 @@ def _plain(text) -> bool:
     return isinstance(text, str) and text[:1].isalpha()
 
 
+def _bound_by(node) -> list[str]:
+    """The names this one node binds (not its children): a stored or deleted name, a parameter, an except's or a
+    match capture's name (a mapping pattern's **rest too) and each name an import binds."""
+    if isinstance(node, ast.Name):
+        return [] if isinstance(node.ctx, ast.Load) else [node.id]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"]
+    return []
+
+
 def _bindings(stmts) -> list[tuple[ast.AST, str]]:
     """(statement, name) for each name bound at module level by these statements, in order (an assignment
     expression, x := ..., is its own statement: what x holds is its value, not the enclosing statement's); the
@@ -628,15 +644,13 @@ def _bindings(stmts) -> list[tuple[ast.AST, str]]:
         if isinstance(node, ast.Match):      # its captures bind at module level, and its cases' bodies run there
             out += [(n, n.target.id) for n in ast.walk(node.subject) if isinstance(n, ast.NamedExpr)]
             for case in node.cases:
-                for m in ast.walk(case.pattern):
-                    name = m.rest if isinstance(m, ast.MatchMapping) else getattr(m, "name", None)
-                    out += [(m, name)] if name else []
+                out += [(m, name) for m in ast.walk(case.pattern) for name in _bound_by(m)]
                 out += [(n, n.target.id) for n in ast.walk(case.guard) if isinstance(n, ast.NamedExpr)] \
                     if case.guard is not None else []
                 out += _bindings(case.body)
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            out += [(node, (a.asname or a.name).split(".")[0]) for a in node.names]
+            out += [(node, name) for name in _bound_by(node)]
             continue
         targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
                    [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)) else

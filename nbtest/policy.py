@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .cellcode import (FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Violation, _arguments,
-                       _bindings, _locals, _plain, quote)
+                       _bindings, _bound_by, _locals, _plain, quote)
 from .kernel_rules import check_kernels
 
 
@@ -90,7 +90,9 @@ GUARDS = {
     "kernel-retypes-error), and the standard library's helpers make an attribute from data, which numpy reads as an "
     "array interface (enum's functional API: enum-retypes-error scores 100 to its twin's 96 with it a flag; "
     "argparse's Namespace sets its through setattr, which the child refuses too)",
-    "protocol": "a special name that is not Python's own defined by a class, as a keyword or as a string (numpy's "
+    "protocol": "a special name that is not Python's own defined by a class, bound by any statement (an assignment, "
+    "a match's capture, an import's alias: match-capture-retypes-error and import-alias-retypes-error score 100 to "
+    "their twin's 96 with it demoted, where the child did not refuse them), as a keyword or as a string (numpy's "
     "__array_interface__, __array_struct__; the CUDA array interface, __dlpack__), __getattr__, which answers "
     "any name, and classes built from names the policy cannot read (three-argument type(), a metaclass, "
     "make_dataclass, its namespace and make_dataclass held or passed on, __annotations__, __slots__ and "
@@ -577,14 +579,7 @@ def _bound_in_functions(ctx: Notebook) -> set[str]:
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
                                   ast.SetComp, ast.DictComp, ast.GeneratorExp)):
                 for n in ast.walk(scope):
-                    if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-                        local.add(n.id)
-                    elif isinstance(n, ast.arg):
-                        local.add(n.arg)
-                    elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
-                        local.add(n.name)
-                    elif isinstance(n, (ast.Import, ast.ImportFrom)):
-                        local |= {(a.asname or a.name).split(".")[0] for a in n.names}
+                    local.update(_bound_by(n))
     return local
 
 
@@ -602,6 +597,7 @@ class _General(ast.NodeVisitor):
         self.annotations, self.local = annotations, local
         self.found: list[Violation] = []
         self.scopes: list[set[str]] = []          # the local names of each enclosing function
+        self.class_bodies: list[int] = []         # of each enclosing class body, how many functions enclose it
 
     def run(self, tree) -> list[Violation]:
         self._survey(tree)
@@ -686,6 +682,16 @@ class _General(ast.NodeVisitor):
                                               "builds an array at the raw address it names; use Python's own "
                                               "special methods and write each name out")
 
+    def _bound(self, node) -> None:
+        """The names a node binds other than by a plain name (an import's, a parameter's, an except's, a match
+        capture's): each bound as an assignment binds it, in a class body the class's attribute."""
+        for name in _bound_by(node):
+            self._special(node, name, "a binding of")
+
+    def visit_ExceptHandler(self, node):
+        self._bound(node)
+        self.generic_visit(node)
+
     def _special(self, node, name: str, what: str) -> None:
         """A special name bound or given as a keyword or a string: Python's own pass, and the override rule's."""
         if name in ("__getattr__", "__getattribute__"):
@@ -739,9 +745,11 @@ class _General(ast.NodeVisitor):
     def visit_Import(self, node):
         for a in node.names:
             self._module(node, a.name)
+        self._bound(node)
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node):
+        self._bound(node)
         if node.level:
             self.flag(node, "import", FLAG, "relative imports are not allowed in a notebook cell")
         elif any(a.name == "*" for a in node.names):
@@ -821,6 +829,7 @@ class _General(ast.NodeVisitor):
         for stmt in body:
             self.visit(stmt)
         for a in _arguments(node.args):
+            self._bound(a)
             if a.annotation is not None:
                 self.visit(a.annotation)
         if getattr(node, "returns", None) is not None:
@@ -1071,9 +1080,11 @@ class _General(ast.NodeVisitor):
             for k in node.keywords:
                 if k.arg == "namespace":
                     self._namespace(node, k.value)
-        if func == "locals" and self.scopes and not node.args and not node.keywords:
+        if func == "locals" and self.scopes and self.class_bodies[-1:] != [len(self.scopes)] and not node.args \
+                and not node.keywords:
             # locals() called in a function (a debug print) is that call's own names, never the module's
-            # namespace and its builtins, which module-level locals() is; the name itself is still flagged
+            # namespace and its builtins, which module-level locals() is, nor a class body's namespace, whose
+            # keys become the class's attributes; the name itself is still flagged
             node.func.function_locals = True
         if func in ATTRIBUTE_FUNCS:
             name = node.args[1] if len(node.args) > 1 else None
@@ -1173,9 +1184,12 @@ class _General(ast.NodeVisitor):
         for case in node.cases:
             for read in _pattern_reads(case.pattern, subject):
                 self.visit(ast.fix_missing_locations(ast.copy_location(read, case.pattern)))
+            for pattern in ast.walk(case.pattern):
+                self._bound(pattern)
         self.generic_visit(node)
 
     def visit_ClassDef(self, node):
+        self._special(node, node.name, "a class named")
         self.visit_ClassDef_protocol(node)
         if self._frozen_dataclass(node):
             for stmt in node.body:
@@ -1190,4 +1204,6 @@ class _General(ast.NodeVisitor):
             elif name in OVERRIDE_DUNDERS or name in MODULE_PRIVATE:
                 self.flag(stmt, "override", FLAG, f"defining {name} changes how torch or isinstance see "
                                                   "your objects; a solution returns plain tensors and modules")
+        self.class_bodies.append(len(self.scopes))
         self.generic_visit(node)
+        self.class_bodies.pop()

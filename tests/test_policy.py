@@ -944,6 +944,26 @@ RAW_MEMORY = {
     "array interface in a class body": ("class W:\n    __array_interface__ = property(lambda self: self.d)\n",
                                         {("protocol", WITHHOLD)}),
     "array interface as a keyword": ("W = dict(__array_interface__=1)\n", {("protocol", WITHHOLD)}),
+    # red team 34: every spelling of a binding binds a special name as an assignment does, in a class body the class's
+    "array interface by a match capture": ("class W:\n    match d:\n        case __array_interface__:\n"
+                                           "            pass\n", {("protocol", WITHHOLD)}),
+    "array interface by a mapping pattern's rest": ("class W:\n    match d:\n        case {**__array_interface__}:\n"
+                                                    "            pass\n", {("protocol", WITHHOLD)}),
+    "array interface by a sequence pattern's star": ("class W:\n    match d:\n        case [*__array_interface__]:\n"
+                                                     "            pass\n", {("protocol", WITHHOLD)}),
+    "array interface by an import's alias": ("class W:\n    from math import pi as __array_interface__\n",
+                                             {("protocol", WITHHOLD)}),
+    "array interface by an except's name": ("try:\n    pass\nexcept Exception as __array_interface__:\n    pass\n",
+                                            {("protocol", WITHHOLD)}),
+    "array interface as a parameter": ("def f(__array_interface__=None):\n    return 1\n", {("protocol", WITHHOLD)}),
+    "__getattr__ by a match capture": ("class W:\n    match f:\n        case __getattr__:\n            pass\n",
+                                       {("protocol", WITHHOLD)}),
+    "__getattr__ as a class's name": ("class W:\n    class __getattr__:\n        pass\n", {("protocol", WITHHOLD)}),
+    "locals() in a class body in a function": ("def f(d):\n    class W:\n        locals()[d] = 1\n    return W\n",
+                                               {("dynamic-code", WITHHOLD)}),
+    "honest: a match's captures and a function's locals()": (
+        "def f(cfg):\n    match cfg:\n        case {'depth': depth, **rest}:\n"
+        "            return depth, rest, locals()\n        case [first, *others]:\n            return first\n", set()),
     "array interface as a string": ("W = {'__array_struct__': 1}\n", {("protocol", WITHHOLD)}),
     "__getattr__ answers any name": ("class W:\n    def __getattr__(self, name):\n        return self.d\n",
                                      {("protocol", WITHHOLD)}),
