@@ -40,6 +40,9 @@ And no attribute of any object is set under such a name by setattr, whoever call
 under names they are handed (torch's pruning and parametrization, torch.distributions' lazy_property under a
 function's __name__), and a name of a str subclass is read as its own characters, not by its slices or __eq__.
 A functools.cached_property caches nothing under one either (its attrname is a plain attribute).
+
+Nor does a class statement run here bind one in the class (a match capture, an import's alias, locals() in the
+body: any spelling), and a __getattr__ or __getattribute__ a class statement defines answers none.
 """
 import builtins
 import collections
@@ -87,6 +90,18 @@ def plain_state(state, depth: int = 8) -> bool:
         # read from the classes' own dicts: no code of the object's runs here
         return not any("keys" in vars(c) or "__getattr__" in vars(c) for c in type.__dict__["__mro__"].__get__(kind))
     return depth > 0 and all(plain_state(item, depth - 1) for item in state)
+
+
+def answering_no_address(hook):
+    """A class's __getattr__ or __getattribute__ that raises AttributeError for an array interface's name, and
+    otherwise answers as `hook` does (bound as Python binds it: through its __get__ where it has one)."""
+    bind = getattr(type(hook), "__get__", None)
+
+    def answer(self, name):
+        if str.__str__(name) in ADDRESSES:      # its own characters, as setattr reads them
+            raise AttributeError(name)
+        return (bind(hook, self, type(self)) if bind is not None else functools.partial(hook, self))(name)
+    return answer
 
 
 def refuse_addresses(obj, what: str) -> None:
@@ -154,6 +169,23 @@ def install() -> None:
         return module_getattr(self, name)
 
     builtin_setattr = builtins.setattr
+    build_class = builtins.__build_class__
+
+    def __build_class__(body, name, *bases, **kwargs):
+        made = build_class(body, name, *bases, **kwargs)
+        if isinstance(made, type):
+            own = type.__dict__["__dict__"].__get__(made)     # its own namespace, whatever its metaclass says
+            bad = [key for key in own if names_badly(key)]
+            for key in bad:
+                if type(key) is str:
+                    type.__delattr__(made, key)
+            if bad:
+                raise TypeError(f"class {name!r} would name an array interface ({', '.join(sorted(ADDRESSES))}), "
+                                "or an attribute by an object other than a str: numpy reads it as a raw address")
+            for hook in ("__getattr__", "__getattribute__"):
+                if hook in own:
+                    type.__setattr__(made, hook, answering_no_address(own[hook]))
+        return made
 
     def checked_setattr(obj, name, value):
         if isinstance(name, str):
@@ -198,6 +230,7 @@ def install() -> None:
                                   (torch.nn.Module, "__getattr__", __getattr__, module_getattr),
                                   (copy, "_reconstruct", _reconstruct, reconstruct), *loaders,
                                   (functools.cached_property, "__get__", cached_property_get, cached_get),
-                                  (builtins, "setattr", checked_setattr, builtin_setattr)):
+                                  (builtins, "setattr", checked_setattr, builtin_setattr),
+                                  (builtins, "__build_class__", __build_class__, build_class)):
         new.__name__, new.__qualname__, new.__doc__ = name, name, old.__doc__
         setattr(owner, name, new)

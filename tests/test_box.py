@@ -408,6 +408,58 @@ def test_no_attribute_is_named_an_array_interface_from_data_in_the_child(zygote,
         assert value.startswith("refused") and "__array_interface__" not in value, value
 
 
+CLASS_INTERFACE = """import numpy
+STATE = dict(shape=(1,), typestr="<i8", data=(id(0), False), version=3)
+KEY = "_".join(["", "", "array", "interface", "", ""])
+def answer(self, name):
+    if name == KEY:
+        return STATE
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return len(name)
+def built(how):
+    try:
+        if how == "match":
+            class Words:
+                match STATE:
+                    case __array_interface__:
+                        pass
+        elif how == "import":
+            class Words:
+                from numpy import typecodes as __array_interface__
+        elif how == "locals":
+            class Words:
+                locals()[KEY] = STATE
+        elif how == "__getattr__":
+            class Words:
+                match answer:
+                    case __getattr__:
+                        pass
+        else:
+            class Words:
+                __getattr__ = answer
+                scale = 2
+            return f"built {Words().abc} {Words().scale}"
+    except TypeError as e:
+        return f"refused: {'interface' in str(e)}"
+    try:
+        return f"an array of {numpy.asarray(Words()).dtype}"
+    except Exception:
+        return "no array interface"
+"""
+
+
+@pytest.mark.parametrize("how", ["match", "import", "locals", "__getattr__", "plain"])
+def test_no_class_statement_binds_an_array_interface_in_the_child(zygote, how):
+    """A class statement binds names however it spells them: a match capture, an import's alias, or locals() in
+    its body from data. Each made numpy read a raw address (red team 34: 100 to its twin's 96, nothing held). In
+    the child a class statement that binds an array interface raises TypeError, and a __getattr__ it defines
+    answers every name but those (nbtest/buffers.py)."""
+    value = called_in_child(zygote, CLASS_INTERFACE, "built", how)
+    want = {"plain": "built 3 2", "__getattr__": "an array of object"}.get(how, "refused: True")
+    assert value == want, value
+
+
 def test_every_state_torch_applies_to_an_objects_dict_is_checked():
     """The guard covers each class of torch's public modules whose method (a special method aside: a cell cannot
     name one) updates an object's __dict__ from what it is handed, found in torch's own source: a new one in a
