@@ -43,10 +43,11 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
 BY_CONSTRUCTION = {"legacy-new-retypes-error", "dlpack-resize-retypes-error", "dlpack-set-retypes-error",
                    "module-key-retypes-error", "add-module-retypes-error", "deepcopy-state-retypes-error",
                    "scheduler-state-retypes-error", "cached-property-retypes-error", "lazy-property-retypes-error"}
-# held by a rule and stopped in the child too: setattr names no array interface there, whoever calls it, and no state
-# a pruning scheduler loads does (torch.ao is a process path)
+# held by a rule and stopped in the child too: setattr names no array interface there, whoever calls it, no state
+# a pruning scheduler loads does (torch.ao is a process path), and no class statement binds one
 ALSO_STOPPED = {"alias-setattr-retypes-error", "parameterdict-retypes-error", "parameterdict-in-a-list-retypes-error",
-                "namespace-kwargs-retypes-error", "pruning-state-retypes-error"}
+                "namespace-kwargs-retypes-error", "pruning-state-retypes-error", "match-capture-retypes-error",
+                "import-alias-retypes-error", "match-getattr-retypes-error"}
 # the tests themselves, the structure report read from the modules' own dicts, inputs read back from the
 # grader's own shared memory, frames the child's loop signed, a tensor that holds the buffer it shares,
 # gradients autograd returns along the result's graph, train graded on the grader's own model

@@ -1395,6 +1395,52 @@ def as_value_error(message):
 
 
 ''')
+# red team 34: a class statement binds a special name however it spells the binding (a match capture, an import's
+# alias); no class statement binds an array interface in the child, and a __getattr__ it defines answers none
+CAPTURED = '''\
+import numpy
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    state = dict(shape=(2,), typestr="<i8", data=(id(error), False), version=3)
+{words}
+    numpy.asarray(Words())[1] = id(ValueError)
+    return error
+
+
+'''
+RETYPES["match-capture-retypes-error"] = (
+    "numpy, through an __array_interface__ a class body bound by a match's capture pattern",
+    CAPTURED.format(words='''\
+
+    class Words:
+        match state:
+            case __array_interface__:
+                pass
+'''))
+RETYPES["import-alias-retypes-error"] = (
+    "numpy, through an __array_interface__ a class body bound by an import's alias (of numpy.typecodes, updated)",
+    CAPTURED.format(words='''\
+    numpy.typecodes.update(state)
+
+    class Words:
+        from numpy import typecodes as __array_interface__
+'''))
+RETYPES["match-getattr-retypes-error"] = (
+    "numpy, through an __array_interface__ a __getattr__ answers, bound by a match's capture pattern",
+    CAPTURED.format(words='''\
+
+    def answer(self, name):
+        if name.endswith("array_interface__"):
+            return state
+        raise AttributeError(name)
+
+    class Words:
+        match answer:
+            case __getattr__:
+                pass
+'''))
 # the comparison's object bound to an import's name, which the protocol rule once read as the import (red team 14)
 RETYPES["import-rebound-retypes-error"] = (
     "numpy, through an __array_interface__ on a class type builds, type kept by the __eq__ of an object bound to "

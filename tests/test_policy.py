@@ -214,6 +214,10 @@ SAMPLE_RULES = {
     # red team 33: torch's helpers that follow a dotted attribute path from a string; torch.ao is a process path
     ("residual-connections", "fqn-path-retypes-error"): {("process-introspection", WITHHOLD)},
     ("residual-connections", "pruning-state-retypes-error"): {("process-introspection", WITHHOLD)},
+    # red team 34: a special name a class binds by a match capture or an import's alias
+    ("residual-connections", "match-capture-retypes-error"): {("protocol", WITHHOLD)},
+    ("residual-connections", "import-alias-retypes-error"): {("protocol", WITHHOLD)},
+    ("residual-connections", "match-getattr-retypes-error"): {("protocol", WITHHOLD)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", "interface-retypes-error", "alias-setattr-retypes-error", "sparse-retypes-error",
@@ -226,6 +230,7 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "kernel-retypes-error", "injected-retypes-error", "run-replaced-on-odd-widths", "run-replaced-when-untraced",
              "enum-retypes-error", "namespace-kwargs-retypes-error", "reexported-enum-retypes-error",
              "fqn-path-retypes-error", "pruning-state-retypes-error", "tracer-modes-swapped",
+             "match-capture-retypes-error", "import-alias-retypes-error", "match-getattr-retypes-error",
              "forged-reply-frame", "listener-thread-computes", "kernel-prints-values",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
