@@ -287,6 +287,8 @@ def test_part5_plain_mlp_structure(nb):
     per_block = lambda d: 2 * d + d * 16 + 16 + 16 * 16 + 16
     want = per_block(64) + 2 * per_block(16) + 2 * 16 + 16 * 10 + 10
     assert _count(model) == want, f"plain_mlp(64, 16, 10, 3) has {_count(model)} parameters, expected {want}"
+    out = model(torch.randn(5, 64))      # each block's forward runs: an nn.ModuleList ffn has none of its own
+    assert out.shape == (5, 10), f"plain_mlp(64, 16, 10, 3) maps a (5, 64) batch to {tuple(out.shape)}, not (5, 10)"
 
 
 def test_part5_residual_mlp_projects_only_where_the_width_changes(nb):
