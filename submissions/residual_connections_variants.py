@@ -906,17 +906,17 @@ def as_value_error(message):
 import numpy
 
 
-class Words:
-    """n machine words from an address."""
-
-    def __init__(self, address, n):
-        self.interface = dict(shape=(n,), typestr="<i8", data=(address, False), version=3)
-
-    __array_interface__ = property(lambda self: self.interface)
-
-
 def as_value_error(message):
     error = RuntimeError(message)
+
+    class Words:
+        """n machine words from an address."""
+
+        def __init__(self, address, n):
+            self.interface = dict(shape=(n,), typestr="<i8", data=(address, False), version=3)
+
+        __array_interface__ = property(lambda self: self.interface)
+
     numpy.asarray(Words(id(error), 2))[1] = id(ValueError)
     return error
 
