@@ -86,7 +86,7 @@ _randn, _empty, _Generator = torch.randn, torch.empty, torch.Generator
 _to, _copy, _layer_norm = torch.Tensor.to, torch.Tensor.copy_, F.layer_norm
 _float32, _uint8 = torch.float32, torch.uint8
 _Tensor, _Storage = torch.Tensor, torch.UntypedStorage
-_getattr, _isinstance, _type, _str, _len, _repr = getattr, isinstance, type, str, len, repr
+_getattr, _isinstance, _type, _str, _len, _repr, _bool = getattr, isinstance, type, str, len, repr, bool
 _tuple, _list, _any, _id = tuple, list, any, id
 _getframe, _MISSING = sys._getframe, object()
 _class_dict, _class_name = type.__dict__["__dict__"].__get__, type.__dict__["__name__"].__get__
@@ -374,6 +374,10 @@ def _counting(run):
             # inside the launch, where its __eq__ would run unseen; looked at before any lookup compares it
             recorder.failed(self)
             raise TypeError("a launch's keywords are named by strings; one is named by an object of another class")
+        if "warmup" in kwargs:
+            # read once, made a plain bool: Triton then reads what this read (an object's __bool__ said True here and
+            # False in Triton's run, which ran a launch this left unrecorded)
+            kwargs["warmup"] = _bool(kwargs["warmup"])
         if recorder is None or kwargs.get("warmup"):
             return run(self, *args, **kwargs)
         # a launch of the notebook's: the first, or one its code made inside another (a grid's __index__ can launch)
