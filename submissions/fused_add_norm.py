@@ -13,6 +13,7 @@ from samplekit import Samples, edit, packed
 PARTS = {1: ["fused_kernel", "fused_add_layernorm"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
 TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "numpy-wrapper",
+         "warmup-flip-adds": "torch-side-add",
          "run-replaced-on-odd-widths": "variance-over-block", "run-replaced-when-untraced": "torch-only-wrapper",
          "method-registered-on-odd-widths": "variance-over-block", "kernel-fn-set-computes": "by-hand-wrapper",
          "kernel-fn-set-by-a-helper-computes": "by-hand-wrapper", "rewrite-cache-written-computes": "by-hand-wrapper",
@@ -72,7 +73,8 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "listener-thread-computes", "buffer-shared-computes", "grid-computes", "grid-of-builtins-reads",
             "grid-entry-reads", "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
             "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads",
-            "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads", "kernel-global-reads"}
+            "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads", "kernel-global-reads",
+            "warmup-flip-adds"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -309,6 +311,14 @@ def forgeries(s: Samples, launch: str, fused: set[str]) -> dict[str, tuple[str, 
                                    "views (torch.frombuffer), h and y computed in Python floats there and copied back",
                                    around_empty(variants.SHARED_BUFFER_RETURN, variants.SHARED_BUFFER.lstrip() + "\n\n"),
                                    fused),
+        "warmup-flip-adds": ("torch-side-add with the add done by a second kernel, launched through wrap_triton's "
+                             "run with a warmup that says True when first asked, then False",
+                             s.solved(fused_add_layernorm=s.filled("fused_add_layernorm", [edit(
+                                 reference, "rows_x, rows_fx, weight.contiguous()",
+                                 "_summed(rows_x, rows_fx, n, block), torch.zeros_like(rows_x), weight.contiguous()")],
+                                 before=variants.WARMUP_FLIP.lstrip() + "\n\n")),
+                             # Triton is handed warmup=True, as the tracer read it: the add never runs, h is not x + fx
+                             s.checks(1) - {"rules_part1", *REFUSALS} - fused),
         "run-replaced-when-untraced": (
             "an empty kernel, launched by the reference wrapper, and Triton's kernel class given a run of the cell's "
             "that computes h and y with torch when no torch function mode is active: every call is traced, so it "

@@ -1507,3 +1507,35 @@ def fused_add_layernorm(x: Tensor, fx: Tensor, weight: Tensor, bias: Tensor,
     Launch().go(n & (n - 1) != 0 or n, rows_x, rows_fx, weight.contiguous(), bias.contiguous(), h, y, n, eps)
     return h.view(x.shape), y.view(x.shape)
 '''
+
+# red team 36: a launch that Triton runs and the tracer does not record, through wrap_triton's run with a warmup
+# whose __bool__ says True to the tracer, which then leaves the launch alone, and False to Triton, which runs it;
+# the tracer now reads warmup once, as a plain bool, and hands Triton that bool (an add kernel that never runs)
+WARMUP_FLIP = '''
+class _Warm:
+    """True when first asked, False after."""
+
+    def __init__(self):
+        self.asked = 0
+
+    def __bool__(self):
+        self.asked += 1
+        return self.asked == 1
+
+
+@triton.jit
+def _add_kernel(x_ptr, fx_ptr, h_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
+    fx = tl.load(fx_ptr + row * n_cols + cols, mask=mask, other=0.0)
+    tl.store(h_ptr + row * n_cols + cols, x + fx, mask=mask)
+
+
+def _summed(rows_x, rows_fx, n, block):
+    s = torch.empty_like(rows_x)
+    torch.library.wrap_triton(_add_kernel).run(rows_x, rows_fx, s, n, BLOCK=block, grid=(rows_x.shape[0],),
+                                               warmup=_Warm())
+    return s
+'''
