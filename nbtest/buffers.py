@@ -39,7 +39,10 @@ it is given.
 And no attribute of any object is set under such a name by setattr, whoever calls it: libraries set attributes
 under names they are handed (torch's pruning and parametrization, torch.distributions' lazy_property under a
 function's __name__), and a name of a str subclass is read as its own characters, not by its slices or __eq__.
-A functools.cached_property caches nothing under one either (its attrname is a plain attribute).
+A functools.cached_property caches nothing under one either (its attrname is a plain attribute), nor does
+functools.update_wrapper (functools.wraps) copy one from the object it wraps: it updates the wrapper's __dict__
+with that object's, which a library may have filled from data (numpy.ma's masked functions copy an object's
+_optinfo into their result's __dict__).
 
 Nor does a class statement run here bind one in the class (a match capture, an import's alias, locals() in the
 body: any spelling), and a __getattr__ or __getattribute__ a class statement defines answers none.
@@ -136,7 +139,8 @@ def state_loaders() -> list[type]:
 def install() -> None:
     """torch.frombuffer and torch.asarray take their buffer through held(), a DLPack export an unresizable
     alias, sparse tensors are checked, a module answers no special name from its registries, and no copy, loaded
-    optimizer state, setattr or cached_property names an array interface (before any cell)."""
+    optimizer state, setattr, cached_property, update_wrapper or class statement names an array interface
+    (before any cell)."""
     import copy
 
     import numpy
@@ -205,6 +209,13 @@ def install() -> None:
             refuse_addresses(instance, "a cached_property of")
         return value
 
+    update_wrapper = functools.update_wrapper
+
+    def checked_update_wrapper(wrapper, *args, **kwargs):
+        made = update_wrapper(wrapper, *args, **kwargs)
+        refuse_addresses(wrapper, "functools.update_wrapper onto")
+        return made
+
     reconstruct = copy._reconstruct
 
     def _reconstruct(*args, **kwargs):
@@ -230,6 +241,7 @@ def install() -> None:
                                   (torch.nn.Module, "__getattr__", __getattr__, module_getattr),
                                   (copy, "_reconstruct", _reconstruct, reconstruct), *loaders,
                                   (functools.cached_property, "__get__", cached_property_get, cached_get),
+                                  (functools, "update_wrapper", checked_update_wrapper, update_wrapper),
                                   (builtins, "setattr", checked_setattr, builtin_setattr),
                                   (builtins, "__build_class__", __build_class__, build_class)):
         new.__name__, new.__qualname__, new.__doc__ = name, name, old.__doc__

@@ -345,6 +345,7 @@ def test_no_optimizer_state_loaded_names_an_array_interface_in_the_child(zygote,
 
 
 NAMED_INTERFACE = """import functools
+import numpy.ma
 import torch.distributions.utils
 import torch.nn.utils.prune
 KEY = "_".join(["", "", "array", "interface", "", ""])
@@ -366,6 +367,10 @@ class Keep(torch.nn.utils.prune.BasePruningMethod):
         return {}
 class Plain:
     pass
+class Source(list):
+    def __init__(self):
+        super().__init__([1.0])
+        self._optinfo = {KEY: {}}
 def named(how):
     holder = Plain()
     try:
@@ -385,6 +390,8 @@ def named(how):
             holder = torch.nn.Module()
             holder.register_parameter(KEY, torch.nn.Parameter(torch.zeros(1)))
             Keep.apply(holder, Name(KEY))
+        elif how == "update_wrapper":      # numpy.ma copies _optinfo into its result's __dict__
+            functools.update_wrapper(holder, numpy.ma.sqrt(Source()))
         else:
             setattr(holder, Name("kept"), 1)
             return f"set {[type(key).__name__ for key in vars(holder)]} {holder.kept}"
@@ -394,11 +401,13 @@ def named(how):
 """
 
 
-@pytest.mark.parametrize("how", ["setattr", "__dict__", "cached_property", "lazy_property", "prune", "plain"])
+@pytest.mark.parametrize("how", ["setattr", "__dict__", "cached_property", "lazy_property", "prune", "update_wrapper",
+                                 "plain"])
 def test_no_attribute_is_named_an_array_interface_from_data_in_the_child(zygote, how):
     """Libraries set attributes under names they are handed: torch's pruning (through getattr and setattr with a
     str subclass whose slices read as plain letters), lazy_property under a function's __name__, cached_property
-    under its attrname. Each made numpy read a raw address (red team 31: 100 to its twin's 96, with nothing the
+    under its attrname, and functools.update_wrapper copies a __dict__ that numpy.ma filled from an object's
+    _optinfo. Each made numpy read a raw address (red teams 31 and 35: 100 to its twin's 96, with nothing the
     policy or the monitor saw). In the child none sets one (nbtest/buffers.py), and a str subclass names an
     attribute by its own characters, an exact str."""
     value = called_in_child(zygote, NAMED_INTERFACE, "named", how)
