@@ -38,11 +38,12 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
 # retyped errors that no rule holds: the child's checked sparse tensors, unresizable DLPack exports, modules that
-# answer no special name from their registries, and copies, loaded optimizer states, setattr and cached_property
-# that name no array interface stop them (nbtest/buffers.py)
+# answer no special name from their registries, and copies, loaded optimizer states, setattr, cached_property and
+# update_wrapper that name no array interface stop them (nbtest/buffers.py)
 BY_CONSTRUCTION = {"legacy-new-retypes-error", "dlpack-resize-retypes-error", "dlpack-set-retypes-error",
                    "module-key-retypes-error", "add-module-retypes-error", "deepcopy-state-retypes-error",
-                   "scheduler-state-retypes-error", "cached-property-retypes-error", "lazy-property-retypes-error"}
+                   "scheduler-state-retypes-error", "cached-property-retypes-error", "lazy-property-retypes-error",
+                   "ma-optinfo-retypes-error"}
 # held by a rule and stopped in the child too: setattr names no array interface there, whoever calls it, no state
 # a pruning scheduler loads does (torch.ao is a process path), and no class statement binds one
 ALSO_STOPPED = {"interface-retypes-error", "alias-setattr-retypes-error", "parameterdict-retypes-error", "parameterdict-in-a-list-retypes-error",

@@ -1441,6 +1441,39 @@ RETYPES["match-getattr-retypes-error"] = (
             case __getattr__:
                 pass
 '''))
+# red team 35: numpy.ma's masked functions copy an object's _optinfo into their result's __dict__, and
+# functools.update_wrapper copies that __dict__ onto a plain object; update_wrapper copies no array interface in the
+# child
+RETYPES["ma-optinfo-retypes-error"] = (
+    "numpy, through an __array_interface__ numpy.ma copied from an object's _optinfo and functools.update_wrapper "
+    "copied on", '''\
+import functools
+
+import numpy
+import numpy.ma
+
+KEY = "_".join(["", "", "array", "interface", "", ""])
+
+
+class Source(list):
+    def __init__(self, spec):
+        super().__init__([1.0])
+        self._optinfo = {KEY: spec}
+
+
+class Target:
+    pass
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    spec = dict(shape=(2,), typestr="<i8", data=(id(error), False), version=3)
+    target = functools.update_wrapper(Target(), numpy.ma.sqrt(Source(spec)))
+    numpy.asarray(target)[1] = id(ValueError)
+    return error
+
+
+''')
 # the comparison's object bound to an import's name, which the protocol rule once read as the import (red team 14)
 RETYPES["import-rebound-retypes-error"] = (
     "numpy, through an __array_interface__ on a class type builds, type kept by the __eq__ of an object bound to "
