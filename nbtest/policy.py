@@ -361,6 +361,10 @@ def _keyed_holders(ctx: Notebook) -> set[str]:
 
 # what may be done with a ParameterDict besides indexing it: read it, never hand it on or alias it (a helper, an alias
 # or a dunder call would set its keys out of the policy's sight)
+# the methods through which a dict, list or set of a library's changes (numpy.typecodes.update(...), the object
+# looked up at its path: torch.add is no set's): a monkeypatch
+CONTAINER_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "append", "extend", "insert",
+                                "remove", "add", "discard"})
 KEYED_READS = frozenset({"items", "keys", "values", "parameters", "named_parameters", "get"})
 KEYED_READERS = frozenset({"len", "print", "str", "repr", "isinstance", "iter", "list", "dict", "sorted"})
 
@@ -883,6 +887,17 @@ class _General(ast.NodeVisitor):
                 target.literal_names = True
         self.generic_visit(node)
 
+    def _changes_library(self, node, what: str) -> None:
+        self.flag(node, "monkeypatch", FLAG, f"{what} changes a library for everyone in the process; define your own "
+                                             "function, dict or list instead")
+
+    def visit_Subscript(self, node):
+        library = self.ctx.resolve(node.value)
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and library is not None:
+            # numpy.typecodes["All"] = ...: an item of a library's own dict or list, as an attribute set on it
+            self._changes_library(node, f"assigning to an item of {library}")
+        self.generic_visit(node)
+
     def _held_maker(self, node) -> None:
         """make_dataclass read as a value (an alias, a partial, map's function): whoever calls it names the
         fields, out of the policy's sight (its call is read where it is written, visit_Call)."""
@@ -911,8 +926,7 @@ class _General(ast.NodeVisitor):
         if isinstance(node.ctx, (ast.Store, ast.Del)) and library is not None:
             # torch.allclose = ..., torch.Tensor.__eq__ = ...: it changes the library in this process only;
             # the grader's code in the child is bound to the originals, so it is a flag, not a way in
-            self.flag(node, "monkeypatch", FLAG, f"assigning to {library}.{attr} changes a library for everyone "
-                                                 "in the process; define your own function instead")
+            self._changes_library(node, f"assigning to {library}.{attr}")
             self.generic_visit(node)
             return
         if attr in ("__name__", "__qualname__") and isinstance(node.value, ast.Attribute) and \
@@ -1011,6 +1025,10 @@ class _General(ast.NodeVisitor):
     # -- calls: getattr family, object.__setattr__
     def visit_Call(self, node):
         func = node.func.id if isinstance(node.func, ast.Name) and not self._local(node.func.id) else None
+        if isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_MUTATORS and \
+                (library := self.ctx.resolve(node.func.value)) is not None and \
+                isinstance(named(library)[1], (dict, list, set)):
+            self._changes_library(node, f"{library}.{node.func.attr}(...)")
         for k in _keywords(node):
             if k.arg is not None:
                 self._special(k, k.arg, "the keyword")

@@ -216,7 +216,7 @@ SAMPLE_RULES = {
     ("residual-connections", "pruning-state-retypes-error"): {("process-introspection", WITHHOLD)},
     # red team 34: a special name a class binds by a match capture or an import's alias
     ("residual-connections", "match-capture-retypes-error"): {("protocol", WITHHOLD)},
-    ("residual-connections", "import-alias-retypes-error"): {("protocol", WITHHOLD)},
+    ("residual-connections", "import-alias-retypes-error"): {("protocol", WITHHOLD), ("monkeypatch", FLAG)},
     ("residual-connections", "match-getattr-retypes-error"): {("protocol", WITHHOLD)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
@@ -455,6 +455,12 @@ def test_a_private_name_the_notebook_defines_is_still_a_librarys_off_its_path():
     ("torch.backends.cudnn._flags = True", {("monkeypatch", FLAG)}),        # not a documented switch
     ("torch.allclose = True", {("monkeypatch", FLAG)}),           # a literal, outside torch.backends
     ("del torch.backends.cudnn.benchmark", {("monkeypatch", FLAG)}),
+    # an item of a library's own dict or list changes the library as an attribute set on it does (red team 34)
+    ("import numpy; numpy.typecodes['All'] = 'x'", {("monkeypatch", FLAG)}),
+    ("import numpy; numpy.typecodes.update(All='x')", {("monkeypatch", FLAG)}),
+    ("import numpy; del numpy.typecodes['All']", {("monkeypatch", FLAG)}),
+    ("y = torch.add(torch.ones(1), 1)", set()),            # a function named as a set's method: no container
+    ("import numpy; codes = dict(numpy.typecodes); codes.update(All='x')", set()),     # a copy of its own
 ])
 def test_a_literal_set_on_a_torch_backends_switch_is_configuration(line, found):
     """Setting torch.backends' switches (cudnn.deterministic, allow_tf32) to a literal is how PyTorch's
