@@ -5,12 +5,14 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from autograder.course import ROOT
 from autograder.results.terminal import shown
+from helpers import write_export
 
 ASSIGNMENT = "residual-connections"
 FULL_MARKS = ROOT / "submissions" / ASSIGNMENT / "full-marks.ipynb"
@@ -89,3 +91,29 @@ def test_a_students_text_starts_no_line_of_a_table_or_a_grade_cell():
     for text in (shown(table(result)), feedback_text(result, 1), score_line(result)):
         assert not any(line.strip().startswith(forged.strip()) for line in text.split("\n")), text
     assert len(score_line(result).split("\n")) == 1
+
+
+@pytest.mark.slow
+def test_an_export_and_the_answers_print_a_students_terminal_controls_as_text(tmp_path):
+    """review and status of a Gradescope export (a submitter's own display name, a quoted line, a folder the
+    metadata does not list) and answers (a notebook's file name) print each as text."""
+    from autograder.lms.gradescope.late import Late
+    from autograder.lms.gradescope.results import to_gradescope
+    from autograder.results.result import Result, held_entry
+    line = f"residual_add line 3: [import] import sys  # {ATTACK}"
+    result = Result(ASSIGNMENT, 7, [held_entry("gradient flows", 2, 4, line)], review=(line,))
+    doc = to_gradescope(result, visibility="visible", late=Late(0, 0, 1, "2027-02-15T23:59:00+00:00", 0))
+    # YAML's own escapes: a display name Gradescope stores as the student typed it
+    name = '"Eve \\e]0;owned\\a\\e[2K\\u202eevil"'
+    export = write_export(tmp_path / "assignment_1_export.zip",
+                          {"submission_1": ([(name, "51001")], doc, {"mine.ipynb": FULL_MARKS.read_bytes()})})
+    with zipfile.ZipFile(export, "a") as zf:
+        zf.writestr(f"assignment_1_export/submission_{ATTACK}/mine.ipynb", b"{}")
+    said = {command: run(command, ASSIGNMENT, "--gradescope-export", export) for command in ("review", "status")}
+    hostile(tmp_path / "answers" / f"hostile{ATTACK}.ipynb")
+    said["answers"] = run("answers", ASSIGNMENT, tmp_path / "answers", "--out", tmp_path / "pdfs")
+    for command, text in said.items():
+        assert not [c for c in CONTROLS if c in text], (command, text[-2000:])
+    assert shown(f"import sys  # {ATTACK}") in said["review"] and shown(f"submission_{ATTACK}") in said["review"]
+    assert shown("Eve \x1b]0;owned\x07\x1b[2K\u202eevil") in said["status"]
+    assert shown(f"hostile{ATTACK}.pdf") in said["answers"]

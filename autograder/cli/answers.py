@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..course import ROOT, SOLUTIONS
+from ..results.terminal import shown
 
 
 def add_parser(commands) -> None:
@@ -40,9 +41,9 @@ def run(args) -> int:
     out = args.out or ROOT / "dist" / "answers" / args.assignment
     written, failed = write_folder(questions, args.folder, out, args.assignment)
     for pdf, pages in written.items():
-        print(f"{pages:>3} pages  {pdf}")
+        print(shown(f"{pages:>3} pages  {pdf}"))      # named for the student's notebook
     for nb, why in failed.items():
-        print(f"error: {nb}: no PDF written ({why})", file=sys.stderr)
+        print(shown(f"error: {nb}: no PDF written ({why})"), file=sys.stderr)
     if not written and not failed:
         print(f"error: no notebooks in {args.folder}", file=sys.stderr)
         return 2

@@ -107,9 +107,9 @@ def gradescope_queue(args) -> int:
     except ExportError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(listing(queue, {}))
-    print(queue.export.left_out())
-    print(queue.summary())
+    print(shown(listing(queue, {})))          # a quoted line, a folder's name: the students' text
+    print(shown(queue.export.left_out()))
+    print(shown(queue.summary()))
     print(f"{MANUAL[0].upper()}{MANUAL[1:]}.")
     return 0
 

@@ -85,7 +85,8 @@ def gradescope_status(args) -> int:
     from ..lms.gradescope.export import ExportError, read_export, status_lines
     args.course.assignment(args.assignment)
     try:
-        print("\n".join(status_lines(read_export(args.gradescope_export, args.assignment))))
+        # the submitters' own display names, a folder's name: the students' text
+        print(shown("\n".join(status_lines(read_export(args.gradescope_export, args.assignment)))))
     except ExportError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ at all, every answer does (`tests/test_answers.py` fuzzes it with generated mark
 """
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -23,8 +24,19 @@ from fpdf.html import DEFAULT_TAG_STYLES
 
 from ...grading.batch import notebooks
 from ...nbgrading.answers import Answer, Questions, render
+from ...results.terminal import shown
 
 FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+
+
+def _as_text(record: logging.LogRecord) -> bool:
+    """fpdf2's warnings name the characters a font lacks, a student's among them: written as text
+    (results/terminal.py)."""
+    record.msg, record.args = shown(record.getMessage()), ()
+    return True
+
+
+logging.getLogger("fpdf.output").addFilter(_as_text)
 FACES = {"": "", "B": "-Bold", "I": "-Oblique", "BI": "-BoldOblique"}
 SANS, MONO = "DejaVuSans", "DejaVuSansMono"
 # inline code and code blocks in the monospaced face, fpdf2's own styles otherwise
