@@ -359,12 +359,12 @@ def _keyed_holders(ctx: Notebook) -> set[str]:
     return out
 
 
-# what may be done with a ParameterDict besides indexing it: read it, never hand it on or alias it (a helper, an alias
-# or a dunder call would set its keys out of the policy's sight)
 # the methods through which a dict, list or set of a library's changes (numpy.typecodes.update(...), the object
 # looked up at its path: torch.add is no set's): a monkeypatch
 CONTAINER_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "append", "extend", "insert",
                                 "remove", "add", "discard"})
+# what may be done with a ParameterDict besides indexing it: read it, never hand it on or alias it (a helper, an alias
+# or a dunder call would set its keys out of the policy's sight)
 KEYED_READS = frozenset({"items", "keys", "values", "parameters", "named_parameters", "get"})
 KEYED_READERS = frozenset({"len", "print", "str", "repr", "isinstance", "iter", "list", "dict", "sorted"})
 

@@ -27,6 +27,13 @@ from ...nbgrading.answers import Answer, Questions, render
 from ...results.terminal import shown
 
 FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+FACES = {"": "", "B": "-Bold", "I": "-Oblique", "BI": "-BoldOblique"}
+SANS, MONO = "DejaVuSans", "DejaVuSansMono"
+# inline code and code blocks in the monospaced face, fpdf2's own styles otherwise
+CODE_STYLES = {"code": FontFace(family=MONO), "pre": DEFAULT_TAG_STYLES["pre"].replace(font_family=MONO)}
+# in the cleaned HTML (attributes double-quoted): a heading's pilcrow link, then any link to "#..."
+ANCHOR_LINK = re.compile(r'<a class="anchor-link"[^>]*>.*?</a>', re.S)
+IN_PAGE = re.compile(r'<a\b[^>]*\bhref="#[^"]*"[^>]*>(.*?)</a>', re.S)
 
 
 def _as_text(record: logging.LogRecord) -> bool:
@@ -37,13 +44,6 @@ def _as_text(record: logging.LogRecord) -> bool:
 
 
 logging.getLogger("fpdf.output").addFilter(_as_text)
-FACES = {"": "", "B": "-Bold", "I": "-Oblique", "BI": "-BoldOblique"}
-SANS, MONO = "DejaVuSans", "DejaVuSansMono"
-# inline code and code blocks in the monospaced face, fpdf2's own styles otherwise
-CODE_STYLES = {"code": FontFace(family=MONO), "pre": DEFAULT_TAG_STYLES["pre"].replace(font_family=MONO)}
-# in the cleaned HTML (attributes double-quoted): a heading's pilcrow link, then any link to "#..."
-ANCHOR_LINK = re.compile(r'<a class="anchor-link"[^>]*>.*?</a>', re.S)
-IN_PAGE = re.compile(r'<a\b[^>]*\bhref="#[^"]*"[^>]*>(.*?)</a>', re.S)
 
 
 def write_pdf(answers: list[Answer], path: Path, title: str) -> int:
