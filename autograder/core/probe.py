@@ -12,14 +12,14 @@ Requests (dicts) and what they return:
      "grad": UPSTREAM or None, "grad_args": [i, ...]}
         -> {"result", "args_after", "shares_input", "grads"}
         (with "spec_fn": [KIND, ...] in place of "fn": the callable the assignment's SPECS table builds,
-        the grader's own code run on the submission's objects: Part 5's trainer)
+        the grader's own code run on the submission's objects: Part 5's trainer and its checks)
     {"op": "new", "cls": NAME, "args", "kwargs", "double": bool}    (or "spec": [KIND, ...], the grader's own)
         -> {"handle", "structure"}
     {"op": "load", "handle": H, "weights": {"ffn.0.weight": TENSOR, ...}}  -> {}
-    {"op": "invoke", "handle": H, "at": PATH or "", "args", "kwargs", "no_grad": bool}  -> like "call"
+    {"op": "invoke", "handle": H, "at": PATH or "", "args", "kwargs"}  -> like "call"
         (the object, or its submodule at PATH as "load" reaches it: "0.ffn", "attn", an nn.ModuleList run
-        as nbtest.layers.as_layer runs it; no_grad: under
-        torch.no_grad, for outputs that are only read: autograd's bookkeeping doubles a small model's forward)
+        as nbtest.layers.as_layer runs it; with autograd on, as training runs a model: a forward that told
+        an evaluation under torch.no_grad from training would have nothing to tell)
     {"op": "time", "fn": NAME, "args", "kwargs", "against": {LABEL: SPEC, ...},
      "reps": R, "inner": K, "budget_ms": B, "fresh": [i, ...], "rows": [r, ...], "seed": S}
         -> {"ms": {"fn": [...], LABEL: [...]}, "device": NAME,
@@ -253,11 +253,7 @@ def _observe(fn, request, specs, objects, module) -> dict:
         fn = _keeping(fn, handed)
     tracer = TRACERS.get(request.get("trace"))
     if tracer is None:
-        if request.get("no_grad"):
-            with _no_grad():
-                result = fn(*args, **kwargs)
-        else:
-            result = fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
         out = _observed(result, args, request)
         if request.get("trace"):
             out["trace"] = None      # a tracer the child has not registered: no report, as the reply says

@@ -342,14 +342,10 @@ class Trial:
                       "reaches each layer as the docstring states: by position in an nn.Sequential or nn.ModuleList "
                       f"(model[l], ffn[2]) and by the attribute names given{names}.", misconception=None)
 
-    def invoke(self, obj: Remote, *args, at: str = "", expect_error=False, no_grad: bool = False,
-               **kwargs) -> Observation:
+    def invoke(self, obj: Remote, *args, at: str = "", expect_error=False, **kwargs) -> Observation:
         """obj(*args, **kwargs) in the submission; with `at` ("0.ffn", "attn"), the submodule there, reached
-        as t.load reaches a layer: the grader drives the parts by the paths the assignment states.
-        no_grad: the call runs under torch.no_grad (outputs only read, no gradients asked for)."""
+        as t.load reaches a layer: the grader drives the parts by the paths the assignment states."""
         request = {"op": "invoke", "handle": obj.handle, "at": at, "args": _wire(args), "kwargs": _wire(kwargs)}
-        if no_grad:
-            request["no_grad"] = True
         return self._ask(request, f"{part_label(obj, at)}(...)", expect_error)
 
     def drive(self, obj: Remote, path: str, *args, **kwargs) -> torch.Tensor:

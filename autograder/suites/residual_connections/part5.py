@@ -320,7 +320,7 @@ def teacher_problem(gen: torch.Generator, n: int, d_in: int, k: int):
 
 def _loss(t: Trial, model, X, y, data: str = "X") -> float:
     """The mean cross-entropy of the model's logits on (X, y), computed here; finite, or the test fails."""
-    out = t.tensor(t.invoke(model, X, no_grad=True).result, f"{model.label}({data})")
+    out = t.tensor(t.invoke(model, X).result, f"{model.label}({data})")
     if out.shape != (len(X), int(y.max()) + 1):
         t.fail(f"{model.label}({data}) returned shape {tuple(out.shape)}, expected {(len(X), int(y.max()) + 1)}: one "
                "logit per class per example.")
