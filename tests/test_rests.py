@@ -109,7 +109,8 @@ def test_each_request_kind_marks_what_its_test_reads():
              "shares_input": lambda t: t.call("f").shares_input,
              "trace": lambda t: t.call("f", trace="launches").trace,
              "structure": lambda t: t.new("C").structure,
-             "reply": lambda t: t.time("f", against={}, reps=1, inner=1, budget_ms=1, fresh=[], rows=[]).reply}
+             "reply": lambda t: t.time("f", against={}, reps=1, inner=1, budget_ms=1, fresh=[], rows=[]).reply,
+             "run": lambda t: t.run(["trainer"]).result}
     assert set(cases) == set(REPORTS)
     for key, read in cases.items():
         t = trial({"error": error} if key == "error" else {"handle": 0, "structure": {}, "result": {"kind": "none"}})

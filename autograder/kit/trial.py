@@ -167,16 +167,18 @@ class Suite:
 REPORTS = {"error": "the error it raised", "args_after": "its inputs after the call",
            "shares_input": "whether its result shares an input's memory", "grads": "the gradients",
            "trace": "a tracer's report (kernel launches)", "structure": "the structure report (modules, parameters)",
-           "reply": "the whole reply (timings, the values checked while timing)"}
+           "reply": "the whole reply (timings, the values checked while timing)",
+           "run": "what the grader's own code found in the child (Part 5's training and its checks)"}
 RETURNED = {"result", "handle", "label"}
 
 
 class Observation:
     """A reply from the sandbox: the raw result of one call. Reading anything but `result` marks the trial
-    (rests: the REPORTS keys read so far)."""
+    (rests: the REPORTS keys read so far), and `result` too where the call was the grader's own code (t.run):
+    what it returns is its account of the submission's objects, made where they live."""
 
-    def __init__(self, reply: dict, rests: set[str]):
-        self._reply, self._rests = reply, rests
+    def __init__(self, reply: dict, rests: set[str], graders_code: bool = False):
+        self._reply, self._rests, self._graders_code = reply, rests, graders_code
 
     def _report(self, key: str):
         self._rests.add(key)
@@ -192,6 +194,8 @@ class Observation:
 
     @property
     def result(self) -> dict:
+        if self._graders_code:
+            self._rests.add("run")
         return self._reply.get("result", {"kind": "none"})
 
     @property
@@ -300,7 +304,7 @@ class Trial:
         5's trainer) called on args, the submission's objects among them: what the grader's code does with them
         in the submission's process, where they live."""
         request = {"op": "call", "spec_fn": list(spec), "args": _wire(args), "kwargs": _wire(kwargs)}
-        return self._ask(request, f"the grader's {spec[0]}(...)", False)
+        return Observation(self._ask(request, f"the grader's {spec[0]}(...)", False)._reply, self.rests, True)
 
     def time(self, fn: str, *args, against: dict, reps: int, inner: int, budget_ms: float, fresh: list[int],
              rows: list[int], **kwargs) -> Observation:
