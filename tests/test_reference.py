@@ -152,7 +152,8 @@ def test_the_sweep_separates_on_other_seeds(reference):
 
 def test_the_graders_training_is_the_contracts_train_on_the_whole_set(reference):
     """specs.fit, with which Part 5's deep tests train a student's model, takes the same steps as the
-    reference's train with batch = len(X) (SGD, momentum 0.9): losses and parameters agree to rounding."""
+    reference's train with batch = len(X) (SGD, momentum 0.9): losses and parameters agree to rounding, the
+    checks of the gradient at the start (specs._slopes) taking nothing from the steps."""
     from autograder.suites.residual_connections.specs import fit
     gen = torch.Generator().manual_seed(3)
     X, y = torch.randn(64, 6, generator=gen), torch.randint(0, 3, (64,), generator=gen)
@@ -160,11 +161,73 @@ def test_the_graders_training_is_the_contracts_train_on_the_whole_set(reference)
     ours = reference.residual_mlp(6, 8, 3, 3)
     theirs = reference.residual_mlp(6, 8, 3, 3)
     theirs.load_state_dict(ours.state_dict())
-    got = fit(ours, X, y, 12, 0.1)
+    got, slopes = fit(ours, X, y, 12, 0.1, seed=1)
     want = reference.train(theirs, X, y, 12, lr=0.1, batch=len(X), seed=5)
-    assert got == pytest.approx(want, rel=1e-5, abs=1e-6)
+    assert got[:-1] == pytest.approx(want, rel=1e-5, abs=1e-6)
+    assert len(slopes) == 6
     for a, b in zip(ours.parameters(), theirs.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+class _Scaled(nn.Linear):
+    """A head whose backward passes `factor` of its values' gradient; the values are a Linear's."""
+
+    factor = 1.0
+
+    def forward(self, x):
+        out = super().forward(x)
+        return out.detach() + self.factor * (out - out.detach())
+
+
+@pytest.mark.parametrize("factor, dropout, follows", [(1.0, 0.0, True), (1.0, 0.2, True), (0.5, 0.0, False),
+                                                      (1e-6, 0.0, False), (2.0, 0.0, False)])
+def test_the_gradient_check_tells_a_backward_that_differs_from_its_forward(reference, factor, dropout, follows):
+    """specs._slopes, at fit's first step, against part5's tolerance: the reference's residual_mlp at the deep
+    tests' depth (with a dropout too, which draws the same masks for the gradient and each difference) follows
+    its forward; the same model whose head passes another share of its gradient does not."""
+    from autograder.suites.residual_connections import part5
+    from autograder.suites.residual_connections.specs import fit
+    gen = torch.Generator().manual_seed(4)
+    X, y, _, _ = part5.teacher_problem(gen, 256, 16, 4)
+    torch.manual_seed(1)
+    model = reference.residual_mlp(16, 32, 4, 16)
+    model[17] = _Scaled(32, 4)
+    model[17].factor = factor
+    if dropout:
+        model[5].ffn.append(nn.Dropout(dropout))
+    _, slopes = fit(model, X, y, 1, 0.1, seed=2)
+    agree = [abs(r - f) <= part5.SLOPE_ATOL + part5.SLOPE_RTOL * max(abs(r), abs(f)) for r, f in slopes]
+    assert len(slopes) == 6 and all(agree) == follows, slopes
+
+
+def test_layers_finds_a_model_built_otherwise_at_another_depth(reference):
+    """specs.layers compares a builder's model at one depth with its model at 3: the reference's agrees, a
+    block placed twice and a dropout too; a head of another class past depth 8, two blocks where 16 were asked,
+    and a forward that skips blocks it holds each show."""
+    from autograder.suites.residual_connections.specs import layers
+    X = torch.randn(32, 6, generator=torch.Generator().manual_seed(0))
+    shallow = reference.residual_mlp(6, 8, 3, 3)
+    deep = reference.residual_mlp(6, 8, 3, 16)
+    assert layers(deep, shallow, X, 16, 3) == [18, 5, True, []]
+    twice = nn.Sequential(deep[0], *[deep[1]] * 15, deep[16], deep[17])
+    assert layers(twice, shallow, X, 16, 3) == [18, 5, True, []]
+    dropped = reference.residual_mlp(6, 8, 3, 16)
+    for block in dropped[:16]:
+        block.ffn.append(nn.Dropout(0.3))
+    shallow_dropped = reference.residual_mlp(6, 8, 3, 3)
+    for block in shallow_dropped[:3]:
+        block.ffn.append(nn.Dropout(0.3))
+    assert layers(dropped, shallow_dropped, X, 16, 3) == [18, 5, True, []]
+    other_head = nn.Sequential(*deep[:17], _Scaled(8, 3))
+    assert layers(other_head, shallow, X, 16, 3) == [18, 5, True, [17]]
+    assert layers(reference.residual_mlp(6, 8, 3, 2), shallow, X, 16, 3)[:2] == [4, 5]
+
+    class Skips(nn.Sequential):
+        def forward(self, x):
+            for layer in [*self[:2], *self[16:]]:
+                x = layer(x)
+            return x
+    assert layers(Skips(*deep), shallow, X, 16, 3) == [18, 5, False, []]
 
 
 def test_the_margins_benchmark_sees_what_a_grading_sees(sample_results):

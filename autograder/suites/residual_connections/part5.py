@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from ...kit import Trial, excerpt, part_label
+from .specs import H
 from .suite import F64, check_ffn_part, check_shortcut_part, ffn_of, ffn_weights, load_as_stated, spec, test
 
 
@@ -375,6 +376,72 @@ PLAIN_STALL = 0.7     # plain at depth 16, training loss / chance: reference >= 
 #                       >= 0.84; a plain block that adds x where it can <= 0.41
 
 
+SHALLOW_TWIN = 3      # the depth of the builder's model that each model the grader trains is compared with
+SLOPE_RTOL, SLOPE_ATOL = 0.2, 2e-3    # a gradient against its forward's slope (specs._slopes), over 200 seeds
+#                       (benchmarks/part5_slopes.py): the reference's worst is under 0.08 of this tolerance, honest
+#                       variants' under 0.13, a plain stack with ReLU (a mistake of plain_forward's) 0.54; a head
+#                       that passes half its gradient is 2.5 times over it
+
+
+def _data(value: dict):
+    """A value the grader's own code returned from the child as plain data (numbers, bools, lists), or None."""
+    kind = value.get("kind")
+    if kind in ("number", "bool"):
+        return value.get("value")
+    if kind in ("list", "tuple"):
+        return [_data(v) for v in value.get("items", [])]
+    return None
+
+
+def _floats(values) -> bool:
+    return isinstance(values, list) and all(type(v) is float for v in values)
+
+
+def _as_returned(t: Trial, spec_name: str, value, shaped) -> None:
+    """Fails unless what the grader's own code returned from the child is a list that shaped(it) accepts."""
+    if not (isinstance(value, list) and shaped(value)):
+        t.fail(f"the grader's {spec_name} came back from your code's process as something else than it returns: "
+               "something in the process changed it.", misconception=None)
+
+
+def _built_as_at_any_depth(t: Trial, builder: str, model, X, dims: tuple[int, int, int, int]) -> None:
+    """Fails unless model, builder(*dims), is builder's model at depth SHALLOW_TWIN with more blocks: as many
+    layers besides the blocks, a forward that is its layers in order, and each layer computing what a layer of
+    the shallow model computes with the same weights (specs.layers). The deep tests train the
+    model a builder makes at their depth; these are what makes it the model the tests of smaller depths judged."""
+    depth = dims[3]
+    shallow = t.new(builder, *dims[:3], SHALLOW_TWIN)
+    found = _data(t.run(["layers"], model, shallow, X, depth, SHALLOW_TWIN).result)
+    if found == []:       # its layers do not apply in order at all: a layout the structure tests judge
+        return
+    _as_returned(t, "layers", found, lambda v: len(v) == 4 and _floats(v[:2]) and isinstance(v[2], bool)
+                 and _floats(v[3]))
+    mine, theirs, chain, differ = int(found[0]), int(found[1]), found[2], [int(i) for i in found[3]]
+    if mine - depth != theirs - SHALLOW_TWIN:
+        t.fail(f"{model.label} has {mine} top-level layers, and {shallow.label} has {theirs}: at depth {depth} a "
+               f"model must be built as at any depth, {depth - SHALLOW_TWIN} blocks more and the same other layers. "
+               "The grader trains what the builder makes at this depth.", misconception=None)
+    if not chain:
+        t.fail(f"{model.label}(X) is not its layers applied in order, model[0] first: the model must compute its "
+               "blocks, the final LayerNorm and the head one after the other, as the contract lays them out.",
+               misconception=None)
+    if differ:
+        t.fail(f"{part_label(model, str(differ[0]))} computes otherwise than every layer of {shallow.label} given "
+               "the same weights and input: what a layer computes must not depend on the depth of the model it "
+               "sits in.", misconception=None)
+
+
+def _follows_its_forward(t: Trial, label: str, slopes: list) -> None:
+    """Fails unless each [gradient along v, the forward's slope along v] of specs._slopes agrees."""
+    for reported, measured in slopes:
+        if not abs(reported - measured) <= SLOPE_ATOL + SLOPE_RTOL * max(abs(reported), abs(measured)):
+            t.fail(f"the gradient of {label}'s loss that autograd gives is not the slope of what its forward computes: "
+                   f"along a direction in its parameters the gradient says {reported:.4g}, while the loss changes at "
+                   f"{measured:.4g} per unit of step (central differences, step {H}). Training follows the gradient, "
+                   "so a backward that differs from the forward (a detach, a gradient hook, a custom autograd "
+                   "Function) trains something else than what the model computes.", misconception=None)
+
+
 def _trained(t: Trial, builder: str, size: dict, d_in: int, k: int, before: bool = False,
              own_train: bool = False) -> tuple[str, list[float]]:
     """The label of builder(d_in, size's width, k, size's depth) and its losses [on X, on X_held] after size's
@@ -382,7 +449,7 @@ def _trained(t: Trial, builder: str, size: dict, d_in: int, k: int, before: bool
     two losses at the start first. own_train: the grader's own model of that name (specs.residual_mlp) trained by
     the submission's train (the test judges train: the model cannot train itself, whatever hooks a builder of the
     submission's would give it), else the submission's model trained by the grader's (specs.fit: the test judges
-    the model)."""
+    the model), once it is found built as at any depth, and failing where its backward does not follow its forward."""
     X, y, X_held, y_held = teacher_problem(t.gen, size["n"], d_in, k)
     dims = (d_in, size["width"], k, size["depth"])
     model = t.new(spec(builder, *dims)) if own_train else t.new(builder, *dims)
@@ -391,7 +458,11 @@ def _trained(t: Trial, builder: str, size: dict, d_in: int, k: int, before: bool
     if own_train:
         _train(t, model, X, y, size["steps"], size["lr"], size["n"], t.rng.randrange(1000))
     else:
-        t.run(["trainer"], model, X, y, size["steps"], size["lr"])
+        _built_as_at_any_depth(t, builder, model, X, dims)
+        run = _data(t.run(["trainer"], model, X, y, size["steps"], size["lr"], t.rng.getrandbits(63)).result)
+        _as_returned(t, "trainer", run, lambda v: len(v) == 2 and isinstance(v[1], list)
+                     and all(_floats(pair) and len(pair) == 2 for pair in v[1]))
+        _follows_its_forward(t, model.label, run[1])
     return model.label, start + measure()
 
 

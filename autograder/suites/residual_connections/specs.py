@@ -14,9 +14,11 @@ child before any student code: the torch and math functions used are bound here.
     ["residual_mlp", d_in, width, d_out, depth]
                                 Part 5: the contract's residual_mlp, the grader's own, for train to train
     ["trainer"]                 Part 5: the grader's own train (`fit`), for the tests that judge a model
+    ["layers"]                  Part 5: how a model built at one depth compares with the builder's at another
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -27,6 +29,11 @@ _t_tanh, _t_zeros_like, _linear = torch.tanh, torch.zeros_like, torch.nn.functio
 _cross_entropy, _grad, _no_grad, _parameters = torch.nn.functional.cross_entropy, torch.autograd.grad, torch.no_grad, \
     nn.Module.parameters
 _clone, _mul_, _add_, _item = torch.Tensor.clone, torch.Tensor.mul_, torch.Tensor.add_, torch.Tensor.item
+_copy_, _zeros_like, _randn, _Generator = torch.Tensor.copy_, torch.zeros_like, torch.randn, torch.Generator
+_sum, _mul, _div, _allclose, _f64 = torch.sum, torch.mul, torch.div, torch.allclose, torch.float64
+_rng_state, _set_rng_state, _deepcopy = torch.get_rng_state, torch.set_rng_state, copy.deepcopy
+_state_dict, _load_state_dict = nn.Module.state_dict, nn.Module.load_state_dict
+_object_attribute = object.__getattribute__
 
 
 def _sigmoid(z: float) -> float:
@@ -141,28 +148,120 @@ def residual_mlp(d_in: int, width: int, d_out: int, depth: int) -> nn.Sequential
     return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))
 
 
-def fit(model, X, y, steps: int, lr: float) -> list:
+# The step of fit's central differences, along a unit direction in a third of the parameters: at 1e-2 the curvature
+# of a deep plain stack along its gradient moved the slope by over 1%, at 1e-4 float32's rounding of the loss moved a
+# small one by 1e-3 (benchmarks/part5_slopes.py gives the margin this leaves)
+H = 1e-3
+
+
+def fit(model, X, y, steps: int, lr: float, seed: int) -> dict:
     """The contract's train on the whole set at every step (batch = len(X)), written by the grader: SGD with
-    momentum 0.9 on the mean cross-entropy of model(X), the loss before each step's update returned. The
-    tests that judge a model's training (does a deep residual_mlp train, does a deep plain_mlp stall) train
-    it so, and judge the submission's train on its own: a train that told the grader's models apart could
-    otherwise decide how a model trains. model: an nn.Module (n, d_in) -> (n, k); X (n, d_in); y (n,)."""
+    momentum 0.9 on the mean cross-entropy of model(X). The tests that judge a model's training (does a deep
+    residual_mlp train, does a deep plain_mlp stall) train it so, and judge the submission's train on its own: a
+    train that told the grader's models apart could otherwise decide how a model trains. model: an nn.Module
+    (n, d_in) -> (n, k); X (n, d_in); y (n,). [the loss before each step's update and once more after the last,
+    each computed as training computes it; _slopes at the start]."""
     params = [p for p in _parameters(model) if p.requires_grad]
-    velocity, losses = [None] * len(params), []
-    for _ in range(steps):
+    velocity, losses, slopes = [None] * len(params), [], []
+    for step in range(steps + 1):
+        rng = _rng_state()
         loss = _cross_entropy(model(X), y)
+        losses.append(_item(loss))
+        if step == steps:
+            break
         grads = _grad(loss, params, allow_unused=True)
+        if step == 0:
+            slopes = _slopes(model, X, y, params, grads, rng, seed)
         with _no_grad():
             for i, (p, g) in enumerate(zip(params, grads)):
                 if g is not None:      # torch.optim.SGD's momentum: v = 0.9 v + g (v = g at first), p -= lr v
                     velocity[i] = _clone(g) if velocity[i] is None else _add_(_mul_(velocity[i], 0.9), g)
                     _add_(p, velocity[i], alpha=-lr)
-        losses.append(_item(loss))
-    return losses
+    return [losses, slopes]
+
+
+def _dot(a, b) -> float:
+    return _item(_sum(_mul(a, b), dtype=_f64))
+
+
+def _slopes(model, X, y, params: list, grads: tuple, rng, seed: int) -> list:
+    """[[the gradient's component along v, the loss's slope along v from the forward alone], ...]: does the
+    model's backward give the gradient of what its forward computes? v is a unit direction in one third of the
+    parameters (in their order), a random one and, where the gradient there is not zero, its own; the slope is
+    (L(p + H v) - L(p - H v)) / 2H, each loss computed as training computes it, with the RNG as the gradient's
+    forward found it (a dropout draws the same masks), and the parameters put back exactly after."""
+    gen, out = _Generator().manual_seed(seed), []
+    grads = [_zeros_like(p) if g is None else g for p, g in zip(params, grads)]
+    for third in range(3):
+        at = list(range(third * len(params) // 3, (third + 1) * len(params) // 3))
+        if not at:
+            continue
+        saved = [_clone(params[i].detach()) for i in at]
+        drawn = [_randn(params[i].shape, generator=gen, dtype=params[i].dtype) for i in at]
+        for v in (drawn, [grads[i] for i in at]):
+            norm = sum(_dot(d, d) for d in v) ** 0.5
+            if norm == 0:
+                continue
+            v = [_div(d, norm) for d in v]
+            losses = []
+            for sign in (1, -1):
+                with _no_grad():
+                    for i, d in zip(at, v):
+                        _add_(params[i], d, alpha=sign * H)
+                _set_rng_state(rng)
+                losses.append(_item(_cross_entropy(model(X), y)))
+                with _no_grad():
+                    for i, s in zip(at, saved):
+                        _copy_(params[i], s)
+            out.append([sum(_dot(grads[i], d) for i, d in zip(at, v)), (losses[0] - losses[1]) / (2 * H)])
+    return out
+
+
+def _modules(m) -> dict:
+    """What nn.Sequential's forward runs, in order, a module placed twice counted twice (children() counts it once)."""
+    return _object_attribute(m, "_modules")
+
+
+def layers(model, shallow, X, depth: int, shallow_depth: int) -> list:
+    """How model, a builder's at `depth`, compares with shallow, the same builder's at `shallow_depth`: [the
+    number of model's layers (the modules an nn.Sequential runs, in order), of shallow's, whether model(X) is its
+    layers applied in order, the positions of model's layers that compute otherwise than every layer of
+    shallow's of the same class given the same weights and input]; [] where model's layers do not apply in order
+    at all (a layout other than the contract's, which the structure tests judge). Each call runs with the RNG
+    as model(X) found it, so a dropout draws the same masks."""
+    try:
+        mine, theirs = list(_modules(model).values()), list(_modules(shallow).values())
+        rng, inputs, h = _rng_state(), [], X
+        for layer in mine:
+            inputs.append(h)
+            h = layer(h)
+        _set_rng_state(rng)
+        whole = model(X)
+    except Exception:
+        return []
+    chain = type(whole) is type(h) and whole.shape == h.shape and _allclose(whole, h, rtol=1e-5, atol=1e-6)
+    return [len(mine), len(theirs), bool(chain),
+            [i for i, layer in enumerate(mine) if not any(_same(layer, twin, inputs[i], rng) for twin in theirs)]]
+
+
+def _same(layer, twin, x, rng) -> bool:
+    """Whether a copy of twin given layer's weights computes what layer does on x."""
+    try:
+        if type(twin) is not type(layer):
+            return False
+        twin = _deepcopy(twin)
+        _load_state_dict(twin, _state_dict(layer))
+        _set_rng_state(rng)
+        a = layer(x)
+        _set_rng_state(rng)
+        b = twin(x)
+        return a.shape == b.shape and _allclose(a, b, rtol=1e-5, atol=1e-6)
+    except Exception:
+        return False
 
 
 SPECS = {"pair": pair, "derivative": derivative, "branch": Branch, "mlp": mlp, "stack": stack,
-         "residual_mlp": residual_mlp, "trainer": lambda: fit}
+         "residual_mlp": residual_mlp, "trainer": lambda: fit, "layers": lambda: layers}
 
 
 def warm_up() -> None:
