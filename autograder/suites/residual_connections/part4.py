@@ -179,19 +179,38 @@ _against_encoder_layer("block_post_causal", 3, "causal Post-LN block attends onl
 _against_encoder_layer("block_default", 1, "the default norm is 'pre'", None, False)
 
 
-@test(4, 2, "Pre-LN block with zero output projections is exactly the identity", misconception="pre-post-swapped")
+@test(4, 2, "Pre-LN block with zero output projections is the identity")
 def block_pre_identity(t: Trial):
+    # Never with zero weights, which a block can tell apart (red team 37: a Post-LN block that returned x when
+    # both were zero). The weights are block_pre's, the attention's output projection scaled by s, the FFN's last
+    # Linear by c. A Pre-LN block computes z(s, c) = y + c f(y), y = x + s a, f and a what the branches give, so
+    # m(s) = (z(s, c) + z(s, -c)) / 2 = x + s a, and m at s = 0, drawn through m(s1) and m(s2), is x.
     d, heads = _dims(t)
     block = t.new("TransformerBlock", d, heads, norm="pre", double=True)
     weights = _block_weights(t, d)
-    for name in ("attn.out_proj.weight", "attn.out_proj.bias", "ffn.2.weight", "ffn.2.bias"):
-        weights[name] = torch.zeros_like(weights[name])
-    _load_block(t, block, weights)
     x = t.randn(t.size(1, 3), t.size(3, 7), d, dtype=F64)
-    out = t.tensor(t.invoke(block, x).result, f"{block.label}(x)")
-    t.check(out, x, f"{block.label}(x) with zero output projections",
-            "a Pre-LN block only adds to the stream: with both branches' outputs zero it must return x exactly "
-            "(only the branch inputs go through ln1 and ln2)", exact=True)
+    s1, s2, c = t.uniform(0.5, 0.9), t.uniform(1.1, 1.5), t.uniform(0.5, 1.5)
+    scaled = [{**weights, **{k: s * weights[k] for k in ("attn.out_proj.weight", "attn.out_proj.bias")},
+               **{k: sign * c * weights[k] for k in ("ffn.2.weight", "ffn.2.bias")}}
+              for s in (s1, s2) for sign in (1, -1)]
+
+    def at_zero(outs: list) -> torch.Tensor:
+        m1, m2 = (outs[0] + outs[1]) / 2, (outs[2] + outs[3]) / 2
+        return (s2 * m1 - s1 * m2) / (s2 - s1)
+
+    outs = []
+    for w in scaled:
+        _load_block(t, block, w)
+        outs.append(t.tensor(t.invoke(block, x).result, f"{block.label}(x)"))
+        if outs[-1].shape != x.shape:
+            t.check(outs[-1], x, f"{block.label}(x)", "a block returns a tensor of its input's shape")
+    with torch.no_grad():
+        post = at_zero([_encoder(w, d, heads, pre=False, causal=False)(x) for w in scaled])
+    t.check(at_zero(outs), x, f"{block.label}(x) at zero output projections, drawn through its outputs with the "
+            f"attention's out_proj scaled by {s1:.3g} and {s2:.3g}, ffn[2] by +-{c:.3g}",
+            "a Pre-LN block only adds to the stream: the output projections scale what the branches add, so with "
+            "both at zero it returns x (only the branch inputs go through ln1 and ln2)", rtol=1e-9, atol=1e-9,
+            alternatives=[("Pre/Post swapped: this is what a post-LN block gives", post, "pre-post-swapped")])
 
 
 @test(4, 3, "residual_stream_norms: mean per-token L2 norm before and after each block",
