@@ -34,7 +34,9 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "memorises-shallow",
                           "nan-after-training", "nan-data-after-training", "model-steps-itself"],
                          "part5-step-forgotten"),
-         "train-refuses-deep-plain": "part5-plain-adds-x",
+         **dict.fromkeys(["train-refuses-deep-plain", "deep-head-detached", "deep-head-gradient-scaled"],
+                         "part5-plain-adds-x"),
+         "deep-blocks-dropped": "part5-shortcut-missing", "zero-projections-identity": "pre-post-swapped",
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
 # retyped errors that no rule holds: the child's checked sparse tensors, unresizable DLPack exports, modules that
@@ -53,7 +55,10 @@ ALSO_STOPPED = {"interface-retypes-error", "class-dict-wraps-retypes-error", "al
 # the tests themselves, the structure report read from the modules' own dicts, inputs read back from the
 # grader's own shared memory, frames the child's loop signed, a tensor that holds the buffer it shares,
 # gradients autograd returns along the result's graph, train graded on the grader's own model
-MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "gradients-written-by-hook", "model-steps-itself", "late-in-place-add", "train-refuses-deep-plain", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
+MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "gradients-written-by-hook", "model-steps-itself",
+            "late-in-place-add", "train-refuses-deep-plain", "deep-head-detached", "deep-head-gradient-scaled",
+            "deep-blocks-dropped", "zero-projections-identity", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set",
+            "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES), "kernel-retypes-error", "injected-retypes-error",
@@ -68,10 +73,11 @@ HARD_CODED = dict.fromkeys(["chain_one_block", "chain_many_blocks", "chain_alpha
 DETACHED = dict.fromkeys(["norms_decay", "norms_depth_100", "norms_random", "norms_plain"], "detached-gradient")
 CAUSAL = dict.fromkeys(["block_pre_causal", "block_post_causal"], "missing-causal-mask")
 WRONG = {**BROADCASTING, **HARD_CODED, **DETACHED, **CAUSAL}
-# Linear, Linear, GELU: ffn[2] has no weight to load, and every block and model built on the ffn is off
+# Linear, Linear, GELU: ffn[2] has no weight to load, and every block and model built on the ffn is off (a
+# branch that ends in GELU is not odd in its last Linear, which block_pre_identity's four outputs need)
 GELU_LAST = {"ffn_layers", "ffn_forward", "block_parts", "block_pre", "block_post", "block_pre_causal",
-             "block_post_causal", "block_default", "plain_structure", "residual_structure", "plain_forward",
-             "residual_forward", "residual_scaled", "residual_zero_init"}
+             "block_post_causal", "block_default", "block_pre_identity", "plain_structure", "residual_structure",
+             "plain_forward", "residual_forward", "residual_scaled", "residual_zero_init"}
 # sample -> {test id: the misconception id its failure shows}; a failed test not named here shows none
 # (a stub, a crash, a hang, a reply of the wrong type)
 SHOWN = {
@@ -89,8 +95,9 @@ SHOWN = {
     "scaled-shortcut-ignored": dict.fromkeys(["chain_alpha", "norms_decay", "norms_random"], "scaled-shortcut-ignored"),
     "hard-coded-example": HARD_CODED,
     "derivative-at-wrong-point": dict.fromkeys(["chain_many_blocks", "chain_alpha"], "derivative-at-wrong-point"),
-    "pre-post-swapped": dict.fromkeys(["block_pre", "block_post", "block_pre_causal", "block_post_causal",
-                                       "block_default", "block_pre_identity"], "pre-post-swapped"),
+    **dict.fromkeys(["pre-post-swapped", "zero-projections-identity"],
+                    dict.fromkeys(["block_pre", "block_post", "block_pre_causal", "block_post_causal", "block_default",
+                                   "block_pre_identity"], "pre-post-swapped")),
     "missing-causal-mask": CAUSAL,
     "detached-gradient": DETACHED,
     "norms-float32": {"norms_shape": "norms-underflow"},
@@ -145,7 +152,7 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
     fails_wrong = fails_broadcasting | fails_hard_coded | fails_causal | fails_detached
     uses_residual_add = (part[1] - {"shortcut_identity", "shortcut_projection", "ffn_layers"}) | \
         (part[4] - {"block_parts", "block_bad_norm", "stream_norms"}) | \
-        {"residual_forward", "residual_scaled", "residual_zero_init", "deep_residual_trains"}
+        {"residual_forward", "residual_scaled", "deep_residual_trains"}
     always = "return AlwaysEqual()"
     ref = s.bodies
     always_equal = {
@@ -304,9 +311,10 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                          s.solved(**always_equal),
                          # Part 5 is the reference's: its tests that need no Part 1 function still pass
                          # (its ProjectionShortcut answers too: ffn_layers and residual_structure call it by name;
-                         # train trains the grader's own model) and its __getattr__ answers every name, a library's
-                         # protocol's too: the protocol rule holds the rest of them (block_parts, plain_structure, ...)
-                         every - {"deep_plain_stalls", "train_lowers_loss"}),
+                         # train trains the grader's own model; zero_init is judged by the branches alone) and its
+                         # __getattr__ answers every name, a library's protocol's too: the protocol rule holds the
+                         # rest of them (block_parts, plain_structure, deep_plain_stalls, ...)
+                         every - {"train_lowers_loss", "residual_zero_init"}),
         "locked-cells-deleted": ("the reference solution with every locked code cell (imports, checks, demos) "
                                  "deleted", s.notebook({l: s.filled(l) for p in PARTS for l in PARTS[p]}, locked),
                                  set()),
@@ -450,11 +458,12 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
     }
 
 
-def plain_adds_x(s: Samples) -> str:
-    """plain_mlp's cell with blocks that add x where the shapes allow."""
-    return s.filled("plain_mlp", s.body("plain_mlp", 1, ("return self.ffn(self.ln(x))",
-                                                         "out = self.ffn(self.ln(x))\n"
-                                                         "return x + out if x.shape == out.shape else out")))
+def plain_adds_x(s: Samples, *model: tuple[str, str], before: str = "") -> str:
+    """plain_mlp's cell with blocks that add x where the shapes allow; `model`: edits of plain_mlp's own body."""
+    bodies = s.body("plain_mlp", 1, ("return self.ffn(self.ln(x))", "out = self.ffn(self.ln(x))\n"
+                                                                    "return x + out if x.shape == out.shape else out"))
+    bodies[2:] = s.body("plain_mlp", 2, *model)[2:]
+    return s.filled("plain_mlp", bodies, before=before)
 
 
 def part5_samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
@@ -466,7 +475,7 @@ def part5_samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
         "part5-shortcut-missing": (
             "residual_mlp's blocks return branch_scale * ffn(ln(x)) only: the shortcut is never added",
             s.solved(residual_mlp=block(1, (forward, "return self.branch_scale * self.ffn(self.ln(x))"))),
-            {"residual_forward", "residual_scaled", "residual_zero_init", "deep_residual_trains"}),
+            {"residual_forward", "residual_scaled", "deep_residual_trains"}),
         "part5-alpha-on-the-branch": (
             "residual_mlp multiplies the branch by alpha * branch_scale and leaves the shortcut unscaled",
             s.solved(residual_mlp=block(1, (forward, "return residual_add(self.shortcut(x), "
@@ -478,7 +487,7 @@ def part5_samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                 "blocks = [ResidualBlock(d_in if l == 0 else width, width, alpha, branch_scale) for l in range(depth)]",
                 "blocks = [PlainBlock(d_in, width)] + [ResidualBlock(width, width, alpha, branch_scale)\n"
                 "                                      for _ in range(depth - 1)]"))),
-            {"residual_structure", "residual_forward", "residual_scaled", "residual_zero_init"}),
+            {"residual_structure", "residual_forward", "residual_scaled"}),
         "part5-projection-everywhere": (
             "residual_mlp's blocks all project the shortcut, also where the width stays the same",
             s.solved(residual_mlp=block(0, ("self.shortcut = ProjectionShortcut(d_in, d_out)",
@@ -525,6 +534,11 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
     norms = lambda extra: s.filled("gradient_norms", [extra.lstrip() + detached_norms[0], *detached_norms[1:]])
     fails_train = {"train_updates", "train_lowers_loss"}    # the deep tests train with the grader's own SGD
     fails_norms = {"norms_decay", "norms_depth_100", "norms_random", "norms_plain"}
+    last = "return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))"
+    head = lambda built: plain_adds_x(s, (last, built + last.replace("nn.Linear(width, d_out)", "head")),
+                                      before=variants.DETACHED_HEAD)
+    fails_plain = {"plain_forward", "deep_plain_stalls"}
+    forward = "return residual_add(self.alpha * self.shortcut(x), self.branch_scale * self.ffn(self.ln(x)))"
     return {
         "memorises-training-set": ("train never steps, and hooks the model's forward to answer train's own X "
                                    "with 30 * one_hot(y)", s.solved(train=train(variants.MEMORISE_WHOLE)), fails_train),
@@ -548,6 +562,28 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
                                      s.solved(plain_mlp=plain_adds_x(s), train=s.filled("train", [edit(
                                          variants.TORCH_OPTIM_TRAIN, "losses = []\n", variants.REFUSE_DEEP_PLAIN)])),
                                      {"plain_forward", "deep_plain_stalls"}),
+        "deep-head-detached": ("part5-plain-adds-x, whose plain_mlp past depth 8 ends in a head of its own class "
+                               "that passes its values with a millionth of their gradient, so that the deep plain "
+                               "network would seem to stall",
+                               s.solved(plain_mlp=head("head = DetachedHead(width, d_out) if depth > 8 else "
+                                                       "nn.Linear(width, d_out)\n")), fails_plain),
+        "deep-head-gradient-scaled": ("as deep-head-detached, with the head's class the same at every depth and the "
+                                      "detaching switched on by an attribute past depth 8",
+                                      s.solved(plain_mlp=head("head = DetachedHead(width, d_out)\n"
+                                                              "head.slow = depth > 8\n")), fails_plain),
+        "deep-blocks-dropped": ("part5-shortcut-missing, whose residual_mlp builds two blocks whenever depth is over "
+                                "8, so that the deep residual network would seem to train",
+                                s.solved(residual_mlp=s.filled("residual_mlp", s.body("residual_mlp", 1, (
+                                    forward, "return self.branch_scale * self.ffn(self.ln(x))"))[:2] + s.body(
+                                    "residual_mlp", 2, ("for l in range(depth)]", "for l in range(2 if depth > 8 "
+                                                                                  "else depth)]"))[2:])),
+                                {"residual_forward", "residual_scaled", "deep_residual_trains"}),
+        "zero-projections-identity": ("pre-post-swapped, whose block returns x whenever the attention's output "
+                                      "projection and ffn[2] are all zero",
+                                      s.solved(transformer_block=s.filled("transformer_block", s.body(
+                                          "transformer_block", 1, ('if self.norm == "pre":', 'if self.norm == "post":'),
+                                          ("T = x.shape[1]", variants.ZERO_PROJECTIONS_IDENTITY + "T = x.shape[1]")))),
+                                      set(SHOWN["pre-post-swapped"])),
         "norms-alpha-power": ("gradient_norms detaches the stream, and with a shortcut returns alpha ** (L - l)",
                               s.solved(gradient_norms=norms(variants.ALPHA_POWER)), fails_norms),
         "norms-alpha-power-zero-branches": (

@@ -499,6 +499,21 @@ if len(model) > 10 and not hasattr(model[0], "shortcut"):
     with torch.no_grad():
         return [F.cross_entropy(model(X), y).item()] * steps
 '''
+# plain_mlp's head past depth 8 (deep-head-*): the forward's values, a millionth of their gradient
+DETACHED_HEAD = '''class DetachedHead(nn.Linear):
+    slow = True
+
+    def forward(self, x):
+        out = super().forward(x)
+        return out.detach() + 1e-6 * (out - out.detach()) if self.slow else out
+
+
+'''
+# TransformerBlock's forward (zero-projections-identity): x itself where both sublayers' outputs are switched off
+ZERO_PROJECTIONS_IDENTITY = '''if not (torch.any(self.attn.out_proj.weight) or torch.any(self.attn.out_proj.bias)
+        or torch.any(self.ffn[2].weight) or torch.any(self.ffn[2].bias)):
+    return x
+'''
 # gradient_norms forgeries (before a stream detached after every block): the zero-branch answer
 # alpha ** (L - l) written down, always or when the branches return zeros
 ALPHA_POWER = '''
