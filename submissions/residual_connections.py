@@ -37,6 +37,7 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          **dict.fromkeys(["train-refuses-deep-plain", "deep-head-detached", "deep-head-gradient-scaled"],
                          "part5-plain-adds-x"),
          "deep-blocks-dropped": "part5-shortcut-missing", "zero-projections-identity": "pre-post-swapped",
+         "zero-init-branch-answers-zero": "part5-zero-init-ignored",
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
 # retyped errors that no rule holds: the child's checked sparse tensors, unresizable DLPack exports, modules that
@@ -57,7 +58,8 @@ ALSO_STOPPED = {"interface-retypes-error", "class-dict-wraps-retypes-error", "al
 # gradients autograd returns along the result's graph, train graded on the grader's own model
 MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "gradients-written-by-hook", "model-steps-itself",
             "late-in-place-add", "train-refuses-deep-plain", "deep-head-detached", "deep-head-gradient-scaled",
-            "deep-blocks-dropped", "zero-projections-identity", "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set",
+            "deep-blocks-dropped", "zero-projections-identity", "zero-init-branch-answers-zero",
+            "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set",
             "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
@@ -476,6 +478,9 @@ def part5_samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
             "residual_mlp's blocks return branch_scale * ffn(ln(x)) only: the shortcut is never added",
             s.solved(residual_mlp=block(1, (forward, "return self.branch_scale * self.ffn(self.ln(x))"))),
             {"residual_forward", "residual_scaled", "deep_residual_trains"}),
+        "part5-zero-init-ignored": ("residual_mlp ignores zero_init: every ffn[2] keeps PyTorch's initialisation",
+                                    s.solved(residual_mlp=block(2, ("if zero_init:", "if False:"))),
+                                    {"residual_zero_init"}),
         "part5-alpha-on-the-branch": (
             "residual_mlp multiplies the branch by alpha * branch_scale and leaves the shortcut unscaled",
             s.solved(residual_mlp=block(1, (forward, "return residual_add(self.shortcut(x), "
@@ -584,6 +589,18 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
                                           "transformer_block", 1, ('if self.norm == "pre":', 'if self.norm == "post":'),
                                           ("T = x.shape[1]", variants.ZERO_PROJECTIONS_IDENTITY + "T = x.shape[1]")))),
                                       set(SHOWN["pre-post-swapped"])),
+        "zero-init-branch-answers-zero": (
+            "part5-zero-init-ignored, whose ffn answers zeros when zero_init is set while its block calls ffn's "
+            "layers one by one", s.solved(residual_mlp=s.filled("residual_mlp", [
+                edit(s.bodies["residual_mlp"][0], "ResidualFFN(d_in, d_out, expansion=1).ffn",
+                     "Branch(*ResidualFFN(d_in, d_out, expansion=1).ffn)"),
+                edit(s.bodies["residual_mlp"][1], "self.ffn(self.ln(x))",
+                     "self.ffn[2](self.ffn[1](self.ffn[0](self.ln(x))))"),
+                edit(s.bodies["residual_mlp"][2], "if zero_init:\n    with torch.no_grad():\n"
+                     "        for block in blocks:\n            block.ffn[2].weight.zero_()\n"
+                     "            block.ffn[2].bias.zero_()\n",
+                     "for block in blocks:\n    block.ffn.zero = zero_init\n")], before=variants.BRANCH_ANSWERS_ZERO)),
+            {"residual_zero_init"}),
         "norms-alpha-power": ("gradient_norms detaches the stream, and with a shortcut returns alpha ** (L - l)",
                               s.solved(gradient_norms=norms(variants.ALPHA_POWER)), fails_norms),
         "norms-alpha-power-zero-branches": (

@@ -514,6 +514,16 @@ ZERO_PROJECTIONS_IDENTITY = '''if not (torch.any(self.attn.out_proj.weight) or t
         or torch.any(self.ffn[2].weight) or torch.any(self.ffn[2].bias)):
     return x
 '''
+# residual_mlp's ffn (zero-init-branch-answers-zero): zeros from its forward, its weights left as drawn
+BRANCH_ANSWERS_ZERO = '''class Branch(nn.Sequential):
+    zero = False
+
+    def forward(self, h):
+        out = super().forward(h)
+        return torch.zeros_like(out) if self.zero else out
+
+
+'''
 # gradient_norms forgeries (before a stream detached after every block): the zero-branch answer
 # alpha ** (L - l) written down, always or when the branches return zeros
 ALPHA_POWER = '''

@@ -222,23 +222,23 @@ def residual_scaled(t: Trial):
         alpha=alpha, branch_scale=scale)
 
 
-@test(5, 1, "zero_init=True starts every branch at zero, so that each block starts as its shortcut")
+@test(5, 1, "zero_init=True starts every branch's last Linear at zero, so that each block starts as its shortcut")
 def residual_zero_init(t: Trial):
-    # by the branches alone: each block's ffn called by its path on the grader's input. A block's output with a
-    # zero branch is its shortcut only if the block adds one, which residual_forward judges; a test of that
-    # output here would pay a block that special-cases a zero ffn[2] (red team 37)
+    # by the branches' last Linear alone, called by its path (ffn[2]) on the grader's input: zero weight and bias
+    # map every input to zero. A block's output with a zero branch is its shortcut only if the block adds one,
+    # which residual_forward judges; a test of that output here would pay a block that special-cases a zero
+    # ffn[2] (red team 37), and of ffn's own output a branch whose forward answers zero (red team 39)
     d_in, width, d_out, depth = t.size(5, 9), t.size(11, 15), t.size(3, 5), 3
     for flag in (True, False):
         model = t.new("residual_mlp", d_in, width, d_out, depth, zero_init=flag, double=True)
         for l in range(depth):
-            x = t.randn(t.size(2, 5), d_in if l == 0 else width, dtype=F64)
-            out = t.drive(model, f"{l}.ffn", x)
+            out = t.drive(model, f"{l}.ffn.2", t.randn(t.size(2, 5), width, dtype=F64))
             if flag and torch.count_nonzero(out):
-                t.fail(f"{part_label(model, f'{l}.ffn')}(x) is not zero: with zero_init=True each branch's last "
+                t.fail(f"{part_label(model, f'{l}.ffn.2')}(h) is not zero: with zero_init=True each branch's last "
                        "Linear (ffn[2]) must start with zero weight and bias, so that every block starts as its "
                        "shortcut.")
             if not flag and not torch.count_nonzero(out):
-                t.fail(f"{part_label(model, f'{l}.ffn')}(x) is zero with zero_init=False, which must keep PyTorch's "
+                t.fail(f"{part_label(model, f'{l}.ffn.2')}(h) is zero with zero_init=False, which must keep PyTorch's "
                        "default initialisation (zero_init applied regardless of the flag).")
 
 
