@@ -201,33 +201,43 @@ def test_the_gradient_check_tells_a_backward_that_differs_from_its_forward(refer
 
 
 def test_layers_finds_a_model_built_otherwise_at_another_depth(reference):
-    """specs.layers compares a builder's model at one depth with its model at 3: the reference's agrees, a
-    block placed twice and a dropout too; a head of another class past depth 8, two blocks where 16 were asked,
-    and a forward that skips blocks it holds each show."""
-    from autograder.suites.residual_connections.specs import layers
+    """specs.layers compares a builder's model at one depth with its model at 3, as the shallow model's layers ran
+    before the deep one was built: the reference's agrees, a block placed twice and a dropout too; a head of
+    another class past depth 8, two blocks where 16 were asked, a forward that skips blocks it holds, and a class
+    attribute that the deep build switches each show."""
+    from autograder.suites.residual_connections.specs import layer_outputs, layers
     X = torch.randn(32, 6, generator=torch.Generator().manual_seed(0))
     shallow = reference.residual_mlp(6, 8, 3, 3)
+    seen = layer_outputs(shallow, X, 5)
+    compare = lambda deep, depth=16, against=(shallow, seen): layers(deep, against[0], X, depth, 3, against[1], 5)
     deep = reference.residual_mlp(6, 8, 3, 16)
-    assert layers(deep, shallow, X, 16, 3) == [18, 5, True, []]
-    twice = nn.Sequential(deep[0], *[deep[1]] * 15, deep[16], deep[17])
-    assert layers(twice, shallow, X, 16, 3) == [18, 5, True, []]
-    dropped = reference.residual_mlp(6, 8, 3, 16)
-    for block in dropped[:16]:
+    assert compare(deep) == [18, 5, True, []]
+    assert compare(nn.Sequential(deep[0], *[deep[1]] * 15, deep[16], deep[17])) == [18, 5, True, []]
+    dropped, shallow_dropped = reference.residual_mlp(6, 8, 3, 16), reference.residual_mlp(6, 8, 3, 3)
+    for block in [*dropped[:16], *shallow_dropped[:3]]:
         block.ffn.append(nn.Dropout(0.3))
-    shallow_dropped = reference.residual_mlp(6, 8, 3, 3)
-    for block in shallow_dropped[:3]:
-        block.ffn.append(nn.Dropout(0.3))
-    assert layers(dropped, shallow_dropped, X, 16, 3) == [18, 5, True, []]
-    other_head = nn.Sequential(*deep[:17], _Scaled(8, 3))
-    assert layers(other_head, shallow, X, 16, 3) == [18, 5, True, [17]]
-    assert layers(reference.residual_mlp(6, 8, 3, 2), shallow, X, 16, 3)[:2] == [4, 5]
+    assert compare(dropped, against=(shallow_dropped, layer_outputs(shallow_dropped, X, 5))) == [18, 5, True, []]
+    assert compare(nn.Sequential(*deep[:17], _Scaled(8, 3))) == [18, 5, True, [17]]
+    assert compare(reference.residual_mlp(6, 8, 3, 2))[:2] == [4, 5]
 
     class Skips(nn.Sequential):
         def forward(self, x):
             for layer in [*self[:2], *self[16:]]:
                 x = layer(x)
             return x
-    assert layers(Skips(*deep), shallow, X, 16, 3) == [18, 5, False, []]
+    assert compare(Skips(*deep)) == [18, 5, False, []]
+
+    class Switched(type(deep[0])):
+        add = True
+
+        def forward(self, x):
+            return super().forward(x) if Switched.add else self.ffn(self.ln(x))
+    switched = lambda depth: nn.Sequential(Switched(6, 8), *[Switched(8, 8) for _ in range(depth - 1)],
+                                           nn.LayerNorm(8), nn.Linear(8, 3))
+    before = switched(3)
+    seen_before = layer_outputs(before, X, 5)
+    Switched.add = False        # what a builder past depth 8 could do
+    assert compare(switched(16), against=(before, seen_before))[3] == list(range(16))
 
 
 def test_the_margins_benchmark_sees_what_a_grading_sees(sample_results):

@@ -384,12 +384,14 @@ SLOPE_RTOL, SLOPE_ATOL = 0.2, 2e-3    # a gradient against its forward's slope (
 
 
 def _data(value: dict):
-    """A value the grader's own code returned from the child as plain data (numbers, bools, lists), or None."""
+    """A value the grader's own code returned from the child as plain data (numbers, bools, tensors, lists), or None."""
     kind = value.get("kind")
     if kind in ("number", "bool"):
         return value.get("value")
     if kind in ("list", "tuple"):
         return [_data(v) for v in value.get("items", [])]
+    if kind == "tensor" and type(value.get("value")) is torch.Tensor:
+        return value["value"]
     return None
 
 
@@ -404,15 +406,26 @@ def _as_returned(t: Trial, spec_name: str, value, shaped) -> None:
                "something in the process changed it.", misconception=None)
 
 
-def _built_as_at_any_depth(t: Trial, builder: str, model, X, dims: tuple[int, int, int, int]) -> None:
-    """Fails unless model, builder(*dims), is builder's model at depth SHALLOW_TWIN with more blocks: as many
-    layers besides the blocks, a forward that is its layers in order, and each layer computing what a layer of
-    the shallow model computes with the same weights (specs.layers). The deep tests train the
-    model a builder makes at their depth; these are what makes it the model the tests of smaller depths judged."""
-    depth = dims[3]
-    shallow = t.new(builder, *dims[:3], SHALLOW_TWIN)
-    found = _data(t.run(["layers"], model, shallow, X, depth, SHALLOW_TWIN).result)
-    if found == []:       # its layers do not apply in order at all: a layout the structure tests judge
+def _shallow_seen(t: Trial, builder: str, dims: tuple[int, int, int, int], X) -> tuple:
+    """(builder's model at depth SHALLOW_TWIN, X, what its layers computed on X, the seed they ran with), taken
+    before the deep model is built (specs.layer_outputs)."""
+    shallow, seed = t.new(builder, *dims[:3], SHALLOW_TWIN), t.rng.getrandbits(31)
+    seen = _data(t.run(["layer_outputs"], shallow, X, seed).result)
+    _as_returned(t, "layer_outputs", seen, lambda v: all(
+        isinstance(pair, list) and len(pair) == 2 and all(type(h) is torch.Tensor for h in pair) for pair in v))
+    return shallow, X, seen, seed
+
+
+def _built_as_at_any_depth(t: Trial, model, depth: int, shallow, X, seen: list, seed: int) -> None:
+    """Fails unless model, a builder's at `depth`, is its model at depth SHALLOW_TWIN (shallow) with more blocks:
+    as many layers besides the blocks, a forward that is its layers in order, and each layer computing, given
+    the weights of one of shallow's, what that layer computed before model was built (specs.layers: seen). The
+    deep tests train the model a builder makes at their depth; these are what makes it the model the tests of
+    smaller depths judged."""
+    if not seen:          # the shallow model's layers do not apply in order: a layout the structure tests judge
+        return
+    found = _data(t.run(["layers"], model, shallow, X, depth, SHALLOW_TWIN, seen, seed).result)
+    if found == []:
         return
     _as_returned(t, "layers", found, lambda v: len(v) == 4 and _floats(v[:2]) and isinstance(v[2], bool)
                  and _floats(v[3]))
@@ -426,9 +439,9 @@ def _built_as_at_any_depth(t: Trial, builder: str, model, X, dims: tuple[int, in
                "blocks, the final LayerNorm and the head one after the other, as the contract lays them out.",
                misconception=None)
     if differ:
-        t.fail(f"{part_label(model, str(differ[0]))} computes otherwise than every layer of {shallow.label} given "
-               "the same weights and input: what a layer computes must not depend on the depth of the model it "
-               "sits in.", misconception=None)
+        t.fail(f"{part_label(model, str(differ[0]))} computes otherwise than every layer of {shallow.label}, built "
+               "before it, given the same weights and input: what a layer computes must not depend on the depth of "
+               "the model it sits in, nor change when a deeper one is built.", misconception=None)
 
 
 def _follows_its_forward(t: Trial, label: str, slopes: list) -> None:
@@ -452,13 +465,14 @@ def _trained(t: Trial, builder: str, size: dict, d_in: int, k: int, before: bool
     the model), once it is found built as at any depth, and failing where its backward does not follow its forward."""
     X, y, X_held, y_held = teacher_problem(t.gen, size["n"], d_in, k)
     dims = (d_in, size["width"], k, size["depth"])
+    shallow = None if own_train else _shallow_seen(t, builder, dims, X[:64].clone())   # 64 rows tell layers apart
     model = t.new(spec(builder, *dims)) if own_train else t.new(builder, *dims)
     measure = lambda: [_loss(t, model, X, y), _loss(t, model, X_held, y_held, "X_held")]
     start = measure() if before else []
     if own_train:
         _train(t, model, X, y, size["steps"], size["lr"], size["n"], t.rng.randrange(1000))
     else:
-        _built_as_at_any_depth(t, builder, model, X[:64].clone(), dims)   # 64 rows tell layers apart as well
+        _built_as_at_any_depth(t, model, dims[3], *shallow)
         run = _data(t.run(["trainer"], model, X, y, size["steps"], size["lr"], t.rng.getrandbits(63)).result)
         _as_returned(t, "trainer", run, lambda v: len(v) == 2 and isinstance(v[1], list)
                      and all(_floats(pair) and len(pair) == 2 for pair in v[1]))

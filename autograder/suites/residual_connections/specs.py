@@ -14,7 +14,8 @@ child before any student code: the torch and math functions used are bound here.
     ["residual_mlp", d_in, width, d_out, depth]
                                 Part 5: the contract's residual_mlp, the grader's own, for train to train
     ["trainer"]                 Part 5: the grader's own train (`fit`), for the tests that judge a model
-    ["layers"]                  Part 5: how a model built at one depth compares with the builder's at another
+    ["layer_outputs"], ["layers"]
+                                Part 5: how a model built at one depth compares with the builder's at another
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ _cross_entropy, _grad, _no_grad, _parameters = torch.nn.functional.cross_entropy
 _clone, _mul_, _add_, _item = torch.Tensor.clone, torch.Tensor.mul_, torch.Tensor.add_, torch.Tensor.item
 _copy_, _zeros_like, _randn, _Generator = torch.Tensor.copy_, torch.zeros_like, torch.randn, torch.Generator
 _sum, _mul, _div, _allclose, _f64 = torch.sum, torch.mul, torch.div, torch.allclose, torch.float64
-_rng_state, _set_rng_state, _deepcopy = torch.get_rng_state, torch.set_rng_state, copy.deepcopy
+_rng_state, _set_rng_state, _manual_seed, _deepcopy = torch.get_rng_state, torch.set_rng_state, torch.manual_seed, \
+    copy.deepcopy
 _state_dict, _load_state_dict = nn.Module.state_dict, nn.Module.load_state_dict
 _object_attribute = object.__getattribute__
 
@@ -222,18 +224,34 @@ def _modules(m) -> dict:
     return _object_attribute(m, "_modules")
 
 
-def layers(model, shallow, X, depth: int, shallow_depth: int) -> list:
+def layer_outputs(model, X, seed: int) -> list:
+    """[[what each of model's layers was handed, what it returned], ...] on X, the layers applied in order, each
+    with torch's RNG seeded with seed (a dropout draws the same masks at every call compared); [] where they do
+    not apply in order. Taken from the shallow model before the deep one is built, so that nothing the deep
+    builder changes (a class attribute, a global) reaches what layers compares with."""
+    try:
+        h, out = X, []
+        for layer in _modules(model).values():
+            _manual_seed(seed)
+            y = layer(h)
+            out.append([h, y])
+            h = y
+        return out
+    except Exception:
+        return []
+
+
+def layers(model, shallow, X, depth: int, shallow_depth: int, seen: list, seed: int) -> list:
     """How model, a builder's at `depth`, compares with shallow, the same builder's at `shallow_depth`: [the
     number of model's layers (the modules an nn.Sequential runs, in order), of shallow's, whether model(X) is its
-    layers applied in order, the positions of model's layers that compute otherwise than every layer of
-    shallow's of the same class given the same weights and input]; [] where model's layers do not apply in order
-    at all (a layout other than the contract's, which the structure tests judge). Each call runs with the RNG
-    as model(X) found it, so a dropout draws the same masks."""
+    layers applied in order, the positions of model's layers of which no copy, given the weights of one of
+    shallow's layers, computes what that layer computed before model was built (seen: layer_outputs of shallow,
+    with seed)]; [] where model's layers do not apply in order at all (a layout other than the contract's, which the
+    structure tests judge)."""
     try:
         mine, theirs = list(_modules(model).values()), list(_modules(shallow).values())
-        rng, inputs, h = _rng_state(), [], X
+        rng, h = _rng_state(), X
         for layer in mine:
-            inputs.append(h)
             h = layer(h)
         _set_rng_state(rng)
         whole = model(X)
@@ -241,27 +259,27 @@ def layers(model, shallow, X, depth: int, shallow_depth: int) -> list:
         return []
     chain = type(whole) is type(h) and whole.shape == h.shape and _allclose(whole, h, rtol=1e-5, atol=1e-6)
     return [len(mine), len(theirs), bool(chain),
-            [i for i, layer in enumerate(mine) if not any(_same(layer, twin, inputs[i], rng) for twin in theirs)]]
+            [i for i, layer in enumerate(mine)
+             if not any(_same(layer, twin, *pair, seed) for twin, pair in zip(theirs, seen))]]
 
 
-def _same(layer, twin, x, rng) -> bool:
-    """Whether a copy of twin given layer's weights computes what layer does on x."""
+def _same(layer, twin, x, y, seed: int) -> bool:
+    """Whether a copy of layer given twin's weights computes y on x, as twin did."""
     try:
         if type(twin) is not type(layer):
             return False
-        twin = _deepcopy(twin)
-        _load_state_dict(twin, _state_dict(layer))
-        _set_rng_state(rng)
-        a = layer(x)
-        _set_rng_state(rng)
-        b = twin(x)
-        return a.shape == b.shape and _allclose(a, b, rtol=1e-5, atol=1e-6)
+        copy = _deepcopy(layer)
+        _load_state_dict(copy, _state_dict(twin))
+        _manual_seed(seed)
+        out = copy(x)
+        return out.shape == y.shape and _allclose(out, y, rtol=1e-5, atol=1e-6)
     except Exception:
         return False
 
 
 SPECS = {"pair": pair, "derivative": derivative, "branch": Branch, "mlp": mlp, "stack": stack,
-         "residual_mlp": residual_mlp, "trainer": lambda: fit, "layers": lambda: layers}
+         "residual_mlp": residual_mlp, "trainer": lambda: fit,
+         "layer_outputs": lambda: layer_outputs, "layers": lambda: layers}
 
 
 def warm_up() -> None:
