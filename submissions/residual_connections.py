@@ -34,8 +34,8 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "memorises-shallow",
                           "nan-after-training", "nan-data-after-training", "model-steps-itself"],
                          "part5-step-forgotten"),
-         **dict.fromkeys(["train-refuses-deep-plain", "deep-head-detached", "deep-head-gradient-scaled"],
-                         "part5-plain-adds-x"),
+         **dict.fromkeys(["train-refuses-deep-plain", "deep-head-detached", "deep-head-gradient-scaled",
+                          "deep-class-switched"], "part5-plain-adds-x"),
          "deep-blocks-dropped": "part5-shortcut-missing", "zero-projections-identity": "pre-post-swapped",
          "zero-init-branch-answers-zero": "part5-zero-init-ignored",
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
@@ -58,9 +58,9 @@ ALSO_STOPPED = {"interface-retypes-error", "class-dict-wraps-retypes-error", "al
 # gradients autograd returns along the result's graph, train graded on the grader's own model
 MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "gradients-written-by-hook", "model-steps-itself",
             "late-in-place-add", "train-refuses-deep-plain", "deep-head-detached", "deep-head-gradient-scaled",
-            "deep-blocks-dropped", "zero-projections-identity", "zero-init-branch-answers-zero",
-            "tells-read-back-storage", "tells-read-back-shape", "memorises-training-set",
-            "memorises-training-rows", "memorises-shallow", "nan-after-training",
+            "deep-blocks-dropped", "deep-class-switched", "zero-projections-identity",
+            "zero-init-branch-answers-zero", "tells-read-back-storage", "tells-read-back-shape",
+            "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES), "kernel-retypes-error", "injected-retypes-error",
@@ -576,6 +576,14 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
                                       "detaching switched on by an attribute past depth 8",
                                       s.solved(plain_mlp=head("head = DetachedHead(width, d_out)\n"
                                                               "head.slow = depth > 8\n")), fails_plain),
+        "deep-class-switched": ("part5-plain-adds-x, whose plain_mlp past depth 8 switches off, for the class, the "
+                                "add of every PlainBlock, so that the deep plain network would seem to stall",
+                                s.solved(plain_mlp=s.filled("plain_mlp", [*s.body("plain_mlp", 1, (
+                                    "return self.ffn(self.ln(x))", "out = self.ffn(self.ln(x))\nreturn x + out if "
+                                    "getattr(PlainBlock, 'add_input', True) and x.shape == out.shape else out"))[:2],
+                                    *s.body("plain_mlp", 2, ("blocks = [", "if depth > 8:\n    PlainBlock.add_input "
+                                                                          "= False\nblocks = ["))[2:]])),
+                                fails_plain),
         "deep-blocks-dropped": ("part5-shortcut-missing, whose residual_mlp builds two blocks whenever depth is over "
                                 "8, so that the deep residual network would seem to train",
                                 s.solved(residual_mlp=s.filled("residual_mlp", s.body("residual_mlp", 1, (
