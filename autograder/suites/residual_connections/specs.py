@@ -156,21 +156,18 @@ def residual_mlp(d_in: int, width: int, d_out: int, depth: int) -> nn.Sequential
 H = 1e-3
 
 
-def fit(model, X, y, steps: int, lr: float, seed: int) -> dict:
+def fit(model, X, y, steps: int, lr: float, seed: int) -> list:
     """The contract's train on the whole set at every step (batch = len(X)), written by the grader: SGD with
     momentum 0.9 on the mean cross-entropy of model(X). The tests that judge a model's training (does a deep
     residual_mlp train, does a deep plain_mlp stall) train it so, and judge the submission's train on its own: a
     train that told the grader's models apart could otherwise decide how a model trains. model: an nn.Module
-    (n, d_in) -> (n, k); X (n, d_in); y (n,). [the loss before each step's update and once more after the last,
-    each computed as training computes it; _slopes at the start]."""
+    (n, d_in) -> (n, k); X (n, d_in); y (n,). [the loss before each step's update; _slopes at the start]."""
     params = [p for p in _parameters(model) if p.requires_grad]
     velocity, losses, slopes = [None] * len(params), [], []
-    for step in range(steps + 1):
+    for step in range(steps):
         rng = _rng_state()
         loss = _cross_entropy(model(X), y)
         losses.append(_item(loss))
-        if step == steps:
-            break
         grads = _grad(loss, params, allow_unused=True)
         if step == 0:
             slopes = _slopes(model, X, y, params, grads, rng, seed)
@@ -268,10 +265,10 @@ def _same(layer, twin, x, y, seed: int) -> bool:
     try:
         if type(twin) is not type(layer):
             return False
-        copy = _deepcopy(layer)
-        _load_state_dict(copy, _state_dict(twin))
+        made = _deepcopy(layer)
+        _load_state_dict(made, _state_dict(twin))
         _manual_seed(seed)
-        out = copy(x)
+        out = made(x)
         return out.shape == y.shape and _allclose(out, y, rtol=1e-5, atol=1e-6)
     except Exception:
         return False
