@@ -460,6 +460,11 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
     }
 
 
+# ResidualBlock's forward in the reference, and the edit that leaves its shortcut out (part5-shortcut-missing)
+RESIDUAL_FORWARD = "return residual_add(self.alpha * self.shortcut(x), self.branch_scale * self.ffn(self.ln(x)))"
+SHORTCUT_MISSING = (RESIDUAL_FORWARD, "return self.branch_scale * self.ffn(self.ln(x))")
+
+
 def plain_adds_x(s: Samples, *model: tuple[str, str], before: str = "") -> str:
     """plain_mlp's cell with blocks that add x where the shapes allow; `model`: edits of plain_mlp's own body."""
     bodies = s.body("plain_mlp", 1, ("return self.ffn(self.ln(x))", "out = self.ffn(self.ln(x))\n"
@@ -471,19 +476,18 @@ def plain_adds_x(s: Samples, *model: tuple[str, str], before: str = "") -> str:
 def part5_samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
     """Part 5's misconceptions, each a notebook otherwise equal to the reference."""
     block = lambda index, *edits: s.filled("residual_mlp", s.body("residual_mlp", index, *edits))
-    forward = "return residual_add(self.alpha * self.shortcut(x), self.branch_scale * self.ffn(self.ln(x)))"
     optim = lambda old, new: s.filled("train", [edit(variants.TORCH_OPTIM_TRAIN, old, new)])
     return {
         "part5-shortcut-missing": (
             "residual_mlp's blocks return branch_scale * ffn(ln(x)) only: the shortcut is never added",
-            s.solved(residual_mlp=block(1, (forward, "return self.branch_scale * self.ffn(self.ln(x))"))),
+            s.solved(residual_mlp=block(1, SHORTCUT_MISSING)),
             {"residual_forward", "residual_scaled", "deep_residual_trains"}),
         "part5-zero-init-ignored": ("residual_mlp ignores zero_init: every ffn[2] keeps PyTorch's initialisation",
                                     s.solved(residual_mlp=block(2, ("if zero_init:", "if False:"))),
                                     {"residual_zero_init"}),
         "part5-alpha-on-the-branch": (
             "residual_mlp multiplies the branch by alpha * branch_scale and leaves the shortcut unscaled",
-            s.solved(residual_mlp=block(1, (forward, "return residual_add(self.shortcut(x), "
+            s.solved(residual_mlp=block(1, (RESIDUAL_FORWARD, "return residual_add(self.shortcut(x), "
                                                      "self.alpha * self.branch_scale * self.ffn(self.ln(x)))"))),
             {"residual_scaled"}),
         "part5-no-projection": (
@@ -543,7 +547,6 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
     head = lambda built: plain_adds_x(s, (last, built + last.replace("nn.Linear(width, d_out)", "head")),
                                       before=variants.DETACHED_HEAD)
     fails_plain = {"plain_forward", "deep_plain_stalls"}
-    forward = "return residual_add(self.alpha * self.shortcut(x), self.branch_scale * self.ffn(self.ln(x)))"
     return {
         "memorises-training-set": ("train never steps, and hooks the model's forward to answer train's own X "
                                    "with 30 * one_hot(y)", s.solved(train=train(variants.MEMORISE_WHOLE)), fails_train),
@@ -586,8 +589,8 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
                                 fails_plain),
         "deep-blocks-dropped": ("part5-shortcut-missing, whose residual_mlp builds two blocks whenever depth is over "
                                 "8, so that the deep residual network would seem to train",
-                                s.solved(residual_mlp=s.filled("residual_mlp", s.body("residual_mlp", 1, (
-                                    forward, "return self.branch_scale * self.ffn(self.ln(x))"))[:2] + s.body(
+                                s.solved(residual_mlp=s.filled("residual_mlp", s.body(
+                                    "residual_mlp", 1, SHORTCUT_MISSING)[:2] + s.body(
                                     "residual_mlp", 2, ("for l in range(depth)]", "for l in range(2 if depth > 8 "
                                                                                   "else depth)]"))[2:])),
                                 {"residual_forward", "residual_scaled", "deep_residual_trains"}),
