@@ -153,7 +153,8 @@ def test_the_sweep_separates_on_other_seeds(reference):
 def test_the_graders_training_is_the_contracts_train_on_the_whole_set(reference):
     """specs.fit, with which Part 5's deep tests train a student's model, takes the same steps as the
     reference's train with batch = len(X) (SGD, momentum 0.9): losses and parameters agree to rounding, the
-    checks of the gradient at the start (specs._slopes) taking nothing from the steps."""
+    checks of the gradient (specs._slopes), at the first step and at a later one the seed draws, taking nothing
+    from the steps."""
     from autograder.suites.residual_connections.specs import fit
     gen = torch.Generator().manual_seed(3)
     X, y = torch.randn(64, 6, generator=gen), torch.randint(0, 3, (64,), generator=gen)
@@ -164,27 +165,33 @@ def test_the_graders_training_is_the_contracts_train_on_the_whole_set(reference)
     got, slopes = fit(ours, X, y, 12, 0.1, seed=1)
     want = reference.train(theirs, X, y, 12, lr=0.1, batch=len(X), seed=5)
     assert got == pytest.approx(want, rel=1e-5, abs=1e-6)
-    assert len(slopes) == 6
+    assert [step for step, *_ in slopes] == [0] * 6 + [1 + 1 % 11] * 5
     for a, b in zip(ours.parameters(), theirs.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
 class _Scaled(nn.Linear):
-    """A head whose backward passes `factor` of its values' gradient; the values are a Linear's."""
+    """A head whose backward passes `factor` of its values' gradient, after `honest_calls` calls that pass it all;
+    the values are a Linear's."""
 
-    factor = 1.0
+    factor, honest_calls = 1.0, 0
 
     def forward(self, x):
         out = super().forward(x)
-        return out.detach() + self.factor * (out - out.detach())
+        self.honest_calls -= 1
+        return out if self.honest_calls >= 0 else out.detach() + self.factor * (out - out.detach())
 
 
-@pytest.mark.parametrize("factor, dropout, follows", [(1.0, 0.0, True), (1.0, 0.2, True), (0.5, 0.0, False),
-                                                      (1e-6, 0.0, False), (2.0, 0.0, False)])
-def test_the_gradient_check_tells_a_backward_that_differs_from_its_forward(reference, factor, dropout, follows):
-    """specs._slopes, at fit's first step, against part5's tolerance: the reference's residual_mlp at the deep
-    tests' depth (with a dropout too, which draws the same masks for the gradient and each difference) follows
-    its forward; the same model whose head passes another share of its gradient does not."""
+@pytest.mark.parametrize("factor, dropout, honest_calls, follows", [
+    (1.0, 0.0, 0, [True, True]), (1.0, 0.2, 0, [True, True]), (0.5, 0.0, 0, [False, False]),
+    (1e-6, 0.0, 0, [False, False]), (2.0, 0.0, 0, [False, False]), (1e-6, 0.0, 13, [True, False])])
+def test_the_gradient_check_tells_a_backward_that_differs_from_its_forward(reference, factor, dropout, honest_calls,
+                                                                         follows):
+    """specs._slopes, at fit's first step and at the later one its seed draws (2 of 4 steps: the 4th; not along
+    the gradient in the first third), against
+    part5's tolerance: the reference's residual_mlp at the deep tests' depth (with a dropout too, which draws the
+    same masks for the gradient and each difference) follows its forward; the same model whose head passes another
+    share of its gradient does not, nor one whose head does so only after the first step and its check (13 calls)."""
     from autograder.suites.residual_connections import part5
     from autograder.suites.residual_connections.specs import fit
     gen = torch.Generator().manual_seed(4)
@@ -192,12 +199,13 @@ def test_the_gradient_check_tells_a_backward_that_differs_from_its_forward(refer
     torch.manual_seed(1)
     model = reference.residual_mlp(16, 32, 4, 16)
     model[17] = _Scaled(32, 4)
-    model[17].factor = factor
+    model[17].factor, model[17].honest_calls = factor, honest_calls
     if dropout:
         model[5].ffn.append(nn.Dropout(dropout))
-    _, slopes = fit(model, X, y, 1, 0.1, seed=2)
-    agree = [abs(r - f) <= part5.SLOPE_ATOL + part5.SLOPE_RTOL * max(abs(r), abs(f)) for r, f in slopes]
-    assert len(slopes) == 6 and all(agree) == follows, slopes
+    _, slopes = fit(model, X, y, 4, 0.1, seed=2)
+    assert [step for step, *_ in slopes] == [0] * 6 + [3] * 5
+    agree = [abs(r - f) <= part5.SLOPE_ATOL + part5.SLOPE_RTOL * max(abs(r), abs(f)) for _, r, f in slopes]
+    assert [all(agree[:6]), all(agree[6:])] == follows, slopes
 
 
 def test_layers_finds_a_model_built_otherwise_at_another_depth(reference):

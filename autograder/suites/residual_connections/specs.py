@@ -161,16 +161,23 @@ def fit(model, X, y, steps: int, lr: float, seed: int) -> list:
     momentum 0.9 on the mean cross-entropy of model(X). The tests that judge a model's training (does a deep
     residual_mlp train, does a deep plain_mlp stall) train it so, and judge the submission's train on its own: a
     train that told the grader's models apart could otherwise decide how a model trains. model: an nn.Module
-    (n, d_in) -> (n, k); X (n, d_in); y (n,). [the loss before each step's update; _slopes at the start]."""
+    (n, d_in) -> (n, k); X (n, d_in); y (n,). [the loss before each step's update, [[step, *pair] for each pair of
+    _slopes at the first step and at a later one drawn from seed]]. A model cannot tell which later step is checked
+    before its backward has run: one whose backward leaves its forward at most steps is caught at most draws. The
+    later check leaves out the gradient's own direction in the first third: once a plain stack has stalled, its
+    loss can curve there so sharply along its tiny gradient that a central difference misses the slope (by 5 times
+    the tolerance on 1 seed of 100). A model that fakes a stall keeps its gradient from the layers near the head."""
     params = [p for p in _parameters(model) if p.requires_grad]
     velocity, losses, slopes = [None] * len(params), [], []
+    checked = {0, 1 + seed % (steps - 1)} if steps > 1 else {0}
     for step in range(steps):
         rng = _rng_state()
         loss = _cross_entropy(model(X), y)
         losses.append(_item(loss))
         grads = _grad(loss, params, allow_unused=True)
-        if step == 0:
-            slopes = _slopes(model, X, y, params, grads, rng, seed)
+        if step in checked:
+            slopes += [[step, *pair] for pair in _slopes(model, X, y, params, grads, rng, seed + step,
+                                                         range(3) if step == 0 else range(1, 3))]
         with _no_grad():
             for i, (p, g) in enumerate(zip(params, grads)):
                 if g is not None:      # torch.optim.SGD's momentum: v = 0.9 v + g (v = g at first), p -= lr v
@@ -183,12 +190,13 @@ def _dot(a, b) -> float:
     return _item(_sum(_mul(a, b), dtype=_f64))
 
 
-def _slopes(model, X, y, params: list, grads: tuple, rng, seed: int) -> list:
+def _slopes(model, X, y, params: list, grads: tuple, rng, seed: int, along_gradient=range(3)) -> list:
     """[[the gradient's component along v, the loss's slope along v from the forward alone], ...]: does the
     model's backward give the gradient of what its forward computes? v is a unit direction in one third of the
-    parameters (in their order), a random one and, where the gradient there is not zero, its own; the slope is
-    (L(p + H v) - L(p - H v)) / 2H, each loss computed as training computes it, with the RNG as the gradient's
-    forward found it (a dropout draws the same masks), and the parameters put back exactly after."""
+    parameters (in their order), a random one and, in the thirds along_gradient names where the gradient there is
+    not zero, its own; the slope is (L(p + H v) - L(p - H v)) / 2H, each loss computed as training computes it,
+    with the RNG as the gradient's forward found it (a dropout draws the same masks), and the parameters put back
+    exactly after."""
     gen, out = _Generator().manual_seed(seed), []
     grads = [_zeros_like(p) if g is None else g for p, g in zip(params, grads)]
     for third in range(3):
@@ -197,7 +205,7 @@ def _slopes(model, X, y, params: list, grads: tuple, rng, seed: int) -> list:
             continue
         saved = [_clone(params[i].detach()) for i in at]
         drawn = [_randn(params[i].shape, generator=gen, dtype=params[i].dtype) for i in at]
-        for v in (drawn, [grads[i] for i in at]):
+        for v in (drawn, [grads[i] for i in at]) if third in along_gradient else (drawn,):
             norm = sum(_dot(d, d) for d in v) ** 0.5
             if norm == 0:
                 continue
