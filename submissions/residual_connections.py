@@ -35,7 +35,7 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
                           "nan-after-training", "nan-data-after-training", "model-steps-itself"],
                          "part5-step-forgotten"),
          **dict.fromkeys(["train-refuses-deep-plain", "deep-head-detached", "deep-head-gradient-scaled",
-                          "deep-class-switched"], "part5-plain-adds-x"),
+                          "deep-head-detached-after-first-step", "deep-class-switched"], "part5-plain-adds-x"),
          "deep-blocks-dropped": "part5-shortcut-missing", "zero-projections-identity": "pre-post-swapped",
          "zero-init-branch-answers-zero": "part5-zero-init-ignored",
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
@@ -58,6 +58,7 @@ ALSO_STOPPED = {"interface-retypes-error", "class-dict-wraps-retypes-error", "al
 # gradients autograd returns along the result's graph, train graded on the grader's own model
 MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "gradients-written-by-hook", "model-steps-itself",
             "late-in-place-add", "train-refuses-deep-plain", "deep-head-detached", "deep-head-gradient-scaled",
+            "deep-head-detached-after-first-step",
             "deep-blocks-dropped", "deep-class-switched", "zero-projections-identity",
             "zero-init-branch-answers-zero", "tells-read-back-storage", "tells-read-back-shape",
             "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
@@ -544,8 +545,8 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
     fails_train = {"train_updates", "train_lowers_loss"}    # the deep tests train with the grader's own SGD
     fails_norms = {"norms_decay", "norms_depth_100", "norms_random", "norms_plain"}
     last = "return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))"
-    head = lambda built: plain_adds_x(s, (last, built + last.replace("nn.Linear(width, d_out)", "head")),
-                                      before=variants.DETACHED_HEAD)
+    head = lambda built, cls=variants.DETACHED_HEAD: plain_adds_x(
+        s, (last, built + last.replace("nn.Linear(width, d_out)", "head")), before=cls)
     fails_plain = {"plain_forward", "deep_plain_stalls"}
     return {
         "memorises-training-set": ("train never steps, and hooks the model's forward to answer train's own X "
@@ -579,6 +580,11 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
                                       "detaching switched on by an attribute past depth 8",
                                       s.solved(plain_mlp=head("head = DetachedHead(width, d_out)\n"
                                                               "head.slow = depth > 8\n")), fails_plain),
+        "deep-head-detached-after-first-step": (
+            "as deep-head-gradient-scaled, the head passing its whole gradient until a backward has gone through it, "
+            "so that the gradient at training's first step is the forward's",
+            s.solved(plain_mlp=head("head = DetachedHead(width, d_out)\nhead.slow = depth > 8\n",
+                                    variants.DETACHED_AFTER_BACKWARD)), fails_plain),
         "deep-class-switched": ("part5-plain-adds-x, whose plain_mlp past depth 8 switches off, for the class, the "
                                 "add of every PlainBlock, so that the deep plain network would seem to stall",
                                 s.solved(plain_mlp=s.filled("plain_mlp", [*s.body("plain_mlp", 1, (

@@ -509,6 +509,21 @@ DETACHED_HEAD = '''class DetachedHead(nn.Linear):
 
 
 '''
+# plain_mlp's head past depth 8 (deep-head-detached-after-first-step): DETACHED_HEAD once a backward went through it
+DETACHED_AFTER_BACKWARD = '''class DetachedHead(nn.Linear):
+    slow = False
+    backward_seen = False
+
+    def forward(self, x):
+        out = super().forward(x)
+        if self.slow and self.backward_seen:
+            return out.detach() + 1e-6 * (out - out.detach())
+        if self.slow and out.requires_grad:
+            out.register_hook(lambda grad: setattr(self, "backward_seen", True))
+        return out
+
+
+'''
 # TransformerBlock's forward (zero-projections-identity): x itself where both sublayers' outputs are switched off
 ZERO_PROJECTIONS_IDENTITY = '''if not (torch.any(self.attn.out_proj.weight) or torch.any(self.attn.out_proj.bias)
         or torch.any(self.ffn[2].weight) or torch.any(self.ffn[2].bias)):
