@@ -248,6 +248,27 @@ def test_layers_finds_a_model_built_otherwise_at_another_depth(reference):
     assert compare(switched(16), against=(before, seen_before))[3] == list(range(16))
 
 
+def test_layers_compares_a_layer_that_keeps_its_output_and_puts_its_weights_back(reference):
+    """A block that keeps its last output, still on the graph (to look at later: no mistake), cannot be
+    deep-copied; specs.layers compares it in place, and puts every weight of the deep model back as it was."""
+    from autograder.suites.residual_connections.specs import layer_outputs, layers
+
+    class Keeps(type(reference.residual_mlp(6, 8, 3, 1)[0])):
+        def forward(self, x):
+            self.last = super().forward(x)
+            return self.last
+    keeping = lambda depth: nn.Sequential(Keeps(6, 8), *[Keeps(8, 8) for _ in range(depth - 1)],
+                                          nn.LayerNorm(8), nn.Linear(8, 3))
+    X = torch.randn(32, 6, generator=torch.Generator().manual_seed(0))
+    shallow = keeping(3)
+    seen = layer_outputs(shallow, X, 5)
+    deep = keeping(16)
+    deep(X)
+    before = {k: v.clone() for k, v in deep.state_dict().items()}
+    assert layers(deep, shallow, X, 16, 3, seen, 5) == [18, 5, True, []]
+    assert all(torch.equal(before[k], v) for k, v in deep.state_dict().items())
+
+
 def test_the_margins_benchmark_sees_what_a_grading_sees(sample_results):
     """benchmarks/part5_margins.py, from which Part 5's bounds are set, runs the training tests' own functions
     through a Trial of each test, so its seed N is a grading's: at the sample class's seed, its reference run of

@@ -19,7 +19,6 @@ child before any student code: the torch and math functions used are bound here.
 """
 from __future__ import annotations
 
-import copy
 import math
 
 import torch
@@ -32,8 +31,8 @@ _cross_entropy, _grad, _no_grad, _parameters = torch.nn.functional.cross_entropy
 _clone, _mul_, _add_, _item = torch.Tensor.clone, torch.Tensor.mul_, torch.Tensor.add_, torch.Tensor.item
 _copy_, _zeros_like, _randn, _Generator = torch.Tensor.copy_, torch.zeros_like, torch.randn, torch.Generator
 _sum, _mul, _div, _allclose, _f64 = torch.sum, torch.mul, torch.div, torch.allclose, torch.float64
-_rng_state, _set_rng_state, _manual_seed, _deepcopy = torch.get_rng_state, torch.set_rng_state, torch.manual_seed, \
-    copy.deepcopy
+_rng_state, _set_rng_state, _manual_seed = torch.get_rng_state, torch.set_rng_state, torch.manual_seed
+_Tensor = torch.Tensor
 _state_dict, _load_state_dict = nn.Module.state_dict, nn.Module.load_state_dict
 _object_attribute = object.__getattribute__
 
@@ -269,14 +268,19 @@ def layers(model, shallow, X, depth: int, shallow_depth: int, seen: list, seed: 
 
 
 def _same(layer, twin, x, y, seed: int) -> bool:
-    """Whether a copy of layer given twin's weights computes y on x, as twin did."""
+    """Whether layer, given twin's weights, computes y on x, as twin did; its own weights and buffers are put back
+    exactly after. Not on a copy: torch refuses to deep-copy a layer that keeps a tensor of its last forward's
+    graph (an output kept to look at later), which is no mistake."""
     try:
         if type(twin) is not type(layer):
             return False
-        made = _deepcopy(layer)
-        _load_state_dict(made, _state_dict(twin))
-        _manual_seed(seed)
-        out = made(x)
+        own = {k: _clone(v) if isinstance(v, _Tensor) else v for k, v in _state_dict(layer).items()}
+        try:
+            _load_state_dict(layer, _state_dict(twin))
+            _manual_seed(seed)
+            out = layer(x)
+        finally:
+            _load_state_dict(layer, own)
         return out.shape == y.shape and _allclose(out, y, rtol=1e-5, atol=1e-6)
     except Exception:
         return False
