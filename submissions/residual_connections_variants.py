@@ -358,6 +358,47 @@ STYLES = {
                 nn.init.zeros_(block.ffn[2].bias)
             return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))
         ''')),
+    "style-blocks-keep-output": ("blocks that keep their last output, still on the graph, to look at later "
+                                 "(torch cannot deep-copy such a block)", dict(plain_mlp='''
+        class PlainBlock(nn.Module):
+            def __init__(self, d_in: int, d_out: int):
+                super().__init__()
+                self.ln = nn.LayerNorm(d_in)
+                self.ffn = ResidualFFN(d_in, d_out, expansion=1).ffn
+                self.last_output = None
+
+            def forward(self, x: Tensor) -> Tensor:
+                self.last_output = self.ffn(self.ln(x))
+                return self.last_output
+
+
+        def plain_mlp(d_in: int, width: int, d_out: int, depth: int) -> nn.Sequential:
+            model = nn.Sequential()
+            for l in range(depth):
+                model.append(PlainBlock(width if l else d_in, width))
+            return model.extend([nn.LayerNorm(width), nn.Linear(width, d_out)])
+        ''', residual_mlp='''
+        class ResidualBlock(PlainBlock):
+            """PlainBlock (the cell above), its output kept, plus the shortcut."""
+
+            def __init__(self, d_in: int, d_out: int, alpha: float = 1.0, branch_scale: float = 1.0):
+                super().__init__(d_in, d_out)
+                self.shortcut, self.alpha, self.branch_scale = ProjectionShortcut(d_in, d_out), alpha, branch_scale
+
+            def forward(self, x: Tensor) -> Tensor:
+                return residual_add(self.alpha * self.shortcut(x), self.branch_scale * super().forward(x))
+
+
+        def residual_mlp(d_in: int, width: int, d_out: int, depth: int, alpha: float = 1.0,
+                         branch_scale: float = 1.0, zero_init: bool = False) -> nn.Sequential:
+            blocks = [ResidualBlock(d_in if l == 0 else width, width, alpha, branch_scale) for l in range(depth)]
+            if zero_init:
+                with torch.no_grad():
+                    for block in blocks:
+                        block.ffn[2].weight.zero_()
+                        block.ffn[2].bias.zero_()
+            return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))
+        ''')),
 }
 
 # text pasted from a web page or a PDF: a U+2028 in a comment and in an error message, which Python reads as a
