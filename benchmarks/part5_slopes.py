@@ -87,7 +87,7 @@ def worst(kind: str, seeds: range) -> tuple[float, float]:
         X, y, _, _ = rc.teacher_problem(gen, size["n"], size["d_in"], size["k"])
         torch.manual_seed(seed)
         m = model(kind, size["d_in"], size["width"], size["k"], size["depth"])
-        _, slopes = fit(m, X, y, size["steps"], size["lr"], seed)
+        _, slopes, _ = fit(m, X, y, size["steps"], size["lr"], seed)
         for step, r, f in slopes:
             out[step > 0] = max(out[step > 0], abs(r - f) / (rc.SLOPE_ATOL + rc.SLOPE_RTOL * max(abs(r), abs(f))))
     return out[0], out[1]

@@ -162,10 +162,10 @@ def test_the_graders_training_is_the_contracts_train_on_the_whole_set(reference)
     ours = reference.residual_mlp(6, 8, 3, 3)
     theirs = reference.residual_mlp(6, 8, 3, 3)
     theirs.load_state_dict(ours.state_dict())
-    got, slopes = fit(ours, X, y, 12, 0.1, seed=1)
+    got, slopes, changed = fit(ours, X, y, 12, 0.1, seed=1)
     want = reference.train(theirs, X, y, 12, lr=0.1, batch=len(X), seed=5)
     assert got == pytest.approx(want, rel=1e-5, abs=1e-6)
-    assert [step for step, *_ in slopes] == [0] * 6 + [1 + 1 % 11] * 5
+    assert [step for step, *_ in slopes] == [0] * 6 + [1 + 1 % 11] * 5 and changed == -1
     for a, b in zip(ours.parameters(), theirs.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
@@ -202,7 +202,7 @@ def test_the_gradient_check_tells_a_backward_that_differs_from_its_forward(refer
     model[17].factor, model[17].honest_calls = factor, honest_calls
     if dropout:
         model[5].ffn.append(nn.Dropout(dropout))
-    _, slopes = fit(model, X, y, 4, 0.1, seed=2)
+    _, slopes, _ = fit(model, X, y, 4, 0.1, seed=2)
     assert [step for step, *_ in slopes] == [0] * 6 + [3] * 5
     agree = [abs(r - f) <= part5.SLOPE_ATOL + part5.SLOPE_RTOL * max(abs(r), abs(f)) for _, r, f in slopes]
     assert [all(agree[:6]), all(agree[6:])] == follows, slopes
@@ -246,6 +246,36 @@ def test_layers_finds_a_model_built_otherwise_at_another_depth(reference):
     seen_before = layer_outputs(before, X, 5)
     Switched.add = False        # what a builder past depth 8 could do
     assert compare(switched(16), against=(before, seen_before))[3] == list(range(16))
+
+
+def test_fit_trains_every_parameter_the_modules_hold_and_reports_a_forward_that_sets_them(reference):
+    """specs.fit takes the parameters from the modules' own dicts, so a model whose named_parameters() names the
+    head's bias alone is trained whole; and it reports the first step at which the model's forward changed its
+    own parameters (a block that puts back the model's start whenever training has moved it)."""
+    from autograder.suites.residual_connections.specs import fit
+    gen = torch.Generator().manual_seed(3)
+    X, y = torch.randn(64, 6, generator=gen), torch.randint(0, 3, (64,), generator=gen)
+
+    class Hides(nn.Sequential):
+        def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+            return iter([("head.bias", self[-1].bias)])
+    torch.manual_seed(0)
+    hiding = Hides(*reference.residual_mlp(6, 8, 3, 3))
+    start = [p.detach().clone() for p in nn.Module.parameters(hiding)]
+    assert fit(hiding, X, y, 3, 0.1, seed=1)[2] == -1
+    assert all(not torch.equal(a, b) for a, b in zip(start, nn.Module.parameters(hiding)))
+
+    class Resets(nn.Sequential):
+        def forward(self, x):
+            if self.start is not None:
+                with torch.no_grad():
+                    for p, s in zip(nn.Module.parameters(self), self.start):
+                        p.copy_(s)
+            return super().forward(x)
+    resetting = Resets(*reference.residual_mlp(6, 8, 3, 3))
+    resetting.start = None
+    resetting.start = [p.detach().clone() for p in nn.Module.parameters(resetting)]
+    assert fit(resetting, X, y, 3, 0.1, seed=1)[2] == 1
 
 
 def test_layers_compares_a_layer_that_keeps_its_output_and_puts_its_weights_back(reference):

@@ -464,7 +464,8 @@ def _trained(t: Trial, builder: str, size: dict, d_in: int, k: int, before: bool
     two losses at the start first. own_train: the grader's own model of that name (specs.residual_mlp) trained by
     the submission's train (the test judges train: the model cannot train itself, whatever hooks a builder of the
     submission's would give it), else the submission's model trained by the grader's (specs.fit: the test judges
-    the model), once it is found built as at any depth, and failing where its backward does not follow its forward."""
+    the model), once it is found built as at any depth, failing where its backward does not follow its forward or
+    it sets its own parameters."""
     X, y, X_held, y_held = teacher_problem(t.gen, size["n"], d_in, k)
     dims = (d_in, size["width"], k, size["depth"])
     shallow = None if own_train else _shallow_seen(t, builder, dims, X[:64].clone())   # 64 rows tell layers apart
@@ -476,8 +477,12 @@ def _trained(t: Trial, builder: str, size: dict, d_in: int, k: int, before: bool
     else:
         _built_as_at_any_depth(t, model, dims[3], *shallow)
         run = _data(t.run(["trainer"], model, X, y, size["steps"], size["lr"], t.rng.getrandbits(63)).result)
-        _as_returned(t, "trainer", run, lambda v: len(v) == 2 and isinstance(v[1], list)
-                     and all(_floats(check) and len(check) == 3 for check in v[1]))
+        _as_returned(t, "trainer", run, lambda v: len(v) == 3 and isinstance(v[1], list)
+                     and all(_floats(check) and len(check) == 3 for check in v[1]) and _floats(v[2:]))
+        if run[2] >= 0:
+            t.fail(f"at training step {int(run[2]) + 1}, {model.label}'s forward or backward changed its own "
+                   "parameters: training moves them, by the gradient, and a model that sets them itself (back to "
+                   "where they started, say) trains something else than the model it computes.", misconception=None)
         _follows_its_forward(t, model.label, run[1])
     return model.label, start + measure()
 

@@ -26,8 +26,8 @@ from torch import nn
 
 _sin, _cos, _tanh, _exp, _log1p = math.sin, math.cos, math.tanh, math.exp, math.log1p
 _t_tanh, _t_zeros_like, _linear = torch.tanh, torch.zeros_like, torch.nn.functional.linear
-_cross_entropy, _grad, _no_grad, _parameters = torch.nn.functional.cross_entropy, torch.autograd.grad, torch.no_grad, \
-    nn.Module.parameters
+_cross_entropy, _grad, _no_grad = torch.nn.functional.cross_entropy, torch.autograd.grad, torch.no_grad
+_equal, _dict_values, _Module = torch.equal, dict.values, nn.Module
 _clone, _mul_, _add_, _item = torch.Tensor.clone, torch.Tensor.mul_, torch.Tensor.add_, torch.Tensor.item
 _copy_, _zeros_like, _randn, _Generator = torch.Tensor.copy_, torch.zeros_like, torch.randn, torch.Generator
 _sum, _mul, _div, _allclose, _f64 = torch.sum, torch.mul, torch.div, torch.allclose, torch.float64
@@ -165,15 +165,19 @@ def fit(model, X, y, steps: int, lr: float, seed: int) -> list:
     before its backward has run: one whose backward leaves its forward at most steps is caught at most draws. The
     later check leaves out the gradient's own direction in the first third: once a plain stack has stalled, its
     loss can curve there so sharply along its tiny gradient that a central difference misses the slope (by 5 times
-    the tolerance on 1 seed of 100). A model that fakes a stall keeps its gradient from the layers near the head."""
-    params = [p for p in _parameters(model) if p.requires_grad]
-    velocity, losses, slopes = [None] * len(params), [], []
+    the tolerance on 1 seed of 100). A model that fakes a stall keeps its gradient from the layers near the head.
+    The third item is the first step at which the model's forward or backward changed one of its own parameters
+    (putting back its start, say), or -1: SGD alone moves them."""
+    params = [p for p in _own_parameters(model) if p.requires_grad]
+    velocity, losses, slopes, changed = [None] * len(params), [], [], -1
     checked = {0, 1 + seed % (steps - 1)} if steps > 1 else {0}
     for step in range(steps):
-        rng = _rng_state()
+        rng, before = _rng_state(), [_clone(p.detach()) for p in params]
         loss = _cross_entropy(model(X), y)
         losses.append(_item(loss))
         grads = _grad(loss, params, allow_unused=True)
+        if changed < 0 and not all(_equal(p, b) for p, b in zip(params, before)):
+            changed = step
         if step in checked:
             slopes += [[step, *pair] for pair in _slopes(model, X, y, params, grads, rng, seed + step,
                                                          range(3) if step == 0 else range(1, 3))]
@@ -182,7 +186,29 @@ def fit(model, X, y, steps: int, lr: float, seed: int) -> list:
                 if g is not None:      # torch.optim.SGD's momentum: v = 0.9 v + g (v = g at first), p -= lr v
                     velocity[i] = _clone(g) if velocity[i] is None else _add_(_mul_(velocity[i], 0.9), g)
                     _add_(p, velocity[i], alpha=-lr)
-    return [losses, slopes]
+    return [losses, slopes, changed]
+
+
+def _own_modules(model) -> list:
+    """model and its submodules, each once, in nn.Module.modules' order, from each module's own _modules dict."""
+    found, seen, stack = [], set(), [model]
+    while stack:
+        m = stack.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        found.append(m)
+        stack.extend(reversed([c for c in _dict_values(_modules(m)) if isinstance(c, _Module)]))
+    return found
+
+
+def _own_parameters(model) -> list:
+    """Every parameter of model and its submodules, each once, in nn.Module.parameters' order, read from each
+    module's own _parameters and _modules dicts: a class that overrides parameters() or named_parameters() leaves
+    none out of the grader's training."""
+    found = {id(p): p for m in _own_modules(model) for p in _dict_values(_object_attribute(m, "_parameters"))
+             if isinstance(p, _Tensor)}
+    return list(found.values())
 
 
 def _dot(a, b) -> float:
