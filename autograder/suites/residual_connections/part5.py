@@ -417,12 +417,13 @@ def _shallow_seen(t: Trial, builder: str, dims: tuple[int, int, int, int], X) ->
     return shallow, X, seen, seed
 
 
-def _built_as_at_any_depth(t: Trial, model, depth: int, shallow, X, seen: list, seed: int) -> None:
+def _built_as_at_any_depth(t: Trial, model, depth: int, shallow, X, seen: list, seed: int, when: str = "") -> None:
     """Fails unless model, a builder's at `depth`, is its model at depth SHALLOW_TWIN (shallow) with more blocks:
     as many layers besides the blocks, a forward that is its layers in order, and each layer computing, given
     the weights of one of shallow's, what that layer computed before model was built (specs.layers: seen). The
     deep tests train the model a builder makes at their depth; these are what makes it the model the tests of
-    smaller depths judged."""
+    smaller depths judged. They are checked before training and again after it (when: "after training, "), so
+    that a model that changes as it trains is judged as it ends, too."""
     if not seen:          # the shallow model's layers do not apply in order: a layout the structure tests judge
         return
     found = _data(t.run(["layers"], model, shallow, X, depth, SHALLOW_TWIN, seen, seed).result)
@@ -432,17 +433,17 @@ def _built_as_at_any_depth(t: Trial, model, depth: int, shallow, X, seen: list, 
                  and _floats(v[3]))
     mine, theirs, chain, differ = int(found[0]), int(found[1]), found[2], [int(i) for i in found[3]]
     if mine - depth != theirs - SHALLOW_TWIN:
-        t.fail(f"{model.label} has {mine} top-level layers, and {shallow.label} has {theirs}: at depth {depth} a "
+        t.fail(f"{when}{model.label} has {mine} top-level layers, and {shallow.label} has {theirs}: at depth {depth} a "
                f"model must be built as at any depth, {depth - SHALLOW_TWIN} blocks more and the same other layers. "
                "The grader trains what the builder makes at this depth.", misconception=None)
     if not chain:
-        t.fail(f"{model.label}(X) is not its layers applied in order, model[0] first: the model must compute its "
+        t.fail(f"{when}{model.label}(X) is not its layers applied in order, model[0] first: the model must compute its "
                "blocks, the final LayerNorm and the head one after the other, as the contract lays them out.",
                misconception=None)
     if differ:
-        t.fail(f"{part_label(model, str(differ[0]))} computes otherwise than every layer of {shallow.label}, built "
-               "before it, given the same weights and input: what a layer computes must not depend on the depth of "
-               "the model it sits in, nor change when a deeper one is built.", misconception=None)
+        t.fail(f"{when}{part_label(model, str(differ[0]))} computes otherwise than every layer of {shallow.label}, "
+               "built before it, given the same weights and input: what a layer computes must not depend on the depth "
+               "of the model it sits in, nor change when a deeper one is built or as it trains.", misconception=None)
 
 
 def _follows_its_forward(t: Trial, label: str, slopes: list) -> None:
@@ -484,6 +485,7 @@ def _trained(t: Trial, builder: str, size: dict, d_in: int, k: int, before: bool
                    "parameters: training moves them, by the gradient, and a model that sets them itself (back to "
                    "where they started, say) trains something else than the model it computes.", misconception=None)
         _follows_its_forward(t, model.label, run[1])
+        _built_as_at_any_depth(t, model, dims[3], *shallow, when="after training, ")
     return model.label, start + measure()
 
 
