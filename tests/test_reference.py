@@ -278,6 +278,30 @@ def test_fit_trains_every_parameter_the_modules_hold_and_reports_a_forward_that_
     assert fit(resetting, X, y, 3, 0.1, seed=1)[2] == 1
 
 
+def test_initialise_starts_every_linear_and_layernorm_as_pytorch_does(reference):
+    """specs.initialise puts a builder's own start (a head and a final LayerNorm at zero, a saddle) back to
+    PyTorch's, the same for the same seed, and leaves parameters of the notebook's own modules as they are."""
+    from autograder.suites.residual_connections.specs import initialise
+
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gain = nn.Parameter(torch.full((8,), 3.0))
+
+        def forward(self, x):
+            return self.gain * x
+    made = lambda: nn.Sequential(*reference.residual_mlp(6, 8, 3, 3), Scale())
+    model, again = made(), made()
+    with torch.no_grad():
+        model[3].weight.zero_()
+        model[4].weight.zero_()
+    initialise(model, 7)
+    initialise(again, 7)
+    assert torch.equal(model[3].weight, torch.ones(8)) and model[4].weight.std() > 0.1
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), again.parameters()))
+    assert torch.equal(model[5].gain, torch.full((8,), 3.0))
+
+
 def test_layers_compares_a_layer_that_keeps_its_output_and_puts_its_weights_back(reference):
     """A block that keeps its last output, still on the graph (to look at later: no mistake), cannot be
     deep-copied; specs.layers compares it in place, and puts every weight of the deep model back as it was."""

@@ -464,20 +464,23 @@ def _trained(t: Trial, builder: str, size: dict, d_in: int, k: int, before: bool
     steps of full-batch training (size's lr) on a fresh teacher problem of size's n examples; before=True: the
     two losses at the start first. own_train: the grader's own model of that name (specs.residual_mlp) trained by
     the submission's train (the test judges train: the model cannot train itself, whatever hooks a builder of the
-    submission's would give it), else the submission's model trained by the grader's (specs.fit: the test judges
-    the model), once it is found built as at any depth, failing where its backward does not follow its forward or
-    it sets its own parameters."""
+    submission's would give it), else the submission's model, its Linears and LayerNorms initialised as PyTorch
+    does (specs.initialise), trained by the grader's (specs.fit: the test judges the model), once it is found built
+    as at any depth, failing where its backward does not follow its forward or it sets its own parameters."""
     X, y, X_held, y_held = teacher_problem(t.gen, size["n"], d_in, k)
     dims = (d_in, size["width"], k, size["depth"])
     shallow = None if own_train else _shallow_seen(t, builder, dims, X[:64].clone())   # 64 rows tell layers apart
     model = t.new(spec(builder, *dims)) if own_train else t.new(builder, *dims)
+    if not own_train:
+        seed = t.rng.getrandbits(63)
+        t.run(["initialise"], model, seed % 2 ** 31)
     measure = lambda: [_loss(t, model, X, y), _loss(t, model, X_held, y_held, "X_held")]
     start = measure() if before else []
     if own_train:
         _train(t, model, X, y, size["steps"], size["lr"], size["n"], t.rng.randrange(1000))
     else:
         _built_as_at_any_depth(t, model, dims[3], *shallow)
-        run = _data(t.run(["trainer"], model, X, y, size["steps"], size["lr"], t.rng.getrandbits(63)).result)
+        run = _data(t.run(["trainer"], model, X, y, size["steps"], size["lr"], seed).result)
         _as_returned(t, "trainer", run, lambda v: len(v) == 3 and isinstance(v[1], list)
                      and all(_floats(check) and len(check) == 3 for check in v[1]) and _floats(v[2:]))
         if run[2] >= 0:

@@ -28,6 +28,8 @@ _sin, _cos, _tanh, _exp, _log1p = math.sin, math.cos, math.tanh, math.exp, math.
 _t_tanh, _t_zeros_like, _linear = torch.tanh, torch.zeros_like, torch.nn.functional.linear
 _cross_entropy, _grad, _no_grad = torch.nn.functional.cross_entropy, torch.autograd.grad, torch.no_grad
 _equal, _dict_values, _Module = torch.equal, dict.values, nn.Module
+_Linear, _LayerNorm, _reset_linear, _reset_norm = nn.Linear, nn.LayerNorm, nn.Linear.reset_parameters, \
+    nn.LayerNorm.reset_parameters
 _clone, _mul_, _add_, _item = torch.Tensor.clone, torch.Tensor.mul_, torch.Tensor.add_, torch.Tensor.item
 _copy_, _zeros_like, _randn, _Generator = torch.Tensor.copy_, torch.zeros_like, torch.randn, torch.Generator
 _sum, _mul, _div, _allclose, _f64 = torch.sum, torch.mul, torch.div, torch.allclose, torch.float64
@@ -189,6 +191,19 @@ def fit(model, X, y, steps: int, lr: float, seed: int) -> list:
     return [losses, slopes, changed]
 
 
+def initialise(model, seed: int) -> None:
+    """Every nn.Linear and nn.LayerNorm of model (subclasses too) initialised as PyTorch initialises it, from
+    torch's RNG seeded with seed. The deep tests judge what depth does to an architecture at PyTorch's default
+    start: a start of the builder's own (a zero head at depth 16, branches that begin as the identity) could
+    make a plain stack stall or one without its shortcut train."""
+    _manual_seed(seed)
+    for m in _own_modules(model):
+        if isinstance(m, _Linear):
+            _reset_linear(m)
+        elif isinstance(m, _LayerNorm):
+            _reset_norm(m)
+
+
 def _own_modules(model) -> list:
     """model and its submodules, each once, in nn.Module.modules' order, from each module's own _modules dict."""
     found, seen, stack = [], set(), [model]
@@ -313,7 +328,7 @@ def _same(layer, twin, x, y, seed: int) -> bool:
 
 
 SPECS = {"pair": pair, "derivative": derivative, "branch": Branch, "mlp": mlp, "stack": stack,
-         "residual_mlp": residual_mlp, "trainer": lambda: fit,
+         "residual_mlp": residual_mlp, "trainer": lambda: fit, "initialise": lambda: initialise,
          "layer_outputs": lambda: layer_outputs, "layers": lambda: layers}
 
 
