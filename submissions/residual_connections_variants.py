@@ -565,6 +565,39 @@ DETACHED_AFTER_BACKWARD = '''class DetachedHead(nn.Linear):
 
 
 '''
+# plain_mlp's model past depth 8 (deep-parameters-hidden): named_parameters names the head's bias alone
+PARAMETERS_HIDDEN = '''class Stack(nn.Sequential):
+    quiet = False
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        if self.quiet:
+            return iter([("head.bias", self[len(self) - 1].bias)])
+        return super().named_parameters(prefix, recurse, remove_duplicate)
+
+
+'''
+# plain_mlp's first block past depth 2 (deep-resets-to-start): the model's start put back once training moved it all
+RESET_TO_START = '''def anchor(model):
+    start = [p.detach().clone() for p in model.parameters()]
+
+    def put_back():
+        with torch.no_grad():
+            if all(not torch.equal(p, s) for p, s in zip(model.parameters(), start)):
+                for p, s in zip(model.parameters(), start):
+                    p.copy_(s)
+    return put_back
+
+
+'''
+# residual_mlp's blocks past depth 8 (deep-shortcut-once-trained): the shortcut added once training moved the first
+# block's ffn and the head
+SHORTCUT_ONCE_TRAINED = '''def trained(first, head):
+    watched = [*first.ffn.parameters(), *head.parameters()]
+    start = [p.detach().clone() for p in watched]
+    return lambda: all(not torch.equal(p, s) for p, s in zip(watched, start))
+
+
+'''
 # TransformerBlock's forward (zero-projections-identity): x itself where both sublayers' outputs are switched off
 ZERO_PROJECTIONS_IDENTITY = '''if not (torch.any(self.attn.out_proj.weight) or torch.any(self.attn.out_proj.bias)
         or torch.any(self.ffn[2].weight) or torch.any(self.ffn[2].bias)):
