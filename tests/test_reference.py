@@ -280,7 +280,8 @@ def test_fit_trains_every_parameter_the_modules_hold_and_reports_a_forward_that_
 
 def test_initialise_starts_every_linear_and_layernorm_as_pytorch_does(reference):
     """specs.initialise puts a builder's own start (a head and a final LayerNorm at zero, a saddle) back to
-    PyTorch's, the same for the same seed, and leaves parameters of the notebook's own modules as they are."""
+    PyTorch's, the same for the same seed, and leaves parameters of the notebook's own modules, and a block's
+    shortcut (a square projection set to the identity), as they are."""
     from autograder.suites.residual_connections.specs import initialise
 
     class Scale(nn.Module):
@@ -295,11 +296,15 @@ def test_initialise_starts_every_linear_and_layernorm_as_pytorch_does(reference)
     with torch.no_grad():
         model[3].weight.zero_()
         model[4].weight.zero_()
+    model[1].shortcut = again[1].shortcut = nn.Linear(8, 8, bias=False)
+    nn.init.eye_(model[1].shortcut.weight)
+    nn.init.eye_(again[1].shortcut.weight)
     initialise(model, 7)
     initialise(again, 7)
     assert torch.equal(model[3].weight, torch.ones(8)) and model[4].weight.std() > 0.1
-    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), again.parameters()))
-    assert torch.equal(model[5].gain, torch.full((8,), 3.0))
+    drawn = lambda m: [p for name, p in m.named_parameters() if "shortcut" not in name]
+    assert all(torch.equal(a, b) for a, b in zip(drawn(model), drawn(again)))
+    assert torch.equal(model[5].gain, torch.full((8,), 3.0)) and torch.equal(model[1].shortcut.weight, torch.eye(8))
 
 
 def test_layers_compares_a_layer_that_keeps_its_output_and_puts_its_weights_back(reference):

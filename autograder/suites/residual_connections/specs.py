@@ -27,7 +27,7 @@ from torch import nn
 _sin, _cos, _tanh, _exp, _log1p = math.sin, math.cos, math.tanh, math.exp, math.log1p
 _t_tanh, _t_zeros_like, _linear = torch.tanh, torch.zeros_like, torch.nn.functional.linear
 _cross_entropy, _grad, _no_grad = torch.nn.functional.cross_entropy, torch.autograd.grad, torch.no_grad
-_equal, _dict_values, _Module = torch.equal, dict.values, nn.Module
+_equal, _dict_values, _dict_items, _Module = torch.equal, dict.values, dict.items, nn.Module
 _Linear, _LayerNorm, _reset_linear, _reset_norm = nn.Linear, nn.LayerNorm, nn.Linear.reset_parameters, \
     nn.LayerNorm.reset_parameters
 _clone, _mul_, _add_, _item = torch.Tensor.clone, torch.Tensor.mul_, torch.Tensor.add_, torch.Tensor.item
@@ -193,19 +193,22 @@ def fit(model, X, y, steps: int, lr: float, seed: int) -> list:
 
 def initialise(model, seed: int) -> None:
     """Every nn.Linear and nn.LayerNorm of model (subclasses too) initialised as PyTorch initialises it, from
-    torch's RNG seeded with seed. The deep tests judge what depth does to an architecture at PyTorch's default
-    start: a start of the builder's own (a zero head at depth 16, branches that begin as the identity) could
-    make a plain stack stall or one without its shortcut train."""
+    torch's RNG seeded with seed, but those of a block's shortcut. The deep tests judge what depth does to an
+    architecture at PyTorch's default start: a start of the builder's own (a zero head at depth 16, branches that
+    begin as the identity) could make a plain stack stall or one without its shortcut train. A shortcut keeps its
+    start, which is part of what it computes: a square projection set to the identity computes x (a mistake that
+    shortcut_identity judges), where PyTorch's start would make it a random projection."""
     _manual_seed(seed)
-    for m in _own_modules(model):
+    for m in _own_modules(model, leave_out="shortcut"):
         if isinstance(m, _Linear):
             _reset_linear(m)
         elif isinstance(m, _LayerNorm):
             _reset_norm(m)
 
 
-def _own_modules(model) -> list:
-    """model and its submodules, each once, in nn.Module.modules' order, from each module's own _modules dict."""
+def _own_modules(model, leave_out: str = "") -> list:
+    """model and its submodules, each once, in nn.Module.modules' order, from each module's own _modules dict; with
+    leave_out, none registered under that name, nor theirs."""
     found, seen, stack = [], set(), [model]
     while stack:
         m = stack.pop()
@@ -213,7 +216,8 @@ def _own_modules(model) -> list:
             continue
         seen.add(id(m))
         found.append(m)
-        stack.extend(reversed([c for c in _dict_values(_modules(m)) if isinstance(c, _Module)]))
+        stack.extend(reversed([c for name, c in _dict_items(_modules(m)) if isinstance(c, _Module)
+                               and name != leave_out]))
     return found
 
 
