@@ -37,7 +37,8 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          **dict.fromkeys(["train-refuses-deep-plain", "deep-head-detached", "deep-head-gradient-scaled",
                           "deep-head-detached-after-first-step", "deep-class-switched", "deep-parameters-hidden",
                           "deep-resets-to-start", "deep-zero-head-start"], "part5-plain-adds-x"),
-         **dict.fromkeys(["deep-blocks-dropped", "deep-shortcut-once-trained"], "part5-shortcut-missing"), "zero-projections-identity": "pre-post-swapped",
+         **dict.fromkeys(["deep-blocks-dropped", "deep-shortcut-once-trained"], "part5-shortcut-missing"),
+         "zero-projections-identity": "pre-post-swapped",
          "zero-init-branch-answers-zero": "part5-zero-init-ignored",
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
@@ -549,6 +550,9 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
     last = "return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))"
     head = lambda built, cls=variants.DETACHED_HEAD: plain_adds_x(
         s, (last, built + last.replace("nn.Linear(width, d_out)", "head")), before=cls)
+    # the edit of a builder's last line that keeps its model (an nn.Sequential, or cls) for `code` to work on
+    kept = lambda code, cls="nn.Sequential": (last, last.replace("return nn.Sequential", f"model = {cls}") + "\n"
+                                              + code + "return model")
     fails_plain = {"plain_forward", "deep_plain_stalls"}
     return {
         "memorises-training-set": ("train never steps, and hooks the model's forward to answer train's own X "
@@ -590,8 +594,7 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
         "deep-parameters-hidden": (
             "part5-plain-adds-x, whose plain_mlp past depth 8 is an nn.Sequential whose named_parameters() names the "
             "head's bias alone, so that training that asks the model for its parameters moves no other",
-            s.solved(plain_mlp=plain_adds_x(s, (last, "model = Stack(*blocks, nn.LayerNorm(width), "
-                                                      "nn.Linear(width, d_out))\nmodel.quiet = depth > 8\nreturn model"),
+            s.solved(plain_mlp=plain_adds_x(s, kept("model.quiet = depth > 8\n", "Stack"),
                                             before=variants.PARAMETERS_HIDDEN)), fails_plain),
         "deep-resets-to-start": (
             "part5-plain-adds-x, whose first block past depth 2 puts the model's start back whenever training has "
@@ -599,26 +602,25 @@ def measured_forgeries(s: Samples, detached_norms: list[str]) -> dict[str, tuple
             s.solved(plain_mlp=s.filled("plain_mlp", [*s.body("plain_mlp", 1, (
                 "return self.ffn(self.ln(x))", "if getattr(self, 'anchor', None) is not None:\n    self.anchor()\n"
                 "out = self.ffn(self.ln(x))\nreturn x + out if x.shape == out.shape else out"))[:2],
-                *s.body("plain_mlp", 2, (last, last.replace("return", "model =") + "\nif depth > 2:\n    blocks[0]"
-                                         ".anchor = anchor(model)\nreturn model"))[2:]], before=variants.RESET_TO_START)),
+                *s.body("plain_mlp", 2, kept("if depth > 2:\n    blocks[0].anchor = anchor(model)\n"))[2:]],
+                before=variants.RESET_TO_START)),
             fails_plain),
         "deep-zero-head-start": (
             "part5-plain-adds-x, whose plain_mlp past depth 8 starts the final LayerNorm's and the head's weights at "
             "zero: a saddle where only the head's bias learns",
-            s.solved(plain_mlp=plain_adds_x(s, (last, last.replace("return", "model =") + "\nif depth > 8:\n"
-                                                "    with torch.no_grad():\n        model[depth].weight.zero_()\n"
-                                                "        model[depth + 1].weight.zero_()\nreturn model"))), fails_plain),
+            s.solved(plain_mlp=plain_adds_x(s, kept("if depth > 8:\n    with torch.no_grad():\n"
+                                                    "        model[depth].weight.zero_()\n"
+                                                    "        model[depth + 1].weight.zero_()\n"))), fails_plain),
         "deep-shortcut-once-trained": (
             "part5-shortcut-missing, whose blocks past depth 8 add their shortcut once training has moved the first "
             "block's ffn and the head, so that the deep residual network is what the gradient check saw at the "
             "start and trains after it",
             s.solved(residual_mlp=s.filled("residual_mlp", [*s.body("residual_mlp", 1, (
                 RESIDUAL_FORWARD, "if getattr(self, 'trained', None) is not None and self.trained():\n    "
-                + RESIDUAL_FORWARD + "\n" + SHORTCUT_MISSING[1]))[:2], *s.body("residual_mlp", 2, (
-                    "return nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))",
-                    "model = nn.Sequential(*blocks, nn.LayerNorm(width), nn.Linear(width, d_out))\nif depth > 8:\n"
-                    "    for block in blocks:\n        block.trained = trained(blocks[0], model[depth + 1])\n"
-                    "return model"))[2:]], before=variants.SHORTCUT_ONCE_TRAINED)),
+                + RESIDUAL_FORWARD + "\n" + SHORTCUT_MISSING[1]))[:2], *s.body("residual_mlp", 2, kept(
+                    "if depth > 8:\n    for block in blocks:\n"
+                    "        block.trained = trained(blocks[0], model[depth + 1])\n"))[2:]],
+                before=variants.SHORTCUT_ONCE_TRAINED)),
             {"residual_forward", "residual_scaled", "deep_residual_trains"}),
         "deep-class-switched": ("part5-plain-adds-x, whose plain_mlp past depth 8 switches off, for the class, the "
                                 "add of every PlainBlock, so that the deep plain network would seem to stall",
