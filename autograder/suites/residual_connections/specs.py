@@ -14,6 +14,7 @@ child before any student code: the torch and math functions used are bound here.
     ["residual_mlp", d_in, width, d_out, depth]
                                 Part 5: the contract's residual_mlp, the grader's own, for train to train
     ["trainer"]                 Part 5: the grader's own train (`fit`), for the tests that judge a model
+    ["initialise"]              Part 5: PyTorch's start for a model's Linears and LayerNorms, before those tests
     ["layer_outputs"], ["layers"]
                                 Part 5: how a model built at one depth compares with the builder's at another
 """
@@ -293,8 +294,8 @@ def layer_outputs(model, X, seed: int) -> list:
 def layers(model, shallow, X, depth: int, shallow_depth: int, seen: list, seed: int) -> list:
     """How model, a builder's at `depth`, compares with shallow, the same builder's at `shallow_depth`: [the
     number of model's layers (the modules an nn.Sequential runs, in order), of shallow's, whether model(X) is its
-    layers applied in order, the positions of model's layers of which no copy, given the weights of one of
-    shallow's layers, computes what that layer computed before model was built (seen: layer_outputs of shallow,
+    layers applied in order, the positions of model's layers that, given the weights of any one of shallow's
+    layers, compute otherwise than that layer did before model was built (seen: layer_outputs of shallow,
     with seed)]; [] where model's layers do not apply in order at all (a layout other than the contract's, which the
     structure tests judge)."""
     try:
