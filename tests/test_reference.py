@@ -187,11 +187,11 @@ class _Scaled(nn.Linear):
     (1e-6, 0.0, 0, [False, False]), (2.0, 0.0, 0, [False, False]), (1e-6, 0.0, 13, [True, False])])
 def test_the_gradient_check_tells_a_backward_that_differs_from_its_forward(reference, factor, dropout, honest_calls,
                                                                          follows):
-    """specs._slopes, at fit's first step and at the later one its seed draws (2 of 4 steps: the 4th; not along
-    the gradient in the first third), against
-    part5's tolerance: the reference's residual_mlp at the deep tests' depth (with a dropout too, which draws the
-    same masks for the gradient and each difference) follows its forward; the same model whose head passes another
-    share of its gradient does not, nor one whose head does so only after the first step and its check (13 calls)."""
+    """specs._slopes, at fit's first step and at the later one its seed draws (of 4 steps, the 4th; not along the
+    gradient in the first third), against part5's tolerance: the reference's residual_mlp at the deep tests' depth
+    (with a dropout too, which draws the same masks for the gradient and each difference) follows its forward; the
+    same model whose head passes another share of its gradient does not, nor one whose head does so only after the
+    first step and its check (13 calls)."""
     from autograder.suites.residual_connections import part5
     from autograder.suites.residual_connections.specs import fit
     gen = torch.Generator().manual_seed(4)
@@ -267,13 +267,11 @@ def test_fit_trains_every_parameter_the_modules_hold_and_reports_a_forward_that_
 
     class Resets(nn.Sequential):
         def forward(self, x):
-            if self.start is not None:
-                with torch.no_grad():
-                    for p, s in zip(nn.Module.parameters(self), self.start):
-                        p.copy_(s)
+            with torch.no_grad():
+                for p, s in zip(nn.Module.parameters(self), self.start):
+                    p.copy_(s)
             return super().forward(x)
     resetting = Resets(*reference.residual_mlp(6, 8, 3, 3))
-    resetting.start = None
     resetting.start = [p.detach().clone() for p in nn.Module.parameters(resetting)]
     assert fit(resetting, X, y, 3, 0.1, seed=1)[2] == 1
 
@@ -297,8 +295,7 @@ def test_initialise_starts_every_linear_and_layernorm_as_pytorch_does(reference)
         model[3].weight.zero_()
         model[4].weight.zero_()
     model[1].shortcut = again[1].shortcut = nn.Linear(8, 8, bias=False)
-    nn.init.eye_(model[1].shortcut.weight)
-    nn.init.eye_(again[1].shortcut.weight)
+    nn.init.eye_(model[1].shortcut.weight)         # one module, in both models
     initialise(model, 7)
     initialise(again, 7)
     assert torch.equal(model[3].weight, torch.ones(8)) and model[4].weight.std() > 0.1
