@@ -13,10 +13,12 @@ LATEX = [r"x^2", r"\frac{a}{b}", r"\partial L / \partial x_0", r"\sum_{l=1}^{L} 
          r"\left( \frac{1}{2} \right)", r"\|x\|_2", r"\text{if } x > 0", r"\{a, b\}", r"\nabla", r"\frac{", r"x^"]
 ANCHORS = ["derivation", "Derivation", "part-2", "", "a b", "x" * 40]
 TARGETS = ["https://example.org/a?b=1&c=2", "http://x", "mailto:a@b.c", "page.html", "../x", "javascript:alert(1)", ""]
-IMAGES = ["fig.png", "https://e.org/x.svg", "data:image/png;base64,AAAA", "", "#x"]
+IMAGES = ["fig.png", "https://e.org/x.svg", "data:image/png;base64,AAAA", "", "#x", "attachment:image.png"]
+CODE = ["$HOME/data", "--out $OUT", "a\tb", "x = {'a': 1}", "<b>not bold</b>"]      # code that is not math, nor HTML
 TAGS = ["sup", "sub", "b", "i", "em", "strong", "code", "span", "u", "s", "del", "kbd", "mark", "small"]
 LONE = ["<br>", "<br/>", "&nbsp;", "&rarr;", "&#8594;", "\\*", "~~x~~", '<img src="x.png" width="100">',
-        '<a name="derivation"></a>', "---", "***", "<hr>", "    indented code", "1) item", "- [ ] task", "- [x] done"]
+        '<a name="derivation"></a>', "---", "***", "<hr>", "    indented code", "1) item", "- [ ] task", "- [x] done",
+        "\\$5 and \\$10", "costs $3", "<u>u</u>", "<mark>m</mark>", "<kbd>Ctrl</kbd>"]
 
 
 def words(r: random.Random, n: int = 0) -> str:
@@ -30,6 +32,7 @@ INLINE = [
     lambda r: f'<a href="{r.choice(["#" + r.choice(ANCHORS), *TARGETS])}">{words(r, 2)}</a>',
     lambda r: f"${r.choice(LATEX)}$",
     lambda r: r.choice(["**{}**", "*{}*", "`{}`"]).format(words(r, 2)),
+    lambda r: f"`{r.choice(CODE)}`",
     lambda r: "<{0}>{1}</{0}>".format(r.choice(TAGS), words(r, 2)),
     lambda r: r.choice(LONE),
     words,
@@ -60,7 +63,10 @@ BLOCKS = [
     lambda r: "\n".join(f"{r.choice(['-', '*', '1.', '+'])} {line(r)}" for _ in range(r.randint(1, 4))),
     lambda r: "\n".join("  " * i + "- " + line(r) for i in range(r.randint(1, 5))),
     lambda r: "\n".join("> " + line(r) for _ in range(r.randint(1, 3))),
-    lambda r: f"```{r.choice(['', 'python'])}\n" + "\n".join(words(r) for _ in range(r.randint(1, 4))) + "\n```",
+    lambda r: f"```{r.choice(['', 'python', 'bash'])}\n" + "\n".join(r.choice(["", "\t", "    "]) + r.choice(
+        [words(r), r.choice(CODE)]) for _ in range(r.randint(1, 4))) + "\n```",
+    lambda r: "\n".join(f"{n}. {line(r)}" for n in range(r.randint(1, 9), 10)[:r.randint(1, 4)]),
+    lambda r: f"{words(r, 2)}\n: {line(r)}",
     lambda r: f"<div>{line(r)}</div>",
     lambda r: f"<details><summary>{words(r, 2)}</summary>{line(r)}</details>",
     lambda r: f'<p align="center">{line(r)}</p>',

@@ -10,7 +10,7 @@ from pypdf import PdfReader
 
 from autograder.lms.gradescope.pdf import write_pdf
 from autograder.lms.gradescope.results import to_gradescope
-from autograder.nbgrading.answers import MAX_CHARS, PLACEHOLDER, Answer, Questions, math_text
+from autograder.nbgrading.answers import MAX_CHARS, PLACEHOLDER, Answer, Questions, math_text, render
 from autograder.results.result import Result
 from autograder.results.result import TestResult as Entry   # not collected as a test class
 from helpers import COURSE, ROOT, cli, sample_generator
@@ -106,8 +106,43 @@ def test_math_becomes_readable_text():
     assert math_text(r"\dfrac{\partial L}{\partial x_0}") == "(∂L)/(∂x_0)"
     assert math_text(r"x_{l+1} = \alpha x_l + F_l(x_l)") == "x_{l+1} = αx_l + F_l(x_l)"
     assert math_text(r"\sqrt{64} \cdot 0.5^{20}") == "√(64) ·0.5^{20}"
+    # what pylatexenc drops or writes in characters the PDFs' fonts lack
+    assert math_text(r"\|\nabla L\| \le \left\| J \right\|") == "‖∇L‖ ≤‖ J ‖"
+    assert math_text(r"a \implies b \iff c, \neg p \land q \lor r") == "a ⟹ b ⟺ c, ¬p ∧ q ∨ r"
+    assert math_text(r"\det(I+J), \dim \ker J, \Pr(A), \arg\max_x") == "det(I+J), dim ker J, Pr(A), argmax_x"
+    assert math_text(r"\mathbf{x}_l + \mathcal{N}(0, 1) \in \mathbb{R}^d, \mathbb{E}[x]") == "x_l + N(0, 1) ∈ℝ^d, E[x]"
+    assert math_text(r"\binom{L}{2}, a \bmod b, \sqrt[3]{d}, f''(x), \operatorname{tr}(J)") == \
+        "(L choose 2), a mod b, (d)^(1/3), f′′(x), tr(J)"
+    assert math_text(r"\begin{cases} 1 & z > 0 \\ 0 & \text{otherwise} \end{cases}") == "1 z > 0\n0 otherwise"
+    assert math_text(r"x + \frac{a") == r"x + \frac{a" and "%s" not in math_text(r"\frac{a}")   # cut short
     deep = "\\frac{" * 300                                # pylatexenc gives up: the formula stays as written
     assert math_text(deep) == deep and math_text("{" * 5000) == "{" * 5000
+
+
+@pytest.mark.parametrize("markdown, shown, not_shown", [
+    # math only where Jupyter finds it: never in code, never across paragraphs; \$ is a dollar
+    ("Set `DATA=$HOME` and run `train --out $OUT`.", ["<code>DATA=$HOME</code>", "<code>train --out $OUT</code>"],
+     ['class="math"']),
+    ("I paid $3 an hour.\n\n- depth 10\n- depth 50\n\nIt cost $12.", ["$3 an hour", "<li>depth 50</li>", "$12"],
+     ['class="math"']),
+    ("It cost \\$5 and \\$10.", ["It cost $5 and $10."], ['class="math"']),
+    ("## Result: $\\frac{\\partial L}{\\partial x_0} \\approx 1$", ['<h2>Result: <span class="math">(∂L)/(∂x_0) ≈1'],
+     ["id=", "%5C"]),
+    ("$$\\begin{aligned} a &= b \\\\ c &= d \\end{aligned}$$",
+     ['<span class="math display">a = b<br>c = d</span>'], []),
+    ("\\begin{align} a &= b \\end{align}", ['<span class="math display">a = b</span>'], ["begin"]),
+    # a pasted image (JupyterLab writes an attachment) as its alt text, the rest rendered
+    ("![image.png](attachment:image.png) **Observation:** flat", ["<em>[image: image.png]</em>",
+                                                                  "<strong>Observation:</strong>"], ["<pre>"]),
+    ("- [x] derived\n- [ ] checked", ["<li>☑ derived</li>", "<li>☐ checked</li>"], ["input"]),
+    ("5. fifth\n6. sixth", ['<ol start="5">'], []),
+    ("```python\ndef f(x):\n\treturn x\n```", ["\n    return x"], ["\t"]),
+    ("<details><summary>Why</summary><u>u</u> <mark>m</mark> <kbd>Ctrl</kbd></details>\n\nTerm\n: meaning",
+     ["<details><summary>Why</summary><u>u</u>", "<kbd>Ctrl</kbd>", "<dt>Term</dt>"], ["&lt;"]),
+])
+def test_an_answer_is_read_as_jupyter_renders_it(markdown, shown, not_shown):
+    page = render(markdown)
+    assert all(s in page for s in shown) and not any(s in page for s in not_shown), page
 
 
 def test_results_json_has_one_entry_per_question_after_its_parts_tests(tmp_path):
@@ -189,9 +224,20 @@ def test_an_in_page_link_and_a_heading_give_a_pdf_with_their_text(tmp_path):
     assert pages == 1 and "the derivation above" in flat and "could not lay this answer out" not in flat
 
 
+def test_a_table_with_formatted_cells_and_a_dropped_link_are_laid_out(tmp_path):
+    """fpdf2 refuses a table cell that mixes text and tags, and a link with no target (bleach drops a
+    javascript: href): the cell is written as its text, the link as its text, the rest as rendered."""
+    answer = ("| layout | gradient |\n|---|---|\n| **pre**-LN | about $1.0$, `stable` |\n| post-LN | shrinks<br>fast |"
+              "\n\nSee [here](javascript:alert(1)) and **this**.")
+    write_pdf([Answer(QUESTIONS.questions[0], answer)], tmp_path / "a.pdf", "table")
+    flat = " ".join(pdf_text(tmp_path / "a.pdf")[1].split())
+    assert "pre-LN about 1.0, stable" in flat and "shrinks fast" in flat and "See here and this." in flat, flat
+    assert "could not lay this answer out" not in flat
+
+
 def test_every_generated_honest_markdown_gives_an_answers_pdf(tmp_path):
-    """Links, anchors, HTML, tables, math, images and lists, mixed at random: a PDF every time, with every
-    answer on it (rendered, or where fpdf2 cannot lay it out, as written)."""
+    """Links, anchors, HTML, tables, math, images, code and lists, mixed at random: a PDF every time, with every
+    answer on it, laid out (none written out as its source)."""
     q = QUESTIONS.questions[0]
     files, each = FUZZED
     for n in range(files):
@@ -199,4 +245,6 @@ def test_every_generated_honest_markdown_gives_an_answers_pdf(tmp_path):
         path = tmp_path / f"{n}.pdf"
         pages = write_pdf([*answers, Answer(q, None, "Not answered: the cell is empty.")], path, "fuzz")
         assert pages > each and path.read_bytes().startswith(b"%PDF"), [a.text for a in answers]
-        assert "Not answered: the cell is empty." in pdf_text(path)[1], [a.text for a in answers]
+        text = pdf_text(path)[1]
+        assert "Not answered: the cell is empty." in text, [a.text for a in answers]
+        assert "could not lay this answer out" not in text, [a.text for a in answers]

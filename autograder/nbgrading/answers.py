@@ -8,8 +8,9 @@ The question is the source notebook's text before its solution region (what the 
 above YOUR ANSWER HERE); the answer is what the submission's cell holds after that text, or the
 whole cell where the student edited the question. A cell left as released, emptied or deleted is
 unanswered, and `note` says which. An answer is cut at MAX_CHARS, stripped of control and bidi
-characters, and rendered with math as readable text (pylatexenc) and cleaned like feedback
-(sanitize.py), without images: nothing in it is fetched or run where it is shown.
+characters, and rendered as Jupyter parses markdown (math never in code nor across paragraphs, `\\$` a
+dollar) with math as readable text (pylatexenc) and each image as its alt text, then cleaned like feedback
+(sanitize.py): nothing in it is fetched or run where it is shown.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbtest
-from nbconvert.filters.markdown import markdown2html
+from mistune import HTMLRenderer
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from pylatexenc import macrospec
 from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec
 from pylatexenc.latex2text import get_default_latex_context_db as text_macros
@@ -124,39 +126,111 @@ def answer(q: Question, cell: dict | None) -> Answer:
 def render(markdown: str) -> str:
     """markdown as cleaned HTML with its math as text; where the renderer fails on it, the text as is."""
     try:
-        rendered = markdown2html(markdown)
+        rendered = MarkdownWithMath(renderer=_AnswerHTML()).render(markdown)
     except Exception:   # noqa: BLE001 - e.g. nesting deep enough to exhaust the parser: show the source instead
         rendered = f"<pre>{html.escape(markdown)}</pre>"
-    return clean(MATH.sub(_math_html, rendered), ANSWER_TAGS)
+    return clean(rendered, ANSWER_TAGS)
 
 
-def _math_html(m: re.Match) -> str:
-    display = m.group(1) is not None
-    text = html.escape(math_text(html.unescape(m.group(1) if display else m.group(2))))
-    return f"<span class=\"math display\">{text}</span>" if display else f"<span class=\"math\">{text}</span>"
+class _AnswerHTML(IPythonRenderer):
+    """nbconvert's renderer, whose parser finds math where Jupyter does, with math as text. An image is its alt
+    text: never fetched, and a pasted image's attachment is not carried (nbconvert fails on it). No heading
+    anchors; code blocks uncoloured, tabs as spaces; a task list's boxes as characters."""
+
+    def __init__(self):
+        super().__init__(escape=False, exclude_anchor_links=True)
+
+    def inline_math(self, body: str) -> str:
+        return _math_html(body, display=False)
+
+    def block_math(self, body: str) -> str:
+        return _math_html(body, display=True)
+
+    def latex_environment(self, name: str, body: str) -> str:
+        return _math_html(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
+
+    def image(self, text: str, url: str, title: str | None = None) -> str:
+        return f"<em>[image{': ' + text if text.strip() else ''}]</em>"
+
+    def block_code(self, code: str, info: str | None = None) -> str:
+        return HTMLRenderer.block_code(self, code.expandtabs(4), info)
+
+    def task_list_item(self, text: str, checked: bool = False) -> str:
+        return f"<li>{'☑' if checked else '☐'} {text}</li>\n"
+
+
+def _math_html(latex: str, display: bool) -> str:
+    """A formula as text in a span; a display formula's rows (\\\\ in aligned, cases, a matrix) on lines of
+    their own."""
+    rows = [html.escape(row) for row in math_text(latex).split("\n")]
+    if display:
+        return f"<span class=\"math display\">{'<br>'.join(rows)}</span>"
+    return f"<span class=\"math\">{'; '.join(rows)}</span>"
+
+
+# what pylatexenc drops or writes in characters DejaVu lacks: norms and logic, operator names, and letter styles
+# (\\mathbf{x} in mathematical bold, outside the fonts' range), written plain
+SYMBOLS = {"|": "‖", "Vert": "‖", "lVert": "‖", "rVert": "‖", "vert": "|", "lvert": "|", "rvert": "|", "mid": "|",
+           "implies": " ⟹ ", "impliedby": " ⟸ ", "iff": " ⟺ ", "land": " ∧ ", "lor": " ∨ ", "neg": "¬", "lnot": "¬",
+           "bmod": " mod "}
+OPERATORS = ("det", "dim", "ker", "Pr", "arg", "deg", "gcd", "hom")   # kept apart from what follows as written
+PLAIN_STYLES = ("mathbf", "mathit", "mathsf", "mathtt", "mathcal", "mathscr", "mathfrak", "mathrm", "boldsymbol",
+                "bm", "operatorname")
+LETTERLIKE = dict(zip("CHNPQRZ", "ℂℍℕℙℚℝℤ"))   # \\mathbb's letters that DejaVu has
 
 
 def _latex() -> tuple[LatexNodes2Text, object]:
-    """pylatexenc with \\dfrac and \\tfrac as fractions and braces kept where they group (x_{l+1})."""
+    """pylatexenc with \\dfrac and \\tfrac as fractions, braces kept where they group (x_{l+1}), and SYMBOLS,
+    OPERATORS, PLAIN_STYLES, \\mathbb, \\binom, \\pmod and \\sqrt[n] in characters the PDFs' fonts have."""
     fractions = ("frac", "dfrac", "tfrac")
+    arg = lambda node, l2tobj, i=0: l2tobj.node_arg_to_text(node, i)
+    root = lambda node, l2tobj: (f"({arg(node, l2tobj, 1)})^(1/{arg(node, l2tobj)})" if node.nodeargd.argnlist[0]
+                                 else f"√({arg(node, l2tobj, 1)})")
     words = text_macros()
-    words.add_context_category("course", prepend=True,
-                               macros=[MacroTextSpec(f, simplify_repl="(%s)/(%s)") for f in fractions])
+    words.add_context_category("course", prepend=True, macros=[
+        *(MacroTextSpec(f, simplify_repl=_given("({})/({})")) for f in fractions),
+        *(MacroTextSpec(name, simplify_repl=text) for name, text in SYMBOLS.items()),
+        *(MacroTextSpec(name, simplify_repl=lambda node: node.macroname + (" " if node.macro_post_space else ""))
+          for name in OPERATORS),
+        *(MacroTextSpec(style, simplify_repl=arg) for style in PLAIN_STYLES),
+        MacroTextSpec("mathbb", simplify_repl=lambda node, l2tobj: "".join(
+            LETTERLIKE.get(c, c) for c in arg(node, l2tobj))),
+        MacroTextSpec("binom", simplify_repl=_given("({} choose {})")),
+        MacroTextSpec("pmod", simplify_repl=_given(" (mod {})")),
+        MacroTextSpec("sqrt", simplify_repl=_given(root))])
     parse = parse_macros()
-    parse.add_context_category("course", prepend=True, macros=[macrospec.std_macro(f, False, 2) for f in fractions])
+    parse.add_context_category("course", prepend=True, macros=[
+        *(macrospec.std_macro(f, False, 2) for f in fractions), macrospec.std_macro("binom", False, 2),
+        *(macrospec.std_macro(name, False, 1) for name in ("operatorname", "boldsymbol", "bm", "pmod"))])
     return LatexNodes2Text(latex_context=words, math_mode="text", keep_braced_groups=True), parse
+
+
+def _given(form):
+    """A macro's text: form (a str) filled with its arguments' text, or form(node, l2tobj); the macro as written
+    where the formula ends before its last argument (\\frac{a), as MathJax shows it."""
+    def fill(node, l2tobj):
+        args = node.nodeargd.argnlist if node.nodeargd else []
+        if not args or args[-1] is None:
+            return node.latex_verbatim()
+        if callable(form):
+            return form(node, l2tobj)
+        return form.format(*(l2tobj.node_arg_to_text(node, i) for i in range(len(args))))
+    return fill
 
 
 _TO_TEXT, _PARSE = _latex()
 
 
 def math_text(latex: str) -> str:
-    """A formula as readable text: \\partial L/\\partial x_0 -> ∂L/∂x_0. A formula pylatexenc cannot
-    read, or over MAX_MATH characters, stays as written."""
-    if len(latex) > MAX_MATH:
+    """A formula as readable text: \\partial L/\\partial x_0 -> ∂L/∂x_0, a prime as ′, the rows of an aligned,
+    a cases or a matrix on lines of their own. A formula pylatexenc cannot read, with unbalanced braces (cut
+    short: MathJax refuses it too) or over MAX_MATH characters, stays as written."""
+    braces = latex.replace("\\{", "").replace("\\}", "")
+    if len(latex) > MAX_MATH or braces.count("{") != braces.count("}"):
         return latex
     try:
-        nodes = LatexWalker(latex, latex_context=_PARSE, tolerant_parsing=True).get_latex_nodes()[0]
-        return " ".join(_TO_TEXT.nodelist_to_text(nodes).split()) or latex
+        nodes = LatexWalker(latex.replace("'", "′"), latex_context=_PARSE, tolerant_parsing=True).get_latex_nodes()[0]
+        rows = (" ".join(row.split()) for row in _TO_TEXT.nodelist_to_text(nodes).split("\n"))
+        return "\n".join(row for row in rows if row) or latex
     except Exception:   # noqa: BLE001 - a parser's failure on odd input keeps the source, as MathJax would
         return latex

@@ -16,8 +16,9 @@ from nbconvert.filters.markdown import markdown2html
 from nbconvert.preprocessors import Preprocessor
 
 TAGS = [*bleach.ALLOWED_TAGS, "p", "div", "span", "pre", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6",
-        "table", "thead", "tbody", "tr", "th", "td", "sub", "sup", "del", "img"]
-ATTRIBUTES = {**bleach.ALLOWED_ATTRIBUTES, "*": ["class", "id"], "img": ["src", "alt"]}
+        "table", "thead", "tbody", "tr", "th", "td", "sub", "sup", "del", "img", "u", "s", "mark", "kbd", "small",
+        "details", "summary", "dl", "dt", "dd"]
+ATTRIBUTES = {**bleach.ALLOWED_ATTRIBUTES, "*": ["class", "id"], "img": ["src", "alt"], "ol": ["start"]}
 
 
 def clean(html: str, tags: list[str] = TAGS) -> str:

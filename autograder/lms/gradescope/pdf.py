@@ -4,11 +4,12 @@
     written, failed = write_folder(questions, Path("submissions/"), Path("dist/answers/A"), "A")
 
 Each question starts a page: its part and points, the question as released, then the answer
-rendered as in results.json (nbgrading/answers.py: markdown, math as text, cleaned, no images)
+rendered as in results.json (nbgrading/answers.py: markdown, math as text, images as their alt text, cleaned)
 through fpdf2's HTML subset, in DejaVu fonts: matplotlib's copies, so any machine with the
-project's dependencies has them. A link within the page (a heading's anchor, `[see above](#derivation)`)
+project's dependencies has them. A link within the page (`[see above](#derivation)`)
 leads nowhere in the PDF: its text stays, the link goes (fpdf2 refuses a named destination it was never
-given). Where fpdf2 cannot lay an answer out, its text follows as written; where it cannot write the file
+given). A table cell that mixes text and tags is written as its text, which fpdf2 lays out. Where fpdf2
+cannot lay an answer out, its text follows as written; where it cannot write the file
 at all, every answer does (`tests/test_answers.py` fuzzes it with generated markdown).
 """
 from __future__ import annotations
@@ -31,9 +32,11 @@ FACES = {"": "", "B": "-Bold", "I": "-Oblique", "BI": "-BoldOblique"}
 SANS, MONO = "DejaVuSans", "DejaVuSansMono"
 # inline code and code blocks in the monospaced face, fpdf2's own styles otherwise
 CODE_STYLES = {"code": FontFace(family=MONO), "pre": DEFAULT_TAG_STYLES["pre"].replace(font_family=MONO)}
-# in the cleaned HTML (attributes double-quoted): a heading's pilcrow link, then any link to "#..."
-ANCHOR_LINK = re.compile(r'<a class="anchor-link"[^>]*>.*?</a>', re.S)
-IN_PAGE = re.compile(r'<a\b[^>]*\bhref="#[^"]*"[^>]*>(.*?)</a>', re.S)
+# in the cleaned HTML (attributes double-quoted): a link to "#..." or to nowhere (bleach drops a javascript: href)
+NOWHERE = re.compile(r'<a\b(?![^>]*\bhref="[^#"])[^>]*>(.*?)</a>', re.S)
+# a table's cell, and what fpdf2 lays out inside one: text, or text in one inline tag (**bold** alone)
+CELL = re.compile(r"(<t[dh]\b[^>]*>)(.*?)(</t[dh]>)", re.S)
+ONE_TAG = re.compile(r"\s*(?:[^<]*|<(\w+)[^>]*>[^<]*</\1>)\s*", re.S)
 
 
 def _as_text(record: logging.LogRecord) -> bool:
@@ -85,12 +88,12 @@ def _layout(answers: list[Answer], title: str, rendered: bool) -> FPDF:
 
 
 def _html(pdf: FPDF, rendered: str | None, text: str, size: int) -> None:
-    """rendered through fpdf2's HTML subset, in-page links as their text; where fpdf2 fails on it (or for
-    None), the rest as text, whole."""
+    """rendered through fpdf2's HTML subset, links to nowhere and mixed table cells as their text; where fpdf2
+    fails on it (or for None), the rest as text, whole."""
     pdf.set_font(SANS, "", size)
     if rendered is not None:
         try:
-            pdf.write_html(IN_PAGE.sub(r"\1", ANCHOR_LINK.sub("", rendered)), font_family=SANS, tag_styles=CODE_STYLES)
+            pdf.write_html(CELL.sub(_as_text, NOWHERE.sub(r"\1", rendered)), font_family=SANS, tag_styles=CODE_STYLES)
             return
         except Exception:   # noqa: BLE001 - a student's markup fpdf2 cannot lay out (odd tables, say)
             pass
@@ -99,6 +102,15 @@ def _html(pdf: FPDF, rendered: str | None, text: str, size: int) -> None:
                    new_x="LMARGIN", new_y="NEXT")
     pdf.set_font(SANS, "", size)
     pdf.multi_cell(0, size * 0.5, text)
+
+
+def _as_text(cell: re.Match) -> str:
+    """A table cell as fpdf2 can lay it out: one that mixes text and tags (`**clean** path`, `a<br>b`) as its
+    text, where fpdf2 refuses the whole table."""
+    inner = cell[2]
+    if not ONE_TAG.fullmatch(inner):
+        inner = re.sub(r"<[^>]*>", "", re.sub(r"<br\s*/?>", " ", inner))
+    return cell[1] + inner + cell[3]
 
 
 def write_folder(questions: Questions, folder: Path, out: Path, assignment: str) -> tuple[dict[Path, int], dict[Path, str]]:
