@@ -2,6 +2,7 @@
 uses (value_error, names_shape)."""
 from __future__ import annotations
 
+import re
 import sys
 import types
 from pathlib import Path
@@ -24,10 +25,15 @@ def value_error(call, what: str) -> str:
 
 
 def names_shape(message: str, shape: tuple) -> bool:
-    """Does an error message name this shape, as (2, 3, 1), [2, 3, 1] or torch.Size([2, 3, 1])?"""
+    """Does an error message name this shape, as (2, 3, 1), [2, 3, 1], torch.Size([2, 3, 1]) or 2x3x1 (a 1-D
+    shape as (5,), (5) or [5]), spaces anywhere?"""
     text = "".join(message.split())
     inner = ",".join(map(str, shape))
-    return f"({inner}{',' if len(shape) == 1 else ''})" in text or f"[{inner}]" in text
+    if f"({inner},)" in text or f"({inner})" in text or f"[{inner}]" in text:
+        return True
+    # 2x3x1 or 2×3×1, not part of a longer shape or number (2x3x11)
+    crossed = "[x×]".join(map(str, shape))
+    return len(shape) > 1 and re.search(rf"(?<![\dx×]){crossed}(?![\dx×])", text) is not None
 
 
 STILL_STUB = "still the stub (NotImplementedError)"

@@ -195,6 +195,11 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
     list_message = s.filled("residual_add", [
         "if x.shape != fx.shape:\n    raise ValueError(f\"shapes differ: {list(x.shape)} vs {list(fx.shape)}\")\n"
         "return x + fx"])
+    crossed_message = s.filled("residual_add", [
+        "if x.shape != fx.shape:\n    shown = ['x'.join(map(str, t.shape)) for t in (x, fx)]\n"
+        "    raise ValueError(f\"x: {shown[0]} and fx: {shown[1]} differ\")\nreturn x + fx"])
+    one_shape_message = s.filled("residual_add", [
+        "if x.shape != fx.shape:\n    raise ValueError(f\"fx has shape {tuple(fx.shape)}, unlike x\")\nreturn x + fx"])
     in_place = s.body("residual_add", 0, ("return x + fx", "x += fx\nreturn x"))
     # in place now where autograd would see it (as in-place-add), else one call late, through a kept reference
     late = s.body("residual_add", 0, ("return x + fx", "if x.requires_grad:\n    x += fx\n    return x\n"
@@ -229,6 +234,10 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                                s.solved(residual_add=size_message), set()),
         "message-list": ("residual_add's ValueError names the shapes as [2, 3, 1]",
                          s.solved(residual_add=list_message), set()),
+        "message-crossed": ("residual_add's ValueError names the shapes as 2x3x1",
+                            s.solved(residual_add=crossed_message), set()),
+        "message-one-shape": ("residual_add's ValueError names fx's shape only",
+                              s.solved(residual_add=one_shape_message), {"residual_add_error_message"}),
         "helper-cell": ("residual_add calls check_same_shape, defined in a cell of the student's own above it",
                         helper_cell, set()),
         "helper-cell-data-first": ("plain_mlp calls layer_widths, defined in a cell of the student's own that "

@@ -47,6 +47,25 @@ def test_release_fails_every_public_test_with_a_clear_message():
     assert "Traceback" not in out
 
 
+@pytest.mark.parametrize("message, shape, named", [
+    ("cannot add (9, 7, 1) and (9, 7, 11)", (9, 7, 1), True),
+    ("got [9, 7, 1]", (9, 7, 1), True),
+    ("got torch.Size([9, 7, 1])", (9, 7, 1), True),
+    ("x: 9x7x1 and fx: 9x7x11", (9, 7, 1), True),      # a shape as an honest message often writes it
+    ("x: 9x7x1 and fx: 9x7x11", (9, 7, 11), True),
+    ("x is 9 × 7 × 1", (9, 7, 1), True),
+    ("weight has shape (5,), not (64,)", (5,), True),
+    ("weight has shape (5), not (64)", (5,), True),
+    ("x: 9x7x11 and fx: 9x7x11", (9, 7, 1), False),   # a prefix of another shape names nothing
+    ("x: 19x7x1", (9, 7, 1), False),
+    ("(9, 7) and (9, 7, 11)", (9, 7, 1), False),
+    ("width 5", (5,), False),
+])
+def test_a_shape_is_named_in_any_of_the_usual_spellings(message, shape, named):
+    """The public tests and the grader read an error message's shapes with this one helper."""
+    assert nbtest.names_shape(message, shape) is named
+
+
 def test_check_in_the_notebook_passes_on_reference(reference, capsys):
     for part in (1, 2, 3, 4, 5):
         nbtest.check(part, vars(reference), SOURCE_NB.parent / "test_public.py")
