@@ -235,6 +235,13 @@ def test_a_table_with_formatted_cells_and_a_dropped_link_are_laid_out(tmp_path):
     assert "could not lay this answer out" not in flat
 
 
+def test_a_character_the_fonts_lack_is_named_with_its_pdf(tmp_path, caplog):
+    """fpdf2 warns of each character DejaVu lacks: in a class's run, the warning names the PDF it concerns."""
+    write_pdf([Answer(QUESTIONS.questions[0], "残差 connections")], tmp_path / "alice.pdf", "cjk")
+    warned = [r.getMessage() for r in caplog.records if r.name == "fpdf.output"]
+    assert warned and all(m.startswith(f"{tmp_path / 'alice.pdf'}: ") and "残" in m for m in warned), warned
+
+
 def test_every_generated_honest_markdown_gives_an_answers_pdf(tmp_path):
     """Links, anchors, HTML, tables, math, images, code and lists, mixed at random: a PDF every time, with every
     answer on it, laid out (none written out as its source)."""

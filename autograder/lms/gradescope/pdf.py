@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+from contextvars import ContextVar
 from pathlib import Path
 
 import matplotlib
@@ -39,10 +40,14 @@ CELL = re.compile(r"(<t[dh]\b[^>]*>)(.*?)(</t[dh]>)", re.S)
 ONE_TAG = re.compile(r"\s*(?:[^<]*|<(\w+)[^>]*>[^<]*</\1>)\s*", re.S)
 
 
+_WRITING: ContextVar[str] = ContextVar("writing", default="")   # the PDF being written, for fpdf2's warnings
+
+
 def _as_text(record: logging.LogRecord) -> bool:
     """fpdf2's warnings name the characters a font lacks, a student's among them: written as text
-    (results/terminal.py)."""
-    record.msg, record.args = shown(record.getMessage()), ()
+    (results/terminal.py), after the PDF they concern, one of a class's."""
+    where = _WRITING.get()
+    record.msg, record.args = shown(f"{where}: " * bool(where) + record.getMessage()), ()
     return True
 
 
@@ -52,12 +57,15 @@ logging.getLogger("fpdf.output").addFilter(_as_text)
 def write_pdf(answers: list[Answer], path: Path, title: str) -> int:
     """Write the answers to path; returns its number of pages."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    writing = _WRITING.set(str(path))
     try:
         pdf = _layout(answers, title, rendered=True)
         pdf.output(str(path))
     except Exception:   # noqa: BLE001 - what fpdf2 accepted on the page but cannot write out: all as text
         pdf = _layout(answers, title, rendered=False)
         pdf.output(str(path))
+    finally:
+        _WRITING.reset(writing)
     return pdf.pages_count
 
 
