@@ -94,6 +94,7 @@ SHOWN = {
                     dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add")),
     **dict.fromkeys(["detached-residual-add", "gradients-written-by-hook"],
                     {"residual_add_gradients": "detached-gradient"}),
+    "message-one-shape": {"residual_add_error_message": "error-without-shapes"},
     "wraps-encoder-layer": {"block_parts": "block-structure"},
     "ffn-module-list-gelu-last": {"block_parts": "block-structure"},
     "oracle-fallback": {"split": "gradient-split"},
