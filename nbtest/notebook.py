@@ -14,6 +14,7 @@ import linecache
 import os
 import stat
 import sys
+import tomllib
 import traceback
 import types
 from collections.abc import Callable, Mapping
@@ -168,7 +169,7 @@ def load(path: str | Path, name: str | None = None, partial: bool = False) -> ty
     module.__file__ = str(path)
     sys.modules[module.__name__] = module  # dataclasses and pickling look modules up here
     problems = []
-    for index in cells_run(nb["cells"]):
+    for index in cells_run(nb["cells"], contract_names(path.parent)):
         cell = nb["cells"][index]
         label = cell_label(cell, index)
         source, filename = source_of(cell), f"{path.resolve()}[{label}]"
@@ -294,10 +295,17 @@ def _parsed(source: str) -> ast.Module:
         return ast.Module(body=[], type_ignores=[])
 
 
-def cells_run(cells: list) -> list[int]:
+def contract_names(folder: str | Path) -> frozenset[str]:
+    """The names the assignment's contract.toml in folder asks the notebook to define (none where there is
+    no contract: a notebook outside an assignment's folder)."""
+    path = Path(folder) / "contract.toml"
+    return frozenset(tomllib.loads(path.read_text(encoding="utf-8"))) if path.is_file() else frozenset()
+
+
+def cells_run(cells: list, wanted: frozenset[str] = frozenset()) -> list[int]:
     """Indexes of the cells the grader and the public tests run, in notebook order: the module cells and
-    the student's own cells they need (own_cells_needed)."""
-    own = set(own_cells_needed(cells))
+    the student's own cells they need (own_cells_needed; wanted: the contract's names)."""
+    own = set(own_cells_needed(cells, wanted))
     return [i for i, cell in enumerate(cells) if is_module_cell(cell) or i in own]
 
 
@@ -307,13 +315,16 @@ def is_own_cell(cell) -> bool:
         and not is_module_cell(cell)
 
 
-def own_cells_needed(cells: list) -> list[int]:
+def own_cells_needed(cells: list, wanted: frozenset[str] = frozenset()) -> list[int]:
     """Indexes of the student's own cells that the module cells need, as Jupyter's Run All runs them: each
     binds a name that a module cell, or another such cell, reads without defining it (a helper
-    check_same_shape in a cell of its own). The grader and the public tests run these cells too, in their
-    place; no other own cell (a plot, a scratch computation, a check) runs there."""
+    check_same_shape in a cell of its own), or one of `wanted` (the names the notebook must define) that no
+    module cell binds (a solution typed again into a new cell, or a cell whose nbgrader metadata a round
+    trip dropped). The grader and the public tests run these cells too, in their place; no other own cell
+    (a plot, a scratch computation, a check) runs there."""
     own = {i: source_of(c) for i, c in enumerate(cells) if is_own_cell(c)}
-    reads = set().union(*(free_names(source_of(c)) for c in cells if is_module_cell(c)))
+    module = [source_of(c) for c in cells if is_module_cell(c)]
+    reads = set().union(*map(free_names, module)) | (set(wanted) - set().union(*map(bound_names, module)))
     return sorted(needed_by(reads, {i: bound_names(src) for i, src in own.items()}, lambda i: free_names(own[i])))
 
 

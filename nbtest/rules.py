@@ -112,7 +112,7 @@ def rule_breaks(part: int, notebook: str | Path) -> list[str]:
     contract_parts = {name: entry["part"] for name, entry in contract.items()}
     cells, parts, stubs, asked = [], {}, {}, set()
     notebook = read_notebook(path)["cells"]
-    for index in cells_run(notebook):
+    for index in cells_run(notebook, frozenset(contract)):
         cell = notebook[index]
         label, source = cell_label(cell, index), source_of(cell)
         student = is_solution(cell) or not is_module_cell(cell)       # a solution cell, or one of the student's own

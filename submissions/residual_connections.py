@@ -244,6 +244,11 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
         "helper-cell-data-first": ("plain_mlp calls layer_widths, defined in a cell of the student's own that "
                                    "first prints the shape of the digits X (there in Run All, not in the grader)",
                                    data_first_helper, set()),
+        "metadata-lost-block": ("the transformer_block cell without its nbgrader metadata (typed again into a new "
+                                "cell), so no grade_id names it", s.without_metadata(s.solved(), "transformer_block"),
+                                set()),
+        "metadata-lost-everywhere": ("every cell without its metadata, as a tool that keeps none saves it",
+                                     s.without_metadata(s.solved()), set()),
         "split-cells": ("the plain_mlp and residual_mlp cells each split in two by JupyterLab's Split Cell (the "
                         "block class, then the builder), both halves with the cell's grade_id",
                         s.split_cell(s.split_cell(s.solved(), "plain_mlp", "def plain_mlp("), "residual_mlp",

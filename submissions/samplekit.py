@@ -135,6 +135,14 @@ class Samples:
         nb["cells"].insert(index + 1, second)
         return nb
 
+    def without_metadata(self, nb: dict, *labels: str) -> dict:
+        """The notebook with the metadata of solution cells `labels` (of every cell, where none is named) gone,
+        as a cell typed again into a new one, or a round trip through a tool that keeps no cell metadata."""
+        for cell in nb["cells"]:
+            if not labels or cell["metadata"].get("nbgrader", {}).get("grade_id") in labels:
+                cell["metadata"] = {}
+        return nb
+
     def with_own_cell(self, nb: dict, before: str, source: str) -> dict:
         """The notebook with a code cell of the student's own (no nbgrader metadata) above cell `before`."""
         at = next(i for i, c in enumerate(nb["cells"]) if c["metadata"].get("nbgrader", {}).get("grade_id") == before)

@@ -158,3 +158,28 @@ def test_a_solution_cell_split_in_two_is_taken_whole(tmp_path):
     assert dict(extracted.cells)["residual_add"] == nb["cells"][at]["source"] + second["source"]
     module = nbtest.load(path, name="split_cell", partial=True)
     assert callable(module.residual_add) and callable(module.check_same_shape)
+
+
+def test_a_solution_cell_without_its_metadata_runs_as_run_all_runs_it(tmp_path):
+    """A solution typed again into a new cell, or a cell whose nbgrader metadata a round trip dropped, has no
+    grade_id: it runs as an own cell that binds a contract name no solution cell binds, in the grader and in
+    the public tests alike. A scratch copy of a contract name that a solution cell binds, and no cell reads,
+    still does not run."""
+    nb = nbtest.read_notebook(SOURCE_NB)
+    at = next(i for i, c in enumerate(nb["cells"]) if nbtest.grade_id(c) == "transformer_block")
+    nb["cells"][at]["metadata"] = {}
+    scratch = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+               "source": "def split_gradient(*args):\n    return None\n"}
+    nb["cells"].append(scratch)
+    path = tmp_path / "lost.ipynb"
+    path.write_text(json.dumps(nb))
+    (tmp_path / "contract.toml").write_bytes((SOURCE_NB.parent / "contract.toml").read_bytes())
+    extracted = TEMPLATE.fill(path)
+    cells = dict(extracted.cells)
+    own = [label for label in cells if label not in dict(REFERENCE.cells)]
+    assert len(own) == 1 and "class TransformerBlock" in cells[own[0]] and "return None" not in "".join(cells.values())
+    assert extracted.problems == {"transformer_block": "solution cell 'transformer_block' is missing from the notebook"}
+    module = nbtest.load(path, name="metadata_lost", partial=True)
+    assert isinstance(module.TransformerBlock, type) and module.split_gradient.__code__.co_argcount > 0
+    (tmp_path / "contract.toml").unlink()       # outside an assignment's folder: nothing asks for TransformerBlock
+    assert not hasattr(nbtest.load(path, name="metadata_lost_alone", partial=True), "TransformerBlock")

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbtest
-from nbtest.notebook import bound_names, needed_by, own_cells_needed, top_level_names, used_names
+from nbtest.notebook import (bound_names, contract_names, needed_by, own_cells_needed, top_level_names,
+                             used_names)
 
 NotebookError = nbtest.NotebookError
 FILE_CELLS = 64      # a notebook file may be this many largest cells (outputs, images) before it is refused
@@ -49,6 +50,7 @@ class Template:
                 self.cells.append((nbtest.cell_label(cell, index), nbtest.source_of(cell), nbtest.is_solution(cell)))
         self.owner = {name: label for label, src, solution in self.cells if solution
                       for name in top_level_names(src)}
+        self.contract = contract_names(Path(source).parent)
 
     def fill(self, submission: Path) -> Extracted:
         """The source's module cells with the submission's solution cells in place.
@@ -95,11 +97,12 @@ class Template:
             cells.append((label, src))
 
     def _own(self, nb: dict) -> list[tuple[str, str | None, str]]:
-        """The student's own cells the module cells need (nbtest.own_cells_needed), as (label, the label of
-        the module cell above it or None, source): Run All runs them in their place, so does the grader."""
+        """The student's own cells the module cells and the contract need (nbtest.own_cells_needed), as (label,
+        the label of the module cell above it or None, source): Run All runs them in their place, so does the
+        grader."""
         module = {label for label, _, _ in self.cells}
         out, above = [], None
-        needed = set(own_cells_needed(nb["cells"]))
+        needed = set(own_cells_needed(nb["cells"], self.contract))
         for index, cell in enumerate(nb["cells"]):
             label = nbtest.cell_label(cell, index)
             if index in needed:
