@@ -17,6 +17,7 @@ import pytest
 
 from autograder.course import ROOT
 from autograder.core.extract import Template
+from autograder.grading.batch import notebooks
 from autograder.results.result import Result
 from autograder.results.store import Store
 from helpers import cli
@@ -220,3 +221,11 @@ def test_a_failure_of_the_graders_on_one_submission_costs_it_alone(tmp_path, mon
     for name, result in alone.items():
         assert [(t["name"], t["score"], t["output"]) for t in stored[name]["tests"]] == \
                [(t["name"], t["score"], t["output"]) for t in result["tests"]], name
+
+
+def test_a_folder_gives_its_notebooks_whatever_the_extension_s_case(tmp_path):
+    """A notebook renamed on Windows (NAME.IPYNB) was skipped with no word; checkpoints and other files are."""
+    for name in ("b.ipynb", "A.IPYNB", "sub/c.Ipynb", "notes.txt", ".ipynb_checkpoints/b-checkpoint.ipynb"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("{}")
+    assert [p.relative_to(tmp_path).as_posix() for p in notebooks([tmp_path])] == ["A.IPYNB", "b.ipynb", "sub/c.Ipynb"]

@@ -212,8 +212,8 @@ def test_pick_notebook(tmp_path):
     (tmp_path / "notes.pdf").write_text("")
     with pytest.raises(NoNotebook, match="no notebook .* only: .*notes.pdf"):
         pick_notebook(tmp_path)
-    (tmp_path / "deep" / "any name.ipynb").write_text("{}")
-    assert pick_notebook(tmp_path) == tmp_path / "deep" / "any name.ipynb"
+    (tmp_path / "deep" / "any name.IPYNB").write_text("{}")         # renamed on Windows: taken too
+    assert pick_notebook(tmp_path) == tmp_path / "deep" / "any name.IPYNB"
     (tmp_path / "second.ipynb").write_text("{}")
     with pytest.raises(NoNotebook, match="2 notebooks were uploaded"):
         pick_notebook(tmp_path)

@@ -98,11 +98,13 @@ def _keep(store: Store | None, key: str, result: Result) -> Result:
 
 
 def notebooks(paths: list[Path]) -> list[Path]:
-    """Files as given; folders replaced by the .ipynb files below them (checkpoints left out)."""
+    """Files as given; folders replaced by the .ipynb files below them, the extension in any case (a download
+    renamed on Windows: NAME.IPYNB), checkpoints left out."""
     out = []
     for path in paths:
         if path.is_dir():
-            out += sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+            out += sorted(p for p in path.rglob("*") if p.suffix.lower() == ".ipynb"
+                          and ".ipynb_checkpoints" not in p.parts)
         else:
             out.append(path)
     return out

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ...course import ROOT, SOLUTIONS, Assignment, Course, CourseError
+from ...grading.batch import notebooks
 from ...grading.grader import Grader
 from ...nbgrading.answers import Questions
 from .allowances import FILE, Granted
@@ -40,8 +41,9 @@ class NoNotebook(Exception):
 
 
 def pick_notebook(submission: Path) -> Path:
-    """The one .ipynb in the upload, under any name and folder (Jupyter's checkpoints ignored)."""
-    found = sorted(p for p in submission.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    """The one .ipynb in the upload, under any name and folder, the extension in any case (Jupyter's
+    checkpoints ignored)."""
+    found = notebooks([submission])
     if len(found) == 1:
         return found[0]
     if found:
