@@ -6,9 +6,9 @@
 Each question starts a page: its part and points, the question as released, then the answer
 rendered as in results.json (nbgrading/answers.py: markdown, math as text, images as their alt text, cleaned)
 through fpdf2's HTML subset, in DejaVu fonts: matplotlib's copies, so any machine with the
-project's dependencies has them. A link within the page (`[see above](#derivation)`)
-leads nowhere in the PDF: its text stays, the link goes (fpdf2 refuses a named destination it was never
-given). A table cell that mixes text and tags is written as its text, which fpdf2 lays out. Where fpdf2
+project's dependencies has them. A link within the page (`[see above](#derivation)`), or one whose target
+the cleaning dropped, leads nowhere in the PDF: its text stays, the link goes (fpdf2 refuses a named
+destination it was never given, and a link with no target). A table cell that mixes text and tags is written as its text, which fpdf2 lays out. Where fpdf2
 cannot lay an answer out, its text follows as written; where it cannot write the file
 at all, every answer does (`tests/test_answers.py` fuzzes it with generated markdown).
 """
@@ -101,7 +101,7 @@ def _html(pdf: FPDF, rendered: str | None, text: str, size: int) -> None:
     pdf.set_font(SANS, "", size)
     if rendered is not None:
         try:
-            pdf.write_html(CELL.sub(_as_text, NOWHERE.sub(r"\1", rendered)), font_family=SANS, tag_styles=CODE_STYLES)
+            pdf.write_html(CELL.sub(_cell_as_text, NOWHERE.sub(r"\1", rendered)), font_family=SANS, tag_styles=CODE_STYLES)
             return
         except Exception:   # noqa: BLE001 - a student's markup fpdf2 cannot lay out (odd tables, say)
             pass
@@ -112,7 +112,7 @@ def _html(pdf: FPDF, rendered: str | None, text: str, size: int) -> None:
     pdf.multi_cell(0, size * 0.5, text)
 
 
-def _as_text(cell: re.Match) -> str:
+def _cell_as_text(cell: re.Match) -> str:
     """A table cell as fpdf2 can lay it out: one that mixes text and tags (`**clean** path`, `a<br>b`) as its
     text, where fpdf2 refuses the whole table."""
     inner = cell[2]
