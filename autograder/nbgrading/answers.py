@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbtest
-from mistune import HTMLRenderer
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from pylatexenc import macrospec
 from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec
@@ -153,7 +152,7 @@ class _AnswerHTML(IPythonRenderer):
         return f"<em>[image{': ' + text if text.strip() else ''}]</em>"
 
     def block_code(self, code: str, info: str | None = None) -> str:
-        return HTMLRenderer.block_code(self, code.expandtabs(4), info)
+        return super(IPythonRenderer, self).block_code(code.expandtabs(4), info)    # mistune's, not pygments
 
     def task_list_item(self, text: str, checked: bool = False) -> str:
         return f"<li>{'☑' if checked else '☐'} {text}</li>\n"
