@@ -32,6 +32,9 @@ c.GenerateAssignment.preprocessors = ["autograder.nbgrading.plugins.CoursePoints
 # Autograde without running the student's notebook in a kernel: HiddenSuiteGrades (in place
 # of nbgrader's Execute) scores each part with the hidden suites, out of kernel, and writes
 # the scores into the grade cells as partial credit (autograder/nbgrading/autograde.py).
+from nbgrader.converters import Autograde  # noqa: E402
+c.Autograde.sanitize_preprocessors = ["autograder.nbgrading.plugins.SplitCellsJoined",
+                                      *Autograde.class_traits()["sanitize_preprocessors"].default()]
 c.Autograde.autograde_preprocessors = [
     "autograder.nbgrading.plugins.HiddenSuiteGrades",
     "nbgrader.preprocessors.IgnorePattern",

@@ -21,7 +21,9 @@ from autograder.demo import loop as demo
 from autograder.results.render import FEEDBACK_WIDTH
 from autograder.lms.canvas.plugins import FINAL
 from autograder.lms.canvas.roster import read_roster
+from autograder.core.extract import Template
 from autograder.nbgrading.classrun import autograde_class
+from autograder.nbgrading.plugins import SplitCellsJoined
 from autograder.nbgrading.review import ClassQueue
 from autograder.nbgrading.run import nbgrader, nbgrader_config
 from helpers import ASSIGNMENTS, COURSE, cli, solution_lines
@@ -356,6 +358,26 @@ def test_a_worker_that_dies_costs_only_its_student(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(workers, "_autograde_one", real)
     assert autograde_class(COURSE, demo.ASSIGNMENT, coursedir, workers=2) == 0
     assert {s: sum(v.values()) for s, v in gradebook_scores(instructor).items()} == expected
+
+
+def test_a_solution_cell_split_in_two_is_autograded_as_the_grader_reads_it(tmp_path, monkeypatch):
+    """JupyterLab's Split Cell gives both halves the cell's grade id. nbgrader refused such a notebook (its
+    DeduplicateIds, then its metadata check: "an old version of the nbgrader metadata format") and the student
+    was left out of the gradebook; the halves are joined first, and the notebook gets the grader's score."""
+    instructor = tmp_path / "instructor"
+    monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(instructor))
+    expected = small_class(instructor, ["split-cells"])
+    assert autograde_class(COURSE, demo.ASSIGNMENT, CourseDirectory(config=nbgrader_config()), workers=1) == 0
+    assert {s: sum(v.values()) for s, v in gradebook_scores(instructor).items()} == expected
+    # the joined cell is the code the grader reads, key for key, a first half without its last newline too
+    nb = nbformat.read(demo.SAMPLES / "split-cells.ipynb", as_version=4)
+    half = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "plain_mlp")
+    half.source = half.source.rstrip("\n")
+    nbformat.write(nb, tmp_path / "split.ipynb")
+    SplitCellsJoined().preprocess(nb, {})
+    nbformat.write(nb, tmp_path / "joined.ipynb")
+    template = Template(COURSE.assignment(demo.ASSIGNMENT).notebook_path(ROOT / "solutions"))
+    assert template.key(tmp_path / "split.ipynb") == template.key(tmp_path / "joined.ipynb")
 
 
 def test_workers_told_to_stop_before_they_begin_exit_cleanly():

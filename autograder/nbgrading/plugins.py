@@ -1,7 +1,8 @@
 """nbgrader plugins for grading, named in nbgrader_config.py (the Canvas ones are in lms/canvas/plugins.py).
 
     nbgrader generate_assignment      CoursePoints (course.toml's points in the grade cells)
-    nbgrader autograde ASSIGNMENT     HiddenSuiteGrades (in place of Execute), CourseLatePenalty
+    nbgrader autograde ASSIGNMENT     SplitCellsJoined (first), HiddenSuiteGrades (in place of Execute),
+                                      CourseLatePenalty
 
 Each plugin is an entry point into this package from an nbgrader process: it reads
 course.toml once per process and hands it down.
@@ -12,6 +13,7 @@ import atexit
 import functools
 import shutil
 
+import nbtest
 from nbgrader.plugins import LateSubmissionPlugin
 from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -51,6 +53,27 @@ class CoursePoints(NbGraderPreprocessor):
             meta = cell.metadata.get("nbgrader", {})
             if meta.get("grade") and meta.get("grade_id") in points:
                 meta["points"] = points[meta["grade_id"]]
+        return nb, resources
+
+
+class SplitCellsJoined(NbGraderPreprocessor):
+    """autograde, before nbgrader's own checks: the code cells that share a solution's grade id (JupyterLab's
+    Split Cell copies the cell's nbgrader metadata to both halves) joined into the first, in order, as the grader
+    reads them (core/extract.py). nbgrader refused such a notebook: its DeduplicateIds leaves the earlier half
+    metadata that its CheckCellMetadata then calls an old format, and the student got no grade."""
+
+    def preprocess(self, nb, resources):
+        first, cells = {}, []
+        for cell in nb.cells:
+            grade_id = nbtest.grade_id(cell) if cell.cell_type == "code" else None
+            if grade_id in first:
+                head = first[grade_id]
+                head.source += ("" if head.source.endswith("\n") else "\n") + cell.source
+                continue
+            if grade_id is not None:
+                first[grade_id] = cell
+            cells.append(cell)
+        nb.cells = cells
         return nb, resources
 
 
