@@ -81,6 +81,17 @@ def test_unanswered_deleted_and_unreadable(tmp_path):
     assert "Not read: invalid-json.ipynb" in unreadable[0].html()
 
 
+def test_a_written_answer_split_in_two_is_shown_whole(tmp_path):
+    """JupyterLab's Split Cell copies the cell's metadata to both halves: the answer is both, in order."""
+    nb = json.loads((SAMPLES / "full-marks.ipynb").read_text())
+    at = next(i for i, c in enumerate(nb["cells"])
+              if c["metadata"].get("nbgrader", {}).get("grade_id") == "part2-written")
+    nb["cells"].insert(at + 1, {**nb["cells"][at], "id": "half", "source": "A second thought."})
+    (tmp_path / "nb.ipynb").write_text(json.dumps(nb))
+    whole = QUESTIONS.answers(SAMPLES / "full-marks.ipynb")[0].text
+    assert QUESTIONS.answers(tmp_path / "nb.ipynb")[0].text == whole + "\n\nA second thought."
+
+
 def test_an_answer_that_rewrites_the_question_is_shown_whole(tmp_path):
     nb = json.loads((SAMPLES / "untouched-release.ipynb").read_text())
     for c in nb["cells"]:

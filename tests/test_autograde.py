@@ -367,6 +367,11 @@ def test_a_solution_cell_split_in_two_is_autograded_as_the_grader_reads_it(tmp_p
     instructor = tmp_path / "instructor"
     monkeypatch.setenv("COURSE_INSTRUCTOR_DIR", str(instructor))
     expected = small_class(instructor, ["split-cells"])
+    path = instructor / "submitted" / "s0" / demo.ASSIGNMENT / f"{demo.ASSIGNMENT}.ipynb"
+    nb = nbformat.read(path, as_version=4)          # a written answer split in two as well
+    at = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "part2-written")
+    nb.cells.insert(at + 1, nbformat.from_dict({**nb.cells[at], "id": "written-half", "source": "A second thought."}))
+    nbformat.write(nb, path)
     assert autograde_class(COURSE, demo.ASSIGNMENT, CourseDirectory(config=nbgrader_config()), workers=1) == 0
     assert {s: sum(v.values()) for s, v in gradebook_scores(instructor).items()} == expected
     # the joined cell is the code the grader reads, key for key, a first half without its last newline too

@@ -98,19 +98,20 @@ class Questions:
             nb = nbtest.read_notebook(submission, self.max_bytes)
         except NotebookError as e:
             return [Answer(q, None, f"Not read: {e}") for q in self.questions]
-        cells = {}
+        sources: dict[str, list[str]] = {}    # a cell split in two (JupyterLab copies its metadata): both halves
         for cell in nb["cells"]:
             if cell.get("cell_type") == "markdown" and nbtest.grade_id(cell) is not None:
-                cells.setdefault(nbtest.grade_id(cell), cell)
-        return [answer(q, cells.get(q.grade_id)) for q in self.questions]
+                source = cell.get("source", "")
+                sources.setdefault(nbtest.grade_id(cell), []).append("".join(source) if isinstance(source, list)
+                                                                     else source)
+        return [answer(q, "\n\n".join(sources[q.grade_id]) if q.grade_id in sources else None)
+                for q in self.questions]
 
 
-def answer(q: Question, cell: dict | None) -> Answer:
-    """The student's part of the cell, or why there is none."""
-    if cell is None:
+def answer(q: Question, source: str | None) -> Answer:
+    """The student's part of the cell's source (its halves joined where it was split), or why there is none."""
+    if source is None:
         return Answer(q, None, "Not answered: the cell was deleted from the notebook.")
-    source = cell.get("source", "")
-    source = "".join(source) if isinstance(source, list) else source
     text = source[len(q.prompt):] if source.startswith(q.prompt) else source
     text = ODD.sub("", text.encode("utf-8", "replace").decode("utf-8")).strip()
     if not text or text == PLACEHOLDER:

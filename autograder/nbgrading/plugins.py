@@ -57,21 +57,23 @@ class CoursePoints(NbGraderPreprocessor):
 
 
 class SplitCellsJoined(NbGraderPreprocessor):
-    """autograde, before nbgrader's own checks: the code cells that share a solution's grade id (JupyterLab's
-    Split Cell copies the cell's nbgrader metadata to both halves) joined into the first, in order, as the grader
-    reads them (core/extract.py). nbgrader refused such a notebook: its DeduplicateIds leaves the earlier half
-    metadata that its CheckCellMetadata then calls an old format, and the student got no grade."""
+    """autograde, before nbgrader's own checks: the cells that share a solution's grade id (JupyterLab's Split
+    Cell copies the cell's nbgrader metadata to both halves) joined into the first, in order, as the grader and
+    the written answers read them (core/extract.py, answers.py). nbgrader refused such a notebook: its
+    DeduplicateIds leaves the earlier half metadata that its CheckCellMetadata then calls an old format, and
+    the student got no grade."""
 
     def preprocess(self, nb, resources):
         first, cells = {}, []
         for cell in nb.cells:
-            grade_id = nbtest.grade_id(cell) if cell.cell_type == "code" else None
-            if grade_id in first:
-                head = first[grade_id]
-                head.source += ("" if head.source.endswith("\n") else "\n") + cell.source
+            grade_id = nbtest.grade_id(cell) if cell.cell_type in ("code", "markdown") else None
+            if (grade_id, cell.cell_type) in first:
+                head = first[grade_id, cell.cell_type]
+                gap = "\n\n" if cell.cell_type == "markdown" else "" if head.source.endswith("\n") else "\n"
+                head.source += gap + cell.source
                 continue
             if grade_id is not None:
-                first[grade_id] = cell
+                first[grade_id, cell.cell_type] = cell
             cells.append(cell)
         nb.cells = cells
         return nb, resources
