@@ -92,6 +92,22 @@ def test_a_written_answer_split_in_two_is_shown_whole(tmp_path):
     assert QUESTIONS.answers(tmp_path / "nb.ipynb")[0].text == whole + "\n\nA second thought."
 
 
+def test_a_written_answer_whose_cell_lost_its_metadata_is_found_by_its_question(tmp_path):
+    """A round trip that keeps no cell metadata leaves no grade id: the cell that starts with the question as
+    released is the answer; a question whose cell is gone, or was rewritten with the metadata lost, is not."""
+    nb = json.loads((SAMPLES / "full-marks.ipynb").read_text())
+    for cell in nb["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id in ("part2-written", "part3-written"):
+            cell["metadata"] = {}
+            if grade_id == "part3-written":
+                cell["source"] = "My own words."
+    (tmp_path / "nb.ipynb").write_text(json.dumps(nb))
+    got, want = QUESTIONS.answers(tmp_path / "nb.ipynb"), QUESTIONS.answers(SAMPLES / "full-marks.ipynb")
+    assert got[0] == want[0] and got[2:] == want[2:]
+    assert got[1].note == "Not answered: the cell was deleted from the notebook."
+
+
 def test_an_answer_that_rewrites_the_question_is_shown_whole(tmp_path):
     nb = json.loads((SAMPLES / "untouched-release.ipynb").read_text())
     for c in nb["cells"]:

@@ -99,12 +99,21 @@ class Questions:
         except NotebookError as e:
             return [Answer(q, None, f"Not read: {e}") for q in self.questions]
         sources: dict[str, list[str]] = {}    # a cell split in two (JupyterLab copies its metadata): both halves
+        unmarked = []                          # markdown cells with no grade id: one lost its metadata?
         for cell in nb["cells"]:
-            if cell.get("cell_type") == "markdown" and nbtest.grade_id(cell) is not None:
+            if cell.get("cell_type") == "markdown":
                 source = cell.get("source", "")
-                sources.setdefault(nbtest.grade_id(cell), []).append("".join(source) if isinstance(source, list)
-                                                                     else source)
-        return [answer(q, "\n\n".join(sources[q.grade_id]) if q.grade_id in sources else None)
+                source = "".join(source) if isinstance(source, list) else source
+                grade_id = nbtest.grade_id(cell)
+                if grade_id is None:
+                    unmarked.append(source)
+                else:
+                    sources.setdefault(grade_id, []).append(source)
+
+        def lost(q: Question) -> str | None:     # a cell whose metadata a round trip dropped starts with its question
+            return next((source for source in unmarked if q.prompt and source.startswith(q.prompt)), None)
+
+        return [answer(q, "\n\n".join(sources[q.grade_id]) if q.grade_id in sources else lost(q))
                 for q in self.questions]
 
 
