@@ -17,7 +17,7 @@ import sys
 import tomllib
 import traceback
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .cellsource import compile_cell, compile_statements, python_lines, python_source
@@ -247,10 +247,17 @@ def top_level_names(source: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def cell_part(defined: set[str] | frozenset[str], parts: Mapping[str, int]) -> int:
-    """The part a cell belongs to: the first part of the contract names it defines (parts: name -> part);
-    a cell that defines none (a helper, a kernel) belongs to the first part."""
-    return min((part for name, part in parts.items() if name in defined), default=min(parts.values()))
+def cell_parts(cells: Sequence[tuple[str, str]], parts: Mapping[str, int]) -> dict[str, int]:
+    """label -> the part each cell belongs to, for cells as (label, source) in the order Run All runs them
+    (parts: contract name -> part): the first part of the contract names it defines (top_level_names). A cell
+    that defines none (a helper, a kernel) belongs to the part of the next cell that does, the code it serves
+    being below it; after the last such cell, to the last part."""
+    out, below = {}, max(parts.values())
+    for label, source in reversed(cells):
+        defined = top_level_names(source)
+        below = min((part for name, part in parts.items() if name in defined), default=below)
+        out[label] = below
+    return out
 
 
 # Cached by source: a grade asks for each cell's names once per part, and a class repeats its cells.

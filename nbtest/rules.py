@@ -11,8 +11,8 @@ import types
 from pathlib import Path
 
 from . import cellcode, policy
-from .notebook import cell_label, cell_part, cells_run, is_module_cell, is_solution, notebook_beside, \
-    read_notebook, source_of, top_level_names
+from .notebook import cell_label, cell_parts, cells_run, is_module_cell, is_solution, notebook_beside, \
+    read_notebook, source_of
 from .warmup import first_calls, names_optim
 
 PACKAGE = str(Path(__file__).resolve().parent) + os.sep   # this package's files: what runs the notebook's code
@@ -97,7 +97,8 @@ class Watch:
 def rule_breaks(part: int, notebook: str | Path) -> list[str]:
     """The lines of the notebook's solution cells in this part that break the assignment's rules, as the
     grader reads them: policy.py (the grader's own policy) against rules.toml beside the notebook. A cell's
-    part is that of the first name it defines in contract.toml (cell_part, as the grader's). Raises
+    part is that of the first name it defines in contract.toml, a helper's that of the cell below it that
+    does (cell_parts, as the grader's). Raises
     NotImplementedError when nothing is broken and a function of the part is still the stub."""
     path = Path(notebook)
     rules_file = path.parent / "rules.toml"
@@ -110,18 +111,17 @@ def rule_breaks(part: int, notebook: str | Path) -> list[str]:
                                       **table})
     contract = tomllib.loads((path.parent / "contract.toml").read_text(encoding="utf-8"))
     contract_parts = {name: entry["part"] for name, entry in contract.items()}
-    cells, parts, stubs, asked = [], {}, {}, set()
     notebook = read_notebook(path)["cells"]
-    for index in cells_run(notebook, frozenset(contract)):
-        cell = notebook[index]
-        label, source = cell_label(cell, index), source_of(cell)
-        student = is_solution(cell) or not is_module_cell(cell)       # a solution cell, or one of the student's own
-        cells.append((label, source, student))
+    run = [(cell_label(notebook[index], index), notebook[index]) for index in cells_run(notebook, frozenset(contract))]
+    # a solution cell, or one of the student's own
+    cells = [(label, source_of(cell), is_solution(cell) or not is_module_cell(cell)) for label, cell in run]
+    parts = cell_parts([(label, source) for label, source, _ in cells], contract_parts)
+    stubs, asked = {}, set()
+    for (label, cell), (_, source, _) in zip(run, cells):
         try:
             tree = cellcode.parse(source)
         except (SyntaxError, ValueError):
             continue
-        parts[label] = cell_part(top_level_names(source), contract_parts)
         # each top-level def or class the contract names: still the stub? the last one run is what the grader
         # calls (a base class of the student's own may leave a method to its subclasses, raising
         # NotImplementedError as abstract methods do)

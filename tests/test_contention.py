@@ -90,8 +90,8 @@ def test_a_test_that_reaches_only_the_backstop_is_retried_once_and_says_so(monke
             Sandbox(grader.zygote, cells, None, grader.limits) as box:
         box.start()
         until = time.time() + 2
-        late = grader._run(SuiteTest("late", 1, 1, lambda t: t.call("late", until)), box, 1, [])
-        never = grader._run(SuiteTest("never", 1, 1, lambda t: t.call("never")), box, 1, [])
+        late = grader._run(SuiteTest("late", 1, 1, lambda t: t.call("late", until)), box, 1, [], {})
+        never = grader._run(SuiteTest("never", 1, 1, lambda t: t.call("never")), box, 1, [], {})
     assert (late.score, late.retried, late.kind) == (1, True, "passed"), late
     assert late.output.startswith("passed\n(retried once, on a fresh process") and late.to_store()["retried"]
     assert Entry.from_json(late.to_store()).retried and not Entry.from_json(late.to_json()).retried

@@ -16,6 +16,7 @@ from torch import nn
 from helpers import COURSE, NAMES, RELEASE_NB, SOURCE_NB, SampleClass, public_test_count
 
 from autograder.course import ROOT
+from autograder.grading.grader import Grader
 from autograder.nbgrading import release
 
 N_PUBLIC = public_test_count(COURSE.assignment("residual-connections"))
@@ -203,6 +204,28 @@ def test_the_rules_test_shows_the_line_the_rule_and_what_to_do(tmp_path):
                and "a solution needs none of it" in line for line in shown), shown
     with pytest.raises(AssertionError, match="README.md"):
         nbtest.follows_rules(1, notebook)
+
+
+def test_a_helper_cell_s_broken_rule_is_listed_by_the_part_it_serves(tmp_path):
+    """A cell of the student's own that defines no name the contract asks for (a helper) belongs to the part of
+    the cell below it that does, in the public tests and in the grade alike: one above Part 4's first solution
+    cell was listed by part 1's rules test, where a student working on Part 4 would not look."""
+    nb = nbtest.read_notebook(ROOT / "submissions" / "residual-connections" / "full-marks.ipynb")
+    at = next(i for i, c in enumerate(nb["cells"]) if nbtest.grade_id(c) == "transformer_block")
+    nb["cells"][at]["source"] = nbtest.source_of(nb["cells"][at]) + "\n_cloned = cloned\n"
+    nb["cells"].insert(at, {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                            "source": "import copy\n\n\ndef cloned(module):\n    return copy.deepcopy(module)\n"})
+    path = tmp_path / "helper.ipynb"
+    path.write_text(json.dumps(nb))
+    public = _beside_release(tmp_path / "release", "residual-connections", path)
+    parts = sorted(COURSE.assignment("residual-connections").auto)
+    listed = {part: nbtest.rule_breaks(part, public) for part in parts}
+    assert [part for part, lines in listed.items() if lines] == [4], listed
+    assert "[import] module 'copy'" in listed[4][0], listed
+    with Grader("residual-connections", COURSE) as grader:
+        rules = [t for t in grader.grade(path, 1).tests if t.max_score == 0]
+    assert [t.part for t in rules if t.kind != "passed"] == [4], [(t.part, t.output) for t in rules]
+    assert "[import] module 'copy'" in next(t.output for t in rules if t.part == 4)
 
 
 def test_a_stub_redefined_by_a_later_cell_is_done_as_the_grader_finds(tmp_path):

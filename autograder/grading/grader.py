@@ -15,6 +15,7 @@ import dataclasses
 import importlib
 import sys
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -110,6 +111,7 @@ class Grader:
                                        for t in self.graded],
                                 **stamp)
         violations = policy.check_cells(self.template.marked(extracted), self.policy)
+        parts = nbtest.cell_parts(extracted.cells, {name: entry.part for name, entry in self.contract.items()})
         budget = Budget(self.limits.budget_s)
 
         def grade_group(tests: list[Test]):
@@ -120,7 +122,7 @@ class Grader:
                 graded, claims = {}, {}
                 for t in tests:
                     first = len(box.kept)
-                    graded[t.id] = self._run(t, box, seed, violations)
+                    graded[t.id] = self._run(t, box, seed, violations, parts)
                     claims[t.id] = {a.fn for a in box.kept[first:] if a.claimed}
                 # once every test has run: the inputs of each call, as it returned and as they are now
                 touched = [(a.fn, why) for a in box.kept
@@ -169,7 +171,7 @@ class Grader:
         boxes = {group[0].part: box for group, (_, _, box, *_) in zip(groups, done)}
         for test in self.graded:      # each part's rules test, once every child has run: it lists all they saw
             if test.reads_findings:
-                entries[test.id] = self._run(test, boxes[test.part], seed, violations + events)
+                entries[test.id] = self._run(test, boxes[test.part], seed, violations + events, parts)
         return self._result(seed, [entries[t.id] for t in self.graded], review=tuple(map(str, violations + events)),
                             **stamp)
 
@@ -204,14 +206,15 @@ class Grader:
                     self._open.discard(box)
 
     def _run(self, test: Test, box: Sandbox, seed: int, violations: list[policy.Violation],
-             retried: bool = False) -> TestResult:
+             parts: Mapping[str, int], retried: bool = False) -> TestResult:
         """The test's entry; one that reached only the wall-clock backstop (its CPU time unspent: it
-        waited, or the machine starved it) runs once more, on a fresh child, and says so."""
+        waited, or the machine starved it) runs once more, on a fresh child, and says so. parts: each cell's
+        part (nbtest.cell_parts, as the public tests' rules test reads it), for the violations the test sees."""
         trial = Trial(test, seed, box, self.limits.timeout_s, self.reference, self.specs,
                       lambda name: self._explain(name, box), cuda=self.cuda, timing=self.assignment.timing,
                       contract=self.contract,
                       violations=[v for v in dict.fromkeys(violations + observed(box))
-                                  if v.cell == UNNAMED or self._part(v) == test.part])
+                                  if v.cell == UNNAMED or parts.get(v.cell) == test.part])
         try:
             test.check(trial)
             # the monitor's events up to now: one the code caused after this test's requests cannot have
@@ -231,7 +234,7 @@ class Grader:
                                        f"{self.limits.budget_s:g} s (course.toml grading.submission_budget_s, "
                                        "loading and all tests together) before this test finished", kind="timed_out")
             if e.backstop and not retried:
-                again = self._run(test, box, seed, violations, retried=True)
+                again = self._run(test, box, seed, violations, parts, retried=True)
                 return dataclasses.replace(again, retried=True,
                                            output=again.output + "\n" + RETRIED.format(BACKSTOP * self.limits.timeout_s))
             if e.backstop or e.idle:
@@ -252,11 +255,6 @@ class Grader:
                 box.discard()
         return dataclasses.replace(_entry(test, test.points, "passed" + "".join(f"\n{note}" for note in trial.notes),
                                           kind="passed"), rests=tuple(sorted(trial.rests)))
-
-    def _part(self, violation: policy.Violation) -> int:
-        """The part of the cell a violation is in (nbtest.cell_part, as the public tests' rules test reads it)."""
-        defined = {name for name, label in self.template.owner.items() if label == violation.cell}
-        return nbtest.cell_part(defined, {name: entry.part for name, entry in self.contract.items()})
 
     def _explain(self, name: str, box: Sandbox) -> str:
         """Why a name the test needs is not defined: the problem of the cell that should define it."""
