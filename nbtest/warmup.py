@@ -7,6 +7,7 @@ import functools
 import inspect
 import os
 import sys
+import textwrap
 import weakref
 
 
@@ -47,7 +48,11 @@ def interpreter_as_on_gpu() -> None:
     A kernel's globals: a GPU's compiler lets a kernel read only constexpr globals, modules, other kernels and
     triton.language's names, where the interpreter ran whatever a global held. At each launch the kernel, and each
     @triton.jit function it reads, is checked so (plain numbers and strings pass, as they always did here), and
-    Triton's NameError is raised for any other global (_globals_as_on_gpu)."""
+    Triton's NameError is raised for any other global (_globals_as_on_gpu).
+
+    A kernel's source: the interpreter runs the def that starts at the last line of the kernel's source beginning
+    "def ", which a string in it (a docstring, a static_assert's message) may hold, so the text in that string ran
+    in place of the kernel's body. It now runs the def itself, as a GPU's compiler does (_find_def)."""
     if os.environ.get("TRITON_INTERPRET") != "1" or "triton" not in sys.modules:
         return
     from triton.runtime import interpreter
@@ -117,6 +122,13 @@ def interpreter_as_on_gpu() -> None:
 
     rewriter._transform_ast = _transform_ast
     rewriter._compile_and_exec = _compile_and_exec
+    rewriter._find_def = _find_def
+
+
+def _find_def(self, lines: list[str]) -> int:
+    """FunctionRewriter._find_def: the line of the kernel's def in its source lines (decorators first), counted from 1,
+    read from the syntax tree, where a line in a string is the string's."""
+    return ast.parse(textwrap.dedent("".join(lines))).body[0].lineno
 
 
 _ORIGINAL_OF = weakref.WeakKeyDictionary()     # a kernel's rewrite -> the function it was made from

@@ -18,6 +18,7 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
          "method-registered-on-odd-widths": "variance-over-block", "kernel-fn-set-computes": "by-hand-wrapper",
          "kernel-fn-set-by-a-helper-computes": "by-hand-wrapper", "rewrite-cache-written-computes": "by-hand-wrapper",
          "lists-redo-odd-widths": "variance-over-block", "language-function-replaced": "by-hand-wrapper",
+         "hidden-def-fixes-variance": "variance-over-block",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
                           "handed-on-computes", "module-forward-computes", "redefined-helper-computes",
                           "import-rebound-computes", "method-set-elsewhere-computes"],
@@ -74,7 +75,7 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "grid-entry-reads", "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
             "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads",
             "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads", "kernel-global-reads",
-            "warmup-flip-adds"}
+            "warmup-flip-adds", "hidden-def-fixes-variance"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -196,6 +197,15 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                                           "var = tl.sum(centred * centred, axis=0) / BLOCK")),
                      fused_add_layernorm=variants.DISPATCHED.lstrip()),
             fused),
+        "hidden-def-fixes-variance": (
+            "variance-over-block's kernel, whose body opens with a string holding a def of the same kernel with the "
+            "right variance, closed by a comment on its last line: Triton's interpreter ran the def in the string",
+            s.solved(fused_kernel=kernel(
+                ("var = tl.sum(centred * centred, axis=0) / n_cols", "var = tl.sum(centred * centred, axis=0) / BLOCK"),
+                ("y.to(y_ptr.dtype.element_ty), mask=mask)", 'y.to(y_ptr.dtype.element_ty), mask=mask)  # """'),
+                ("row = tl.program_id(0)", variants.HIDDEN_DEF.lstrip().replace(
+                    "HIDDEN", textwrap.indent(s.bodies["fused_kernel"][0].rstrip("\n"), "    ")) + "row = tl.program_id(0)"))),
+            odd_widths),
         "no-mask": ("the kernel loads and stores all BLOCK lanes: no masks (it reads and writes past the rows' "
                     "end, which crashes the process or corrupts its memory)",
                     s.solved(fused_kernel=kernel((", mask=mask, other=0.0)", ")"), (", mask=mask)", ")"),

@@ -573,6 +573,28 @@ STYLES = {
                                                       BLOCK=triton.next_power_of_2(n))
             return h.view(x.shape), y.view(x.shape)
         ''')),
+    "style-docstring-shows-a-def": ("a kernel whose docstring shows, on lines of its own, the def of the Python it "
+                                    "stands for", dict(fused_kernel='''
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+            """One program per row; for each row it computes what this Python does:
+
+            def row_of(x, fx, w, b, eps):
+                h = x + fx
+                return h, (h - h.mean()) / (h.var(unbiased=False) + eps) ** 0.5 * w + b
+            """
+            lane = tl.arange(0, BLOCK)
+            mask = lane < n_cols
+            offs = tl.program_id(0).to(tl.int64) * n_cols + lane
+            h = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+            h += tl.load(fx_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+            tl.store(h_ptr + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
+            centred = tl.where(mask, h - tl.sum(h, axis=0) / n_cols, 0.0)
+            rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, axis=0) / n_cols + eps)
+            y = centred * rstd * tl.load(w_ptr + lane, mask=mask, other=1.0).to(tl.float32)
+            y += tl.load(b_ptr + lane, mask=mask, other=0.0).to(tl.float32)
+            tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+        ''')),
     "style-persistent-device-query": ("a persistent kernel: programs by the device's multiprocessors, each strides "
                                       "over the rows; the launch under torch.cuda.device_of(x) and inference_mode",
                                       dict(fused_kernel='''
@@ -690,6 +712,14 @@ EMPTY_KERNEL = '''
 def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
     """Does nothing: launched once so that a launch is seen."""
     pass
+'''
+# red team 36: Triton's interpreter ran the def starting at the last line of a kernel's source that begins "def ", one
+# a string may hold (the kernel's body then reads as that string's); nbtest/warmup.py runs the def itself
+HIDDEN_DEF = '''
+"""
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+HIDDEN
+"""
 '''
 NUMPY_ONLY = NUMPY_WRAPPER.replace("    LAUNCH\n", "")
 NUMPY_EMPTY_KERNEL = NUMPY_WRAPPER.replace(

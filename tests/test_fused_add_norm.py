@@ -356,24 +356,67 @@ def tapping(out_ptr):
 """
 
 
+def _kernels(tmp_path, monkeypatch, source: str, name: str):
+    """source, a module of kernels, imported from a file (Triton reads a kernel's source from it)."""
+    import importlib
+    importlib.import_module("triton")      # first, as a notebook's setup cell does
+    nbtest.interpreter_as_on_gpu()
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module(name)
+
+
 def test_a_kernel_reads_only_the_globals_a_gpu_compiler_allows(tmp_path, monkeypatch):
     """Triton's interpreter ran whatever a kernel's global held: a module-level list holding an object of the
     notebook's, added to the loaded blocks, ran its __add__ on them inside the launch (red team 28). As a GPU's
     compiler does, a kernel and the @triton.jit functions it calls read only constexpr globals, modules, kernels
     and triton.language's names (and plain numbers, as the interpreter always let them); any other raises
     Triton's NameError at the launch, before the kernel runs."""
-    import importlib
-    importlib.import_module("triton")      # first, as a notebook's setup cell does
-    nbtest.interpreter_as_on_gpu()
-    (tmp_path / "nbtest_gpu_globals.py").write_text(KERNELS_READING_GLOBALS)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    module = importlib.import_module("nbtest_gpu_globals")
+    module = _kernels(tmp_path, monkeypatch, KERNELS_READING_GLOBALS, "nbtest_gpu_globals")
     out = torch.ones(4)
     module.honest[(1,)](out)
     assert torch.equal(out, torch.full((4,), 2.0))
     with pytest.raises(NameError, match="global variable SINK from within @jit.ed function _taps"):
         module.tapping[(1,)](out)
     assert torch.equal(out, torch.full((4,), 2.0))
+
+
+KERNELS_WITH_A_DEF_IN_A_STRING = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def documented(out_ptr):
+    """Fills out with ones, as this Python would:
+
+    def documented(out):
+        out[:] = 1
+    """
+    tl.store(out_ptr + tl.arange(0, 4), 1.0)
+
+
+@triton.jit
+def hiding(out_ptr):
+    """
+    def hiding(out_ptr):
+        tl.store(out_ptr + tl.arange(0, 4), 2.0)
+    """
+    tl.store(out_ptr + tl.arange(0, 4), 1.0)  # """
+'''
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's rewrite; a GPU's compiler parses the def")
+def test_a_kernel_runs_its_own_def_not_one_a_string_in_it_holds(tmp_path, monkeypatch):
+    """Triton's interpreter ran the def starting at the last line of a kernel's source that begins "def ": one in a
+    docstring made an honest kernel a SyntaxError, and a string holding a def, closed by a comment on the body's
+    last line, ran that def in place of the body (red team 36). nbtest runs the def itself, as a GPU's compiler
+    does."""
+    module = _kernels(tmp_path, monkeypatch, KERNELS_WITH_A_DEF_IN_A_STRING, "nbtest_def_in_a_string")
+    for kernel in (module.documented, module.hiding):
+        out = torch.zeros(4)
+        kernel[(1,)](out)
+        assert torch.equal(out, torch.ones(4)), kernel
 
 
 def test_a_kernel_reaches_no_memory_through_a_pointer_of_its_own_nor_outside_a_launch():
