@@ -52,7 +52,12 @@ def interpreter_as_on_gpu() -> None:
 
     A kernel's source: the interpreter runs the def that starts at the last line of the kernel's source beginning
     "def ", which a string in it (a docstring, a static_assert's message) may hold, so the text in that string ran
-    in place of the kernel's body. It now runs the def itself, as a GPU's compiler does (_find_def)."""
+    in place of the kernel's body. It now runs the def itself, as a GPU's compiler does (_find_def).
+
+    An autotuner's trials: each config's trial run writes the launch's tensors, and what it wrote stayed where a
+    GPU's later run would overwrite it, so configs that each computed a part of the outputs (one h, another y) added
+    up to a kernel that computes both. Each trial's writes are undone as it ends (what Triton's restore_value does
+    for the tensors it names): what a call leaves is what the config kept computes alone."""
     if os.environ.get("TRITON_INTERPRET") != "1" or "triton" not in sys.modules:
         return
     from triton.runtime import interpreter
@@ -64,6 +69,16 @@ def interpreter_as_on_gpu() -> None:
         # once: the grader's child runs this again with the notebook, and counts a changed Triton class
         return
     Autotuner.do_bench = property(_benchmarker_or_run_once)
+    bench = _ORIGINALS.setdefault("bench", Autotuner._bench)
+
+    def _bench(self, *args, config, **meta):
+        outer, _TRIAL[0] = _TRIAL[0], True
+        try:
+            return bench(self, *args, config=config, **meta)
+        finally:
+            _TRIAL[0] = outer
+
+    Autotuner._bench = _bench
     interpreter.ReduceOps.generic_reduce = _tree_reduce
     builder, executor = interpreter.InterpreterBuilder, interpreter.GridExecutor
     originals = _ORIGINALS.setdefault("interpreter", {name: getattr(builder, name) for name, *_ in _MEMORY_OPS})
@@ -82,6 +97,9 @@ def interpreter_as_on_gpu() -> None:
         # another's grid or hook, or a kernel called as a plain function after a launch, reaches no storage
         # of a launch that is not its own (one since freed, whose memory now holds other objects)
         outer = _LAUNCH[0]
+        # a trial's tensors as they were before it, put back as it ends (on a CPU the interpreter writes them in place)
+        storages = {s.data_ptr(): s for s in _storages([*args, *kwargs.values()])} if _TRIAL[0] else {}
+        saved = [(storage, storage.clone()) for storage in storages.values()]
         try:
             _globals_as_on_gpu(_ORIGINAL_OF.get(self.fn, self.fn), set())   # the def itself when not rewritten
             # a grid function called as a GPU's launch calls it (_meta), and the grid's entries made ints
@@ -89,6 +107,8 @@ def interpreter_as_on_gpu() -> None:
             return launch(self, *args, **kwargs)
         finally:
             _LAUNCH[0] = outer
+            for storage, before in saved:
+                storage.copy_(before)
 
     executor._init_args_hst = _init_args_hst
     executor.__call__ = __call__
@@ -256,25 +276,31 @@ _ORIGINALS: dict = {}
 # the current launch's [(first byte, end)] of each storage it was handed; outside a launch none: a kernel called
 # as a plain Python function (a device function's call, which the interpreter runs with no launch) reaches nothing
 _LAUNCH: list = [[]]
+_TRIAL = [False]     # whether an autotuner's trial of a config is running
 
 
 def _storage_ranges(args) -> list:
     """The byte ranges of the tensors among a launch's arguments as the interpreter hands them to the kernel
-    (its host copies; in tuples, a TensorDescriptor's base). An argument with a pointer and no tensor's storage
-    (an object of the notebook's with its own data_ptr, which the interpreter hands the kernel as a pointer to
-    whatever address it returns) bounds nothing: what its pointer reaches is unknown."""
+    (its host copies), each storage's (_storages)."""
+    return [(storage.data_ptr(), storage.data_ptr() + storage.nbytes()) for storage in _storages(args)]
+
+
+def _storages(args) -> list:
+    """The storages of the tensors among a launch's arguments (in tuples, a TensorDescriptor's base). An argument
+    with a pointer and no tensor's storage (an object of the notebook's with its own data_ptr, which the interpreter
+    hands the kernel as a pointer to whatever address it returns) has none: what its pointer reaches is unknown, and
+    the bounds that _storage_ranges sets refuse it."""
     import torch
     from triton.runtime.jit import TensorWrapper
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    ranges = []
+    storages = []
     for arg in args:
-        ranges += (_storage_ranges(arg) if isinstance(arg, tuple) else
-                   _storage_ranges([arg.base]) if isinstance(arg, (TensorWrapper, TensorDescriptor)) else [])
+        storages += (_storages(arg) if isinstance(arg, tuple) else
+                     _storages([arg.base]) if isinstance(arg, (TensorWrapper, TensorDescriptor)) else [])
         if type(arg) in (torch.Tensor, torch.nn.Parameter):    # a subclass's own untyped_storage could answer
-            storage = arg.untyped_storage()                     # with any storage, one freed the moment after
-            ranges.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
-    return ranges
+            storages.append(arg.untyped_storage())              # with any storage, one freed the moment after
+    return storages
 
 
 def _in_bounds(ptrs, mask, what: str) -> None:

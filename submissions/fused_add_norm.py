@@ -18,7 +18,7 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
          "method-registered-on-odd-widths": "variance-over-block", "kernel-fn-set-computes": "by-hand-wrapper",
          "kernel-fn-set-by-a-helper-computes": "by-hand-wrapper", "rewrite-cache-written-computes": "by-hand-wrapper",
          "lists-redo-odd-widths": "variance-over-block", "language-function-replaced": "by-hand-wrapper",
-         "hidden-def-fixes-variance": "variance-over-block",
+         "hidden-def-fixes-variance": "variance-over-block", "autotune-configs-as-phases": "launch-per-row",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
                           "handed-on-computes", "module-forward-computes", "redefined-helper-computes",
                           "import-rebound-computes", "method-set-elsewhere-computes"],
@@ -75,7 +75,7 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "grid-entry-reads", "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
             "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads",
             "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads", "kernel-global-reads",
-            "warmup-flip-adds", "hidden-def-fixes-variance"}
+            "warmup-flip-adds", "hidden-def-fixes-variance", "autotune-configs-as-phases"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -206,6 +206,14 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                 ("row = tl.program_id(0)", variants.HIDDEN_DEF.lstrip().replace(
                     "HIDDEN", textwrap.indent(s.bodies["fused_kernel"][0].rstrip("\n"), "    ")) + "row = tl.program_id(0)"))),
             odd_widths),
+        "autotune-configs-as-phases": (
+            "an autotuned kernel whose two configs each store one output (h, then y), keyed on a tensor so that "
+            "every call tunes again: the trials of both ran on the call's tensors inside its one launch, and the "
+            "config kept stores h alone",
+            s.solved(fused_kernel=variants.PHASES_KERNEL.lstrip(), fused_add_layernorm=wrapper((
+                "BLOCK=block, num_warps=min(max(block // 256, 1), 16))", "BLOCK=block)"))),
+            # the config kept stores h: y is what torch.empty_like left, at every call that gets past the checks
+            s.checks(1) - {"rules_part1", "one_launch", "launches_kernel", *REFUSALS}),
         "no-mask": ("the kernel loads and stores all BLOCK lanes: no masks (it reads and writes past the rows' "
                     "end, which crashes the process or corrupts its memory)",
                     s.solved(fused_kernel=kernel((", mask=mask, other=0.0)", ")"), (", mask=mask)", ")"),

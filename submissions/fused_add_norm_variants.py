@@ -721,6 +721,27 @@ def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols
 HIDDEN
 """
 '''
+# red team 36: configs that each compute a part of the outputs, whose trials the autotuner ran one after another on the
+# same tensors (a tensor keyed so that every call tunes again); nbtest/warmup.py undoes each trial's writes
+PHASES_KERNEL = '''
+@triton.autotune(configs=[triton.Config({"PHASE": 0}), triton.Config({"PHASE": 1})], key=["y_ptr"])
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr,
+                               PHASE: tl.constexpr):
+    """PHASE 0 stores h = x + fx for its row; PHASE 1 stores y = LayerNorm(x + fx)."""
+    offs = tl.program_id(0).to(tl.int64) * n_cols + tl.arange(0, BLOCK)
+    mask = tl.arange(0, BLOCK) < n_cols
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    h = x + tl.load(fx_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    if PHASE == 0:
+        tl.store(h_ptr + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
+    else:
+        centred = tl.where(mask, h - tl.sum(h, axis=0) / n_cols, 0.0)
+        y = centred * tl.rsqrt(tl.sum(centred * centred, axis=0) / n_cols + eps)
+        y = y * tl.load(w_ptr + tl.arange(0, BLOCK), mask=mask, other=0.0).to(tl.float32)
+        y = y + tl.load(b_ptr + tl.arange(0, BLOCK), mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+'''
 NUMPY_ONLY = NUMPY_WRAPPER.replace("    LAUNCH\n", "")
 NUMPY_EMPTY_KERNEL = NUMPY_WRAPPER.replace(
     "LAUNCH", "fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, x, x, n, eps, BLOCK=16)")

@@ -404,6 +404,20 @@ def hiding(out_ptr):
     """
     tl.store(out_ptr + tl.arange(0, 4), 1.0)  # """
 '''
+KERNELS_IN_PARTS = '''
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"PART": 0}), triton.Config({"PART": 1})], key=["n"])
+@triton.jit
+def in_parts(h_ptr, y_ptr, n, PART: tl.constexpr):
+    offs = tl.arange(0, 4)
+    if PART == 0:
+        tl.store(h_ptr + offs, 1.0)
+    else:
+        tl.store(y_ptr + offs, 1.0)
+'''
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's rewrite; a GPU's compiler parses the def")
@@ -417,6 +431,17 @@ def test_a_kernel_runs_its_own_def_not_one_a_string_in_it_holds(tmp_path, monkey
         out = torch.zeros(4)
         kernel[(1,)](out)
         assert torch.equal(out, torch.ones(4)), kernel
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's trials; a GPU's write the tensors")
+def test_an_autotuners_trials_leave_only_the_kept_configs_writes(tmp_path, monkeypatch):
+    """An autotuner's trials wrote the call's tensors in place, so configs that each computed a part of the outputs
+    added up inside one launch (red team 36). Each trial's writes are undone; only the config kept writes."""
+    module = _kernels(tmp_path, monkeypatch, KERNELS_IN_PARTS, "nbtest_in_parts")
+    h, y = torch.zeros(4), torch.zeros(4)
+    module.in_parts[(1,)](h, y, 4)
+    assert torch.equal(h, torch.ones(4)) and torch.equal(y, torch.zeros(4))
+    assert module.in_parts.best_config.kwargs == {"PART": 0}
 
 
 def test_a_kernel_reaches_no_memory_through_a_pointer_of_its_own_nor_outside_a_launch():
