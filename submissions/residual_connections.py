@@ -41,7 +41,8 @@ TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-plac
          "zero-projections-identity": "pre-post-swapped",
          "zero-init-branch-answers-zero": "part5-zero-init-ignored",
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
-         **dict.fromkeys(["hides-projection-method", "hides-projection-assigned"], "eye-projection")}
+         **dict.fromkeys(["hides-projection-method", "hides-projection-assigned", "hides-projection-copied-state"],
+                         "eye-projection")}
 # retyped errors that no rule holds: the child's checked sparse tensors, unresizable DLPack exports, modules that
 # answer no special name from their registries, and copies, loaded optimizer states, setattr, cached_property and
 # update_wrapper that name no array interface stop them (nbtest/buffers.py)
@@ -66,7 +67,7 @@ MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "gradients-writt
             "zero-init-branch-answers-zero", "tells-read-back-storage", "tells-read-back-shape",
             "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
-            "hides-projection-assigned", "forged-mutation-report",
+            "hides-projection-assigned", "hides-projection-copied-state", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES), "kernel-retypes-error", "injected-retypes-error",
             "sparse-retypes-error", *ALSO_STOPPED, *BY_CONSTRUCTION}
 # forgeries of the probe: the child takes it out of sys.modules before the first cell (samplekit.tried)
@@ -116,7 +117,8 @@ SHOWN = {
     # with alpha = 1 and tanh branches the ones it returns are no mistake norms_random knows
     "norms-alpha-power": {k: v for k, v in DETACHED.items() if k != "norms_random"},
     "norms-alpha-power-zero-branches": DETACHED,
-    **dict.fromkeys(["eye-projection", "hides-projection-method", "hides-projection-assigned"],
+    **dict.fromkeys(["eye-projection", "hides-projection-method", "hides-projection-assigned",
+                     "hides-projection-copied-state"],
                     {"shortcut_identity": "projection-shortcut"}),
 }
 # a forgery of the probe finds none (OUT_OF_REACH): its forged report never lands, so its twin's mistakes show
@@ -693,5 +695,13 @@ def structure_forgeries(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
         "hides-projection-assigned": ("eye-projection, with ProjectionShortcut.named_modules assigned a function that "
                                       "lists the square projection nowhere",
                                       s.solved(projection_shortcut=cell + variants.HIDING_ASSIGNMENT), fails),
+        "hides-projection-copied-state": (
+            "eye-projection, the square projection a deep copy (AveragedModel's module) of a Linear whose __getstate__ "
+            "puts its parameters in an OrderedDict subclass",
+            s.solved(projection_shortcut=s.filled("projection_shortcut", [edit(
+                eye[0], "self.proj.weight.copy_(torch.eye(d_in))",
+                "self.proj.weight.copy_(torch.eye(d_in))\n    self.proj = torch.optim.swa_utils.AveragedModel(self.proj).module")
+                .replace("self.proj = nn.Linear(", "self.proj = (_EyeLinear if self.square else nn.Linear)("), eye[1]],
+                before=variants.COPIED_STATE.lstrip())), fails),
     }
 

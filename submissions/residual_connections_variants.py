@@ -633,6 +633,36 @@ if self.square:
     with torch.no_grad():
         self.proj.weight.copy_(torch.eye(d_in))
 '''
+# red team 36: a copy (AveragedModel deep-copies its module) rebuilt through __getstate__ with its parameters in an
+# OrderedDict subclass, which the structure report, reading plain dicts only, read as none; it reads any dict now
+COPIED_STATE = '''
+import collections
+
+
+class _Kept(collections.OrderedDict):
+    """A layer's parameters, in an ordered dict of their own."""
+
+
+class _EyeLinear(nn.Linear):
+    """A bias-free nn.Linear whose copies keep their parameters in a _Kept."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight.to(x.dtype))
+
+    def __getstate__(self):
+        hooks = ("_backward_pre_hooks", "_backward_hooks", "_forward_hooks", "_forward_hooks_with_kwargs",
+                 "_forward_hooks_always_called", "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
+                 "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+                 "_load_state_dict_post_hooks")
+        state = {name: collections.OrderedDict() for name in hooks}
+        state.update({"training": self.training, "_parameters": _Kept(weight=self.weight, bias=None),
+                      "_buffers": {}, "_modules": {}, "_non_persistent_buffers_set": set(),
+                      "_is_full_backward_hook": None, "in_features": self.in_features,
+                      "out_features": self.out_features})
+        return state
+
+
+'''
 HIDING_METHOD = '''
 def named_modules(self, *args, **kwargs):
     """Everything but a square projection."""

@@ -261,6 +261,28 @@ def test_an_error_is_reported_by_its_own_type_not_by_what_its_class_attribute_cl
     assert probe.describe_error(type("Refused", (ValueError,), {})("shapes"))["is"] == ["ValueError"]
 
 
+def test_the_structure_report_reads_every_entry_of_a_modules_own_dict_whatever_its_class():
+    """A module's _parameters in a dict subclass whose methods list nothing (what a copy through __getstate__ can
+    make, hides-projection-copied-state) was read as no parameters; dict's own methods read every entry. A table
+    that is no dict at all, which nn.Module never keeps, makes the report raise."""
+    import collections
+    import types
+
+    from autograder.core import probe
+
+    class Silent(collections.OrderedDict):
+        def items(self):
+            return iter(())
+
+        values = keys = __iter__ = items
+    layer = torch.nn.Linear(3, 4)
+    layer._parameters = Silent(layer._parameters)
+    assert list(layer.parameters()) == [] and probe.structure(layer)["parameters"] == 16
+    layer._parameters = types.MappingProxyType(dict(layer._parameters))
+    with pytest.raises(TypeError, match="Linear._parameters is a mappingproxy, not the dict nn.Module keeps"):
+        probe.structure(layer)
+
+
 ORACLE_FEEDBACK = re.compile(r"(chain_rule_grad|split_gradient)\(x0=(\S+?), .*?upstream=(\S+?)[,)].*?"
                              r"expected: (\[[^\]]*\]|\S+)", re.S)
 

@@ -77,7 +77,7 @@ _storage_ptr = torch.UntypedStorage.data_ptr
 _double, _eval = nn.Module.double, nn.Module.eval
 # the structure report reads each module's own _modules and _parameters dicts: nn.Module.named_modules
 # and .parameters call the submodules' methods, which a class may override to leave a layer out
-_attribute, _id, _dict_items = object.__getattribute__, id, dict.items
+_attribute, _id, _dict_items, _dict_get = object.__getattribute__, id, dict.items, dict.get
 _Indexed = (nn.Sequential, nn.ModuleList)   # their children are reached by position: model[l]
 _autograd_grad, _tsum, _mul = torch.autograd.grad, torch.sum, torch.mul
 _no_grad, _set_grad_enabled, _set_default_dtype = torch.no_grad, torch.set_grad_enabled, torch.set_default_dtype
@@ -488,9 +488,16 @@ def structure(obj) -> dict:
 
 
 def _own(m, name: str) -> dict:
-    """A module's own dict `name` (_modules, _parameters) as nn.Module.__init__ made it; {} if it is not one."""
-    table = _attribute(m, "__dict__").get(name)
-    return table if _type(table) is _dict else {}
+    """A module's own dict `name` (_modules, _parameters), every entry read by dict's own methods, whatever its
+    class (a subclass's could leave a layer or a parameter out, as a copy through __getstate__ makes one); {}
+    where there is none. Raises TypeError for a table that is no dict: nn.Module keeps a dict there."""
+    table = _dict_get(_attribute(m, "__dict__"), name)
+    if table is None:
+        return {}
+    if not _issubclass(_type(table), _dict):
+        raise TypeError(f"{_text(_type(m).__qualname__)}.{name} is a {_text(_type(table).__qualname__)}, not the "
+                        "dict nn.Module keeps its layers and parameters in")
+    return _dict(_dict_items(table))
 
 
 def _children(m) -> list:
