@@ -21,8 +21,8 @@ PARTS = {1: ["residual_add", "residual", "projection_shortcut", "residual_ffn"],
          4: ["transformer_block", "residual_stream_norms"],
          5: ["plain_mlp", "residual_mlp", "train", "grad_norms", "depth_sweep"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
-TWINS = {"forged-mutation-report": "in-place-add", "late-in-place-add": "in-place-add", "forged-gradients-report": "detached-residual-add",
-         "gradients-written-by-hook": "detached-residual-add",
+TWINS = {**dict.fromkeys(["forged-mutation-report", "late-in-place-add", "data-swap-in-place-add"], "in-place-add"),
+         **dict.fromkeys(["forged-gradients-report", "gradients-written-by-hook"], "detached-residual-add"),
          **dict.fromkeys(["tells-read-back-storage", "tells-read-back-shape"], "in-place-add"),
          **dict.fromkeys(["hides-encoder-layer", "forged-structure-report"], "wraps-encoder-layer"),
          **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES,
@@ -60,6 +60,7 @@ ALSO_STOPPED = {"interface-retypes-error", "class-dict-wraps-retypes-error", "al
 # grader's own shared memory, frames the child's loop signed, a tensor that holds the buffer it shares,
 # gradients autograd returns along the result's graph, train graded on the grader's own model
 MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "gradients-written-by-hook", "model-steps-itself",
+            "data-swap-in-place-add",
             "late-in-place-add", "train-refuses-deep-plain", "deep-head-detached", "deep-head-gradient-scaled",
             "deep-head-detached-after-first-step", "deep-parameters-hidden", "deep-resets-to-start",
             "deep-zero-head-start", "deep-shortcut-once-trained",
@@ -90,7 +91,8 @@ GELU_LAST = {"ffn_layers", "ffn_forward", "block_parts", "block_pre", "block_pos
 SHOWN = {
     "silent-broadcasting": BROADCASTING,
     "in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
-    "late-in-place-add": dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add"),
+    **dict.fromkeys(["late-in-place-add", "data-swap-in-place-add"],
+                    dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add")),
     **dict.fromkeys(["tells-read-back-storage", "tells-read-back-shape"],
                     dict.fromkeys(["residual_add_no_mutation", "residual_add_gradients"], "in-place-add")),
     **dict.fromkeys(["detached-residual-add", "gradients-written-by-hook"],
@@ -286,6 +288,12 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                               "otherwise one call late: it keeps x and fx and adds fx into x at its next call",
                               s.solved(residual_add=s.filled("residual_add", late, after="\n\n_LATER = []\n")),
                               {"residual_add_no_mutation", "residual_add_gradients"}),
+        "data-swap-in-place-add": ("residual_add adds in place as in-place-add does, then moves x onto a copy of "
+                                   "what it held before (x.data = ...) and returns a view of the memory it added into",
+                                   s.solved(residual_add=s.filled("residual_add", s.body("residual_add", 0, (
+                                       "return x + fx", "before = x.clone()\nx += fx\nout = x.view_as(x)\n"
+                                       "x.data = before\nreturn out")))),
+                                   {"residual_add_no_mutation", "residual_add_gradients"}),
         "scaled-shortcut-ignored": (
             "chain_rule_grad and gradient_norms ignore alpha (x_(l+1) = x_l + F(x_l) always)",
             s.solved(chain_rule_grad=s.filled("chain_rule_grad", s.body(

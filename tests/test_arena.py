@@ -235,10 +235,19 @@ def test_the_function_is_handed_ordinary_tensors_like_any_other():
         a.close()
 
 
+def _moved_after_adding(v):
+    """v += 1, then v moved onto a copy of what it held before: the values read through v are the inputs, and the
+    memory the caller handed holds v + 1 (red team 36's data-swap-in-place-add)."""
+    before = v.clone()
+    v.add_(1)
+    v.data = before
+
+
 def test_a_function_resizing_or_swapping_its_input_reads_back_as_changed():
     x = torch.randn(4) + 5
     for change in (lambda v: v.resize_(2), lambda v: v.set_(torch.randn(4).untyped_storage()),
-                   lambda v: setattr(v, "data", torch.randn(4).double())):
+                   lambda v: setattr(v, "data", torch.randn(4).double()), _moved_after_adding,
+                   lambda v: v.set_(v.clone())):
         a = arena.Arena.of({"op": "call", "args": [x], "readback": [0]})
         try:
             _, handed = _child_side(a)

@@ -54,6 +54,8 @@ _mmap, _fstat, _close, _len, _type = mmap.mmap, os.fstat, os.close, len, type
 _gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
 _Tensor, _clone, _copy, _zero, _no_grad = torch.Tensor, torch.Tensor.clone, torch.Tensor.copy_, torch.Tensor.zero_, torch.no_grad
 _shape_of, _dtype_of, _stride = torch._C.TensorBase.shape.__get__, torch._C.TensorBase.dtype.__get__, torch.Tensor.stride
+_detach, _storage, _offset = torch.Tensor.detach, torch.Tensor.untyped_storage, torch.Tensor.storage_offset
+_storage_ptr = torch.UntypedStorage.data_ptr
 
 
 class ArenaError(Exception):
@@ -166,11 +168,12 @@ def child_map(fd: int):
 
 class Handed:
     """One read-back argument in the child: `given`, the ordinary tensor the function is handed (a copy of the
-    inputs' values in torch's own memory), and the views of its place in the inputs' half and the kept half."""
-    __slots__ = ("given", "inputs", "kept")
+    inputs' values in torch's own memory); `memory`, the probe's own view of that memory, which keeps it alive; and
+    the views of its place in the inputs' half and the kept half."""
+    __slots__ = ("given", "memory", "inputs", "kept")
 
     def __init__(self, given, inputs, kept):
-        self.given, self.inputs, self.kept = given, inputs, kept
+        self.given, self.memory, self.inputs, self.kept = given, _detach(given), inputs, kept
 
 
 def hand(buffer, spec: list) -> Handed:
@@ -180,13 +183,18 @@ def hand(buffer, spec: list) -> Handed:
     return Handed(_clone(inputs), inputs, view(buffer, [spec[0] + _len(buffer) // 2, *spec[1:]]))
 
 
-def _put(given, target) -> None:
-    """target := given, or zeros where given is no longer a plain tensor of target's shape, dtype and strides
-    (resized, retyped, swapped: changed, and zeros are not the grader's inputs)."""
+def _put(handed: Handed, target) -> None:
+    """target := the handed tensor, or zeros where it is no longer a plain tensor of target's shape, dtype and
+    strides over the memory it was handed (resized, retyped, given another storage by .data or set_: changed, and
+    zeros are not the grader's inputs). A tensor moved onto a clean copy would leave what the call wrote in its own
+    memory, which the caller's other views of it see, out of the read-back."""
+    given = handed.given
     with _no_grad():
         try:
             if _type(given) is _Tensor and _shape_of(given) == _shape_of(target) and \
-                    _dtype_of(given) == _dtype_of(target) and _stride(given) == _stride(target):
+                    _dtype_of(given) == _dtype_of(target) and _stride(given) == _stride(target) and \
+                    _storage_ptr(_storage(given)) == _storage_ptr(_storage(handed.memory)) and \
+                    _offset(given) == _offset(handed.memory):
                 _copy(target, given)
                 return
         except BaseException:
@@ -204,7 +212,7 @@ def keeping(fn, handed: list):
         try:
             result = fn(*args, **kwargs)
             for h in handed:
-                _put(h.given, h.kept)
+                _put(h, h.kept)
             return result
         finally:
             if enabled:
@@ -216,4 +224,4 @@ def refresh(handed: list) -> None:
     """Each handed argument copied onto the inputs' half, as it is now: after every request, so that a write
     made later through a reference the code kept is where the grader reads the inputs again (written_later)."""
     for h in handed:
-        _put(h.given, h.inputs)
+        _put(h, h.inputs)

@@ -252,9 +252,10 @@ def _observe(fn, request, specs, objects, module) -> dict:
     if handed:                  # what the call leaves of the inputs is kept the moment it returns
         fn = _keeping(fn, handed)
     tracer = TRACERS.get(request.get("trace"))
+    memory = [_storage_ptr(_storage(a)) for a in args if _type(a) is _Tensor]    # the inputs' own, as handed
     if tracer is None:
         result = fn(*args, **kwargs)
-        out = _observed(result, args, request)
+        out = _observed(result, args, request, memory)
         if request.get("trace"):
             out["trace"] = None      # a tracer the child has not registered: no report, as the reply says
         return out
@@ -265,7 +266,7 @@ def _observe(fn, request, specs, objects, module) -> dict:
     try:
         with tracer(module) as recorder:
             result = fn(*args, **kwargs)
-        out = _observed(result, args, request)
+        out = _observed(result, args, request, memory)
         out["trace"] = recorder.report(result)
         return out
     finally:
@@ -273,13 +274,14 @@ def _observe(fn, request, specs, objects, module) -> dict:
             _gc_enable()
 
 
-def _observed(result, args: list, request: dict) -> dict:
-    """The reply's view of a call: what it returned, its arguments after it, gradients if asked."""
+def _observed(result, args: list, request: dict, memory: list[int]) -> dict:
+    """The reply's view of a call: what it returned, its arguments after it, gradients if asked. memory: the
+    addresses of the tensor arguments' storages as they were handed (a call can give a tensor another storage)."""
     result = _plain_tuple(result)
     shared = [_type(a) is _Handed for a in request.get("args", [])]
     out = {"result": encode(result),
            "args_after": [encode(a) if _type(a) is _Tensor and not shared[i] else None for i, a in _enumerate(args)],
-           "shares_input": _shares_storage(result, [a for a in args if _type(a) is _Tensor])}
+           "shares_input": _shares_storage(result, memory)}
     if request.get("grad") is not None:
         out["grads"] = _grads(result, args, request)
     return out
@@ -293,14 +295,12 @@ def _plain_tuple(value):
     return value
 
 
-def _shares_storage(result, tensors) -> bool:
-    """Does the result, or a tensor in a returned tuple or list, share memory with an input?"""
+def _shares_storage(result, memory: list[int]) -> bool:
+    """Does the result, or a tensor in a returned tuple or list, share memory with an input (memory: the
+    addresses of the inputs' storages)?"""
     if _type(result) in (_tuple, _list):
-        return _any(_shares_storage(r, tensors) for r in result[:MAX_ITEMS] if _type(r) is _Tensor)
-    if _type(result) is not _Tensor:
-        return False
-    ptr = _storage_ptr(_storage(result))
-    return _any(_storage_ptr(_storage(t)) == ptr for t in tensors)
+        return _any(_shares_storage(r, memory) for r in result[:MAX_ITEMS] if _type(r) is _Tensor)
+    return _type(result) is _Tensor and _storage_ptr(_storage(result)) in memory
 
 
 def _grads(result, args, request):
