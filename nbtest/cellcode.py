@@ -578,6 +578,14 @@ def _arguments(args: ast.arguments) -> list[ast.arg]:
             *([args.kwarg] if args.kwarg else [])]
 
 
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _results(node) -> list:
+    """What a comprehension makes of each item: its element, or a dict comprehension's key and value."""
+    return [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+
+
 def _locals(fn) -> set[str]:
     """The names local to a function or lambda: its parameters and every name its own body binds
     (not a nested function's), less those it declares global or nonlocal."""
@@ -589,6 +597,10 @@ def _locals(fn) -> set[str]:
             names.add(node.name)
             continue
         if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, COMPREHENSIONS):
+            # its targets are its own names (Python 3), not the function's; a := in it binds in the function
+            todo += [n for g in node.generators for n in (g.iter, *g.ifs)] + _results(node)
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)

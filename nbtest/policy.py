@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .cellcode import (FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Violation, _arguments,
-                       _bindings, _bound_by, _locals, _plain, quote)
+                       _bindings, _bound_by, _locals, _plain, _results, quote)
 from .kernel_rules import check_kernels
 
 
@@ -842,6 +842,24 @@ class _General(ast.NodeVisitor):
 
     def _local(self, name: str) -> bool:
         return any(name in scope for scope in self.scopes)
+
+    def visit_ListComp(self, node):
+        """A comprehension is a scope of its own: its targets hide a builtin's or a module's name inside it alone
+        (Python 3), and its first iterable is read outside it."""
+        first = node.generators[0]
+        self.visit(first.iter)
+        self.scopes.append({n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)})
+        for g in node.generators:
+            self.visit(g.target)
+            if g is not first:
+                self.visit(g.iter)
+            for condition in g.ifs:
+                self.visit(condition)
+        for result in _results(node):
+            self.visit(result)
+        self.scopes.pop()
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp
 
     def visit_Name(self, node):
         self._held_maker(node)

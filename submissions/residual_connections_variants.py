@@ -1101,6 +1101,29 @@ def as_value_error(message):
 
 
 '''),
+    # red team 36: a comprehension's target hid globals and vars from the policy for the whole function; Python 3
+    # binds it in the comprehension alone, so the builtins reached __import__ and cffi
+    "comprehension-scope-retypes-error": ("cffi, imported through the builtins that globals() hands out after a "
+                                          "comprehension named its target globals", '''\
+def namespace():
+    [globals for globals in ()]
+    return globals()
+
+
+def names_of(thing):
+    [vars for vars in ()]
+    return vars(thing)
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    builtin = namespace()["__" + "builtins__"]
+    table = builtin if isinstance(builtin, dict) else names_of(builtin)
+    table["__" + "import__"]("cffi").FFI().cast("long *", id(error) + 8)[0] = id(ValueError)
+    return error
+
+
+'''),
     # the same object given its __array_interface__ by setattr under another name, with a computed name:
     # setattr called directly must name what it sets
     "alias-setattr-retypes-error": ("numpy, through an __array_interface__ that setattr, under another name, "

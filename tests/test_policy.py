@@ -218,6 +218,8 @@ SAMPLE_RULES = {
     ("residual-connections", "match-capture-retypes-error"): {("protocol", WITHHOLD)},
     ("residual-connections", "import-alias-retypes-error"): {("protocol", WITHHOLD), ("monkeypatch", FLAG)},
     ("residual-connections", "match-getattr-retypes-error"): {("protocol", WITHHOLD)},
+    # red team 36: a comprehension's target named globals and vars
+    ("residual-connections", "comprehension-scope-retypes-error"): {("dynamic-code", WITHHOLD)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", "interface-retypes-error", "alias-setattr-retypes-error", "sparse-retypes-error",
@@ -232,6 +234,7 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "fqn-path-retypes-error", "pruning-state-retypes-error", "tracer-modes-swapped",
              "match-capture-retypes-error", "import-alias-retypes-error", "match-getattr-retypes-error",
              "forged-reply-frame", "listener-thread-computes", "kernel-prints-values",
+             "comprehension-scope-retypes-error",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
 
@@ -723,6 +726,21 @@ def test_residual_forgeries_are_flagged(name):
 def test_fused_forgeries_are_flagged(name):
     sources, expected = FORGERIES_FUSED[name]
     assert rules(policy.check_cells(with_cells(FUSED_NB, **sources), FUSED)) == expected
+
+
+@pytest.mark.parametrize("body, found", [
+    ("[globals for globals in ()]\nreturn globals()['x'] + fx", {("dynamic-code", WITHHOLD)}),
+    ("{k: vars for k, vars in ()}\nreturn vars()['x'] + fx", {("dynamic-code", WITHHOLD)}),
+    ("return sum((input for input in (x, fx)), torch.zeros_like(x))", set()),
+    ("parts = [(n := v) for v in (x, fx)]\nreturn parts[0] + n", set()),
+])
+def test_a_comprehensions_target_is_its_own_name_not_the_functions(body, found):
+    """In Python 3 a comprehension's target names a variable of the comprehension alone: after
+    [globals for globals in ()] the function's globals() is the builtin, which red team 36 reached unflagged (the
+    policy counted the target as the function's). Inside the comprehension the name is its own: a target called
+    input or vars breaks no rule. A := in a comprehension binds in the function, as Python does."""
+    source = "def residual_add(x, fx):\n" + textwrap.indent(body, "    ") + "\n"
+    assert rules(policy.check_cells(with_cells(RESIDUAL_NB, residual_add=source), RESIDUAL)) == found
 
 
 # ============================================================ what a violation says
