@@ -106,13 +106,15 @@ GUARDS = {
     "annotations-retypes-error, namespace-retypes-error and getargs-type-retypes-error do)",
     "unchecked-memory": "torch's tensors whose memory torch leaves to the code to keep in bounds: a sparse tensor, "
     "whose indices torch trusts (no invariant is checked by default, and indices() hands them out to be changed "
-    "after any check), and a storage, which resize_ shrinks under the tensors that view it (numpy's "
-    "resize(refcheck=False) frees the data under its views alike); adding a sparse "
+    "after any check), and a storage, which resize_ shrinks under the tensors that view it (numpy's in-place "
+    ".resize frees the data under its views alike, with refcheck=False or whenever its count of references says "
+    "none is left: a view reached as .base, base-resize-retypes-error); an operator's unsafe=True, which skips "
+    "its checks (segment_reduce's offsets then reach any address: segment-reduce-retypes-error); adding a sparse "
     "tensor to a dense one writes at its index however far past that tensor, so any word of the child "
     "(sparse-retypes-error once scored 100 to its twin's 96 with torch alone; the child now checks every sparse "
     "tensor torch builds, nbtest/buffers.py, but indices() still hands them out to be changed); numpy's array "
     "classes called or held (numpy.ndarray, recarray, numpy.rec) build an array over any buffer, of objects too, "
-    "and .resize given keywords the policy cannot read may drop its check (object-buffer-retypes-error and "
+    "and .resize with refcheck=False in a ** display (object-buffer-retypes-error and "
     "refcheck-kwargs-retypes-error score 100 to their twin's 96 with it demoted); a name the notebook gives its "
     "own object (self.saved_storage, a method pair_indices) is its own unless torch or numpy has it too",
     "monitor": "an audited event (a frame or gc read, exec, compile, an import, a file, a torch mode left "
@@ -961,10 +963,10 @@ class _General(ast.NodeVisitor):
                       f"'.{attr}' leads from this object to the grading process; a solution needs none of it")
         elif unchecked_memory(attr) and not self._own_name(attr):
             self._unchecked(node, f"'.{attr}'")
-        elif attr == "resize" and not getattr(node, "resize_called", False) and not self._own_name(attr):
-            self._unchecked(node, "'.resize' held, or called with keywords the policy cannot read",
-                            "refcheck=False frees the data the array's views still use; call a.resize(shape) with "
-                            "its keywords written out, or use numpy.resize")
+        elif attr == "resize" and path != "numpy.resize" and not self._own_name(attr):
+            self._unchecked(node, "'.resize', numpy's in-place resize", "it frees the data the array's views still "
+                            "use whenever its reference count says none is left (a view reached as .base, a list "
+                            "item popped); numpy.resize(a, shape) makes a new array")
 
         elif attr.startswith("_") and not attr.startswith("__") and not (
                 library is None and (self._own_private(node) or attr in NAMEDTUPLE_API)):
@@ -1050,12 +1052,11 @@ class _General(ast.NodeVisitor):
         for k in _keywords(node):
             if k.arg is not None:
                 self._special(k, k.arg, "the keyword")
-                if unchecked_memory(k.arg) and not (isinstance(k.value, ast.Constant) and k.value.value is False):
+                if k.arg == "unsafe" and not (isinstance(k.value, ast.Constant) and k.value.value is False):
+                    self._unchecked(k, "unsafe=", "it skips the operator's checks of its offsets or indices, which "
+                                    "then reach any memory of the process; leave it out")
+                elif unchecked_memory(k.arg) and not (isinstance(k.value, ast.Constant) and k.value.value is False):
                     self._unchecked(k, f"the keyword {k.arg}")
-                elif k.arg == "refcheck" and not (isinstance(k.value, ast.Constant) and k.value.value is True):
-                    # numpy's resize without its check frees the data its views still read and write
-                    self._unchecked(k, "resize(refcheck=...)", "without its check numpy frees the data the "
-                                    "array's views still use; call a.resize(shape), or numpy.resize")
         if self.ctx.resolve(node.func) in WRAPPER_COPIERS and (len(node.args) > WRAPPER_COPIERS[
                 self.ctx.resolve(node.func)] or any(k.arg is None or k.arg in ("assigned", "updated") and
                                                      not _literal_names(k.value) for k in node.keywords)):
@@ -1067,9 +1068,6 @@ class _General(ast.NodeVisitor):
                 self.flag(k.value, "computed-attribute", WITHHOLD,
                           "a ** display with a computed key names a keyword out of the policy's sight (resize's "
                           "refcheck, sparse); write each keyword out")
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "resize" and \
-                all(k.arg is not None for k in _keywords(node)):
-            node.func.resize_called = True       # its keywords all read above
 
         method = node.func.attr if isinstance(node.func, ast.Attribute) and self.ctx.resolve(node.func) is None else \
             node.args[1].value if func in ATTRIBUTE_FUNCS and len(node.args) > 1 and \
