@@ -1105,33 +1105,9 @@ def as_value_error(message):
     # of references says none is left), and a list's item array placed there points at a bytearray header over
     # all memory; the unchecked-memory rule flags any .resize
     "base-resize-retypes-error": ("numpy, a view over data resize freed with its check on (the array reached as the "
-                                  "view's .base)", '''\
-import numpy
-
-KEPT = []
-
-
-def as_value_error(message):
-    error = RuntimeError(message)
-    header = numpy.array([1 << 40, id(bytearray), 1 << 62, (1 << 62) + 1, 0, 0, 0], dtype=numpy.int64).tobytes()
-    KEPT.append(header)
-    for attempt in range(20):
-        block = numpy.zeros(1000, dtype=numpy.int64)
-        stale = block[:]
-        del block
-        stale.base.resize((1 << 21,))
-        items = [None] * 1000
-        KEPT.extend([stale, items])
-        if stale[0] == id(None) and stale[999] == id(None):
-            stale[0] = id(header) + 32
-            memory = items[0]
-            items[0] = None
-            memory[id(error) + 8:id(error) + 16] = id(ValueError).to_bytes(8, "little")
-            break
-    return error
-
-
-'''),
+                                  "view's .base)", freed_under_a_view(
+        "import numpy", 1000, "        block = numpy.zeros(1000, dtype=numpy.int64)\n        stale = block[:]\n"
+        "        del block", "stale.base.resize((1 << 21,))", "stale, items")),
     # red team 36: a comprehension's target hid globals and vars from the policy for the whole function; Python 3
     # binds it in the comprehension alone, so the builtins reached __import__ and cffi
     "comprehension-scope-retypes-error": ("cffi, imported through the builtins that globals() hands out after a "
