@@ -122,7 +122,7 @@ def read_notebook(path: str | Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> dict
     path = Path(path)
     try:
         nb = json.loads(read_file(path, max_bytes).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except ValueError as e:      # not UTF-8, not JSON, or a number of more digits than Python converts
         raise NotebookError(f"{path.name} is not a readable notebook (not JSON: {e}); "
                             "download it again from JupyterLab with File > Save") from None
     except RecursionError:
