@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import threading
 from dataclasses import dataclass
 
-from .cellsource import PYTHON, python_lines
+from .cellsource import python_lines, syntax_tree
 
 WITHHOLD, FLAG = "withhold", "flag"
 
@@ -24,11 +25,12 @@ _PARSING = threading.Lock()
 
 
 def parse(source: str) -> ast.Module:
-    """ast.parse, one thread at a time. CPython 3.11 keeps one AST-building depth counter per interpreter
-    (gh-106905): the grader's threads, parsing two notebooks at once, could fail with SystemError "AST
-    constructor recursion depth mismatch" and lose a batch's results."""
+    """cellsource.syntax_tree (ast.parse as Python 3.11 reads it, depth bounded), one thread at a time. CPython
+    3.11 keeps one AST-building depth counter per interpreter (gh-106905): the grader's threads, parsing two
+    notebooks at once, could fail with SystemError "AST constructor recursion depth mismatch" and lose a batch's
+    results."""
     with _PARSING:
-        return ast.parse(source, feature_version=PYTHON)
+        return syntax_tree(source)
 
 # Modules any cell may import, whatever the assignment's list: compiler directives Jupyter honours per
 # cell, and warnings, which neither the grader's child nor any score reads (copy, time, random and
@@ -106,7 +108,7 @@ class Notebook:
         # a name an import binds and a cell binds again otherwise (def empty_like, class triton, Any = obj, or a
         # function's `global`) holds that object, not the module's: it names no import's path (resolve)
         for label, node, name in self.top_bindings:
-            if not isinstance(node, (ast.Import, ast.ImportFrom)) and _rebinds(node, name):
+            if name in self.aliases and not isinstance(node, (ast.Import, ast.ImportFrom)) and _rebinds(node, name):
                 self.aliases.pop(name, None)
         for name in self.global_names:
             self.aliases.pop(name, None)
@@ -189,9 +191,21 @@ class Notebook:
         for _, node, name in self.top_bindings:
             self.bindings.setdefault(name, []).append(node)
         self.data: set[str] = set()
-        while more := {name for name, nodes in self.bindings.items() if name not in self.data | self.global_names and
-                       all(isinstance(n, (ast.Assign, ast.AnnAssign)) and _is_data(n.value, self) for n in nodes)}:
-            self.data |= more
+        # each name checked again only when a name its bindings read becomes data: a chain a1 = a0, a2 = a1, ...
+        # is worked out in one pass over it, not one pass per name
+        readers: dict[str, set[str]] = {}
+        for name, nodes in self.bindings.items():
+            for node in nodes:
+                for n in ast.walk(node.value) if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value else ():
+                    if isinstance(n, ast.Name):
+                        readers.setdefault(n.id, set()).add(name)
+        todo = set(self.bindings) - self.global_names
+        while todo:
+            name = todo.pop()
+            if name not in self.data and all(isinstance(n, (ast.Assign, ast.AnnAssign)) and _is_data(n.value, self)
+                                             for n in self.bindings[name]):
+                self.data.add(name)
+                todo |= readers.get(name, set()) - self.global_names
         # a class whose body binds a name to another name is followed only where that name holds one scalar or
         # plain data (ALL = DTYPES), or is one the class bound before (ALL = (FLOAT16, FLOAT32))
         for name, (_, node) in list(self.classes.items()):
@@ -424,7 +438,8 @@ def _is_data(node, ctx: Notebook, names: frozenset[str] = frozenset()) -> bool:
                                                       else node.values))
     if isinstance(node, ast.UnaryOp):
         return _is_data(node.operand, ctx, names)
-    if isinstance(node, ast.Name) and (node.id in ctx.scalars | ctx.constants | ctx.data or node.id in names):
+    if isinstance(node, ast.Name) and (node.id in ctx.scalars or node.id in ctx.constants or node.id in ctx.data or
+                                       node.id in names):
         return True
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) and \
             ctx.resolve(node.value.func) == "torch.cuda.get_device_properties":
@@ -564,11 +579,18 @@ def _is_literal(node, ctx: Notebook, names: frozenset = frozenset()) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=16)
+def _lines_of(source: str) -> tuple[str, ...]:
+    """python_lines(source), split once for all the quotes of a cell: a cell of thousands of findings was split
+    once for each."""
+    return tuple(python_lines(source))
+
+
 def quote(source: str, lineno: int) -> str:
     """The source's line `lineno` as Python numbers it, stripped, one line of text wherever it is shown: a
     character that is not printable (U+2028 or a form feed in a comment, where Python's line goes on) as its
     Python escape, so that no table, grade cell or feedback page breaks the quote into lines of its own."""
-    lines = python_lines(source)
+    lines = _lines_of(source)
     line = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
     return "".join(c if c.isprintable() or c == "\t" else ascii(c)[1:-1] for c in line)
 

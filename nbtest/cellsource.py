@@ -55,17 +55,45 @@ _ONLY_AST = 0x400      # ast.PyCF_ONLY_AST
 _FUTURE = {name: getattr(__future__, name).compiler_flag for name in __future__.all_feature_names}
 
 
+# How deep a cell's syntax tree may nest. Honest cells nest up to some 30 levels; the readers of a tree (the static
+# policy, the names a cell defines and uses) walk it recursively, and one nested thousands of levels deep
+# (`1+1+...+1`) overflowed them in the grader's own process, where a parse that exhausts Python's own limits
+# raised RecursionError or MemoryError: either stopped a whole batch. Such a cell does not parse, here and so
+# wherever a cell is read: in the grader's child, in the grader and in the public tests alike.
+MAX_DEPTH = 100
+
+
 def compile_cell(source: str, filename: str):
     """A cell's Python (python_source's) compiled as Jupyter compiles a cell: no compiler flag of the
     caller's leaks in (dont_inherit; `from __future__ import annotations` of ours would turn a cell's
     annotations into strings), and its syntax read as PYTHON's. Raises SyntaxError."""
-    return compile(_tree(source, filename), filename, "exec", dont_inherit=True)
+    return compile(syntax_tree(source, filename), filename, "exec", dont_inherit=True)
 
 
-def _tree(source: str, filename: str):
-    """The cell's syntax tree, read as PYTHON's. compile takes a feature version only when it stops at the
-    tree (as ast.parse does); builtins alone, where the grader's child calls this between a submission's cells."""
-    return compile(source, filename, "exec", _ONLY_AST, dont_inherit=True, _feature_version=PYTHON[1])
+def syntax_tree(source: str, filename: str = "<unknown>"):
+    """The cell's syntax tree (ast.Module), read as PYTHON's, or SyntaxError, also for a tree nested more than
+    MAX_DEPTH levels deep. compile takes a feature version only when it stops at the tree (as ast.parse does);
+    builtins alone, where the grader's child calls this between a submission's cells."""
+    try:
+        tree = compile(source, filename, "exec", _ONLY_AST, dont_inherit=True, _feature_version=PYTHON[1])
+    except (RecursionError, MemoryError):
+        raise SyntaxError("the cell is nested too deeply for Python to read it", (filename, 1, 1, None)) from None
+    level, nodes = 1, [tree]
+    while nodes:     # level by level, no recursion: the walk itself must not overflow
+        if level > MAX_DEPTH:
+            line = next((node.lineno for node in nodes if hasattr(node, "lineno")), 1)
+            raise SyntaxError(f"the cell nests expressions or statements more than {MAX_DEPTH} levels deep; split "
+                              "that line into steps", (filename, line, 1, None))
+        below = []
+        for node in nodes:
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    below += [child for child in value if hasattr(child, "_fields")]
+                elif hasattr(value, "_fields"):
+                    below.append(value)
+        level, nodes = level + 1, below
+    return tree
 
 
 def compile_statements(source: str, filename: str) -> list:
@@ -74,7 +102,7 @@ def compile_statements(source: str, filename: str) -> list:
     tests without those that make its data (the digits X, y), so a line that looks at them (`print(X.shape)`)
     fails there; run one at a time, the definitions after it still run. A `from __future__` import holds
     for the statements after it, as in one cell. Raises SyntaxError where compile_cell does."""
-    tree = _tree(source, filename)
+    tree = syntax_tree(source, filename)
     compile(tree, filename, "exec", dont_inherit=True)    # the whole cell's errors (a late __future__ import)
     flags, codes = 0, []
     for node in tree.body:

@@ -233,12 +233,8 @@ def notebook_beside(test_file: str | Path) -> Path:
 @functools.lru_cache(maxsize=256)
 def top_level_names(source: str) -> frozenset[str]:
     """Names a cell defines at module level (functions, classes, assignments); none where it does not parse."""
-    try:
-        tree = parse(source)
-    except (SyntaxError, ValueError):
-        return frozenset()
     names = set()
-    for node in tree.body:
+    for node in _parsed(source).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -294,11 +290,13 @@ def used_names(source: str) -> frozenset[str]:
     return frozenset(names)
 
 
+@functools.lru_cache(maxsize=4)
 def _parsed(source: str) -> ast.Module:
-    """The cell's tree; an empty one where it does not parse (its problem is reported when it runs)."""
+    """The cell's tree; an empty one where it does not parse (its problem is reported when it runs). Read, never
+    changed, by the functions above, which ask for one cell's tree in turn: kept for the last few cells."""
     try:
         return parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError):     # ValueError: a null byte, on a Python before 3.11.4
         return ast.Module(body=[], type_ignores=[])
 
 

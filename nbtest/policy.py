@@ -637,6 +637,7 @@ class _General(ast.NodeVisitor):
                 m.class_read = m.class_read if calls_only and hasattr(m, "class_read") else not calls_only
                 if one_arg_type(m) or not calls_only and isinstance(m, ast.Name) and m.id == "type":
                     m.type_read = True
+        top = set(tree.body)
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute):
                 # an attribute read (type(x).__name__), never one set or deleted on the class, which changes it
@@ -662,7 +663,7 @@ class _General(ast.NodeVisitor):
                 node.metaclass_call = True
             elif isinstance(node, ast.Match) and all(_compares_only(c.pattern, ctx, local) for c in node.cases):
                 mark(node.subject)      # match typing.get_origin(hint): case typing.Literal: compared only
-            written_once = [node.value] if isinstance(node, ast.Assign) and node in tree.body and \
+            written_once = [node.value] if isinstance(node, ast.Assign) and node in top and \
                 len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in aliases \
                 else []     # BlockClass = type[nn.Module], read only in annotations: an annotation written once
             for annotation in _annotations(node) + written_once:   # a declaration (block_cls: type, -> type[...])
@@ -1148,7 +1149,14 @@ class _General(ast.NodeVisitor):
         fake = ast.Attribute(value=node.args[0], attr=attr,
                              ctx=ast.Store() if func in ("setattr", "delattr") else ast.Load())
         ast.copy_location(fake, node)
+        fake.alone = True      # its object is visited once, as the call's argument
         self.visit_Attribute(fake)
+
+    def generic_visit(self, node):
+        """Each node's children, but not those of getattr's attribute read as obj.name (_literal_attribute): visited
+        there too, getattr(getattr(...)) nested n deep was walked 2 ** n times."""
+        if not getattr(node, "alone", False):
+            super().generic_visit(node)
 
     # -- a frozen dataclass's derived fields: object.__setattr__(self, "name", value) in __post_init__
     def _frozen_dataclass(self, node: ast.ClassDef) -> bool:

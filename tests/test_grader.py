@@ -382,6 +382,10 @@ def test_crashes_at_import_cost_only_the_affected_tests(graded):
 @pytest.mark.parametrize("source, reason", [
     ("def split_gradient(x0, dF, upstream)\n    return 1, 2\n", "raised SyntaxError when loaded"),
     ("import os\nos._exit(3)\n", "exited with code 3"),
+    # nested past cellsource.MAX_DEPTH, or past what Python's parser reads at all: the readers of the cell in the
+    # grader's own process (the policy, the names it uses) overflowed and stopped the batch
+    ("def split_gradient(x0, dF, upstream):\n    return " + "1 + " * 150 + "1, 2\n", "more than 100 levels deep"),
+    ("def split_gradient(x0, dF, upstream):\n    return " + "-" * 400_000 + "1, 2\n", "nested too deeply"),
 ])
 def test_syntax_error_and_os_exit_cost_only_their_cell(grader, tmp_path, source, reason):
     result = grader(RESIDUAL).grade(notebook_with(tmp_path, "broken.ipynb", split_gradient=source), SEED).to_store()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder import course
-from nbtest import cellcode, policy
+from nbtest import cellcode, cellsource, policy
 from autograder.core.extract import Template
 from nbtest.policy import FLAG, WITHHOLD
 from autograder.course import ROOT, SOLUTIONS
@@ -873,12 +873,29 @@ def test_a_kernels_configs_may_come_from_a_function_returning_plain_data(functio
     assert kernel_rules(kernel) == found
 
 
-@pytest.mark.parametrize("source, found", [
-    ("x = " + "+".join(["1"] * 50000), set()),               # too deep to parse: the child cannot compile it either
-    ("x = " + "+".join(["1"] * 900), {("too-deep", WITHHOLD)}),   # parsed, too deep to walk: held, not read
+@pytest.mark.parametrize("source", [
+    "x = " + "+".join(["1"] * 50000),     # too deep for Python's parser
+    "x = " + "+".join(["1"] * 900),       # parsed by Python, deeper than cellsource.MAX_DEPTH
 ])
-def test_a_cell_too_deep_for_the_checks_never_raises(source, found):
-    assert rules(policy.check_cells(with_cells(RESIDUAL_NB, residual_add=source), RESIDUAL)) == found
+def test_a_cell_too_deep_for_the_checks_never_raises(source):
+    """Such a cell does not parse, here and in the grader's child, which cannot compile it either: nothing of it
+    runs, and the checks, which walk trees no deeper than MAX_DEPTH, read nothing of it."""
+    assert rules(policy.check_cells(with_cells(RESIDUAL_NB, residual_add=source), RESIDUAL)) == set()
+    with pytest.raises(SyntaxError, match="levels deep|too deeply"):
+        cellsource.compile_cell(source, "<cell residual_add>")
+
+
+def test_nested_getattrs_are_walked_once(monkeypatch):
+    """getattr(obj, "name") is also checked as obj.name, whose object the call's arguments visit anyway: visited
+    twice, getattr(getattr(...)) nested 20 deep took 40 s of the grader's own time (red team 36)."""
+    visits = []
+    real = policy._General.generic_visit
+    monkeypatch.setattr(policy._General, "generic_visit", lambda self, node: visits.append(node) or real(self, node))
+    for n in (10, 20):
+        visits.clear()
+        source = "def residual_add(x, fx):\n    return " + "getattr(" * n + "x" + ", 'real')" * n + " + fx\n"
+        assert rules(policy.check_cells(with_cells(RESIDUAL_NB, residual_add=source), RESIDUAL)) == set()
+        assert len(visits) < 200 * n, (n, len(visits))
 
 
 def test_the_graders_threads_parse_one_at_a_time(monkeypatch):
