@@ -435,6 +435,9 @@ def test_a_notebook_graded_on_several_cores_gets_the_batchs_result(graded):
     (b'{"cells": [{"cell_type": "markdown", "metadata": {}, "source": {"a": 1}}]}',
      "cell 0 has a source that is not text"),
     (b'{"cells": [], "n": ' + b"9" * 5000 + b"}", "Exceeds the limit"),     # json's ValueError, no JSONDecodeError
+    # code the grader would read in its own process for a minute, before any child runs (extract.CODE_CELLS)
+    (json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                            "source": "#" * (300 << 10)}] * 4}).encode(), "a notebook's code cells may hold in all"),
 ])
 def test_unreadable_files_score_zero_with_a_reason(grader, tmp_path, content, reason):
     path = tmp_path / "upload.ipynb"

@@ -10,7 +10,8 @@ every other module cell (the locked "setup" imports) is taken from the source,
 so a student who deletes or edits a locked cell changes nothing. The notebook
 readers and cell helpers are the student-side package's (nbtest), so the grader and
 the public tests read notebooks the same way. A solution cell over
-max_cell_kb is not run (its problem says why), and a file over FILE_CELLS times that is not read.
+max_cell_kb is not run (its problem says why), and a file over FILE_CELLS times that, or whose code cells
+hold over CODE_CELLS times that in all, is not read.
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ from nbtest.notebook import (bound_names, contract_names, needed_by, own_cells_n
 
 NotebookError = nbtest.NotebookError
 FILE_CELLS = 64      # a notebook file may be this many largest cells (outputs, images) before it is refused
+# and its code cells this many largest cells in all: the grader reads every code cell (for the helpers the graded
+# cells use) in its own process, some 6 s per MiB of code, before any child runs and outside any budget
+CODE_CELLS = 2
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,11 @@ class Template:
         Raises NotebookError when the file is not a readable notebook.
         """
         nb = nbtest.read_notebook(submission, FILE_CELLS * self.max_cell_kb << 10)
+        code = sum(len(nbtest.source_of(c).encode("utf-8")) for c in nb["cells"] if c.get("cell_type") == "code")
+        if code > CODE_CELLS * self.max_cell_kb << 10:
+            raise NotebookError(f"{Path(submission).name} holds {code >> 10} KiB of code, more than the "
+                                f"{CODE_CELLS * self.max_cell_kb} KiB a notebook's code cells may hold in all here; "
+                                "delete the cells you do not need and save it again")
         found = _code_cells_by_grade_id(nb)
         cells, problems = [], {}
         for label, src, solution in self.cells:
