@@ -223,6 +223,18 @@ def test_a_failure_of_the_graders_on_one_submission_costs_it_alone(tmp_path, mon
                [(t["name"], t["score"], t["output"]) for t in result["tests"]], name
 
 
+def test_a_link_to_a_folder_is_given_as_the_file_it_is_not_followed(tmp_path):
+    """A submission named X.ipynb that links to a folder (the course's solutions/) had every notebook below it
+    graded under its name (red team 36): given on the command line, or found in a folder, it is a link, which
+    the grader refuses as it refuses a link to a file."""
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions" / "answer.ipynb").write_text("{}")
+    (tmp_path / "upload").mkdir()
+    (tmp_path / "upload" / "x.ipynb").symlink_to(tmp_path / "solutions", target_is_directory=True)
+    assert notebooks([tmp_path / "upload" / "x.ipynb"]) == [tmp_path / "upload" / "x.ipynb"]
+    assert notebooks([tmp_path / "upload"]) == [tmp_path / "upload" / "x.ipynb"]
+
+
 def test_a_folder_gives_its_notebooks_whatever_the_extension_s_case(tmp_path):
     """A notebook renamed on Windows (NAME.IPYNB) was skipped with no word; checkpoints and other files are."""
     for name in ("b.ipynb", "A.IPYNB", "sub/c.Ipynb", "notes.txt", ".ipynb_checkpoints/b-checkpoint.ipynb"):

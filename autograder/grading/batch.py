@@ -99,10 +99,12 @@ def _keep(store: Store | None, key: str, result: Result) -> Result:
 
 def notebooks(paths: list[Path]) -> list[Path]:
     """Files as given; folders replaced by the .ipynb files below them, the extension in any case (a download
-    renamed on Windows: NAME.IPYNB), checkpoints left out."""
+    renamed on Windows: NAME.IPYNB), checkpoints left out. A link to a folder is given as the file it is, which
+    the grader refuses as it refuses a link to a file: followed, a submission named X.ipynb that links to the
+    course's solutions/ had the solutions graded under its name."""
     out = []
     for path in paths:
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():
             out += sorted(p for p in path.rglob("*") if p.suffix.lower() == ".ipynb"
                           and ".ipynb_checkpoints" not in p.parts)
         else:
