@@ -41,9 +41,9 @@ def run(args) -> int:
     out = args.out or ROOT / "dist" / "answers" / args.assignment
     written, failed = write_folder(questions, args.folder, out, args.assignment)
     for pdf, pages in written.items():
-        print(shown(f"{pages:>3} pages  {pdf}"))      # named for the student's notebook
+        print(shown(f"{pages:>3} pages  {pdf}", keep=""))      # named for the student's notebook: one line
     for nb, why in failed.items():
-        print(shown(f"error: {nb}: no PDF written ({why})"), file=sys.stderr)
+        print(shown(f"error: {nb}: no PDF written ({why})", keep=""), file=sys.stderr)
     if not written and not failed:
         print(f"error: no notebooks in {args.folder}", file=sys.stderr)
         return 2
