@@ -7,6 +7,7 @@ the similarity check must list the copies of honest-a and no pair from two famil
 from __future__ import annotations
 
 import csv
+import dataclasses
 import html
 import json
 import re
@@ -49,6 +50,18 @@ def test_every_sample_is_in_the_report(graded):
     out, students = graded
     assert sorted(s.name for s in students) == sorted(FAMILY)
     assert sorted(r["student"] for r in rows(out / "students.csv")) == sorted(FAMILY)
+
+
+def test_files_of_one_name_are_each_a_student_of_the_report(tmp_path, sample_results):
+    """Two folders each holding a classA.ipynb (a folder per student): named by their file name alone, the last
+    result written replaced the other in the report (red team 36). Each is named by its path below the folder
+    they share, and a file whose name no other has keeps its name."""
+    source = Store(sample_results(ASSIGNMENT)[0], ASSIGNMENT)
+    kept = source.submissions()[:3]
+    store = Store(tmp_path / "results.jsonl", ASSIGNMENT, CLASS.seed)
+    for where, result in zip(["a/classA.ipynb", "b/classA.ipynb", "b/classB.ipynb"], kept):
+        store.put(f"key-{where}", dataclasses.replace(result, submission=str(tmp_path / "class" / where)))
+    assert sorted(s.name for s in from_store(store)) == ["a/classA", "b/classA", "classB"]
 
 
 def test_pass_rates_are_what_expected_json_implies(graded):

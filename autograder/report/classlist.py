@@ -14,6 +14,8 @@ by nbgrader (whose store names no files) and one graded by `grade --out` are rea
 from __future__ import annotations
 
 import datetime as dt
+import os
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,13 +58,19 @@ def from_nbgrader(store: Store, template: Template, submitted: Path, assignment:
 
 
 def from_store(store: Store) -> list[Student]:
-    """The store's own results, named by their submission's file name (one per file graded)."""
-    out = {}
-    for result in store.submissions():
-        path = Path(result.submission) if result.submission else None
-        name = path.stem if path else "?"
-        out[name] = Student(name, path if path and path.is_file() else None, result)
-    return sorted(out.values(), key=lambda s: s.name)
+    """The store's own results, one per file graded, named by the file's name, or where two files share a name (a
+    folder per student, each holding the assignment's notebook) by its path below the folder all the files share:
+    named by the file name alone, the last of them written replaced the others in the report."""
+    results = [(Path(os.path.abspath(r.submission)) if r.submission else None, r) for r in store.submissions()]
+    stems = Counter(path.stem for path, _ in results if path is not None)
+    shared = {stem for stem, count in stems.items() if count > 1}
+    root = Path(os.path.commonpath([path.parent for path, _ in results if path is not None])) if shared else None
+    students = []
+    for index, (path, result) in enumerate(results):
+        name = (f"? {index + 1}" if path is None else path.relative_to(root).with_suffix("").as_posix()
+                if path.stem in shared else path.stem)
+        students.append(Student(name, path if path and path.is_file() else None, result))
+    return sorted(students, key=lambda s: s.name)
 
 
 def from_class(course: Course, assignment: str) -> list[Student]:
