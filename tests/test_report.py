@@ -64,6 +64,23 @@ def test_files_of_one_name_are_each_a_student_of_the_report(tmp_path, sample_res
     assert sorted(s.name for s in from_store(store)) == ["a/classA", "b/classA", "classB"]
 
 
+def test_a_name_cannot_act_in_a_terminal_browser_or_spreadsheet(tmp_path, sample_results):
+    """File names are the students' text: ESC, BEL, CR and a bidi override went raw into report.html, the student
+    pages and the CSVs, and a name starting "=" into students.csv as a formula (red team 36)."""
+    source = Store(sample_results(ASSIGNMENT)[0], ASSIGNMENT)
+    store = Store(tmp_path / "results.jsonl", ASSIGNMENT, CLASS.seed)
+    names = ["esc\x1b]0;TITLE\x07red", "cr\rover", "rtl\u202egnp.exe", "=1+1", "@SUM(1+1)"]
+    for name, result in zip(names, source.submissions()):
+        store.put(f"key-{name}", dataclasses.replace(result, submission=str(tmp_path / f"{name}.ipynb")))
+    write_report(COURSE, ASSIGNMENT, from_store(store), tmp_path / "out")
+    for path in (tmp_path / "out").rglob("*"):
+        if path.suffix in (".html", ".csv"):
+            text = path.read_text(encoding="utf-8")
+            assert not any(c in text for c in "\x1b\x07\r\u202e"), path
+    listed = [r["student"] for r in rows(tmp_path / "out" / "students.csv")]
+    assert "'=1+1" in listed and "'@SUM(1+1)" in listed and "cr\\rover" in listed
+
+
 def test_pass_rates_are_what_expected_json_implies(graded):
     out, _ = graded
     points = {t.id: t.points for t in suites.load(ASSIGNMENT).tests}

@@ -18,6 +18,7 @@ matplotlib.use("Agg")          # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..kit import Misconception  # noqa: E402
+from ..results.terminal import shown  # noqa: E402
 from ..nbgrading.answers import Answer, render  # noqa: E402
 from ..results.render import review_summary  # noqa: E402
 from .classlist import Student  # noqa: E402
@@ -95,17 +96,35 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
+def _escaped(text: str) -> str:
+    """Text for the page: HTML's special characters escaped, and what a student named (a file, an answer) made
+    unable to act: control characters and bidi overrides written as their escapes (results.terminal.shown)."""
+    return html.escape(shown(str(text)))
+
+
+class _SheetWriter:
+    """csv.writer whose text cells cannot act in a spreadsheet: control characters written as their escapes, and
+    a cell that starts as a formula does (=, +, -, @) behind a quote, as spreadsheets read "'=1+1": as text."""
+
+    def __init__(self, f):
+        self._w = csv.writer(f)
+
+    def writerow(self, row: list) -> None:
+        cells = [shown(v, keep="") if isinstance(v, str) else v for v in row]
+        self._w.writerow(["'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@") else v for v in cells])
+
+
 def write_csvs(s: Summary, pairs: list[Pair], out: Path) -> None:
     """tests.csv (per hidden test), students.csv (per student), pairs.csv (pairs listed for a look)."""
     with (out / "tests.csv").open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
+        w = _SheetWriter(f)
         w.writerow(["part", "id", "test", "points", "graded", "passed", "pass_rate", "points_lost", "failed_by"])
         for test_id, r in s.tests.items():
             w.writerow([r.part, test_id, r.title, r.points, r.graded, r.passed, f"{r.pass_rate:.3f}", r.points_lost,
                         " ".join(r.failed_by)])
     parts = sorted(s.parts)
     with (out / "students.csv").open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
+        w = _SheetWriter(f)
         w.writerow(["student", "score", "max_score", *[f"part{p}" for p in parts], "late", "misconceptions",
                     "listed_apart"])
         for st in s.students:
@@ -118,7 +137,7 @@ def write_csvs(s: Summary, pairs: list[Pair], out: Path) -> None:
             w.writerow([st.name, st.result.score, st.result.max_score, *[per.get(p, (0, 0))[0] for p in parts],
                         _late(st.late), " ".join(mis), " ".join(sorted(s.apart.get(st.name, {})))])
     with (out / "pairs.csv").open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
+        w = _SheetWriter(f)
         w.writerow(["a", "b", "share_of_a", "share_of_b", "shared_fingerprints", "identical"])
         for p in pairs:
             w.writerow([p.a, p.b, f"{p.share_a:.3f}", f"{p.share_b:.3f}", p.shared, p.identical])
@@ -130,7 +149,7 @@ def _late(late: bool | None) -> str:
 
 def pair_view(assignment: str, pair: Pair, regions: list[tuple[str, str]]) -> str:
     """One pair's matched units side by side (similarity.regions: code already escaped and marked)."""
-    e = html.escape
+    e = _escaped
     rows = "".join(f"<div><pre>{a}</pre></div><div><pre>{b}</pre></div>" for a, b in regions)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{e(pair.a)} ~ {e(pair.b)}</title>"
             f"<style>{CSS}</style></head><body><h1>{e(assignment)}: {e(pair.a)} ~ {e(pair.b)}</h1>"
@@ -151,7 +170,7 @@ def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pn
     """students: name -> (its view under students/, written answers given, written questions);
     results_file: the `grade --out` store (or, with results_option "--gradescope-export", the export), for
     the review queue's command; groups: the pairs' clusters."""
-    e = html.escape
+    e = _escaped
     img = lambda name, alt: f"<img alt='{alt}' src='data:image/png;base64,{base64.b64encode(pngs[name]).decode()}'>"
     graded = [st for st in s.students if st.result is not None]
     absent = [st.name for st in s.students if not st.submitted]
@@ -226,14 +245,14 @@ def report_html(assignment: str, s: Summary, table: dict[str, Misconception], pn
 
 def pair_link(p: Pair, views: dict[tuple[str, str], str]) -> str:
     """"a ~ b", linked to the pair's side-by-side view where one was written."""
-    label = f"{html.escape(p.a)} ~ {html.escape(p.b)}"
+    label = f"{_escaped(p.a)} ~ {_escaped(p.b)}"
     view = views.get((p.a, p.b))
     return f"<a href='{html.escape(view)}'>{label}</a>" if view else label
 
 
 def cluster_table(groups: list[Cluster], views: dict[tuple[str, str], str]) -> str:
     """The students the listed pairs join, each group once with its strongest pair (linked to its view)."""
-    e = html.escape
+    e = _escaped
     rows = ["<h3>Clusters</h3><p>Students joined by the pairs below (a copy of a copy is in its original's "
             "cluster), largest first.</p><table class=sortable><tr><th>students</th><th>members</th>"
             "<th>pairs listed</th><th>strongest pair</th><th>overlap (each side)</th></tr>"]
@@ -247,7 +266,7 @@ def cluster_table(groups: list[Cluster], views: dict[tuple[str, str], str]) -> s
 
 def student_list(s: Summary, students: dict[str, tuple[str, int, int]]) -> str:
     """The table of students, each linked to their view (automatic score, written answers given)."""
-    e = html.escape
+    e = _escaped
     rows = ["<h2>Students</h2><p>Each student's page shows their automatic points per part and their written "
             "answers, rendered, for grading by hand.</p><table class=sortable><tr><th>student</th><th>automatic points</th>"
             "<th>written answers given</th></tr>"]
@@ -263,7 +282,7 @@ def student_list(s: Summary, students: dict[str, tuple[str, int, int]]) -> str:
 def student_view(assignment: str, student: Student, answers: list[Answer]) -> str:
     """One student's page: automatic points per part, and each written answer under its question
     (rendered and cleaned by nbgrading/answers.py, math as text), for the instructors who grade them."""
-    e = html.escape
+    e = _escaped
     per = student.result.parts() if student.result else {}
     h = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(assignment)}: {e(student.name)}</title>"
          f"<style>{CSS}</style></head><body><h1>{e(assignment)}: {e(student.name)}</h1>",
