@@ -403,6 +403,14 @@ _DATA_CALLS = frozenset({"min", "max", "abs", "round", "triton.next_power_of_2",
                          "set", "frozenset", "dict", "sorted", "zip", "range", "enumerate", "reversed"})
 
 
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _results(node) -> list:
+    """What a comprehension makes of each item: its element, or a dict comprehension's key and value."""
+    return [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+
+
 def _is_data(node, ctx: Notebook, names: frozenset[str] = frozenset()) -> bool:
     """Plain data, what an import names (torch.float16), tuples, lists, sets and dicts of these, and what is
     computed from them once, at module level, into a number, string or bool or a container of such: an
@@ -416,7 +424,7 @@ def _is_data(node, ctx: Notebook, names: frozenset[str] = frozenset()) -> bool:
     if isinstance(node, ast.Dict):
         return all(k is not None and _is_data(k, ctx, names) and _is_data(v, ctx, names)
                    for k, v in zip(node.keys, node.values))
-    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):   # tuple(... for k in ...)
+    if isinstance(node, COMPREHENSIONS):   # tuple(... for k in ...)
         bound = set(names)
         for g in node.generators:
             targets = _target_names(g.target)
@@ -425,8 +433,7 @@ def _is_data(node, ctx: Notebook, names: frozenset[str] = frozenset()) -> bool:
             bound |= {t.id for t in targets}
             if not all(_is_data(c, ctx, frozenset(bound)) for c in g.ifs):
                 return False
-        parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-        return all(_is_data(part, ctx, frozenset(bound)) for part in parts)
+        return all(_is_data(part, ctx, frozenset(bound)) for part in _results(node))
     if isinstance(node, ast.JoinedStr):
         return True
     if isinstance(node, ast.IfExp):
@@ -598,14 +605,6 @@ def quote(source: str, lineno: int) -> str:
 def _arguments(args: ast.arguments) -> list[ast.arg]:
     return [*args.posonlyargs, *args.args, *([args.vararg] if args.vararg else []), *args.kwonlyargs,
             *([args.kwarg] if args.kwarg else [])]
-
-
-COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _results(node) -> list:
-    """What a comprehension makes of each item: its element, or a dict comprehension's key and value."""
-    return [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
 
 
 def _locals(fn) -> set[str]:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .cellsource import compile_cell, compile_statements, python_lines, python_source
-from .cellcode import parse
+from .cellcode import COMPREHENSIONS, parse
 from .warmup import interpreter_as_on_gpu
 
 MODULE_TAG = "module"
@@ -273,7 +273,7 @@ def bound_names(source: str) -> frozenset[str]:
             names |= {(a.asname or a.name).split(".")[0] for a in node.names}
         elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)
-        elif not isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        elif not isinstance(node, (ast.Lambda, *COMPREHENSIONS)):
             todo.extend(ast.iter_child_nodes(node))
     return frozenset(names)
 

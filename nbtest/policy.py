@@ -40,8 +40,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .cellcode import (FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Violation, _arguments,
-                       _bindings, _bound_by, _locals, _plain, _results, quote)
+from .cellcode import (COMPREHENSIONS, FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Violation,
+                       _arguments, _bindings, _bound_by, _locals, _plain, _results, quote)
 from .kernel_rules import check_kernels
 
 
@@ -582,8 +582,7 @@ def _bound_in_functions(ctx: Notebook) -> set[str]:
     local = set()
     for tree in ctx.trees.values():
         for scope in ast.walk(tree):
-            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
-                                  ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, *COMPREHENSIONS)):
                 for n in ast.walk(scope):
                     local.update(_bound_by(n))
     return local
