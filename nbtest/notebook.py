@@ -63,11 +63,16 @@ def cell_label(cell: dict, index: int) -> str:
     return grade_id(cell) or f"cell {index}"
 
 
+def cell_text(cell: dict) -> str:
+    """The cell's text as written (nbformat keeps it as one string or a list of lines)."""
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
 def source_of(cell: dict) -> str:
     """Cell source as the Python IPython runs: magics, shell escapes and help requests at the start
     of a logical line are commented out (cellsource.python_source), line numbers kept."""
-    src = cell.get("source", "")
-    return python_source("".join(src) if isinstance(src, list) else src)
+    return python_source(cell_text(cell))
 
 
 MAX_NOTEBOOK_BYTES = 256 << 20   # read_notebook's bound where the caller gives none

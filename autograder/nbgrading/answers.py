@@ -102,9 +102,7 @@ class Questions:
         unmarked = []                          # markdown cells with no grade id: one lost its metadata?
         for cell in nb["cells"]:
             if cell.get("cell_type") == "markdown":
-                source = cell.get("source", "")
-                source = "".join(source) if isinstance(source, list) else source
-                grade_id = nbtest.grade_id(cell)
+                source, grade_id = nbtest.cell_text(cell), nbtest.grade_id(cell)
                 if grade_id is None:
                     unmarked.append(source)
                 else:
