@@ -32,15 +32,15 @@ effects. Two ways in:
     warmup.py     what runs once per process before a notebook's code
 """
 from .checks import check, names_shape, report_stubs_in_one_line, run_public, value_error
-from .notebook import (MAX_NOTEBOOK_BYTES, NotebookError, cell_label, cell_parts, cell_text, grade_id, is_module_cell,
-                       is_solution, load, nbgrader_meta, notebook_beside, open_file, read_bounded, read_file,
-                       read_notebook, source_of, top_level_names)
+from .notebook import (MAX_NOTEBOOK_BYTES, Limits, NotebookError, cell_label, cell_parts, cell_text, grade_id,
+                       is_module_cell, is_solution, load, nbgrader_meta, notebook_beside, open_file, read_bounded,
+                       read_file, read_notebook, source_of, top_level_names)
 from .rules import follows_rules, rule_breaks
 from .warmup import first_calls, interpreter_as_on_gpu, names_optim
 
-__all__ = ["MAX_NOTEBOOK_BYTES", "NotebookError", "cell_label", "cell_parts", "cell_text", "check", "first_calls",
-           "follows_rules", "grade_id", "interpreter_as_on_gpu", "is_module_cell", "is_solution", "load", "names_optim",
-           "names_shape", "nbgrader_meta", "notebook_beside", "open_file", "read_bounded", "read_file",
+__all__ = ["MAX_NOTEBOOK_BYTES", "Limits", "NotebookError", "cell_label", "cell_parts", "cell_text", "check",
+           "first_calls", "follows_rules", "grade_id", "interpreter_as_on_gpu", "is_module_cell", "is_solution", "load",
+           "names_optim", "names_shape", "nbgrader_meta", "notebook_beside", "open_file", "read_bounded", "read_file",
            "read_notebook", "rule_breaks", "run_public", "source_of", "top_level_names", "value_error"]
 
 report_stubs_in_one_line()   # imported in a notebook: a stub a cell reaches is one line, not a traceback

@@ -18,6 +18,7 @@ import tomllib
 import traceback
 import types
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from .cellsource import compile_cell, compile_statements, python_lines, python_source
@@ -109,7 +110,8 @@ def read_bounded(f, max_bytes: int, name: str) -> bytes:
     except OSError as e:
         raise NotebookError(f"{name} cannot be read ({e.strerror})") from None
     if len(data) > max_bytes:
-        raise NotebookError(f"{name} is more than the {max_bytes >> 20} MiB a file may have here; clear "
+        limit = f"{max_bytes >> 20} MiB" if max_bytes >= 1 << 20 else f"{max_bytes >> 10} KiB"
+        raise NotebookError(f"{name} is more than the {limit} a file may have here; clear "
                             "a notebook's outputs (Edit > Clear Outputs) and save it again")
     return data
 
@@ -145,6 +147,40 @@ def read_notebook(path: str | Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> dict
         raise NotebookError(f"{path.name} holds text that is not valid Unicode (a lone surrogate escape); "
                             "remove it and save the notebook again") from None
     return nb
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much of a notebook the grader reads, from course.toml's grading.max_cell_kb (the release writes it
+    into each rules.toml, and the public tests' rules test applies it, so a student meets it before uploading).
+    The grader reads every code cell in its own process before any child runs, so the reading is bounded:
+    a solution cell over max_cell_kb is not run; a file of more than FILE_CELLS such cells (outputs and
+    images count) is not read, nor one whose code cells hold more than CODE_CELLS such cells in all."""
+    max_cell_kb: int = 512
+    FILE_CELLS = 64
+    CODE_CELLS = 2
+
+    @property
+    def file_bytes(self) -> int:
+        return self.FILE_CELLS * self.max_cell_kb << 10
+
+    def read(self, path: str | Path) -> dict:
+        """read_notebook within these bounds; NotebookError saying which one the file is over."""
+        nb = read_notebook(path, self.file_bytes)
+        code = sum(len(source_of(c).encode("utf-8")) for c in nb["cells"] if c.get("cell_type") == "code")
+        if code > self.CODE_CELLS * self.max_cell_kb << 10:
+            raise NotebookError(f"{Path(path).name} holds {code >> 10} KiB of code, more than the "
+                                f"{self.CODE_CELLS * self.max_cell_kb} KiB a notebook's code cells may hold in all "
+                                "here; delete the cells you do not need and save it again")
+        return nb
+
+    def cell_problem(self, label: str, source: str) -> str | None:
+        """Why the grader does not run this solution cell, or None."""
+        size = len(source.encode("utf-8"))
+        if size <= self.max_cell_kb << 10:
+            return None
+        return (f"solution cell '{label}' is {size >> 10} KiB, more than the {self.max_cell_kb} KiB a cell may "
+                "have here (course.toml's grading.max_cell_kb); the grader does not run it: make it smaller")
 
 
 def _malformed(cell) -> str | None:

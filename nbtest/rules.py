@@ -11,7 +11,7 @@ import types
 from pathlib import Path
 
 from . import cellcode, policy
-from .notebook import cell_label, cell_parts, cells_run, is_module_cell, is_solution, notebook_beside, \
+from .notebook import Limits, cell_label, cell_parts, cells_run, is_module_cell, is_solution, notebook_beside, \
     read_notebook, source_of
 from .warmup import first_calls, names_optim
 
@@ -106,12 +106,14 @@ def rule_breaks(part: int, notebook: str | Path) -> list[str]:
         table = tomllib.loads(rules_file.read_text(encoding="utf-8"))
     else:
         course = tomllib.loads((path.parent.parent.parent / "course.toml").read_text(encoding="utf-8"))
-        table = course["assignments"][path.parent.name].get("policy", {})
+        table = {**course["assignments"][path.parent.name].get("policy", {}),
+                 "max_cell_kb": course["grading"]["max_cell_kb"]}
+    limits = Limits(table.pop("max_cell_kb", Limits.max_cell_kb))
     rules = types.SimpleNamespace(**{"allowed_imports": (), "forbidden_modules": (), "no_transformer_classes": False,
                                       **table})
     contract = tomllib.loads((path.parent / "contract.toml").read_text(encoding="utf-8"))
     contract_parts = {name: entry["part"] for name, entry in contract.items()}
-    notebook = read_notebook(path)["cells"]
+    notebook = limits.read(path)["cells"]
     run = [(cell_label(notebook[index], index), notebook[index]) for index in cells_run(notebook, frozenset(contract))]
     # a solution cell, or one of the student's own
     cells = [(label, source_of(cell), is_solution(cell) or not is_module_cell(cell)) for label, cell in run]
@@ -130,7 +132,9 @@ def rule_breaks(part: int, notebook: str | Path) -> list[str]:
                 stubs[node.name] = any(cellcode.is_stub(f) for f in ast.walk(node) if isinstance(f, ast.FunctionDef))
                 if parts[label] == part and is_solution(cell):
                     asked.add(node.name)
-    found = [str(v) for v in policy.check_cells(cells, policy.for_assignment(rules)) if parts.get(v.cell) == part]
+    found = [problem for label, source, student in cells
+             if student and parts.get(label) == part and (problem := limits.cell_problem(label, source))]
+    found += [str(v) for v in policy.check_cells(cells, policy.for_assignment(rules)) if parts.get(v.cell) == part]
     if Watch.current is not None and path.resolve() in Watch.current.notebooks.values():
         found += Watch.current.found(path, {label for label, p in parts.items() if p == part},
                                       {label: source for label, source, _ in cells})

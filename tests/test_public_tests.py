@@ -15,6 +15,7 @@ from torch import nn
 
 from helpers import COURSE, NAMES, RELEASE_NB, SOURCE_NB, SampleClass, public_test_count
 
+from autograder.core.extract import Template
 from autograder.course import ROOT
 from autograder.grading.grader import Grader
 from autograder.nbgrading import release
@@ -204,6 +205,34 @@ def test_the_rules_test_shows_the_line_the_rule_and_what_to_do(tmp_path):
                and "a solution needs none of it" in line for line in shown), shown
     with pytest.raises(AssertionError, match="README.md"):
         nbtest.follows_rules(1, notebook)
+
+
+def test_the_rules_test_reads_within_the_grader_s_bounds(tmp_path):
+    """rules.toml's max_cell_kb (course.toml's grading.max_cell_kb, written by the release) bounds the rules
+    test's reading as it bounds the grader's: a cell the grader would not run is listed by its part's rules
+    test with the grader's own reason, and a notebook the grader would not read fails the rules test with the
+    grader's own error. Before, a student met these bounds only in the grade."""
+    assert "max_cell_kb = 512" in (ROOT / "assignments" / "residual-connections" / "rules.toml").read_text()
+    nb = nbtest.read_notebook(ROOT / "submissions" / "residual-connections" / "full-marks.ipynb")
+
+    def padded(labels: set[str]) -> Path:
+        """The notebook with a 600 KiB comment at the end of these solution cells, beside the release's files."""
+        cells = [dict(c, source=nbtest.source_of(c) + "\n# " + "x" * (600 << 10) + "\n")
+                 if nbtest.grade_id(c) in labels else c for c in nb["cells"]]
+        path = tmp_path / f"{len(labels)}.ipynb"
+        path.write_text(json.dumps(dict(nb, cells=cells)))
+        return _beside_release(tmp_path / path.stem, "residual-connections", path)
+
+    one = padded({"residual_add"})
+    problems = Template(SOURCE_NB).fill(one).problems
+    assert list(problems) == ["residual_add"] and "600 KiB" in problems["residual_add"]
+    assert [line for line in nbtest.rule_breaks(1, one) if "KiB" in line] == [problems["residual_add"]]
+    two = padded({"residual_add", "train"})        # 1.2 MiB of code in all
+    with pytest.raises(nbtest.NotebookError) as grader:
+        Template(SOURCE_NB).fill(two)
+    with pytest.raises(nbtest.NotebookError) as public:
+        nbtest.rule_breaks(1, two)
+    assert "code cells may hold in all" in str(grader.value) and str(public.value) == str(grader.value)
 
 
 def test_a_helper_cell_s_broken_rule_is_listed_by_the_part_it_serves(tmp_path):

@@ -9,9 +9,8 @@ what order. Solution cells (nbgrader grade_id) are taken from the submission;
 every other module cell (the locked "setup" imports) is taken from the source,
 so a student who deletes or edits a locked cell changes nothing. The notebook
 readers and cell helpers are the student-side package's (nbtest), so the grader and
-the public tests read notebooks the same way. A solution cell over
-max_cell_kb is not run (its problem says why), and a file over FILE_CELLS times that, or whose code cells
-hold over CODE_CELLS times that in all, is not read.
+the public tests read notebooks the same way, within the same bounds (nbtest's Limits: a solution cell
+over max_cell_kb is not run, its problem says why; a file far larger is not read).
 """
 from __future__ import annotations
 
@@ -25,10 +24,6 @@ from nbtest.notebook import (bound_names, contract_names, needed_by, own_cells_n
                              used_names)
 
 NotebookError = nbtest.NotebookError
-FILE_CELLS = 64      # a notebook file may be this many largest cells (outputs, images) before it is refused
-# and its code cells this many largest cells in all: the grader reads every code cell (for the helpers the graded
-# cells use) in its own process, some 6 s per MiB of code, before any child runs and outside any budget
-CODE_CELLS = 2
 
 
 @dataclass(frozen=True)
@@ -46,7 +41,7 @@ class Template:
     """The module cells of an assignment's source notebook."""
 
     def __init__(self, source: Path, max_cell_kb: int = 512):
-        self.max_cell_kb = max_cell_kb
+        self.limits = nbtest.Limits(max_cell_kb)
         nb = nbtest.read_notebook(source)
         self.cells: list[tuple[str, str, bool]] = []   # (label, source, is the student's)
         for index, cell in enumerate(nb["cells"]):
@@ -61,12 +56,7 @@ class Template:
 
         Raises NotebookError when the file is not a readable notebook.
         """
-        nb = nbtest.read_notebook(submission, FILE_CELLS * self.max_cell_kb << 10)
-        code = sum(len(nbtest.source_of(c).encode("utf-8")) for c in nb["cells"] if c.get("cell_type") == "code")
-        if code > CODE_CELLS * self.max_cell_kb << 10:
-            raise NotebookError(f"{Path(submission).name} holds {code >> 10} KiB of code, more than the "
-                                f"{CODE_CELLS * self.max_cell_kb} KiB a notebook's code cells may hold in all here; "
-                                "delete the cells you do not need and save it again")
+        nb = self.limits.read(submission)
         found = _code_cells_by_grade_id(nb)
         cells, problems = [], {}
         for label, src, solution in self.cells:
@@ -98,10 +88,8 @@ class Template:
 
     def _take(self, label: str, src: str, cells: list, problems: dict) -> None:
         """The cell into `cells`, or into `problems` where it is over max_cell_kb."""
-        if len(src.encode("utf-8")) > self.max_cell_kb << 10:
-            problems[label] = (f"solution cell '{label}' is {len(src.encode('utf-8')) >> 10} KiB, more than "
-                               f"the {self.max_cell_kb} KiB a cell may have (course.toml grading.max_cell_kb); "
-                               "it was not run")
+        if problem := self.limits.cell_problem(label, src):
+            problems[label] = problem
         else:
             cells.append((label, src))
 

@@ -27,7 +27,7 @@ from pylatexenc.latex2text import get_default_latex_context_db as text_macros
 from pylatexenc.latexwalker import LatexWalker
 from pylatexenc.latexwalker import get_default_latex_context_db as parse_macros
 
-from ..core.extract import FILE_CELLS, NotebookError
+from ..core.extract import NotebookError
 from ..course import CourseError
 from .sanitize import TAGS, clean
 
@@ -78,7 +78,7 @@ class Questions:
 
     def __init__(self, source: Path, max_cell_kb: int = 512, points: dict[str, float] | None = None):
         """points: {grade_id: points}, course.toml's (Assignment.cell_points); else the notebook's own."""
-        self.max_bytes = FILE_CELLS * max_cell_kb << 10
+        self.max_bytes = nbtest.Limits(max_cell_kb).file_bytes
         self.questions: list[Question] = []
         for cell in nbtest.read_notebook(source)["cells"]:
             meta = nbtest.nbgrader_meta(cell)

@@ -37,18 +37,21 @@ def generate(course: Course, release_dir: Path = RELEASE) -> list[str]:
             nbgrader("generate_assignment", name, "--force", "--log-level=WARN",
                      f"--CourseDirectory.release_directory={release_dir}",
                      f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook.db", capture=True)
-            (release_dir / name / RULES).write_text(rules_toml(course.assignment(name).rules))
+            (release_dir / name / RULES).write_text(rules_toml(course.assignment(name).rules,
+                                                               course.grading.max_cell_kb))
     return list(course.assignments)
 
 
-def rules_toml(rules: Rules) -> str:
-    """course.toml's [assignments.X.policy] table, as the student release carries it."""
+def rules_toml(rules: Rules, max_cell_kb: int) -> str:
+    """course.toml's [assignments.X.policy] table and its grading.max_cell_kb (nbtest's Limits), as the student
+    release carries them."""
     lines = [RULES_HEADER]
     for f in dataclasses.fields(rules):
         value = getattr(rules, f.name)
         text = ("[" + ", ".join(json.dumps(v) for v in value) + "]" if isinstance(value, tuple)
                 else "true" if value is True else "false" if value is False else json.dumps(value))
         lines.append(f"{f.name} = {text}")
+    lines.append(f"max_cell_kb = {max_cell_kb}   # a larger solution cell is not run; README.md, \"Submit\"")
     return "\n".join(lines) + "\n"
 
 
