@@ -14,9 +14,10 @@ codecs.open) stands between the cell and its own process, not its own data. So d
 not a plain str, bytes or int: its own methods would answer the checks. An event counts when student code caused
 it: it was raised while a student cell's frame ran (a cell is compiled under the file name "<cell LABEL>"), with
 only library frames between it and the hook. Library code that builds code for a decorator the student applied
-(dataclasses, namedtuple, Triton's jit) is not the student's doing, but the code it built is judged as the
-student's when it runs (a string the student routed into it runs there); a library that evaluates a string the
-student handed it (typing's forward references) is the student's doing. Events the grader's own code causes (the
+(dataclasses, namedtuple, Triton's jit) is not the student's doing, but any code run from a string (but a
+module's own code at its import, and what the grader runs) is judged as the student's when it runs, whoever calls
+it (a string the student routed into it runs there); a library that evaluates a string the student handed it
+(typing's forward references) is the student's doing. Events the grader's own code causes (the
 probe calling torch) never count: the nearest non-library frame is then the grader's (`own`, which each caller
 names: the sandbox its package, the public tests their own files and this package).
 
@@ -134,7 +135,7 @@ def install(fd: int, scratch: str, own: tuple[str, ...], guarded: tuple[str, ...
     sent: set[tuple] = set()      # each event once: a loop repeating one fills no pipe, whatever the grader reads
     prefixes = (os.path.realpath(scratch), os.devnull)
     process = _this_process()
-    generated: dict[int, CodeType] = {}   # id -> code a generator compiled (held, so that no id is reused)
+    generated: dict[int, CodeType] = {}   # id -> code run from a string (held, so that no id is reused)
 
     def hook(event: str, args: tuple) -> None:
         if busy[0] or (event not in WATCHED and not event.startswith(PREFIXES)) or \
@@ -142,7 +143,8 @@ def install(fd: int, scratch: str, own: tuple[str, ...], guarded: tuple[str, ...
             return
         busy[0] = True          # sys._getframe below raises an event of its own
         try:
-            if event == "exec" and _type(args[0]) is CodeType and _getframe(1).f_code.co_filename.endswith(GENERATORS):
+            if event == "exec" and _type(args[0]) is CodeType and \
+                    not _getframe(1).f_code.co_filename.startswith((IMPORTER, *own)):
                 _remember(args[0], generated)
             where = _attribute(event, args, prefixes, cell_of, own, guarded, modules, generated, process)
             if where is not None and (key := (*where, event, _detail(event, args))) not in sent:
@@ -192,11 +194,13 @@ def _attribute(event: str, args: tuple, inside: tuple, cell_of: Callable[[str], 
                guarded: tuple[str, ...], modules: Container[str],
                generated: Container[int] = frozenset(), process: Process = Process()) -> tuple[str, int] | None:
     """(cell, line) of the student frame this event is to be charged to, or None. Code the student wrote to a
-    file it may write (the scratch folder) and ran is the student's too, and so is code a generator compiled
-    (`generated`: the ids of what dataclasses, namedtuple or Triton's jit executed), judged by what it does, not
-    by which library file compiled it: a string the cell routed into it runs there. The event is judged at such
-    a frame, as if a cell had called what lies below, and charged to the cell above it ("" where none is: a
-    thread, a finaliser, the grader calling it)."""
+    file it may write (the scratch folder) and ran is the student's too, and so is code run from a string
+    (`generated`: the ids of what exec and eval ran, but for the import system's module code and the grader's
+    own: what dataclasses, namedtuple or Triton's jit built, what typing or numpy.testing evaluated), judged by
+    what it does, not by which library file compiled it: a string the cell routed into it runs there, whoever
+    calls it. The event is judged at such a frame, as if a cell had called what lies below, and charged to the
+    cell above it ("" where none is: a thread, a finaliser, the grader calling it: a special method that is a
+    functools.partial of such a library puts no cell's frame between the probe and the string's code)."""
     frame = _getframe(2)            # the frame that raised the event (0: _attribute, 1: the hook)
     site, direct, compiler, framing, library, loading = frame.f_code.co_filename, True, False, True, False, False
     judged, outer = False, None     # outer: the outermost library frame below the cell so far

@@ -21,14 +21,16 @@ PARTS = {1: ["residual_add", "residual", "projection_shortcut", "residual_ffn"],
          4: ["transformer_block", "residual_stream_norms"],
          5: ["plain_mlp", "residual_mlp", "train", "grad_norms", "depth_sweep"]}
 HONEST = {**variants.STYLES, **packed(IDIOMS)}
-TWINS = {**dict.fromkeys(["forged-mutation-report", "late-in-place-add", "data-swap-in-place-add"], "in-place-add"),
+TWINS = {**dict.fromkeys(["forged-mutation-report", "late-in-place-add", "data-swap-in-place-add",
+                          "signature-hook-in-place-add"], "in-place-add"),
          **dict.fromkeys(["forged-gradients-report", "gradients-written-by-hook"], "detached-residual-add"),
          **dict.fromkeys(["tells-read-back-storage", "tells-read-back-shape"], "in-place-add"),
          **dict.fromkeys(["hides-encoder-layer", "forged-structure-report"], "wraps-encoder-layer"),
          **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES,
                                                                    **variants.FRAMES}},
          **{f"claims-{name}": "refuses-with-runtime-error" for name in variants.ERROR_CLASSES},
-         **dict.fromkeys([*variants.RETYPES, "forged-reply-frame", "freed-buffer-retypes-error"],
+         **dict.fromkeys([*variants.RETYPES, "forged-reply-frame", "freed-buffer-retypes-error",
+                          "partial-str-retypes-error"],
                         "refuses-with-runtime-error"),
          "oracle-table": "oracle-fallback",
          **dict.fromkeys(["memorises-training-set", "memorises-training-rows", "memorises-shallow",
@@ -458,6 +460,18 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
                   # also stops the kernel and keeps its raw store to itself (MEASURED)
                   fails_broadcasting | (set() if name in BY_CONSTRUCTION else in_add))
            for name, (how, source) in variants.RETYPES.items()},
+        # the monitor sees the frames and ctypes in the string's code, charged to no cell: the tests of part 1's
+        # child that rest on its reports are held (the error is described there alone)
+        "partial-str-retypes-error": ("refuses-with-runtime-error, its error's __str__ a functools.partial of "
+                                      "numpy.testing.measure whose string retypes the error when the grader reads it",
+                                      s.solved(residual_add=raising("ShapeError", variants.PARTIAL_STR)),
+                                      fails_broadcasting | (in_add & s.checks(1))),
+        # declared in every child that loads residual_add, so its tests that rest on the reports are held there
+        "signature-hook-in-place-add": ("residual_add an object that adds in place as in-place-add does, whose "
+                                        "_partialmethod property runs a string annotation through "
+                                        "typing.get_type_hints when the child reads residual_add's signature",
+                                        s.solved(residual_add=variants.SIGNATURE_HOOK),
+                                        {"residual_add_no_mutation", "residual_add_gradients"} | in_add),
         # the grader refuses the unsigned frame; gzip, reached as torch.profiler.profiler.gzip, is a module
         # outside the assignment's imports, which holds the tests of residual_add's cell
         "forged-reply-frame": ("refuses-with-runtime-error, with a ValueError's reply written on the grader's "
