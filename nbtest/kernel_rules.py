@@ -213,6 +213,15 @@ class _Kernel:
     def flag(self, node, rule, message):
         self.found.append(Violation(self.label, node.lineno, rule, FLAG, message, quote(self.source, node.lineno)))
 
+    def resolve(self, node, scope: set[str] | None = None) -> str | None:
+        """ctx.resolve in the body's scope (the kernel's own variables by default): a chain rooted at a name the
+        scope binds names no import (`tl = x` in a kernel, then tl.handle is x's attribute, not triton.language's)."""
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        local = self.locals if scope is None else scope
+        return None if isinstance(root, ast.Name) and root.id in local else self.ctx.resolve(node)
+
     def run(self) -> list[Violation]:
         fn = self.fn
         for d in fn.decorator_list:
@@ -309,12 +318,12 @@ class _Kernel:
                   isinstance(n.func, ast.Name) and n.func.id not in allowed and self.arithmetic_def(n.func.id, seen)}
         for n in ast.walk(body):
             if isinstance(n, ast.Name) and n.id not in allowed and id(n) not in called and \
-                    self.ctx.resolve(n) != "triton":
+                    self.resolve(n, params) != "triton":
                 return False
-            if isinstance(n, ast.Attribute) and self.ctx.resolve(n) not in helpers and not (
-                    self.ctx.resolve(n) is None and n.attr in SCALAR_ATTRIBUTES | SCALAR_METHODS | INT_METHODS):
+            if isinstance(n, ast.Attribute) and self.resolve(n, params) not in helpers and not (
+                    self.resolve(n, params) is None and n.attr in SCALAR_ATTRIBUTES | SCALAR_METHODS | INT_METHODS):
                 return False
-            if isinstance(n, ast.Call) and not (self.ctx.resolve(n.func) in helpers or id(n.func) in called or (
+            if isinstance(n, ast.Call) and not (self.resolve(n.func, params) in helpers or id(n.func) in called or (
                     isinstance(n.func, ast.Name) and n.func.id in self.builtins - params) or (
                     isinstance(n.func, ast.Attribute) and n.func.attr in SCALAR_METHODS | INT_METHODS)):
                 return False
@@ -348,7 +357,7 @@ class _Kernel:
             it = node.iter
             if not (isinstance(it, ast.Call) and (
                     (isinstance(it.func, ast.Name) and it.func.id == "range") or
-                    self.ctx.resolve(it.func) in ("triton.language.range", "triton.language.static_range"))):
+                    self.resolve(it.func) in ("triton.language.range", "triton.language.static_range"))):
                 self.flag(node, "kernel-python", "a kernel loops over range, tl.range or tl.static_range only")
             self.expr(it)
             for s in node.body + node.orelse:
@@ -380,7 +389,7 @@ class _Kernel:
                                              "value, never indexed or asked for attributes or methods")
             return
         if isinstance(node, ast.Attribute):
-            path = self.ctx.resolve(node)
+            path = self.resolve(node)
             if path is not None:
                 self.tl_path(node, path)
                 return

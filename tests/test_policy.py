@@ -828,6 +828,15 @@ def test_a_constexpr_parameter_is_a_value_only(use, annotation):
     assert kernel_rules(source) == {("kernel-python", FLAG)}
 
 
+def test_a_kernel_variable_named_as_a_module_is_the_kernels_own():
+    """A kernel's own variable named tl holds a value, not triton.language: its attributes are that value's (the
+    interpreter's NumPy array under a loaded block, red team 37), read as any value's are."""
+    kernel = ("@triton.jit\ndef helper_kernel(x_ptr):\n    x = tl.load(x_ptr + tl.arange(0, 4))\n"
+              "    tl = x\n    data = tl.data\n    return x\n")
+    source = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"] + "\n\n" + kernel
+    assert kernel_rules(source) == {("kernel-python", FLAG)}
+
+
 KERNEL_SOURCE = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"]
 
 
