@@ -586,6 +586,15 @@ def _is_literal(node, ctx: Notebook, names: frozenset = frozenset()) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=4)
+def kernel_defs(cells: tuple[tuple[str, str], ...]) -> frozenset[tuple[str, int]]:
+    """(label, line) where each @triton.jit def the kernel rules read starts in the cells (label, source), its line
+    as its code object gives it (the first decorator's). A launch of any other function runs a kernel no rule read:
+    a def nested in a function or an if, or one made by calling triton.jit."""
+    ctx = Notebook([(label, source, True) for label, source in cells])
+    return frozenset((label, min(d.lineno for d in fn.decorator_list)) for label, fn in ctx.kernels.values())
+
+
 @functools.lru_cache(maxsize=16)
 def _lines_of(source: str) -> tuple[str, ...]:
     """python_lines(source), split once for all the quotes of a cell: a cell of thousands of findings was split

@@ -4,15 +4,16 @@ kernel does is measured where it runs (the launch trace: docs/security.md), not 
 
     out = check_kernels(Notebook(cells))    # [Violation, ...], severity flag
 
-policy.check_cells runs it on every notebook: one without a @triton.jit def has nothing to check.
+policy.check_cells runs it on every notebook: one without a @triton.jit def has nothing to check but where
+a kernel may be made.
 """
 from __future__ import annotations
 
 import ast
 import collections
 
-from .cellcode import (FLAG, Notebook, Violation, _arguments, _is_literal, _only_read, after_docstring, is_stub,
-                       library_decorator, quote)
+from .cellcode import (FLAG, Notebook, Violation, _arguments, _is_jit, _is_literal, _only_read, after_docstring,
+                       is_stub, library_decorator, quote)
 
 SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", "ndimension", "is_contiguous",
                   "data_ptr", "get_device", "storage_offset", "is_floating_point",
@@ -36,6 +37,8 @@ TL_REFUSED = {"core", "semantic", "standard", "target_info", "inline_asm_element
 
 def check_kernels(ctx: Notebook) -> list[Violation]:
     """The kernels' violations, and every rebinding of a kernel's name or of a function its decorators name."""
+    if not ctx.kernels:      # none to read, but one made where these rules would not read it
+        return _unread_kernels(ctx)
     out = []
     constants = _decorator_constants(ctx) if any(isinstance(d, ast.Call) for _, fn in ctx.kernels.values()
                                                  for d in fn.decorator_list) else frozenset()
@@ -45,7 +48,33 @@ def check_kernels(ctx: Notebook) -> list[Violation]:
     named = {node.id for _, fn in ctx.kernels.values() for d in fn.decorator_list for node in ast.walk(d)
              if isinstance(node, ast.Name)}
     checked = set(ctx.kernels) | (named & (set(ctx.functions) | set(ctx.classes)))
-    return out + _rebound(ctx, checked) + _kernel_attributes(ctx)
+    return out + _rebound(ctx, checked) + _kernel_attributes(ctx) + _unread_kernels(ctx)
+
+
+def _unread_kernels(ctx: Notebook) -> list[Violation]:
+    """A kernel these rules read is a def at the top level of its cell, decorated @triton.jit (cellcode.kernel_defs;
+    the fusion tests fail a launch of any other). Flags a jit decorator on any other def (in a function, an if), and
+    triton.jit or triton.JITFunction reached but as such a decorator (triton.jit(f), held, handed on)."""
+    out = []
+    for label, tree in ctx.trees.items():
+        if not ctx.student[label]:
+            continue
+        top = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+        decorating = {id(d.func if isinstance(d, ast.Call) else d) for fn in top for d in fn.decorator_list}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node not in top and any(_is_jit(d, ctx) for d in
+                                                                              node.decorator_list):
+                where = node.decorator_list[0]
+            elif isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in decorating and \
+                    ctx.resolve(node) in ("triton.jit", "triton.JITFunction"):
+                where = node
+            else:
+                continue
+            out.append(Violation(label, where.lineno, "kernel-decorator", FLAG, "a kernel is @triton.jit on a def at "
+                                 "the top level of its cell: the grader reads only such a def's body, and a launch "
+                                 "of any other kernel (defined in a function or an if, made by calling triton.jit) "
+                                 "fails the fusion tests", quote(ctx.sources[label], where.lineno)))
+    return out
 
 
 def _kernel_attributes(ctx: Notebook) -> list[Violation]:

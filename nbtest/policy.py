@@ -338,12 +338,11 @@ def check_cells(cells: list[tuple[str, str, bool]], policy: Policy) -> list[Viol
             except RecursionError:
                 out.append(_too_deep(label, source))
     out += _keyed_uses(ctx, keyed)
-    if ctx.kernels:
-        try:
-            out += check_kernels(ctx)
-        except RecursionError:
-            label = next(label for label, _, student in cells if student)
-            out.append(_too_deep(label, ctx.sources[label]))
+    try:
+        out += check_kernels(ctx)
+    except RecursionError:
+        label = next(label for label, _, student in cells if student)
+        out.append(_too_deep(label, ctx.sources[label]))
     # the message breaks ties: a set's order changes from one process to the next (hash randomisation)
     return sorted(set(out), key=lambda v: (ctx.order[v.cell], v.line, v.rule, v.message))
 

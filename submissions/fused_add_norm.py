@@ -19,6 +19,7 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
          "kernel-fn-set-by-a-helper-computes": "by-hand-wrapper", "rewrite-cache-written-computes": "by-hand-wrapper",
          "lists-redo-odd-widths": "variance-over-block", "language-function-replaced": "by-hand-wrapper",
          "hidden-def-fixes-variance": "variance-over-block", "autotune-configs-as-phases": "launch-per-row",
+         "kernel-local-named-tl": "torch-only-wrapper", "jit-called-numpy-body": "torch-only-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
                           "handed-on-computes", "module-forward-computes", "redefined-helper-computes",
                           "import-rebound-computes", "method-set-elsewhere-computes"],
@@ -75,7 +76,7 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "grid-entry-reads", "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
             "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads",
             "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads", "kernel-global-reads",
-            "warmup-flip-adds", "hidden-def-fixes-variance", "autotune-configs-as-phases"}
+            "warmup-flip-adds", "hidden-def-fixes-variance", "autotune-configs-as-phases", "jit-called-numpy-body"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -214,6 +215,13 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                 "BLOCK=block, num_warps=min(max(block // 256, 1), 16))", "BLOCK=block)"))),
             # the config kept stores h: y is what torch.empty_like left, at every call that gets past the checks
             s.checks(1) - {"rules_part1", "one_launch", "launches_kernel", *REFUSALS}),
+        "kernel-local-named-tl": ("a helper kernel whose variable named tl holds each loaded block in turn, reading "
+                                  "the interpreter's NumPy arrays under them (tl.handle, tl.data) to compute h and y, "
+                                  "which the kernel stores", s.solved(fused_kernel=variants.SHADOWED_TL.lstrip()),
+                                  fused),
+        "jit-called-numpy-body": ("a kernel made by calling triton.jit on a plain def that computes h and y in NumPy "
+                                  "on the interpreter's arrays under the loaded blocks, and stores them",
+                                  s.solved(fused_kernel=variants.JIT_CALLED.lstrip()), fused),
         "no-mask": ("the kernel loads and stores all BLOCK lanes: no masks (it reads and writes past the rows' "
                     "end, which crashes the process or corrupts its memory)",
                     s.solved(fused_kernel=kernel((", mask=mask, other=0.0)", ")"), (", mask=mask)", ")"),

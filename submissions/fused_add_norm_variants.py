@@ -742,6 +742,65 @@ def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols
         y = y + tl.load(b_ptr + tl.arange(0, BLOCK), mask=mask, other=0.0).to(tl.float32)
         tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 '''
+# one row's blocks loaded, as the reference kernel loads them
+ROW_LOADS = '''
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    offs = row * n_cols + cols
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    fx = tl.load(fx_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+'''
+# red team 37: the kernel rules read tl.X as triton.language's even where a kernel's own variable named tl held a
+# loaded block: the helper computes h and y in NumPy on the interpreter's arrays under the blocks, and the kernel
+# stores them; the rules now read a kernel's own names in its own scope
+SHADOWED_TL = '''
+@triton.jit
+def _norm_row(x, fx, mask, eps):
+    """h and the normalised row, written over x and fx (the loaded blocks)."""
+    tl = x
+    tl = tl.handle
+    xv = tl.data
+    tl = fx
+    tl = tl.handle
+    fv = tl.data
+    hv = xv + fv
+    tl = mask
+    tl = tl.handle
+    keep = tl.data
+    tl = hv[keep]
+    tl = tl.astype("float64")
+    c = tl - tl.mean()
+    tl = c * c
+    xv[:] = hv
+    fv[keep] = c / ((tl.mean() + eps) ** 0.5)
+
+
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    """One program per row of contiguous (n_rows, n_cols) tensors x, fx, h and y."""
+''' + ROW_LOADS.lstrip("\n") + '''    _norm_row(x, fx, mask, eps)
+    tl.store(h_ptr + offs, x.to(h_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + offs, (fx * w + b).to(y_ptr.dtype.element_ty), mask=mask)
+'''
+# red team 37: a kernel made by calling triton.jit on a plain def was never read by the kernel rules, so its body ran
+# NumPy on the interpreter's arrays inside the launch; the fusion tests now fail a launch of any function that is not
+# a @triton.jit def at the top level of a cell (cellcode.kernel_defs), whatever made it
+JIT_CALLED = '''
+def _rows(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+''' + ROW_LOADS.lstrip("\n") + '''    keep = mask.handle.data
+    hv = x.handle.data[keep] + fx.handle.data[keep]
+    c = hv.astype("float64") - hv.astype("float64").mean()
+    x.handle.data[keep] = hv
+    w.handle.data[keep] = c / (((c * c).mean() + eps) ** 0.5) * w.handle.data[keep] + b.handle.data[keep]
+    tl.store(h_ptr + offs, x.to(h_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + offs, w.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+fused_add_layernorm_kernel = triton.jit(_rows)
+'''
 NUMPY_ONLY = NUMPY_WRAPPER.replace("    LAUNCH\n", "")
 NUMPY_EMPTY_KERNEL = NUMPY_WRAPPER.replace(
     "LAUNCH", "fused_add_layernorm_kernel[(1,)](x, fx, weight, bias, x, x, n, eps, BLOCK=16)")
@@ -1430,15 +1489,7 @@ def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols
 
 def _rows(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
     """What each program really runs: loads through Triton, then Python lists compute h and y."""
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    offs = row * n_cols + cols
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    fx = tl.load(fx_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    n = int(n_cols.handle.data.ravel().tolist()[0]) if hasattr(n_cols, "handle") else int(n_cols)
+''' + ROW_LOADS.lstrip("\n") + '''    n = int(n_cols.handle.data.ravel().tolist()[0]) if hasattr(n_cols, "handle") else int(n_cols)
     e = float(eps.handle.data.ravel().tolist()[0]) if hasattr(eps, "handle") else float(eps)
     xs, fs = x.handle.data.tolist()[:n], fx.handle.data.tolist()[:n]
     ws, bs = w.handle.data.tolist()[:n], b.handle.data.tolist()[:n]

@@ -183,13 +183,17 @@ SAMPLE_RULES = {
     # an empty kernel, and h and y computed where the policy cannot name the callee, or in a heuristic
     ("fused-add-norm", "torch-under-another-name"): {("process-introspection", WITHHOLD)},
     ("fused-add-norm", "heuristic-computes"): {("kernel-decorator", FLAG)},
+    ("fused-add-norm", "kernel-local-named-tl"): {("kernel-python", FLAG)},
+    ("fused-add-norm", "jit-called-numpy-body"): {("kernel-decorator", FLAG)},
+    ("fused-add-norm", "rewrite-cache-written-computes"): {("kernel-decorator", FLAG)},   # triton.jit called
     ("fused-add-norm", "library-method-reassigned"): {("monkeypatch", FLAG)},
     # red team 18: a kernel's fn set by setattr; tl.sum replaced by a def of the cell's
     ("fused-add-norm", "kernel-fn-set-computes"): {("kernel-attribute", FLAG)},
     ("fused-add-norm", "language-function-replaced"): {("monkeypatch", FLAG)},
     # red team 17: Triton's kernel class given a run of the cell's, reached through type() of a kernel
-    ("fused-add-norm", "run-replaced-on-odd-widths"): {("protocol", WITHHOLD)},
-    ("fused-add-norm", "run-replaced-when-untraced"): {("protocol", WITHHOLD), ("process-introspection", WITHHOLD)},
+    ("fused-add-norm", "run-replaced-on-odd-widths"): {("protocol", WITHHOLD), ("kernel-decorator", FLAG)},
+    ("fused-add-norm", "run-replaced-when-untraced"): {("protocol", WITHHOLD), ("process-introspection", WITHHOLD),
+                                                       ("kernel-decorator", FLAG)},
     # a tensor class's own __torch_dispatch__ (measured; the class's override is flagged)
     ("fused-add-norm", "tensor-class-computes"): {("override", FLAG)},
     # red team 20: where the tracer's modes do not reach (measured; the imports hold the tests too)
@@ -835,6 +839,27 @@ def test_a_kernel_variable_named_as_a_module_is_the_kernels_own():
               "    tl = x\n    data = tl.data\n    return x\n")
     source = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"] + "\n\n" + kernel
     assert kernel_rules(source) == {("kernel-python", FLAG)}
+
+
+UNREAD_KERNELS = {   # kernels the rules never read (red team 37): each ran NumPy inside the launch
+    "made by calling triton.jit": "def _rows(x_ptr):\n    pass\n\n\nrows_kernel = triton.jit(_rows)\n",
+    "defined in a function": "def _make():\n    @triton.jit\n    def rows_kernel(x_ptr):\n        pass\n"
+                             "    return rows_kernel\n",
+    "defined in an if": "if True:\n    @triton.jit\n    def rows_kernel(x_ptr):\n        pass\n",
+    "triton.jit held": "make_kernel = triton.jit\n",
+    "JITFunction": "def _rows(x_ptr):\n    pass\n\n\nrows_kernel = triton.JITFunction(_rows)\n",
+}
+
+
+@pytest.mark.parametrize("spelling", UNREAD_KERNELS)
+def test_a_kernel_the_rules_do_not_read_is_flagged(spelling):
+    """A kernel is @triton.jit on a def at the top level of its cell (cellcode.kernel_defs, which the fusion tests
+    hold every launch to): the rules test says so of any other before the grade does."""
+    source = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"] + "\n\n" + \
+        UNREAD_KERNELS[spelling]
+    assert kernel_rules(source) == {("kernel-decorator", FLAG)}
+    cells = [(label, src) for label, src, _ in with_cells(FUSED_NB, fused_kernel=source)]
+    assert len(cellcode.kernel_defs(tuple(cells))) == 1     # the reference's own kernel
 
 
 KERNEL_SOURCE = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"]

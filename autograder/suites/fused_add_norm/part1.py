@@ -251,7 +251,18 @@ def not_the_kernel(what: str, trace: dict) -> str | None:
     """Why the traced call's h and y are not its kernel's work, as the trace measured it, or None."""
     launches, mine, _ = _launches(trace)
     each = lambda key, among=launches: sorted({excerpt(str(v), 60) for launch in among for v in launch.get(key) or []})
+    checked = {(f"<cell {label}>", line) for label, line in _listed(trace, "kernel_defs")}
     found = [
+        # a kernel the rules never read (defined inside a function or an if, or made by calling triton.jit): in
+        # the interpreter its body is Python, free to compute with what it loads (its tensors' NumPy arrays)
+        (sorted({excerpt(str(launch.get("kernel", "?")), 60) for launch in mine
+                 if (str(launch.get("file")), launch.get("line") if type(launch.get("line")) is int else 0)
+                 not in checked}),
+         lambda n: f"not a kernel the rules read: {what} launched {n}, which is not a @triton.jit def at the top "
+                   "level of a cell. The grader reads such a def's body for Triton operations alone (a compiler on "
+                   "a GPU runs nothing else, Triton's interpreter on a CPU runs any Python); one defined inside a "
+                   "function or an if, or made by calling triton.jit, is not read. Write the kernel as "
+                   "@triton.jit on a def at the top level of its cell."),
         # torch inside a launch: a kernel's tl operations never run torch, so it is Python reached from the kernel
         # (an object handed to it whose method computes)
         (_computing(trace, "ops_in_launches"),

@@ -13,9 +13,10 @@ The tracer "launches" (probe.TRACERS, registered by warm_up() in the fork server
 student code) records, while a traced call runs:
 
     launches   each launch of a Triton kernel, kernel[grid](...), not counting the launches a
-               launch makes itself (an autotuner's trials): {"kernel", "file", "grid", "foreign"}, where
-               "file" is where the kernel's Python function was compiled: "<cell LABEL>" for a
-               cell of the submission, and "foreign" the type names of the arguments that are neither
+               launch makes itself (an autotuner's trials): {"kernel", "file", "line", "grid", "foreign"}, where
+               "file" and "line" are where the kernel's Python function was compiled: "<cell LABEL>" for a
+               cell of the submission, and the line of its def (of its first decorator), and "foreign" the type
+               names of the arguments that are neither
                a tensor of torch's own type with no attribute of its own (one shadows a method Triton calls
                inside the launch, storage_offset) nor plain data (a number, a bool, a string, None, a dtype).
                A launch is the notebook's at the top, or where its code launched inside another (a grid's
@@ -95,7 +96,7 @@ _module_dict = types.ModuleType.__dict__["__dict__"].__get__
 _partial, _method, _wrappers = functools.partial, types.MethodType, (staticmethod, classmethod)
 CELL = "<cell "     # the file name a cell's code is compiled under (not the monitor's CELL_PREFIX: this module's globals
 # are reachable from Triton's classes, through the counted run, and must hold nothing of the grader's)
-_function = type(lambda: None)
+_function, _code = type(lambda: None), types.CodeType
 # what a kernel's arguments may be: tensors of torch's own types (TORCH_TENSORS, with no attribute of their own),
 # and plain data (tl.constexpr and tl.dtype are Triton's own wrappers, checked by what they hold); anything else
 # brings its own methods into the launch
@@ -168,6 +169,7 @@ class _Recorder:
         foreign = [_foreign(v) for v in values if not _plain(v)]
         record = {"kernel": _str(_getattr(fn, "__name__", "?"))[:200],
                   "file": _str(code.co_filename)[:200] if code is not None else "?",
+                  "line": code.co_firstlineno if _type(code) is _code else 0,
                   # made of ints by counted (grid_of) before this reads it: its text runs none of the notebook's code
                   "grid": _repr(grid)[:100] if _type(grid) is _tuple else "callable",
                   "foreign": _list(dict.fromkeys(foreign))[:8], "hooks": _list(dict.fromkeys(_hooks(kernel))),
