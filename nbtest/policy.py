@@ -163,8 +163,9 @@ ARRAY_MODULES = ("numpy.rec", "numpy.char", "numpy.core")
 # Compilers the grader's child and the public tests replace by a pass-through (nbtest/uncompiled.py): no
 # compiler runs, so calling one reaches nothing.
 UNCOMPILED = ("torch.compile", "torch.compiler.compile", "torch.jit.script")
-# Dunder attributes an honest solution reads (super().__init__(), type(x).__name__).
-SAFE_DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__"})
+# Dunder attributes an honest solution reads (super().__init__(), type(x).__name__, torch.__version__): a method
+# it calls on its own object, or text.
+SAFE_DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__", "__version__"})
 # Dunders a class body may not define: they lie about type or reroute torch's dispatch.
 OVERRIDE_DUNDERS = frozenset({"__class__", "__getattribute__", "__torch_function__", "__torch_dispatch__",
                               "__instancecheck__", "__subclasscheck__", "__init_subclass__", "__set_name__"})

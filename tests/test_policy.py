@@ -337,6 +337,11 @@ NARROWED = {
             exec("x = 1")
             return x + fx
         """, {("dynamic-code", WITHHOLD)}),
+    "a library's version, which is text (red team 37)": ("""
+        def residual_add(x, fx):
+            print(f"torch {torch.__version__}")
+            return x + fx
+        """, set()),
     "writing __class__ is still a dunder": ("""
         def residual_add(x, fx):
             out = x + fx
