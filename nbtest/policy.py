@@ -729,20 +729,36 @@ class _General(ast.NodeVisitor):
             self._protocol(node, f"class {node.name} is or has a metaclass, which can build it from any names")
 
     def _survey(self, tree) -> None:
-        """What the visit needs to know ahead, in one walk: the names bound only by
-        `for NAME in ("ln1", "ln2")` (literal strings, none starting with _). The private names the student
-        gives their own objects, which may be read back, are the notebook's (Notebook.own_private)."""
-        loops, loop_targets, stored = set(), set(), []
+        """What the visit needs to know ahead, in one walk: the names bound only by `for NAME in ("ln1", "ln2")`
+        (strings written out, in the loop or in a module-level tuple bound once: NAMES = ("weight", "bias")), with
+        the strings each takes, and those of them none of whose strings starts with _. The private names the
+        student gives their own objects, which may be read back, are the notebook's (Notebook.own_private)."""
+        loops: dict[str, set[str]] = {}
+        loop_targets, stored = set(), []
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 stored.append(node)
             elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and \
-                    isinstance(node.iter, (ast.Tuple, ast.List)) and node.iter.elts and \
-                    all(isinstance(e, ast.Constant) and _plain(e.value) for e in node.iter.elts):
-                loops.add(node.target.id)
+                    (names := self._written_out(node.iter)):
+                loops.setdefault(node.target.id, set()).update(names)
                 loop_targets.add(id(node.target))
+        for name in {node.id for node in stored if id(node) not in loop_targets}:
+            loops.pop(name, None)
         self.own_private = self.ctx.own_private
-        self.plain_names = loops - {node.id for node in stored if id(node) not in loop_targets}
+        self.loop_names = loops
+        self.plain_names = {name for name, values in loops.items() if all(map(_plain, values))}
+
+    def _written_out(self, node) -> tuple[str, ...]:
+        """The strings a loop over `node` takes, where they are written out: a tuple or list display of strings, or
+        a module-level name bound once, to such a tuple, and nowhere else (no def binds it)."""
+        if isinstance(node, ast.Name) and node.id not in self.local | self.ctx.global_names:
+            bound = self.ctx.module_bindings.get(node.id, [])
+            node = bound[0].value if len(bound) == 1 and isinstance(bound[0], ast.Assign) and \
+                len(bound[0].targets) == 1 and isinstance(bound[0].value, ast.Tuple) else None
+        if isinstance(node, (ast.Tuple, ast.List)) and node.elts and \
+                all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+            return tuple(e.value for e in node.elts)
+        return ()
 
     def flag(self, node, rule: str, severity: str, message: str) -> None:
         self.found.append(Violation(self.label, node.lineno, rule, severity, message, quote(self.source, node.lineno)))
@@ -1122,12 +1138,20 @@ class _General(ast.NodeVisitor):
             node.func.function_locals = True
         if func in ATTRIBUTE_FUNCS:
             name = node.args[1] if len(node.args) > 1 else None
-            if any(isinstance(a, ast.Starred) for a in node.args) or (
+            if isinstance(name, ast.Name) and name.id in self.loop_names and \
+                    not any(isinstance(a, ast.Starred) for a in node.args) and \
+                    not self._own_computed(node.args[0], name):
+                # for name in ("weight", "bias"): getattr(layer, name) reads what layer.weight and layer.bias do
+                for value in sorted(self.loop_names[name.id]):
+                    if not (func == "hasattr" and value in DATA_MODEL):
+                        self._literal_attribute(node, func, value)
+            elif any(isinstance(a, ast.Starred) for a in node.args) or (
                     not (isinstance(name, ast.Constant) and isinstance(name.value, str))
                     and func != "hasattr" and not self._own_computed(node.args[0], name)):
                 self.flag(node, "computed-attribute", WITHHOLD,
-                          f"{func}() with a computed name can reach anything; write the attribute out, or "
-                          f"build the name on self from a plain prefix: getattr(self, f\"ln{{i}}\")")
+                          f"{func}() with a computed name can reach anything; write the attribute out, loop over "
+                          f"names written out (for name in (\"weight\", \"bias\")), or build the name on self from "
+                          f"a plain prefix: getattr(self, f\"ln{{i}}\")")
             elif isinstance(name, ast.Constant) and not (func == "hasattr" and name.value in DATA_MODEL):
                 # hasattr(x, "__call__") answers whether, never what: Python's own special names may be asked for
                 self._literal_attribute(node, func, name.value)
