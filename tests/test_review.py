@@ -8,7 +8,7 @@ from jsonschema import Draft202012Validator
 
 from autograder.lms.gradescope.results import HELD_TAG, to_gradescope
 from autograder.results.render import feedback_text, review_summary, table
-from autograder.results.result import MAX_OUTPUT, Result, held_entry
+from autograder.results.result import MAX_OUTPUT, Result, held_entry, not_run
 from autograder.results.result import TestResult as Entry   # not collected as a test class
 from autograder.results.store import Store, StoreError
 
@@ -62,6 +62,21 @@ def test_a_decision_restores_or_keeps_the_held_points_and_says_so(verdict, score
     text = feedback_text(decided, 1)
     assert first_line.split(",")[0] in text and ("HELD" in text) == (verdict == "confirm")
     assert ("given back" if verdict == "release" else "not given") in table(decided).splitlines()[3]
+
+
+@pytest.mark.parametrize("verdict, timing", [("release", 10), ("confirm", 2)])
+def test_points_redistributed_without_cuda_follow_the_decision(verdict, timing):
+    """A CUDA-only test graded without CUDA, its points redistributed, scores the fraction of the other tests
+    earned: released points count there as they do in the part (2 of 10 earned at grading, 10 of 10 once the
+    held 8 are released). Before, a release left it at the fraction earned while the points were held."""
+    ran = [held_entry("launches_kernel", 1, 8, "held"), Entry("values", 1, 2, 2, "passed", kind="passed")]
+    result = Result("fused-add-norm", 1, [*ran, not_run("timing", 2, 10, "redistribute", ran)])
+    assert result.tests[2].score == 2
+    decided = result.decided(verdict)
+    assert decided.tests[2].score == timing and f"so {timing} of 10" in decided.tests[2].output
+    assert decided.score == (20 if verdict == "release" else 4)
+    skipped = Result("fused-add-norm", 1, [*ran, not_run("timing", 2, 10, "skip", ran)]).decided(verdict)
+    assert (skipped.tests[2].score, skipped.tests[2].max_score) == (0, 0)
 
 
 @pytest.mark.parametrize("verdict", ["", "release", "confirm"])

@@ -113,7 +113,14 @@ class Result:
         """This result with an instructor's decision (one of VERDICTS) applied to its held tests."""
         if verdict not in VERDICTS:
             raise ValueError(f"a decision is one of {', '.join(VERDICTS)}, not {verdict!r}")
-        return dataclasses.replace(self, tests=[t.decided(verdict) for t in self.tests], decision=verdict)
+        tests = [t.decided(verdict) for t in self.tests]
+        # a test not run for want of CUDA, its points redistributed (a maximum of more than 0), follows the fraction
+        # of the others earned as decided: released points count there too
+        ran = [t for t in tests if t.ran]
+        tests = [t if t.ran or not t.max_score else
+                 dataclasses.replace(not_run(t.name, t.part, t.max_score, "redistribute", ran), id=t.id)
+                 for t in tests]
+        return dataclasses.replace(self, tests=tests, decision=verdict)
 
     @property
     def score(self) -> float:
