@@ -93,7 +93,125 @@ def syntax_tree(source: str, filename: str = "<unknown>"):
                 elif hasattr(value, "_fields"):
                     below.append(value)
         level, nodes = level + 1, below
+    if _NEWER_FSTRINGS:
+        _older_fstrings(source, tree, filename)
     return tree
+
+
+# From Python 3.12 (PEP 701) an f-string's replacement fields may reuse its quotes, hold a backslash, a comment or
+# a line break; 3.11's tokenizer ends the string at its quote, and the feature version does not make 3.12's parser
+# refuse them. So on 3.12 and later each f-string's text is read as 3.11 reads it (never in the grader's child:
+# its Python is 3.11, whose parser refuses them itself).
+_NEWER_FSTRINGS = __import__("sys").version_info >= (3, 12) > PYTHON
+
+
+def _older_fstrings(source: str, tree, filename: str) -> None:
+    """SyntaxError for the first f-string of `tree` that Python 3.11 cannot read."""
+    import ast
+    inner = {id(n) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
+             for n in ast.walk(node) if n is not node and isinstance(n, ast.JoinedStr)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr) and id(node) not in inner:
+            problem = fstring_problem(ast.get_source_segment(source, node) or "")
+            if problem:
+                raise SyntaxError(f"{problem}: Python 3.12 reads it, the grader's Python 3.11 does not; "
+                                  "use the other kind of quotes inside, or compute the value on a line before",
+                                  (filename, node.lineno, node.col_offset + 1, None))
+
+
+def fstring_problem(text: str) -> str | None:
+    """Why Python 3.11 cannot read the string literals `text` (one or more, implicitly joined, as an f-string's
+    source segment is) as they read on 3.12, or None. 3.11 ends a string at its first quote, and an f-string's
+    replacement field may hold no backslash, no comment and, in a string of single quotes, no line break."""
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] in " \t\r\n\\()":
+            i += 1
+        elif text[i] == "#":
+            while i < n and text[i] not in "\r\n":
+                i += 1
+        else:
+            start = i
+            while i < n and text[i].isalpha():
+                i += 1
+            prefix = text[start:i].lower()
+            quote = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else text[i:i + 1]
+            if not quote:
+                return None
+            i, problem = _string_end(text, i + len(quote), quote, "r" in prefix, "f" in prefix)
+            if problem:
+                return problem
+    return None
+
+
+def _string_end(text: str, i: int, quote: str, raw: bool, formatted: bool) -> tuple[int, str | None]:
+    """(where the string whose body starts at i ends, as 3.11 reads it; why 3.11 cannot read it, or None)."""
+    n = len(text)
+    while i < n:
+        if text.startswith(quote, i):
+            return i + len(quote), None
+        c = text[i]
+        if c == "\\" and not raw:
+            i += 2
+        elif formatted and c == "{":
+            if text.startswith("{{", i):
+                i += 2
+            else:
+                i, problem = _field_end(text, i + 1, quote)
+                if problem:
+                    return n, problem
+        else:
+            i += 1
+    return n, None
+
+
+def _field_end(text: str, i: int, quote: str) -> tuple[int, str | None]:
+    """Where an f-string's replacement field that starts at i ends (after its `}`), as 3.11 reads it, and why
+    3.11 cannot read it, or None."""
+    n, depth = len(text), 0
+    while i < n:
+        c = text[i]
+        if text.startswith(quote, i):
+            return n, "an f-string reuses its own quotes inside a replacement field"
+        if c == "\\":
+            return n, "an f-string's replacement field holds a backslash"
+        if c == "#":
+            return n, "an f-string's replacement field holds a comment"
+        if c in "\r\n" and len(quote) == 1:
+            return n, "an f-string in single quotes breaks a line inside a replacement field"
+        if c in "\'\"":     # a string inside the field, in the other quotes: 3.11 reads it to its own quote
+            inner = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else c
+            end = text.find(inner, i + len(inner))
+            if end < 0 or quote in text[i:end + len(inner)]:
+                return n, "an f-string reuses its own quotes inside a replacement field"
+            if "\\" in text[i:end]:
+                return n, "an f-string's replacement field holds a backslash"
+            i = end + len(inner)
+        elif c in "([":
+            depth, i = depth + 1, i + 1
+        elif c in ")]":
+            depth, i = depth - 1, i + 1
+        elif c == "{":
+            depth, i = depth + 1, i + 1
+        elif c == "}":
+            if depth == 0:
+                return i + 1, None
+            depth, i = depth - 1, i + 1
+        elif c == ":" and depth == 0 and not text.startswith(":=", i):   # the format spec, which may hold fields
+            i += 1
+            while i < n and text[i] != "}":
+                if text.startswith(quote, i):
+                    return n, "an f-string reuses its own quotes inside a replacement field"
+                if text[i] == "{":
+                    i, problem = _field_end(text, i + 1, quote)
+                    if problem:
+                        return n, problem
+                else:
+                    i += 1
+            return i + 1, None
+        else:
+            i += 1
+    return n, None
 
 
 def compile_statements(source: str, filename: str) -> list:

@@ -9,7 +9,7 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 import nbtest
-from nbtest import cellcode
+from nbtest import cellcode, cellsource
 from nbtest.cellsource import magic_lines, python_source
 from nbtest.policy import check_cells, for_assignment
 from autograder import course
@@ -120,6 +120,43 @@ def test_a_cell_is_read_as_the_oldest_python_the_course_runs(monkeypatch):
         with pytest.raises(SyntaxError, match="only supported in Python 3.10") as e:
             read(source, "<cell kind>")
         assert 2 <= e.value.lineno <= 5           # within the match statement (CPython names its end)
+
+
+# f-strings as Python 3.12 reads them (PEP 701) and whether 3.11 does: (text, 3.11's reason or None)
+FSTRINGS = [
+    ('f"{x}"', None), ("f'{d[\"k\"]}'", None), ('f"{x!r:>{w}}"', None), ('f"""{"a"}"""', None),
+    ("rf'{x}\\d'", None), ('f"{{x}}"', None), ('f"a" "b" f\'{y}\'', None), ('f"{x:%Y-%m-%d}"', None),
+    ('f"{(a := 1)}"', None), ('f"{d[1:2]}"', None), ("f'{\", \".join(xs)}'", None), ('f"""\n{x\n}\n"""', None),
+    ('f"{", ".join(xs)}"', "reuses its own quotes"), ('f"{x["k"]}"', "reuses its own quotes"),
+    ('f"{f"{x}"}"', "reuses its own quotes"), ("f\'\'\'{\'\'\'a\'\'\'}\'\'\'", "reuses its own quotes"),
+    ("f'{\"\\n\".join(x)}'", "backslash"), ('f"{x # c\n}"', "comment"), ("f'{x\n}'", "breaks a line"),
+]
+
+
+@pytest.mark.parametrize("text, problem", FSTRINGS)
+def test_an_f_string_is_read_as_python_3_11_reads_it(text, problem):
+    """On Python 3.12 and later a replacement field may reuse its f-string's quotes, hold a backslash, a comment
+    or a line break, and the feature version does not refuse them: the public tests passed such a cell, which
+    the grader's 3.11 could not read (22 of 100 points lost, red team 37). syntax_tree reads each f-string as
+    3.11 does there."""
+    found = cellsource.fstring_problem(text)
+    assert (found is None) if problem is None else (problem in found), found
+
+
+def test_every_f_string_of_the_samples_reads_alike_on_python_3_12(monkeypatch):
+    """The 3.11 reading of f-strings, as Python 3.12 applies it, refuses no cell that 3.11 reads."""
+    monkeypatch.setattr(cellsource, "_NEWER_FSTRINGS", True)
+    for path in sorted((ROOT / "submissions").glob("*/*.ipynb")):
+        try:
+            cells = nbtest.read_notebook(path)["cells"]
+        except nbtest.NotebookError:
+            continue
+        for cell in cells:
+            source = nbtest.source_of(cell) if cell.get("cell_type") == "code" else ""
+            try:
+                cellsource.syntax_tree(source)
+            except SyntaxError as e:
+                assert "f-string" not in str(e), (path.name, str(e))
 
 
 # What str.splitlines breaks a line at besides Python's newlines: Python reads each as a character of
