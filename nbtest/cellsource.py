@@ -61,6 +61,9 @@ _FUTURE = {name: getattr(__future__, name).compiler_flag for name in __future__.
 # raised RecursionError or MemoryError: either stopped a whole batch. Such a cell does not parse, here and so
 # wherever a cell is read: in the grader's child, in the grader and in the public tests alike.
 MAX_DEPTH = 100
+# How many braces a cell may hold. Python 3.11 reads an f-string's fields in time that grows with their number squared
+# (one string of 170,000 `{1}` took 20 s to parse, in every reader of the cell: red team 37); honest cells hold tens.
+MAX_BRACES = 10_000
 
 
 def compile_cell(source: str, filename: str):
@@ -74,6 +77,9 @@ def syntax_tree(source: str, filename: str = "<unknown>"):
     """The cell's syntax tree (ast.Module), read as PYTHON's, or SyntaxError, also for a tree nested more than
     MAX_DEPTH levels deep. compile takes a feature version only when it stops at the tree (as ast.parse does);
     builtins alone, where the grader's child calls this between a submission's cells."""
+    if source.count("{") > MAX_BRACES:
+        raise SyntaxError(f"the cell holds more than {MAX_BRACES:,} braces, which Python takes too long to read in "
+                          "f-strings; build such text in a loop", (filename, 1, 1, None))
     try:
         tree = compile(source, filename, "exec", _ONLY_AST, dont_inherit=True, _feature_version=PYTHON[1])
     except (RecursionError, MemoryError):

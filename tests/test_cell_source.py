@@ -122,6 +122,19 @@ def test_a_cell_is_read_as_the_oldest_python_the_course_runs(monkeypatch):
         assert 2 <= e.value.lineno <= 5           # within the match statement (CPython names its end)
 
 
+def test_a_cell_of_too_many_braces_does_not_parse_anywhere():
+    """Python reads an f-string's fields in time that grows with their number squared: a cell of 170,000 held the
+    grader's own process for 45 s before any child ran, and the report for minutes (red team 37). A cell of more
+    than MAX_BRACES braces is a SyntaxError wherever a cell is read; one of MAX_BRACES is not."""
+    from autograder.core import sandbox
+    at_most = "x = 1\ntext = f'" + "{x}" * cellsource.MAX_BRACES + "'\n"
+    cellsource.compile_cell(at_most, "<cell fine>")
+    over = at_most.replace("x = 1", "y = {x}")
+    for read in (cellsource.compile_cell, sandbox._compile_cell, lambda s, _: cellcode.parse(s)):
+        with pytest.raises(SyntaxError, match="braces"):
+            read(over, "<cell braces>")
+
+
 # f-strings as Python 3.12 reads them (PEP 701) and whether 3.11 does: (text, 3.11's reason or None)
 FSTRINGS = [
     ('f"{x}"', None), ("f'{d[\"k\"]}'", None), ('f"{x!r:>{w}}"', None), ('f"""{"a"}"""', None),
