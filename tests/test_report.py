@@ -24,7 +24,7 @@ from autograder import suites
 from autograder.core.extract import Template
 from autograder.report.build import write_report
 from autograder.report.classlist import Student, from_store
-from autograder.report.code import solution_code, solution_ids
+from autograder.report.code import solution_code
 from autograder.results import result as results
 from autograder.results.store import Store
 
@@ -180,7 +180,7 @@ def test_page_is_offline_and_shows_no_hidden_or_solution_code(graded):
               if len(line.strip()) > 25 and not line.strip().startswith(("def ", "class ", '"""', "#", "@test"))}
     secret |= solution_lines(COURSE.assignment(ASSIGNMENT))
     template = Template(CLASS.solution)
-    honest = solution_code(CLASS.folder / "honest-b.ipynb", solution_ids(template))
+    honest = solution_code(CLASS.folder / "honest-b.ipynb", template)
     secret |= {line.strip() for line in honest.splitlines() if len(line.strip()) > 25}   # a student's own code too
     leaked = [line for line in secret if line and line in page]
     assert not leaked, leaked

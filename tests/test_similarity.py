@@ -22,7 +22,8 @@ from autograder.report import similarity
 from autograder.report.code import release_code, solution_code, solution_ids
 from autograder.report.normalise import names_of, units
 
-IDS = solution_ids(Template(ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"))
+TEMPLATE = Template(ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+IDS = solution_ids(TEMPLATE)
 RELEASE = release_code(RELEASE_NB)
 
 
@@ -119,7 +120,7 @@ def test_a_line_that_does_not_parse_loses_only_itself():
 
 
 def test_the_release_alone_has_no_fingerprints():
-    untouched = solution_code(SAMPLES / "untouched-release.ipynb", IDS)
+    untouched = solution_code(SAMPLES / "untouched-release.ipynb", TEMPLATE)
     prints = similarity.fingerprints({"a": untouched, "b": untouched}, RELEASE)
     assert prints["a"].grams == {}
     assert similarity.compare(prints, 0.45, 50) == []
@@ -127,10 +128,21 @@ def test_the_release_alone_has_no_fingerprints():
 
 def test_code_nested_past_the_recursion_limit_is_compared_as_typed():
     deep = "def f(a):\n    return " + "+".join(["a"] * 3000) + "\n"
-    honest = solution_code(SAMPLES / "honest-a.ipynb", IDS)
+    honest = solution_code(SAMPLES / "honest-a.ipynb", TEMPLATE)
     prints = similarity.fingerprints({"a": deep, "b": deep, "c": honest}, RELEASE)
     assert [(p.a, p.b, p.identical) for p in similarity.compare(prints, 0.45, 50)] == [("a", "b", "byte-identical")]
     assert len(prints["c"].grams) > 500
+
+
+def test_a_notebook_the_grader_does_not_read_is_not_compared(tmp_path):
+    """The report reads a notebook within the grader's bounds (nbtest.Limits): one whose code is over them is left
+    out, where the report read and compared any file up to 256 MiB (red team 37's 2.6 MB of split cells)."""
+    nb = json.loads((SAMPLES / "honest-a.ipynb").read_text())
+    cell = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "residual_add")
+    nb["cells"].insert(nb["cells"].index(cell) + 1, dict(cell, source="# pad\n" * (200 << 10)))
+    (tmp_path / "big.ipynb").write_text(json.dumps(nb))
+    assert solution_code(tmp_path / "big.ipynb", TEMPLATE) is None
+    assert solution_code(SAMPLES / "honest-a.ipynb", TEMPLATE)
 
 
 def test_an_edited_notebook_is_read_as_it_was_written(tmp_path):
@@ -138,7 +150,7 @@ def test_an_edited_notebook_is_read_as_it_was_written(tmp_path):
     copy = EDITS["split-merge"](EDITS["no-op"](cells, random.Random(1)), random.Random(1))
     assert copy != cells
     write_notebook(SAMPLES / "honest-a.ipynb", IDS, copy, tmp_path / "copy.ipynb")
-    assert solution_code(tmp_path / "copy.ipynb", IDS).split("\n") == [        # blank lines at cell ends aside
+    assert solution_code(tmp_path / "copy.ipynb", TEMPLATE).split("\n") == [        # blank lines at cell ends aside
         line for cell in copy for line in cell.rstrip("\n").split("\n") + ["", ""]][:-1]
 
 
@@ -162,6 +174,19 @@ def test_regions_show_each_students_own_lines_and_mark_the_matched_ones(edit):
     for side in marked:
         assert "out = torch.add(x, fx)" in marked[side]
         assert not set(marked[side]) & set(NO_OPS)        # an inserted no-op matches nothing
+
+
+def test_a_unit_of_many_lines_shows_its_first_lines_only():
+    """A function padded with 200,000 comment lines: its excerpt on a pair's page stops at EXCERPT_LINES lines (red
+    team 37's report, which ran for minutes on each pair it was in and wrote every line each time)."""
+    honest = solution_code(SAMPLES / "honest-a.ipynb", TEMPLATE).split("\n")
+    at = next(i for i, line in enumerate(honest) if line.startswith("def residual_add(")) + 1
+    code = "\n".join(honest[:at] + ["    # pad"] * 200_000 + honest[at:])
+    prints = similarity.fingerprints({"a": code, "b": code}, RELEASE)
+    regions = similarity.regions(prints, similarity.compare(prints, 0.45, 50)[0])
+    padded = [left for left, right in regions if "# pad" in left]
+    assert len(padded) == 1 and padded[0].count("\n") == similarity.EXCERPT_LINES
+    assert padded[0].endswith("left out)") and all(left == right for left, right in regions)
 
 
 def test_pairs_that_share_a_student_are_one_cluster():

@@ -15,7 +15,7 @@ from ..core.extract import Template
 from ..nbgrading.answers import Questions
 from . import page, similarity
 from .classlist import Student
-from .code import release_code, solution_code, solution_ids
+from .code import release_code, solution_code
 from .summary import summarise
 
 VIEWS = 30   # side-by-side files written, most similar pairs first (pairs.csv lists every pair)
@@ -29,7 +29,7 @@ def write_report(course: Course, assignment: str, students: list[Student], out: 
     ("--gradescope-export") the students' results came from, named in the review queue's line."""
     start = time.perf_counter()
     a = course.assignment(assignment)
-    template = Template(a.notebook_path(SOLUTIONS))
+    template = Template(a.notebook_path(SOLUTIONS), course.grading.max_cell_kb)
     release = release or a.notebook_path(ROOT / "assignments")
     if out.exists():
         shutil.rmtree(out)
@@ -47,9 +47,8 @@ def write_report(course: Course, assignment: str, students: list[Student], out: 
         mine[st.name] = name, sum(a.text is not None for a in answers), len(answers)
     summarised = time.perf_counter()
 
-    ids = solution_ids(template)
     codes = {st.name: code for st in students if st.notebook is not None
-             and (code := solution_code(st.notebook, ids)) is not None}
+             and (code := solution_code(st.notebook, template)) is not None}
     prints = similarity.fingerprints(codes, release_code(release))
     rules = course.report
     listed = similarity.compare(prints, rules.similarity_threshold, rules.min_shared)

@@ -1,7 +1,7 @@
 """What a student wrote: the notebook's solution cells, as the release names them.
 
-    ids = solution_ids(source)              # grade ids of the solution cells, from solutions/
-    solution_code(notebook, ids) -> str     # the student's cells, joined; None for an unreadable file
+    ids = solution_ids(template)            # grade ids of the solution cells, from solutions/
+    solution_code(notebook, template) -> str   # the student's cells, joined; None for an unreadable file
     release_code(release) -> str            # every code cell as handed out: the boilerplate
 
 The source notebook decides which cells are the student's, so clearing a cell's nbgrader
@@ -20,13 +20,15 @@ def solution_ids(template: Template) -> list[str]:
     return [label for label, _, solution in template.cells if solution]
 
 
-def solution_code(notebook: Path, ids: list[str]) -> str | None:
-    """The notebook's cells with those grade ids (every piece of a split one, as the grader takes), in its own order."""
+def solution_code(notebook: Path, template: Template) -> str | None:
+    """The notebook's solution cells (every piece of a split one, as the grader takes), in its own order; None for a
+    notebook the grader does not read (its bounds: a file or code over course.toml's, which the report would
+    otherwise read and compare at any size)."""
     try:
-        cells = nbtest.read_notebook(notebook)["cells"]
+        cells = template.limits.read(notebook)["cells"]
     except (NotebookError, OSError):
         return None
-    wanted, parts = set(ids), []
+    wanted, parts = set(solution_ids(template)), []
     for cell in cells:
         label = nbtest.grade_id(cell)
         if cell.get("cell_type") == "code" and label in wanted:

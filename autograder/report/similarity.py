@@ -27,6 +27,7 @@ from scipy import sparse
 from .normalise import Unit, names_of, units
 
 K = 12   # tokens a fingerprint spans: about one statement (benchmarks/similarity_eval.py)
+EXCERPT_LINES = 400   # lines of a unit a pair's page shows, at most
 
 
 @dataclass(frozen=True)
@@ -143,11 +144,17 @@ def regions(prints: dict[str, Print], pair: Pair) -> list[tuple[str, str]]:
         for ua, _ in a.grams[h]:
             partner.setdefault(ua, Counter()).update(ub for ub, _ in b.grams[h])
     marked_a, marked_b = _marked(a, common), _marked(b, common)
+    taken_a, taken_b = _taken(a), _taken(b)
     out = []
     for ua in sorted(partner):
         ub = partner[ua].most_common(1)[0][0]
-        out.append((_excerpt(a, ua, marked_a), _excerpt(b, ub, marked_b)))
+        out.append((_excerpt(a, ua, marked_a, taken_a), _excerpt(b, ub, marked_b, taken_b)))
     return out
+
+
+def _taken(p: Print) -> set[int]:
+    """The lines any of p's units has a token on."""
+    return {n for u in p.units for n in u.lines}
 
 
 def _marked(p: Print, common: set[int]) -> dict[int, set[int]]:
@@ -159,13 +166,19 @@ def _marked(p: Print, common: set[int]) -> dict[int, set[int]]:
     return out
 
 
-def _excerpt(p: Print, index: int, marked: dict[int, set[int]]) -> str:
+def _excerpt(p: Print, index: int, marked: dict[int, set[int]], taken: set[int]) -> str:
+    """The unit's lines, numbered, at most EXCERPT_LINES of them (a unit may span 200,000 lines of comments)."""
     own = set(p.units[index].lines)
     lines = p.code.split("\n")
-    out = []
-    for n in range(max(min(own), 1), min(max(own), len(lines)) + 1):
-        if n not in own and any(n in u.lines for u in p.units):
+    out, shown = [], 0
+    first, last = max(min(own), 1), min(max(own), len(lines))
+    for n in range(first, last + 1):
+        if n not in own and n in taken:
             continue                     # a unit's lines enclose another's (a class, the module): not this one's
+        if shown == EXCERPT_LINES:
+            out.append(f"      ... (up to line {last} left out)")
+            break
         text = f"{n:4d}  {html.escape(lines[n - 1])}"
         out.append(f"<mark>{text}</mark>" if n in marked.get(index, ()) else text)
+        shown += 1
     return "\n".join(out)
