@@ -262,6 +262,15 @@ def test_a_table_with_formatted_cells_and_a_dropped_link_are_laid_out(tmp_path):
     assert "could not lay this answer out" not in flat
 
 
+def test_a_table_cell_of_spaces_is_laid_out_as_its_text(tmp_path):
+    """A cell of a tab, 3,000 spaces and a <br>: the check for one inline tag backtracked in cubic time over the
+    spaces (hours for 20,000, in `answers` and `canvas push`, one student after another: red team 37)."""
+    answer = "| a | b |\n|---|---|\n| &#9;" + " " * 3000 + "<br>spaced | c |\n"
+    write_pdf([Answer(QUESTIONS.questions[0], answer)], tmp_path / "a.pdf", "spaces")
+    flat = " ".join(pdf_text(tmp_path / "a.pdf")[1].split())
+    assert "spaced" in flat and "could not lay this answer out" not in flat, flat
+
+
 def test_a_character_the_fonts_lack_is_named_with_its_pdf(tmp_path, caplog):
     """fpdf2 warns of each character DejaVu lacks: in a class's run, the warning names the PDF it concerns."""
     write_pdf([Answer(QUESTIONS.questions[0], "残差 connections")], tmp_path / "alice.pdf", "cjk")

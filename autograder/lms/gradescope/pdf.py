@@ -37,7 +37,8 @@ CODE_STYLES = {"code": FontFace(family=MONO), "pre": DEFAULT_TAG_STYLES["pre"].r
 NOWHERE = re.compile(r'<a\b(?![^>]*\bhref="[^#"])[^>]*>(.*?)</a>', re.S)
 # a table's cell, and what fpdf2 lays out inside one: text, or text in one inline tag (**bold** alone)
 CELL = re.compile(r"(<t[dh]\b[^>]*>)(.*?)(</t[dh]>)", re.S)
-ONE_TAG = re.compile(r"\s*(?:[^<]*|<(\w+)[^>]*>[^<]*</\1>)\s*", re.S)
+# (matched on the stripped text: \s* around [^<]* backtracked in cubic time over a cell of spaces, red team 37)
+ONE_TAG = re.compile(r"[^<]*|<(\w+)\b[^>]*>[^<]*</\1>", re.S)
 
 
 _WRITING: ContextVar[str] = ContextVar("writing", default="")   # the PDF being written, for fpdf2's warnings
@@ -116,7 +117,7 @@ def _cell_as_text(cell: re.Match) -> str:
     """A table cell as fpdf2 can lay it out: one that mixes text and tags (`**clean** path`, `a<br>b`) as its
     text, where fpdf2 refuses the whole table."""
     inner = cell[2]
-    if not ONE_TAG.fullmatch(inner):
+    if not ONE_TAG.fullmatch(inner.strip()):
         inner = re.sub(r"<[^>]*>", "", re.sub(r"<br\s*/?>", " ", inner))
     return cell[1] + inner + cell[3]
 
