@@ -265,7 +265,8 @@ def notebook_beside(test_file: str | Path) -> Path:
     found = sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
     if len(found) != 1:
         raise NotebookError(f"expected exactly one notebook in {folder}, found "
-                            f"{[p.name for p in found] or 'none'}")
+                            f"{[p.name for p in found] or 'none'}: keep the assignment's notebook alone in its "
+                            "folder, and move copies (a -Copy1.ipynb) elsewhere")
     return found[0]
 
 

@@ -156,10 +156,11 @@ def _running_notebook(tests_file: str | Path) -> Path | None:
 
 def follows_rules(part: int, tests_file: str | Path) -> None:
     """For the public tests: fail, with each line, the rule and what to do instead, when this part's
-    cells break a rule the grader checks (README.md, "Rules")."""
+    cells break a rule the grader checks (the notebook's "Rules the grader checks")."""
     broken = rule_breaks(part, _running_notebook(tests_file) or notebook_beside(tests_file))
-    assert not broken, ("your code breaks the assignment's rules (README.md, \"Rules\"); the grader flags it for "
-                        "an instructor's review and holds the tests that rest on your code's process until then:\n"
+    assert not broken, ("your code breaks the assignment's rules (the notebook's \"Rules the grader checks\"); the "
+                        "grader flags it for an instructor's review and holds the tests that rest on your code's "
+                        "process until then:\n"
                         + "\n".join(f"  {line}" for line in broken))
 
 

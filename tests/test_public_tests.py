@@ -203,7 +203,7 @@ def test_the_rules_test_shows_the_line_the_rule_and_what_to_do(tmp_path):
     shown = nbtest.rule_breaks(1, notebook)
     assert any("[process-introspection]" in line and "from torch import sys as _reexported" in line
                and "a solution needs none of it" in line for line in shown), shown
-    with pytest.raises(AssertionError, match="README.md"):
+    with pytest.raises(AssertionError, match="Rules the grader checks"):
         nbtest.follows_rules(1, notebook)
 
 

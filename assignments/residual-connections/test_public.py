@@ -406,7 +406,7 @@ def test_part5_depth_sweep(nb):
         "seed 1, depth 2: torch.manual_seed(seed), build the model, then train(model, X, y, steps, seed=seed)")
 
 
-# ---------------------------------------------------------------- the rules (README.md, "Rules")
+# ---------------------------------------------------------------- the rules (the notebook's "Rules the grader checks")
 
 def test_part1_follows_the_rules(nb):
     follows_rules(1, __file__)

@@ -357,7 +357,7 @@ def test_part2_faster_than_eager(nb):
         "look for copies in the wrapper (.float(), .clone(), torch ops on the data) and try num_warps")
 
 
-# ---------------------------------------------------------------- the rules (README.md, "Rules")
+# ---------------------------------------------------------------- the rules (the notebook's "Rules the grader checks")
 
 def test_part1_follows_the_rules(nb):
     follows_rules(1, __file__)
