@@ -190,3 +190,13 @@ def test_the_security_table_says_what_each_test_rests_on(sample_results, assignm
         rests = bool(entry["rests"]) or bool(test.held_by)
         assert ("held by (b)" in table[test.id]) == rests, \
             f"docs/security.md: {test.id} reads {entry['rests'] or 'no report'}, but its row says {table[test.id]!r}"
+
+
+def test_a_values_mismatch_shows_both_values_where_they_differ_most():
+    """The first six values of each side may all agree (a ratio of norms wrong only at its last entry): the
+    failure names the index of the largest difference and both values there (red team 37's fairness round)."""
+    want = torch.zeros(10, dtype=torch.float64)
+    want[7] = 0.5
+    with pytest.raises(Failed) as e:
+        trial({}).check(torch.zeros(10, dtype=torch.float64), want, "gradient_norms(...)", "the ratios differ")
+    assert "largest difference 0.5 at index (7,): yours 0, expected 0.5" in str(e.value)

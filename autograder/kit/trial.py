@@ -471,9 +471,9 @@ class Trial:
         diff = (got.double() - want.double()).abs()
         diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
         where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape)) if diff.dim() else ()
-        self.fail(f"{what}: {headline}{shown}"
-                  f"  largest difference {diff.max().item():.3g}" + (f" at index {where}" if where else ""),
-                  misconception)
+        # the values there, which the first few shown above may not reach
+        there = f" at index {where}: yours {got[where].item():.6g}, expected {want[where].item():.6g}" if where else ""
+        self.fail(f"{what}: {headline}{shown}  largest difference {diff.max().item():.3g}{there}", misconception)
 
 
 def _matches(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float, exact: bool) -> bool:
