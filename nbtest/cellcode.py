@@ -138,23 +138,6 @@ class Notebook:
         for name, (_, node) in list(self.classes.items()):
             if {s.name for s in node.body if isinstance(s, ast.FunctionDef)} & self.stored_attributes:
                 del self.classes[name]
-        # a class's tuple of names written out (NORM_NAMES = ("ln1", "ln2")), bound once in all the class bodies,
-        # never set as an attribute nor written as a string anywhere: what self.NORM_NAMES holds wherever it is read
-        bodies: dict[str, list[ast.AST]] = {}
-        texts = set()
-        for label, tree in self.trees.items():
-            for node in ast.walk(tree) if self.student[label] else ():
-                if isinstance(node, ast.ClassDef):
-                    for statement, name in _bindings(node.body):
-                        bodies.setdefault(name, []).append(statement)
-                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                    texts.add(node.value)
-        self.name_tables = {
-            name: tuple(e.value for e in nodes[0].value.elts) for name, nodes in bodies.items()
-            if len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and len(nodes[0].targets) == 1
-            and isinstance(nodes[0].value, ast.Tuple) and nodes[0].value.elts
-            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in nodes[0].value.elts)
-            and name not in self.stored_attributes | texts}
         # a method a library's decorator wraps is what that decorator returned, which may hold code of its own
         # (singledispatchmethod's register, cached_property's func): its class is followed only where no cell
         # reaches that object, as C.m off a class (or cls) other than to call it, or X.m.attr off anything (a

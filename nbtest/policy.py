@@ -735,11 +735,6 @@ class _General(ast.NodeVisitor):
         student gives their own objects, which may be read back, are the notebook's (Notebook.own_private)."""
         loops: dict[str, set[str]] = {}
         loop_targets, stored = set(), []
-        # self.NAMES in a method of the class whose body binds NAMES (a library base class's NAMES is not read)
-        self.own_tables = {id(n.iter) for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
-                           for n in ast.walk(c) if isinstance(n, (ast.For, ast.comprehension))
-                           and isinstance(n.iter, ast.Attribute) and isinstance(n.iter.value, ast.Name)
-                           and n.iter.attr in {name for _, name in _bindings(c.body)}}
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 stored.append(node)
@@ -754,12 +749,8 @@ class _General(ast.NodeVisitor):
         self.plain_names = {name for name, values in loops.items() if all(map(_plain, values))}
 
     def _written_out(self, node) -> tuple[str, ...]:
-        """The strings a loop over `node` takes, where they are written out: a tuple or list display of strings, a
-        module-level name bound once, to such a tuple, and nowhere else (no def binds it), or such a tuple of a
-        class's read off self (Notebook.name_tables)."""
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") \
-                and node.attr in self.ctx.name_tables and id(node) in self.own_tables:
-            return self.ctx.name_tables[node.attr]
+        """The strings a loop over `node` takes, where they are written out: a tuple or list display of strings, or
+        a module-level name bound once, to such a tuple, and nowhere else (no def binds it)."""
         if isinstance(node, ast.Name) and node.id not in self.local | self.ctx.global_names:
             bound = self.ctx.module_bindings.get(node.id, [])
             node = bound[0].value if len(bound) == 1 and isinstance(bound[0], ast.Assign) and \

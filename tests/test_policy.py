@@ -315,20 +315,6 @@ def test_at_least_forty_honest_idioms_on_both_assignments():
     assert {entry[0] for entry in IDIOMS} == {RESIDUAL_NB, FUSED_NB}
 
 
-# a class that sets its norms from a tuple of names it binds (red team 37, fairness)
-OWN_TABLE = """
-        class Residual(nn.Module):
-            NORM_NAMES = ("ln1", "ln2")
-            def __init__(self, sublayer):
-                super().__init__()
-                self.sublayer = sublayer
-                for name in self.NORM_NAMES:
-                    setattr(self, name, nn.LayerNorm(4))
-            def forward(self, x):
-                return residual_add(x, self.sublayer(x))
-"""
-
-
 # Each narrowing of the policy (scopes, reading a class's name, names built on self, packed
 # arguments) beside the spelling it must still catch.
 NARROWED = {
@@ -410,21 +396,6 @@ NARROWED = {
             def forward(self, x):
                 return residual_add(x, self.sublayer(x))
         """, set()),
-    "a loop over a class's tuple of names, read off self": (OWN_TABLE, set()),
-    "a class's tuple of names a subclass binds again": (OWN_TABLE + """
-        class Other(Residual):
-            NORM_NAMES = ("__class__",)
-        """, {("computed-attribute", WITHHOLD)}),
-    "a tuple of names read off self in a class that does not bind it": ("""
-        class Names:
-            NORM_NAMES = ("ln1", "ln2")
-        class Residual(nn.Linear):
-            def reset(self):
-                for name in self.NORM_NAMES:
-                    getattr(self, name)
-        def residual_add(x, fx):
-            return x + fx
-        """, {("computed-attribute", WITHHOLD)}),
     "a loop over names written out, one a frame's": ("""
         def residual_add(x, fx):
             for name in ("__traceback__", "tb_frame"):
