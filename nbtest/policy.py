@@ -576,6 +576,43 @@ def _compares_only(pattern, ctx: Notebook, local: set[str]) -> bool:
         and pattern.name is None
 
 
+@functools.lru_cache(maxsize=2)
+def _loop_names(ctx: Notebook, local: frozenset[str]) -> dict[str, frozenset[str]]:
+    """The names bound only by `for NAME in ("ln1", "ln2")` (strings written out, in the loop or in a module-level
+    tuple bound once: NAMES = ("weight", "bias")), in any student cell, with the strings each takes. A name bound
+    anywhere else, in any cell and any scope (a parameter, a def, a match capture, an except or import name, a loop
+    over anything else), is none of them: getattr(o, name) could then read any attribute."""
+    loops: dict[str, set[str]] = {}
+    loop_targets, bound = set(), set()
+    trees = [tree for label, tree in ctx.trees.items() if ctx.student[label]]
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and \
+                    (names := _written_out(node.iter, ctx, local)):
+                loops.setdefault(node.target.id, set()).update(names)
+                loop_targets.add(id(node.target))
+    for tree in ctx.trees.values():          # the course's own cells bind names at module level too
+        for node in ast.walk(tree):
+            if id(node) not in loop_targets:
+                bound.update(_bound_by(node))
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    bound.add(node.name)
+    return {name: frozenset(values) for name, values in loops.items() if name not in bound}
+
+
+def _written_out(node, ctx: Notebook, local: frozenset[str]) -> tuple[str, ...]:
+    """The strings a loop over `node` takes, where they are written out: a tuple or list display of strings, or
+    a module-level name bound once, to such a tuple, and nowhere else (no def binds it)."""
+    if isinstance(node, ast.Name) and node.id not in local | ctx.global_names:
+        bound = ctx.module_bindings.get(node.id, [])
+        node = bound[0].value if len(bound) == 1 and isinstance(bound[0], ast.Assign) and \
+            len(bound[0].targets) == 1 and isinstance(bound[0].value, ast.Tuple) else None
+    if isinstance(node, (ast.Tuple, ast.List)) and node.elts and \
+            all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return tuple(e.value for e in node.elts)
+    return ()
+
+
 def _bound_in_functions(ctx: Notebook) -> set[str]:
     """The names a def, lambda, class body or comprehension of the notebook binds: its parameters, assignments,
     loop and except targets, imports and match captures, which hide a module's or a builtin's name there."""
@@ -729,36 +766,12 @@ class _General(ast.NodeVisitor):
             self._protocol(node, f"class {node.name} is or has a metaclass, which can build it from any names")
 
     def _survey(self, tree) -> None:
-        """What the visit needs to know ahead, in one walk: the names bound only by `for NAME in ("ln1", "ln2")`
-        (strings written out, in the loop or in a module-level tuple bound once: NAMES = ("weight", "bias")), with
-        the strings each takes, and those of them none of whose strings starts with _. The private names the
-        student gives their own objects, which may be read back, are the notebook's (Notebook.own_private)."""
-        loops: dict[str, set[str]] = {}
-        loop_targets, stored = set(), []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                stored.append(node)
-            elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and \
-                    (names := self._written_out(node.iter)):
-                loops.setdefault(node.target.id, set()).update(names)
-                loop_targets.add(id(node.target))
-        for name in {node.id for node in stored if id(node) not in loop_targets}:
-            loops.pop(name, None)
+        """What the visit needs to know ahead: the names loops bind to strings written out (_loop_names), and those
+        of them none of whose strings starts with _. The private names the student gives their own objects, which
+        may be read back, are the notebook's (Notebook.own_private)."""
         self.own_private = self.ctx.own_private
-        self.loop_names = loops
-        self.plain_names = {name for name, values in loops.items() if all(map(_plain, values))}
-
-    def _written_out(self, node) -> tuple[str, ...]:
-        """The strings a loop over `node` takes, where they are written out: a tuple or list display of strings, or
-        a module-level name bound once, to such a tuple, and nowhere else (no def binds it)."""
-        if isinstance(node, ast.Name) and node.id not in self.local | self.ctx.global_names:
-            bound = self.ctx.module_bindings.get(node.id, [])
-            node = bound[0].value if len(bound) == 1 and isinstance(bound[0], ast.Assign) and \
-                len(bound[0].targets) == 1 and isinstance(bound[0].value, ast.Tuple) else None
-        if isinstance(node, (ast.Tuple, ast.List)) and node.elts and \
-                all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
-            return tuple(e.value for e in node.elts)
-        return ()
+        self.loop_names = _loop_names(self.ctx, frozenset(self.local))
+        self.plain_names = {name for name, values in self.loop_names.items() if all(map(_plain, values))}
 
     def flag(self, node, rule: str, severity: str, message: str) -> None:
         self.found.append(Violation(self.label, node.lineno, rule, severity, message, quote(self.source, node.lineno)))

@@ -396,6 +396,22 @@ NARROWED = {
             def forward(self, x):
                 return residual_add(x, self.sublayer(x))
         """, set()),
+    # a review of red team 37's change: the loop's name bound elsewhere too, as a parameter or a match capture
+    "a loop name that is also a function's parameter": ("""
+        for name in ("weight", "bias"):
+            print(name)
+        read = lambda o, name: getattr(o, name)
+        def residual_add(x, fx):
+            return read(x, "T") + fx
+        """, {("computed-attribute", WITHHOLD)}),
+    "a loop name that is also a match capture": ("""
+        for name in ("weight",):
+            print(name)
+        def residual_add(x, fx):
+            match "T":
+                case name:
+                    return getattr(x, name) + fx
+        """, {("computed-attribute", WITHHOLD)}),
     "a loop over names written out, one a frame's": ("""
         def residual_add(x, fx):
             for name in ("__traceback__", "tb_frame"):
