@@ -116,9 +116,13 @@ def _older_fstrings(source: str, tree, filename: str) -> None:
     import ast
     inner = {id(n) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
              for n in ast.walk(node) if n is not node and isinstance(n, ast.JoinedStr)}
+    lines = [line.encode("utf-8") for line in python_lines(source, keepends=True)]   # once: columns are bytes
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr) and id(node) not in inner:
-            problem = fstring_problem(ast.get_source_segment(source, node) or "")
+            first, last = node.lineno - 1, node.end_lineno - 1
+            text = (lines[first][node.col_offset:node.end_col_offset] if first == last else
+                    lines[first][node.col_offset:] + b"".join(lines[first + 1:last]) + lines[last][:node.end_col_offset])
+            problem = fstring_problem(text.decode("utf-8", "replace"))
             if problem:
                 raise SyntaxError(f"{problem}: Python 3.12 reads it, the grader's Python 3.11 does not; "
                                   "use the other kind of quotes inside, or compute the value on a line before",
@@ -206,6 +210,9 @@ def _field_end(text: str, i: int, quote: str) -> tuple[int, str | None]:
         elif c == ":" and depth == 0 and not text.startswith(":=", i):   # the format spec, which may hold fields
             i += 1
             while i < n and text[i] != "}":
+                if text[i] == "\\":            # an escape, as in the string's text: f'{x:\'>10}'
+                    i += 2
+                    continue
                 if text.startswith(quote, i):
                     return n, "an f-string reuses its own quotes inside a replacement field"
                 if text[i] == "{":

@@ -139,7 +139,7 @@ def test_a_cell_of_too_many_braces_does_not_parse_anywhere():
 FSTRINGS = [
     ('f"{x}"', None), ("f'{d[\"k\"]}'", None), ('f"{x!r:>{w}}"', None), ('f"""{"a"}"""', None),
     ("rf'{x}\\d'", None), ('f"{{x}}"', None), ('f"a" "b" f\'{y}\'', None), ('f"{x:%Y-%m-%d}"', None),
-    ('f"{(a := 1)}"', None), ('f"{d[1:2]}"', None), ("f'{\", \".join(xs)}'", None), ('f"""\n{x\n}\n"""', None),
+    ('f"{(a := 1)}"', None), ('f"{d[1:2]}"', None), ("f'{x:\\'>10}'", None), ("f'{\", \".join(xs)}'", None), ('f"""\n{x\n}\n"""', None),
     ('f"{", ".join(xs)}"', "reuses its own quotes"), ('f"{x["k"]}"', "reuses its own quotes"),
     ('f"{f"{x}"}"', "reuses its own quotes"), ("f\'\'\'{\'\'\'a\'\'\'}\'\'\'", "reuses its own quotes"),
     ("f'{\"\\n\".join(x)}'", "backslash"), ('f"{x # c\n}"', "comment"), ("f'{x\n}'", "breaks a line"),
