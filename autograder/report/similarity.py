@@ -144,17 +144,17 @@ def regions(prints: dict[str, Print], pair: Pair) -> list[tuple[str, str]]:
         for ua, _ in a.grams[h]:
             partner.setdefault(ua, Counter()).update(ub for ub, _ in b.grams[h])
     marked_a, marked_b = _marked(a, common), _marked(b, common)
-    taken_a, taken_b = _taken(a), _taken(b)
+    seen_a, seen_b = _seen(a), _seen(b)
     out = []
     for ua in sorted(partner):
         ub = partner[ua].most_common(1)[0][0]
-        out.append((_excerpt(a, ua, marked_a, taken_a), _excerpt(b, ub, marked_b, taken_b)))
+        out.append((_excerpt(a, ua, marked_a, *seen_a), _excerpt(b, ub, marked_b, *seen_b)))
     return out
 
 
-def _taken(p: Print) -> set[int]:
-    """The lines any of p's units has a token on."""
-    return {n for u in p.units for n in u.lines}
+def _seen(p: Print) -> tuple[list[str], set[int]]:
+    """p's code split into lines, and the lines any of its units has a token on: once a pair, not once an excerpt."""
+    return p.code.split("\n"), {n for u in p.units for n in u.lines}
 
 
 def _marked(p: Print, common: set[int]) -> dict[int, set[int]]:
@@ -166,10 +166,9 @@ def _marked(p: Print, common: set[int]) -> dict[int, set[int]]:
     return out
 
 
-def _excerpt(p: Print, index: int, marked: dict[int, set[int]], taken: set[int]) -> str:
+def _excerpt(p: Print, index: int, marked: dict[int, set[int]], lines: list[str], taken: set[int]) -> str:
     """The unit's lines, numbered, at most EXCERPT_LINES of them (a unit may span 200,000 lines of comments)."""
     own = set(p.units[index].lines)
-    lines = p.code.split("\n")
     out, shown = [], 0
     first, last = max(min(own), 1), min(max(own), len(lines))
     for n in range(first, last + 1):
