@@ -1151,23 +1151,23 @@ class _General(ast.NodeVisitor):
             node.func.function_locals = True
         if func in ATTRIBUTE_FUNCS:
             name = node.args[1] if len(node.args) > 1 else None
-            if isinstance(name, ast.Name) and name.id in self.loop_names and \
-                    not any(isinstance(a, ast.Starred) for a in node.args) and \
-                    not self._own_computed(node.args[0], name):
-                # for name in ("weight", "bias"): getattr(layer, name) reads what layer.weight and layer.bias do
-                for value in sorted(self.loop_names[name.id]):
-                    if not (func == "hasattr" and value in DATA_MODEL):
-                        self._literal_attribute(node, func, value)
-            elif any(isinstance(a, ast.Starred) for a in node.args) or (
-                    not (isinstance(name, ast.Constant) and isinstance(name.value, str))
-                    and func != "hasattr" and not self._own_computed(node.args[0], name)):
+            own = self._own_computed(node.args[0], name)
+            # the names it reads where they are written out: a string, or the strings a loop takes (for name in
+            # ("weight", "bias"): getattr(layer, name) reads what layer.weight and layer.bias do)
+            written = ((name.value,) if isinstance(name, ast.Constant) and isinstance(name.value, str) else
+                       sorted(self.loop_names[name.id]) if isinstance(name, ast.Name) and name.id in self.loop_names
+                       else None)
+            if any(isinstance(a, ast.Starred) for a in node.args) or (written is None and func != "hasattr"
+                                                                      and not own):
                 self.flag(node, "computed-attribute", WITHHOLD,
                           f"{func}() with a computed name can reach anything; write the attribute out, loop over "
                           f"names written out (for name in (\"weight\", \"bias\")), or build the name on self from "
                           f"a plain prefix: getattr(self, f\"ln{{i}}\")")
-            elif isinstance(name, ast.Constant) and not (func == "hasattr" and name.value in DATA_MODEL):
-                # hasattr(x, "__call__") answers whether, never what: Python's own special names may be asked for
-                self._literal_attribute(node, func, name.value)
+            elif written is not None and not own:
+                for value in written:
+                    # hasattr(x, "__call__") answers whether, never what: Python's own special names may be asked for
+                    if not (func == "hasattr" and value in DATA_MODEL):
+                        self._literal_attribute(node, func, value)
         self.generic_visit(node)
 
     def _own_computed(self, target, name) -> bool:

@@ -412,6 +412,11 @@ NARROWED = {
                 case name:
                     return getattr(x, name) + fx
         """, {("computed-attribute", WITHHOLD)}),
+    # a name that is no string: Python raises TypeError there; the policy read it as an attribute and crashed
+    "hasattr with a number for a name": ("""
+        def residual_add(x, fx):
+            return x + fx if hasattr(x, 1) else fx
+        """, set()),
     "a loop over names written out, one a frame's": ("""
         def residual_add(x, fx):
             for name in ("__traceback__", "tb_frame"):
