@@ -132,8 +132,12 @@ def rule_breaks(part: int, notebook: str | Path) -> list[str]:
                 stubs[node.name] = any(cellcode.is_stub(f) for f in ast.walk(node) if isinstance(f, ast.FunctionDef))
                 if parts[label] == part and is_solution(cell):
                     asked.add(node.name)
-    found = [problem for label, source, student in cells
-             if student and parts.get(label) == part and (problem := limits.cell_problem(label, source))]
+    joined: dict[str, str] = {}     # a cell split in two is one cell to the grader, its pieces joined
+    for label, source, student in cells:
+        if student:
+            joined[label] = joined.get(label, "") + source
+    found = [problem for label, source in joined.items()
+             if parts.get(label) == part and (problem := limits.cell_problem(label, source))]
     found += [str(v) for v in policy.check_cells(cells, policy.for_assignment(rules)) if parts.get(v.cell) == part]
     if Watch.current is not None and path.resolve() in Watch.current.notebooks.values():
         found += Watch.current.found(path, {label for label, p in parts.items() if p == part},

@@ -233,6 +233,15 @@ def test_the_rules_test_reads_within_the_grader_s_bounds(tmp_path):
     with pytest.raises(nbtest.NotebookError) as public:
         nbtest.rule_breaks(1, two)
     assert "code cells may hold in all" in str(grader.value) and str(public.value) == str(grader.value)
+    # a cell split in two (JupyterLab copies its metadata to both halves) is one cell to the grader: 2 x 300 KiB
+    at = next(i for i, c in enumerate(nb["cells"]) if nbtest.grade_id(c) == "residual_add")
+    half = dict(nb["cells"][at], source="# " + "x" * (300 << 10) + "\n")
+    (tmp_path / "split.ipynb").write_text(json.dumps(dict(nb, cells=nb["cells"][:at + 1] + [half, half]
+                                                          + nb["cells"][at + 1:])))
+    split = _beside_release(tmp_path / "split", "residual-connections", tmp_path / "split.ipynb")
+    problems = Template(SOURCE_NB).fill(split).problems
+    assert list(problems) == ["residual_add"]
+    assert [line for line in nbtest.rule_breaks(1, split) if "KiB" in line] == [problems["residual_add"]]
 
 
 def test_a_helper_cell_s_broken_rule_is_listed_by_the_part_it_serves(tmp_path):
