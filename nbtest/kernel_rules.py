@@ -37,9 +37,9 @@ TL_REFUSED = {"core", "semantic", "standard", "target_info", "inline_asm_element
 
 def check_kernels(ctx: Notebook) -> list[Violation]:
     """The kernels' violations, and every rebinding of a kernel's name or of a function its decorators name."""
+    out = _unread_kernels(ctx)
     if not ctx.kernels:      # none to read, but one made where these rules would not read it
-        return _unread_kernels(ctx)
-    out = []
+        return out
     constants = _decorator_constants(ctx) if any(isinstance(d, ast.Call) for _, fn in ctx.kernels.values()
                                                  for d in fn.decorator_list) else frozenset()
     for name, (label, fn) in ctx.kernels.items():
@@ -48,7 +48,7 @@ def check_kernels(ctx: Notebook) -> list[Violation]:
     named = {node.id for _, fn in ctx.kernels.values() for d in fn.decorator_list for node in ast.walk(d)
              if isinstance(node, ast.Name)}
     checked = set(ctx.kernels) | (named & (set(ctx.functions) | set(ctx.classes)))
-    return out + _rebound(ctx, checked) + _kernel_attributes(ctx) + _unread_kernels(ctx)
+    return out + _rebound(ctx, checked) + _kernel_attributes(ctx)
 
 
 def _unread_kernels(ctx: Notebook) -> list[Violation]:
