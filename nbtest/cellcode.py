@@ -644,6 +644,74 @@ def _locals(fn) -> set[str]:
     return names - outer
 
 
+class Scopes:
+    """Python's scopes over a notebook's cells, which share one module scope: each node that binds a name, keyed by
+    (scope, name), and for each name a cell reads, the scope its value comes from. A scope is the id() of its def,
+    lambda, class or comprehension node, and 0 for the module's.
+
+        scopes = Scopes(ctx.trees.values())
+        scopes.reads[id(name_node)]      # (scope, "name"): where a read of `name` finds it, or (None, "name")"""
+
+    def __init__(self, trees):
+        self.bindings: dict[tuple[int, str], list[ast.AST]] = {}
+        self.declared: set[str] = set()            # every name a global or nonlocal statement names
+        self.kinds: dict[int, type] = {0: ast.Module}
+        chains: dict[int, tuple[tuple[int, ...], str]] = {}
+        todo = [(tree, (0,)) for tree in trees]
+        while todo:
+            node, chain = todo.pop()
+            here = chain[-1]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                # decorators, defaults, annotations and bases run where the def stands; its body in a scope of its own
+                inner = chain + (id(node),)
+                self.kinds[id(node)] = type(node)
+                outside = [*getattr(node, "decorator_list", []), *getattr(node, "bases", []),
+                           *(k.value for k in getattr(node, "keywords", [])), getattr(node, "returns", None)]
+                if not isinstance(node, ast.Lambda):
+                    self._bind(here, node.name, node)
+                if not isinstance(node, ast.ClassDef):
+                    outside += [*node.args.defaults, *node.args.kw_defaults]
+                    for a in _arguments(node.args):
+                        self._bind(id(node), a.arg, a)
+                        outside.append(a.annotation)
+                todo += [(n, chain) for n in outside if n is not None]
+                todo += [(n, inner) for n in (node.body if isinstance(node.body, list) else [node.body])]
+                continue
+            if isinstance(node, COMPREHENSIONS):
+                # its first iterable is read outside it (Python 3)
+                inner = chain + (id(node),)
+                self.kinds[id(node)] = type(node)
+                todo.append((node.generators[0].iter, chain))
+                todo += [(n, inner) for g in node.generators for n in (g.target, *g.ifs)] + \
+                    [(g.iter, inner) for g in node.generators[1:]] + [(n, inner) for n in _results(node)]
+                continue
+            if isinstance(node, ast.NamedExpr):
+                # x := ... binds in the nearest scope that is not a comprehension
+                self._bind(next(s for s in reversed(chain) if self.kinds[s] not in COMPREHENSIONS), node.target.id,
+                           node.target)
+                todo.append((node.value, chain))
+                continue
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
+                self.declared.update(node.names)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                chains[id(node)] = (chain, node.id)
+            for name in _bound_by(node):
+                self._bind(here, name, node)
+            todo += [(n, chain) for n in ast.iter_child_nodes(node)]
+        self.reads = {key: (self._resolve(chain, name), name) for key, (chain, name) in chains.items()}
+
+    def _bind(self, scope: int, name: str, node) -> None:
+        self.bindings.setdefault((scope, name), []).append(node)
+
+    def _resolve(self, chain: tuple[int, ...], name: str) -> int | None:
+        """The scope a read finds `name` in: its own, or the nearest enclosing one that binds it, passing over class
+        bodies (a method does not see its class's names); None for a builtin or a name nothing binds."""
+        if (chain[-1], name) in self.bindings:
+            return chain[-1]
+        return next((s for s in reversed(chain[:-1]) if self.kinds[s] is not ast.ClassDef and
+                     (s, name) in self.bindings), None)
+
+
 def _plain(text) -> bool:
     """A name, or the start of one, that can be neither a dunder nor a private attribute."""
     return isinstance(text, str) and text[:1].isalpha()

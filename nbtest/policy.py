@@ -40,8 +40,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .cellcode import (COMPREHENSIONS, FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Violation,
-                       _arguments, _bindings, _bound_by, _locals, _plain, _results, quote)
+from .cellcode import (COMPREHENSIONS, FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Scopes,
+                       Violation, _arguments, _bindings, _bound_by, _locals, _plain, _results, quote)
 from .kernel_rules import check_kernels
 
 
@@ -577,27 +577,24 @@ def _compares_only(pattern, ctx: Notebook, local: set[str]) -> bool:
 
 
 @functools.lru_cache(maxsize=2)
-def _loop_names(ctx: Notebook, local: frozenset[str]) -> dict[str, frozenset[str]]:
-    """The names bound only by `for NAME in ("ln1", "ln2")` (strings written out, in the loop or in a module-level
-    tuple bound once: NAMES = ("weight", "bias")), in any student cell, with the strings each takes. A name bound
-    anywhere else, in any cell and any scope (a parameter, a def, a match capture, an except or import name, a loop
-    over anything else), is none of them: getattr(o, name) could then read any attribute."""
-    loops: dict[str, set[str]] = {}
-    loop_targets, bound = set(), set()
-    trees = [tree for label, tree in ctx.trees.items() if ctx.student[label]]
-    for tree in trees:
-        for node in ast.walk(tree):
+def _loop_names(ctx: Notebook, local: frozenset[str]) -> dict[int, frozenset[str]]:
+    """For each read of a name (by the id of its ast.Name) that finds it in a scope where only `for NAME in ("ln1",
+    "ln2")` binds it (strings written out, in the loop or in a module-level tuple bound once: NAMES = ("weight",
+    "bias")), the strings it takes. A parameter, a def, a match capture, an except or import name, or a loop over
+    anything else in that scope (in any cell, the course's own too, where it is the module's), a global or nonlocal
+    statement naming it anywhere, or a class body's scope (whose reads fall back to the module's) and it is none of
+    them: getattr(o, name) could then read any attribute."""
+    loops: dict[int, tuple[str, ...]] = {}
+    for label, tree in ctx.trees.items():
+        for node in ast.walk(tree) if ctx.student[label] else ():
             if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and \
                     (names := _written_out(node.iter, ctx, local)):
-                loops.setdefault(node.target.id, set()).update(names)
-                loop_targets.add(id(node.target))
-    for tree in ctx.trees.values():          # the course's own cells bind names at module level too
-        for node in ast.walk(tree):
-            if id(node) not in loop_targets:
-                bound.update(_bound_by(node))
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    bound.add(node.name)
-    return {name: frozenset(values) for name, values in loops.items() if name not in bound}
+                loops[id(node.target)] = names
+    scopes = Scopes(ctx.trees.values())
+    written = {key: frozenset(v for n in nodes for v in loops[id(n)]) for key, nodes in scopes.bindings.items()
+               if key[1] not in scopes.declared and scopes.kinds[key[0]] is not ast.ClassDef and
+               all(id(n) in loops for n in nodes)}
+    return {read: written[key] for read, key in scopes.reads.items() if key in written}
 
 
 def _written_out(node, ctx: Notebook, local: frozenset[str]) -> tuple[str, ...]:
@@ -771,7 +768,7 @@ class _General(ast.NodeVisitor):
         may be read back, are the notebook's (Notebook.own_private)."""
         self.own_private = self.ctx.own_private
         self.loop_names = _loop_names(self.ctx, frozenset(self.local))
-        self.plain_names = {name for name, values in self.loop_names.items() if all(map(_plain, values))}
+        self.plain_names = {read for read, values in self.loop_names.items() if all(map(_plain, values))}
 
     def flag(self, node, rule: str, severity: str, message: str) -> None:
         self.found.append(Violation(self.label, node.lineno, rule, severity, message, quote(self.source, node.lineno)))
@@ -1155,7 +1152,7 @@ class _General(ast.NodeVisitor):
             # the names it reads where they are written out: a string, or the strings a loop takes (for name in
             # ("weight", "bias"): getattr(layer, name) reads what layer.weight and layer.bias do)
             written = ((name.value,) if isinstance(name, ast.Constant) and isinstance(name.value, str) else
-                       sorted(self.loop_names[name.id]) if isinstance(name, ast.Name) and name.id in self.loop_names
+                       sorted(self.loop_names[id(name)]) if id(name) in self.loop_names
                        else None)
             if any(isinstance(a, ast.Starred) for a in node.args) or (written is None and func != "hasattr"
                                                                       and not own):
@@ -1176,7 +1173,7 @@ class _General(ast.NodeVisitor):
         if not (isinstance(target, ast.Name) and target.id in ("self", "cls")) or name is None:
             return False
         if isinstance(name, ast.Name):
-            return name.id in self.plain_names
+            return id(name) in self.plain_names
         head = name.values[0] if isinstance(name, ast.JoinedStr) and name.values else \
             name.left if isinstance(name, ast.BinOp) and isinstance(name.op, ast.Add) else None
         return isinstance(head, ast.Constant) and _plain(head.value)
