@@ -30,7 +30,39 @@ def parse(source: str) -> ast.Module:
     notebooks at once, could fail with SystemError "AST constructor recursion depth mismatch" and lose a batch's
     results."""
     with _PARSING:
-        return syntax_tree(source)
+        return _mangled(syntax_tree(source))
+
+
+def _mangled(tree: ast.Module) -> ast.Module:
+    """The tree with each private name in a class written as Python compiles it (its private name mangling): in
+    class C's body, its methods and their lambdas, __x is _C__x as a name, an attribute, a parameter, an import's
+    module, name or alias, an except or match capture, or a global. A call's keywords and a class pattern's
+    attributes stay as written, as Python leaves them; every rule then reads the names the code uses."""
+    todo: list[tuple[ast.AST, str | None]] = [(tree, None)]
+    while todo:
+        node, owner = todo.pop()
+        own = node.name if isinstance(node, ast.ClassDef) else None     # its body's owner: the name as written
+        if owner is not None and not isinstance(node, ast.keyword):
+            for field in ("id", "attr", "arg", "name", "asname", "rest", "module"):
+                if isinstance(value := getattr(node, field, None), str):
+                    setattr(node, field, _private(value, owner))
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
+                node.names = [_private(name, owner) for name in node.names]
+        if isinstance(node, ast.ClassDef):
+            # its decorators, bases and keywords are read where it stands, its body in its own name
+            todo += [(n, owner) for n in (*node.decorator_list, *node.bases, *node.keywords)]
+            todo += [(n, own) for n in node.body]
+        else:
+            todo += [(n, owner) for n in ast.iter_child_nodes(node)]
+    return tree
+
+
+def _private(name: str, owner: str) -> str:
+    """`name` in class `owner`'s body: _Owner__x for __x, but for a __dunder__, a dotted module path or a class
+    named with underscores alone."""
+    owner = owner.lstrip("_")
+    return f"_{owner}{name}" if owner and name.startswith("__") and not name.endswith("__") and "." not in name \
+        else name
 
 # Modules any cell may import, whatever the assignment's list: compiler directives Jupyter honours per
 # cell, and warnings, which neither the grader's child nor any score reads (copy, time, random and

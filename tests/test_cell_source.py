@@ -1,5 +1,6 @@
 """A cell's Python source as IPython reads it (nbtest.cellsource): the grader, the public tests and the
 notebook's check cells (run by IPython itself) read every cell of every sample the same way."""
+import ast
 import inspect
 import json
 import textwrap
@@ -102,6 +103,60 @@ def test_the_grader_the_public_tests_and_the_check_cells_read_every_cell_alike()
                 if nbtest.is_solution(cell) and label in graded:     # a cell split in two: its pieces in turn
                     read[label] = read.get(label, "") + nbtest.source_of(cell)
             assert all(graded[label] == source for label, source in read.items()), path.name
+
+
+# private names in a class, each place Python mangles them or leaves them (a call's keywords, a class pattern's
+# attributes, __dunders__, a class named _ alone); red team 38 read getattr(self, __n) as a loop's __n
+PRIVATE_NAMES = """
+import numpy as _Words__np
+for __n in ("weight",):
+    pass
+class Words(__Base, metaclass=__Meta):
+    import __x
+    from m import __y as __z
+    from __pkg import w
+    __t = lambda __p: __p
+    def __m(self, __a, *, __k=1, **__kw):
+        global __g
+        __g = self.__attr + getattr(self, __n)
+        f(__key=1)
+        try:
+            pass
+        except E as __e:
+            pass
+        match v:
+            case {"a": 1, **__rest}:
+                pass
+            case P(__ka=1, x=[*__star]):
+                pass
+            case __cap:
+                return __np.lib, __dunder__, ___
+        def inner():
+            nonlocal __a
+            return [__i for __i in __a if (__w := __i)]
+    class __Inner:
+        y = __q
+    @__deco
+    class _:
+        v = __q
+"""
+
+
+def test_a_private_name_in_a_class_reads_as_python_compiles_it():
+    """The names every rule reads (cellcode.parse) are those the compiled code uses: __n in class Words is
+    _Words__n, so getattr(self, __n) reads the module's _Words__n, not a loop's __n."""
+    def compiled(code) -> set[str]:
+        names = {*code.co_names, *code.co_varnames, *code.co_cellvars, *code.co_freevars}
+        return names.union(*(compiled(c) for c in code.co_consts if inspect.iscode(c)))
+
+    read = set()
+    for node in ast.walk(cellcode.parse(PRIVATE_NAMES)):
+        read.update(v for f in ("id", "attr", "name", "asname", "rest", "module")
+                    if isinstance(v := getattr(node, f, None), str))
+        read.update(getattr(node, "names", []) if isinstance(node, (ast.Global, ast.Nonlocal)) else [])
+        read.update([node.arg] if isinstance(node, ast.arg) else [])
+    # a class body's own names, and a comprehension's argument
+    assert read == compiled(compile(PRIVATE_NAMES, "<cell>", "exec")) - {"__name__", "__module__", "__qualname__", ".0"}
 
 
 def test_a_cell_is_read_as_the_oldest_python_the_course_runs(monkeypatch):

@@ -465,6 +465,25 @@ NARROWED = {
         def residual_add(x, fx):
             return x + fx
         """, {("computed-attribute", WITHHOLD)}),
+    # red team 38: in a class, __n is _Words__n (Python's private name mangling), which another binding holds
+    "a private name in a class, bound mangled to a string": ("""
+        for __n in ("weight",):
+            pass
+        _Words__n = "_".join(["", "", "class", "", ""])
+        class Words:
+            def read(self, x):
+                return getattr(x, __n)
+        def residual_add(x, fx):
+            return Words().read(x) + fx
+        """, {("computed-attribute", WITHHOLD)}),
+    "a private name in a class, a module bound mangled": ("""
+        import numpy as _Words__np
+        class Words:
+            def view(self, t):
+                return __np.lib.stride_tricks.as_strided(t.numpy(), shape=(2,), strides=(8,))
+        def residual_add(x, fx):
+            return x + fx
+        """, {("process-introspection", WITHHOLD)}),
     # a name that is no string: Python raises TypeError there; the policy read it as an attribute and crashed
     "hasattr with a number for a name": ("""
         def residual_add(x, fx):
