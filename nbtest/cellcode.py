@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import importlib
 import threading
 from dataclasses import dataclass
 
@@ -566,8 +567,37 @@ def literal_type(node, ctx: Notebook) -> bool:
 
 
 def _is_jit(decorator, ctx: Notebook) -> bool:
+    """triton.jit, triton.autotune or triton.heuristics, called or not, under any path that names it."""
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    return ctx.resolve(target) in ("triton.jit", "triton.autotune", "triton.heuristics")
+    return names_one_of(ctx.resolve(target), ("triton.jit", "triton.autotune", "triton.heuristics"))
+
+
+@functools.lru_cache(maxsize=None)
+def names_one_of(path: str | None, paths: tuple[str, ...]) -> bool:
+    """Whether a dotted path names what one of `paths` names: itself, or another path into the same installed
+    package that reaches the same object (triton.language.standard.jit is triton.jit; red team 38 made kernels
+    with it that no rule read). Looked up in the modules' own dicts: no code of theirs runs."""
+    if path in paths:
+        return True
+    if path is None or path.split(".")[0] not in {p.split(".")[0] for p in paths}:
+        return False
+    found = _looked_up(path)
+    return found is not None and any(found is _looked_up(p) for p in paths)
+
+
+def _looked_up(path: str) -> object | None:
+    """The object a dotted path names, read from the dicts of the modules and classes on it; None where one
+    lacks the name, or the package is not installed."""
+    parts = path.split(".")
+    try:
+        obj = importlib.import_module(parts[0])
+    except ImportError:
+        return None
+    for part in parts[1:]:
+        obj = vars(obj).get(part) if hasattr(obj, "__dict__") else None
+        if obj is None:
+            return None
+    return obj
 
 
 def _is_literal(node, ctx: Notebook, names: frozenset = frozenset()) -> bool:

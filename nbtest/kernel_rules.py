@@ -13,7 +13,7 @@ import ast
 import collections
 
 from .cellcode import (FLAG, Notebook, Violation, _arguments, _is_jit, _is_literal, _only_read, after_docstring,
-                       is_stub, library_decorator, quote)
+                       is_stub, library_decorator, names_one_of, quote)
 
 SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", "ndimension", "is_contiguous",
                   "data_ptr", "get_device", "storage_offset", "is_floating_point",
@@ -66,7 +66,7 @@ def _unread_kernels(ctx: Notebook) -> list[Violation]:
                                                                               node.decorator_list):
                 where = node.decorator_list[0]
             elif isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in decorating and \
-                    ctx.resolve(node) in ("triton.jit", "triton.JITFunction"):
+                    names_one_of(ctx.resolve(node), ("triton.jit", "triton.JITFunction")):
                 where = node
             else:
                 continue
