@@ -20,6 +20,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
          "lists-redo-odd-widths": "variance-over-block", "language-function-replaced": "by-hand-wrapper",
          "hidden-def-fixes-variance": "variance-over-block", "autotune-configs-as-phases": "launch-per-row",
          "kernel-local-named-tl": "torch-only-wrapper", "jit-called-numpy-body": "torch-only-wrapper",
+         "helper-rewriter-set-computes": "torch-only-wrapper", "standard-jit-origin-computes": "torch-only-wrapper",
+         "kept-first-def-computes": "torch-only-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
                           "handed-on-computes", "module-forward-computes", "redefined-helper-computes",
                           "import-rebound-computes", "method-set-elsewhere-computes"],
@@ -62,7 +64,9 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
 # what a grid leaves in its arguments by name dies in grid_of's frame (grid-meta-finaliser-reads), and a grid that
 # gives a kernel's tensor an attribute of its own raises (grid-attribute-reads), as does a launch with a keyword named
 # by anything but a str (keyword-name-reads), and a kernel reading a global a GPU's compiler refuses
-# (kernel-global-reads: nbtest.warmup)
+# (kernel-global-reads: nbtest.warmup); and a kernel Triton made of a cell's def changed since, a helper the launched
+# kernel calls too (helper-rewriter-set-computes), or a launch of another def than the one the rules read under its
+# name (kept-first-def-computes)
 MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexpr-item-method", "launch-hook-computes",
             "numpy-empty-kernel", "numpy-through-the-class", "heuristic-computes", "heuristic-set-later-computes",
             "rebound-by-assignment", "rebound-by-decorator", "special-method-computes", "handed-on-computes",
@@ -76,7 +80,8 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "grid-entry-reads", "tensor-attribute-reads", "finaliser-of-builtins-reads", "assert-carries-values",
             "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads",
             "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads", "kernel-global-reads",
-            "warmup-flip-adds", "hidden-def-fixes-variance", "autotune-configs-as-phases", "jit-called-numpy-body"}
+            "warmup-flip-adds", "hidden-def-fixes-variance", "autotune-configs-as-phases", "jit-called-numpy-body",
+            "helper-rewriter-set-computes", "kept-first-def-computes"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -222,6 +227,21 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
         "jit-called-numpy-body": ("a kernel made by calling triton.jit on a plain def that computes h and y in NumPy "
                                   "on the interpreter's arrays under the loaded blocks, and stores them",
                                   s.solved(fused_kernel=variants.JIT_CALLED.lstrip()), fused),
+        "helper-rewriter-set-computes": (
+            "a kernel whose helper kernel stores h alone, and a function of the cell that sets the helper's rewriter "
+            "to a plain def computing h and y in NumPy: Triton's interpreter ran that def inside the launch",
+            s.solved(fused_kernel=variants.HELPER_REWRITTEN.lstrip()), fused),
+        "standard-jit-origin-computes": (
+            "a kernel made by triton.language.standard's jit (triton.jit under another path) of a def computing h "
+            "and y in NumPy, launched, with its function's .fn set to the checked kernel that stores h alone",
+            s.solved(fused_kernel=variants.STANDARD_JIT.lstrip(), fused_add_layernorm=wrapper((
+                "fused_add_layernorm_kernel[(rows_x.shape[0],)](", "_rows[(rows_x.shape[0],)]("))), fused),
+        "kept-first-def-computes": (
+            "the kernel defined twice under one name, first computing h and y in NumPy and kept by a decorator, then "
+            "storing h alone; the first launched, with its function's .fn set to the second",
+            s.solved(fused_kernel=variants.KEPT_FIRST.lstrip(), fused_add_layernorm=wrapper((
+                "fused_add_layernorm_kernel[(rows_x.shape[0],)](", '_KEPT["kernel"][(rows_x.shape[0],)]('))),
+            fused),
         "no-mask": ("the kernel loads and stores all BLOCK lanes: no masks (it reads and writes past the rows' "
                     "end, which crashes the process or corrupts its memory)",
                     s.solved(fused_kernel=kernel((", mask=mask, other=0.0)", ")"), (", mask=mask)", ")"),

@@ -788,7 +788,7 @@ def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols
 # red team 37: a kernel made by calling triton.jit on a plain def was never read by the kernel rules, so its body ran
 # NumPy on the interpreter's arrays inside the launch; the fusion tests now fail a launch of any function that is not
 # a @triton.jit def at the top level of a cell (cellcode.kernel_defs), whatever made it
-JIT_CALLED = '''
+NUMPY_ROWS = '''
 def _rows(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
 ''' + ROW_LOADS.lstrip("\n") + '''    keep = mask.handle.data
     hv = x.handle.data[keep] + fx.handle.data[keep]
@@ -797,9 +797,53 @@ def _rows(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.cons
     w.handle.data[keep] = c / (((c * c).mean() + eps) ** 0.5) * w.handle.data[keep] + b.handle.data[keep]
     tl.store(h_ptr + offs, x.to(h_ptr.dtype.element_ty), mask=mask)
     tl.store(y_ptr + offs, w.to(y_ptr.dtype.element_ty), mask=mask)
+'''
+JIT_CALLED = NUMPY_ROWS + "\n\nfused_add_layernorm_kernel = triton.jit(_rows)\n"
+# red team 38, three routes to the NumPy rows inside a launch of a kernel the rules read, which stores h alone
+# (H_ONLY): a helper kernel whose rewriter a function of the cell set to the rows (HELPER_REWRITTEN: each kernel
+# Triton made of a cell's def is checked at a launch); the rows made a kernel by triton.language.standard's jit, which
+# is triton.jit (STANDARD_JIT: the rules read a kernel by what its decorator is), with its function's .fn set to the
+# checked kernel, which the launch's origin followed; and the rows defined first under the kernel's name, kept by a
+# decorator and launched (KEPT_FIRST), that .fn set too. The launch's origin now follows Triton's layers alone.
+H_ONLY = '''
+@triton.jit
+def NAME(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    """One program per row: stores h = x + fx."""
+''' + ROW_LOADS.lstrip("\n") + '''    tl.store(h_ptr + offs, (x + fx).to(h_ptr.dtype.element_ty), mask=mask)
+'''
+HELPER_REWRITTEN = H_ONLY.replace("NAME", "_row_norm") + '''
+
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    """One program per row; the row's work is _row_norm's."""
+    _row_norm(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK)
+
+''' + NUMPY_ROWS + '''
+
+def _use(kernel):
+    """Points the kernel at its rows."""
+    kernel.rewriter.fn = _rows
 
 
-fused_add_layernorm_kernel = triton.jit(_rows)
+_use(_row_norm)
+'''
+STANDARD_JIT = "\n@tl.standard.jit" + NUMPY_ROWS + "\n" + H_ONLY.replace("NAME", "fused_add_layernorm_kernel") + \
+    "\n\n_rows.fn.fn = fused_add_layernorm_kernel\n"
+KEPT_FIRST = '''
+_KEPT = {}
+
+
+def _launchable(kernel):
+    """Keeps the kernel as made."""
+    _KEPT["kernel"] = kernel
+    return kernel
+
+
+@_launchable
+@triton.jit''' + NUMPY_ROWS.replace("def _rows(", "def fused_add_layernorm_kernel(") + "\n" + \
+    H_ONLY.replace("NAME", "fused_add_layernorm_kernel") + '''
+
+_KEPT["kernel"].fn.fn = fused_add_layernorm_kernel
 '''
 NUMPY_ONLY = NUMPY_WRAPPER.replace("    LAUNCH\n", "")
 NUMPY_EMPTY_KERNEL = NUMPY_WRAPPER.replace(

@@ -1716,6 +1716,35 @@ RETYPES["import-rebound-retypes-error"] = (
     RETYPES["compare-type-retypes-error"][1].replace("class Catch:", "from typing import Any\n\n\nclass Catch:", 1)
     .replace("if type(int) == Catch():", "Any = Catch()\nif type(int) == Any:", 1))
 
+# a private name in a class is mangled (__n in Words is _Words__n), which the rules once read as written: a loop's
+# __n, read as names written out, while the code read a string built to "__setattr__" (red team 38)
+RETYPES["mangled-name-retypes-error"] = (
+    "numpy, through an __array_interface__ set by object.__setattr__, reached by getattr with a private name a "
+    "class mangles to another binding's",
+    '''\
+import numpy
+
+for __n in ("weight", "bias"):
+    pass
+
+_Words__n = "_".join(["", "", "setattr", "", ""])
+KEY = "_".join(["", "", "array", "interface", "", ""])
+
+
+class Words:
+    """n machine words from an address."""
+
+    def __init__(self, address, n):
+        getattr(self, __n)(KEY, dict(shape=(n,), typestr="<i8", data=(address, False), version=3))
+
+
+def as_value_error(message):
+    error = RuntimeError(message)
+    numpy.asarray(Words(id(error), 2))[1] = id(ValueError)
+    return error
+
+
+''')
 
 
 # ============================================================ crashes, cheats and the code they wrap

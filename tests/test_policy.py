@@ -225,6 +225,11 @@ SAMPLE_RULES = {
     # red team 36: numpy's resize with its check on, a comprehension's target named globals and vars
     ("residual-connections", "base-resize-retypes-error"): {("unchecked-memory", WITHHOLD)},
     ("residual-connections", "comprehension-scope-retypes-error"): {("dynamic-code", WITHHOLD)},
+    # red team 38: a kernel is what its decorator is (tl.standard.jit is triton.jit), and its body is read
+    ("fused-add-norm", "standard-jit-origin-computes"): {("kernel-python", FLAG), ("kernel-decorator", FLAG),
+                                                         ("kernel-attribute", FLAG), ("rebound", FLAG)},
+    # red team 38: a private name in a class is its mangled name
+    ("residual-connections", "mangled-name-retypes-error"): {("computed-attribute", WITHHOLD)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", "interface-retypes-error", "alias-setattr-retypes-error", "sparse-retypes-error",
@@ -239,7 +244,7 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "fqn-path-retypes-error", "pruning-state-retypes-error", "tracer-modes-swapped",
              "match-capture-retypes-error", "import-alias-retypes-error", "match-getattr-retypes-error",
              "forged-reply-frame", "listener-thread-computes", "kernel-prints-values", "base-resize-retypes-error",
-             "comprehension-scope-retypes-error",
+             "comprehension-scope-retypes-error", "mangled-name-retypes-error", "standard-jit-origin-computes",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
 
