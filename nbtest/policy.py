@@ -597,6 +597,17 @@ def _loop_names(ctx: Notebook, local: frozenset[str]) -> dict[int, frozenset[str
     return {read: written[key] for read, key in scopes.reads.items() if key in written}
 
 
+@functools.lru_cache(maxsize=2)
+def _reflects(ctx: Notebook) -> bool:
+    """Whether a student cell names __radd__ or __rmod__ (a def, an attribute, a string): for "ln" + s and
+    "ln%d" % s, Python calls a str subclass's own first, which may return any name (red team 38)."""
+    names = {"__radd__", "__rmod__"}
+    return any(getattr(node, "name", None) in names or getattr(node, "id", None) in names or
+               getattr(node, "attr", None) in names or getattr(node, "arg", None) in names or
+               isinstance(node, ast.Constant) and isinstance(node.value, str) and any(n in node.value for n in names)
+               for label, tree in ctx.trees.items() if ctx.student[label] for node in ast.walk(tree))
+
+
 def _written_out(node, ctx: Notebook, local: frozenset[str]) -> tuple[str, ...]:
     """The strings a loop over `node` takes, where they are written out: a tuple or list display of strings, or
     a module-level name bound once, to such a tuple, and nowhere else (no def binds it)."""
@@ -769,6 +780,7 @@ class _General(ast.NodeVisitor):
         self.own_private = self.ctx.own_private
         self.loop_names = _loop_names(self.ctx, frozenset(self.local))
         self.plain_names = {read for read, values in self.loop_names.items() if all(map(_plain, values))}
+        self.reflects = _reflects(self.ctx)
 
     def flag(self, node, rule: str, severity: str, message: str) -> None:
         self.found.append(Violation(self.label, node.lineno, rule, severity, message, quote(self.source, node.lineno)))
@@ -1168,15 +1180,21 @@ class _General(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _own_computed(self, target, name) -> bool:
-        """getattr(self, f"ln{i}"), setattr(self, "block" + str(i), ...), or a name a for loop takes from
-        literal strings: an attribute of the student's own object that can never be a dunder or private."""
+        """getattr(self, f"ln{i}"), setattr(self, "block" + str(i), ...), "ln%d" % i, "ln{}".format(i), or a name a
+        for loop takes from literal strings: an attribute of the student's own object that can never be a dunder or
+        private (a literal's first character, a letter, begins it)."""
         if not (isinstance(target, ast.Name) and target.id in ("self", "cls")) or name is None:
             return False
         if isinstance(name, ast.Name):
             return id(name) in self.plain_names
-        head = name.values[0] if isinstance(name, ast.JoinedStr) and name.values else \
-            name.left if isinstance(name, ast.BinOp) and isinstance(name.op, ast.Add) else None
-        return isinstance(head, ast.Constant) and _plain(head.value)
+        head = name
+        while isinstance(head, ast.BinOp) and isinstance(head.op, (ast.Add, ast.Mod)) and not self.reflects:
+            head = head.left
+        head = head.values[0] if isinstance(head, ast.JoinedStr) and head.values else \
+            head.func.value if isinstance(head, ast.Call) and isinstance(head.func, ast.Attribute) and \
+            head.func.attr == "format" else head
+        # a literal alone is read as the attribute it names (_literal_attribute), with every attribute rule
+        return head is not name and isinstance(head, ast.Constant) and _plain(head.value)
 
     def _literal_attribute(self, node, func: str, attr: str):
         fake = ast.Attribute(value=node.args[0], attr=attr,

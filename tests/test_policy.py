@@ -470,6 +470,34 @@ NARROWED = {
         def residual_add(x, fx):
             return x + fx
         """, {("computed-attribute", WITHHOLD)}),
+    # red team 38 (fairness): a name on self begun by a literal's letter, however the rest is formatted
+    "a name on self formatted by % and by str.format": ("""
+        class Residual(nn.Module):
+            def __init__(self, sublayer):
+                super().__init__()
+                for i in range(2):
+                    setattr(self, "ln%d" % i, nn.LayerNorm(4))
+                    setattr(self, "norm{}".format(i), nn.LayerNorm(4))
+                self.sublayer = sublayer
+            def forward(self, x):
+                return residual_add(getattr(self, "ln%d" % 0)(x), self.sublayer(getattr(self, "norm{}".format(1))(x)))
+        """, set()),
+    # ... but Python calls a str subclass's __radd__ or __rmod__ before str's own, which may return any name
+    "a name on self begun by a literal, a str subclass's __radd__ after it": ("""
+        class S(str):
+            def __radd__(self, other):
+                return "".join(["_" * 2, "globals", "_" * 2])
+        def residual_add(x, fx):
+            self = torch.nn.functional.layer_norm
+            return getattr(self, "ln" + S("a")) and x + fx
+        """, {("computed-attribute", WITHHOLD)}),
+    "a name on self begun by a literal, a str subclass's __rmod__ after it": ("""
+        class S(str):
+            __rmod__ = lambda self, other: "".join(["_" * 2, "globals", "_" * 2])
+        def residual_add(x, fx):
+            self = torch.nn.functional.layer_norm
+            return getattr(self, "ln%s" % S("a")) and x + fx
+        """, {("computed-attribute", WITHHOLD)}),
     # red team 38: in a class, __n is _Words__n (Python's private name mangling), which another binding holds
     "a private name in a class, bound mangled to a string": ("""
         for __n in ("weight",):
