@@ -140,6 +140,7 @@ class Notebook:
         self.bound = set(self.module_bindings)
         # a name an import binds and a cell binds again otherwise (def empty_like, class triton, Any = obj, or a
         # function's `global`) holds that object, not the module's: it names no import's path (resolve)
+        self.imported = dict(self.aliases)        # as the imports bind them, bound again or not (resolve)
         for label, node, name in self.top_bindings:
             if name in self.aliases and not isinstance(node, (ast.Import, ast.ImportFrom)) and _rebinds(node, name):
                 self.aliases.pop(name, None)
@@ -272,14 +273,17 @@ class Notebook:
         elif student and isinstance(node, ast.ClassDef) and _plain_class(node, self):
             self.classes[node.name] = (label, node)
 
-    def resolve(self, node) -> str | None:
-        """The dotted path of Name / Attribute chains rooted at an import ("F.gelu" -> torch.nn.functional.gelu)."""
+    def resolve(self, node, imported: bool = False) -> str | None:
+        """The dotted path of Name / Attribute chains rooted at an import ("F.gelu" -> torch.nn.functional.gelu).
+        A name a cell binds again (F = lambda x: ...) roots none, but where imported: the module it may still hold
+        wherever it is read, for the rules that forbid a path."""
+        aliases = self.imported if imported else self.aliases
         parts = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        if isinstance(node, ast.Name) and node.id in self.aliases:
-            return ".".join([self.aliases[node.id], *reversed(parts)])
+        if isinstance(node, ast.Name) and node.id in aliases:
+            return ".".join([aliases[node.id], *reversed(parts)])
         return None
 
 

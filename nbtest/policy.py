@@ -917,13 +917,18 @@ class _General(ast.NodeVisitor):
             self.flag(node, "computed-attribute", WITHHOLD,
                       f"{node.id} held or passed on: whoever calls it names an attribute out of the policy's sight (a "
                       f"sparse tensor's indices, numpy's __array_interface__); call {node.id}(obj, \"name\") itself")
-        elif node.id in self.ctx.modules and not self._local(node.id) and not getattr(node, "attribute_base", False):
-            # an import's name, in a function too: only ever read as module.NAME
+        elif node.id in self.ctx.modules and not self._local(node.id) and not getattr(node, "attribute_base", False) \
+                and not getattr(node, "called", False):
+            # an import's name, in a function too: only ever read as module.NAME, or called, which a module cannot
+            # be (a cell that binds the name again, F = lambda x: ..., calls its own)
+            again = any(not isinstance(b, (ast.Import, ast.ImportFrom)) for b in self.ctx.module_bindings.get(node.id, []))
             self.flag(node, "process-introspection", WITHHOLD,
                       f"the module '{node.id}' held, passed or returned as a value: under another name the paths "
-                      f"read off it (numpy.lib, torch.utils) are out of the policy's sight; write {node.id}.NAME")
-        if not self._local(node.id) and node.id in self.ctx.aliases:
-            self._array_class(node, self.ctx.aliases[node.id])
+                      f"read off it (numpy.lib, torch.utils) are out of the policy's sight; write {node.id}.NAME" +
+                      (f" (the notebook also binds '{node.id}' to something else, which the rules read as the module "
+                       "all the same: give that another name)" if again else ""))
+        if not self._local(node.id) and node.id in self.ctx.imported:
+            self._array_class(node, self.ctx.imported[node.id])
         if self._local(node.id):
             pass
         elif node.id in FORBIDDEN_NAMES and not getattr(node, "function_locals", False):
@@ -1007,11 +1012,13 @@ class _General(ast.NodeVisitor):
                             "item popped); numpy.resize(a, shape) makes a new array")
 
         elif attr.startswith("_") and not attr.startswith("__") and not (
-                library is None and (self._own_private(node) or attr in NAMEDTUPLE_API)):
+                self.ctx.resolve(node.value, imported=True) is None and
+                (self._own_private(node) or attr in NAMEDTUPLE_API)):
             # a private name read off an import's path (torch._foo) is the library's, whatever the notebook defines
             self.flag(node, "private-attribute", WITHHOLD,
                       f"'.{attr}' is a private attribute of a library object; use its public interface")
-        if path is not None:
+        # an import's name a cell binds again may hold the module where this reads it (import numpy as N, N = None)
+        if (path := path or self.ctx.resolve(node, imported=True)) is not None:
             self._path(node, path)
             self._array_class(node, path)
         self._transformer(node, attr)
@@ -1082,6 +1089,7 @@ class _General(ast.NodeVisitor):
 
     # -- calls: getattr family, object.__setattr__
     def visit_Call(self, node):
+        node.func.called = True
         func = node.func.id if isinstance(node.func, ast.Name) and not self._local(node.func.id) else None
         if isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_MUTATORS and \
                 (library := self.ctx.resolve(node.func.value)) is not None and \

@@ -498,6 +498,28 @@ NARROWED = {
             self = torch.nn.functional.layer_norm
             return getattr(self, "ln%s" % S("a")) and x + fx
         """, {("computed-attribute", WITHHOLD)}),
+    # red team 38 (fairness): an import's name bound again by a scratch cell and called, which a module cannot be
+    "an import's name bound again to a lambda and called": ("""
+        def residual_add(x, fx):
+            return x + fx
+        F = lambda x: 0.1 * x ** 2
+        print(2.0 + F(2.0))
+        for F, dF in [(lambda x: x ** 3, lambda x: 3 * x ** 2)]:
+            print(2.0 + F(2.0), dF(2.0))
+        """, set()),
+    "an import's name held": ("""
+        def residual_add(x, fx):
+            return x + fx
+        held = F
+        """, {("process-introspection", WITHHOLD)}),
+    # ... and the paths read off it stay the module's: it may hold the module where they are read
+    "an import's name bound again, its paths read before": ("""
+        import numpy as N
+        def residual_add(x, fx):
+            N.lib.stride_tricks.as_strided(x.numpy(), shape=(2,), strides=(8,))
+            return x + fx
+        N = None
+        """, {("process-introspection", WITHHOLD)}),
     # red team 38: in a class, __n is _Words__n (Python's private name mangling), which another binding holds
     "a private name in a class, bound mangled to a string": ("""
         for __n in ("weight",):
