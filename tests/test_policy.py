@@ -990,6 +990,33 @@ def kernel_rules(body: str) -> set[tuple[str, str]]:
     return rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=body), FUSED))
 
 
+# red team 38 (fairness): .rsqrt() and .cast() were not "Triton's tensor methods" to a hand-kept list
+TENSOR_METHODS_KERNEL = """
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    h = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).cast(tl.float32) + \\
+        tl.load(fx_ptr + row * n_cols + cols, mask=mask, other=0.0).cast(tl.float32)
+    mean = h.sum(axis=0) / n_cols
+    centred = tl.where(mask, h - mean, 0.0)
+    rstd = ((centred * centred).sum(axis=0) / n_cols + eps).rsqrt()
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(h_ptr + row * n_cols + cols, h.to(h_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + row * n_cols + cols, (centred * rstd * w + b).to(y_ptr.dtype.element_ty), mask=mask)
+"""
+
+
+def test_a_kernel_may_call_each_method_of_tritons_tensor_and_no_other():
+    """The methods a kernel may call on a value are those triton.language.tensor defines; .handle, the
+    interpreter's NumPy array under a block, is none of them."""
+    assert kernel_rules(TENSOR_METHODS_KERNEL) == set()
+    assert kernel_rules(TENSOR_METHODS_KERNEL.replace("h.sum(axis=0)", "h.handle.data.sum()")) == \
+        {("kernel-python", FLAG)}
+
+
 REBINDINGS = {
     "assignment": "fused_add_layernorm_kernel = print\n",
     "def in an if": "if True:\n    def fused_add_layernorm_kernel(x_ptr):\n        return x_ptr\n",
