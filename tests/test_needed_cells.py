@@ -183,3 +183,21 @@ def test_a_solution_cell_without_its_metadata_runs_as_run_all_runs_it(tmp_path):
     assert isinstance(module.TransformerBlock, type) and module.split_gradient.__code__.co_argcount > 0
     (tmp_path / "contract.toml").unlink()       # outside an assignment's folder: nothing asks for TransformerBlock
     assert not hasattr(nbtest.load(path, name="metadata_lost_alone", partial=True), "TransformerBlock")
+
+
+def test_a_module_cell_whose_nbgrader_metadata_was_dropped_stands_for_its_solution_cell(tmp_path):
+    """Every cell's nbgrader metadata dropped, its `module` tag kept (red team 38): the public tests run the
+    module cells as they are, so the grader takes each such cell for the solution cell whose names it defines.
+    It reported every solution cell missing, and the notebook scored 0 while every public test passed.
+    (fused-add-norm's solution cells carry the tag; residual-connections' run as own cells, the test above.)"""
+    source = SOURCE_NB.parents[1] / "fused-add-norm" / "fused-add-norm.ipynb"
+    template = Template(source)
+    nb = nbtest.read_notebook(source)
+    for cell in nb["cells"]:
+        cell.get("metadata", {}).pop("nbgrader", None)
+    path = tmp_path / "stripped.ipynb"
+    path.write_text(json.dumps(nb))
+    extracted = template.fill(path)
+    assert extracted.cells == template.fill(source).cells and not extracted.problems
+    module = nbtest.load(path, name="stripped_fused", partial=True)
+    assert callable(module.fused_add_layernorm) and callable(module.fused_add_layernorm_kernel)

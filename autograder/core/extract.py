@@ -58,6 +58,8 @@ class Template:
         """
         nb = self.limits.read(submission)
         found = _code_cells_by_grade_id(nb)
+        for label, stripped in self._stripped(nb).items():
+            found.setdefault(label, stripped)
         cells, problems = [], {}
         for label, src, solution in self.cells:
             if not solution:
@@ -85,6 +87,20 @@ class Template:
             placed.append(cells[i])
             i = after_of.get(i)
         return Extracted(placed, problems)
+
+    def _stripped(self, nb: dict) -> dict[str, list[dict]]:
+        """label -> the module cells with no grade_id (their nbgrader metadata a tool dropped, the module tag kept)
+        that define a name of that solution cell's: the public tests run such a cell as the module cell it is, and
+        so does the grader, in that solution cell's place where none carries its label (red team 38: every
+        metadata stripped, each public test passed and the grade was 0)."""
+        out: dict[str, list[dict]] = {}
+        for cell in nb["cells"]:
+            if nbtest.is_module_cell(cell) and nbtest.grade_id(cell) is None:
+                names = top_level_names(nbtest.source_of(cell))
+                label = next((label for name, label in self.owner.items() if name in names), None)
+                if label is not None:
+                    out.setdefault(label, []).append(cell)
+        return out
 
     def _take(self, label: str, src: str, cells: list, problems: dict) -> None:
         """The cell into `cells`, or into `problems` where it is over max_cell_kb."""
