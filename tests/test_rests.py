@@ -199,4 +199,5 @@ def test_a_values_mismatch_shows_both_values_where_they_differ_most():
     want[7] = 0.5
     with pytest.raises(Failed) as e:
         trial({}).check(torch.zeros(10, dtype=torch.float64), want, "gradient_norms(...)", "the ratios differ")
-    assert "largest difference 0.5 at index (7,): yours 0, expected 0.5" in str(e.value)
+    assert "largest difference 0.5 at index (7,): yours 0, expected 0.5 (allowed: 1e-08 + 1e-05 x |expected|)" in \
+        str(e.value)

@@ -472,8 +472,12 @@ class Trial:
         diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
         where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape)) if diff.dim() else ()
         # the values there, which the first few shown above may not reach
-        there = f" at index {where}: yours {got[where].item():.6g}, expected {want[where].item():.6g}" if where else ""
-        self.fail(f"{what}: {headline}{shown}  largest difference {diff.max().item():.3g}{there}", misconception)
+        there = f" at index {where}: yours {got[where].item():.10g}, expected {want[where].item():.10g}" \
+            if where else ""
+        # the bound it broke: two values that print alike at six digits may differ by more
+        allowed = "" if exact else f" (allowed: {atol:g} + {rtol:g} x |expected|)"
+        self.fail(f"{what}: {headline}{shown}  largest difference {diff.max().item():.3g}{there}{allowed}",
+                  misconception)
 
 
 def _matches(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float, exact: bool) -> bool:

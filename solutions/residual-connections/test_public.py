@@ -114,14 +114,14 @@ def _square_branch():
 
 def test_part2_worked_example(nb):
     got = nb.chain_rule_grad(2.0, [_square_branch()], upstream=5.0)
-    assert math.isclose(got, 7.0, rel_tol=1e-12), (
+    assert math.isclose(got, 7.0, rel_tol=1e-5), (
         f"x0 = 2, F(x) = 0.1 x^2, upstream 5: dL/dx0 = 5 * (1 + 0.2*2) = 7.0, got {got}")
 
 
 def test_part2_two_blocks(nb):
     # x1 = 2.4, x2 = 2.4 + 0.576 = 2.976; dL/dx0 = 5 * (1 + 0.48) * (1 + 0.4) = 10.36
     got = nb.chain_rule_grad(2.0, [_square_branch(), _square_branch()], upstream=5.0)
-    assert math.isclose(got, 10.36, rel_tol=1e-12), (
+    assert math.isclose(got, 10.36, rel_tol=1e-5), (
         f"two blocks: each derivative is taken at that block's own input (x0 = 2, then x1 = 2.4); "
         f"expected 10.36, got {got}")
 
@@ -132,13 +132,13 @@ def test_part2_math_branches_and_alpha(nb):
     x1 = alpha * x0 + math.sin(x0)
     expected = up * (alpha + math.cos(x0)) * (alpha + 1 - math.tanh(x1) ** 2)
     got = nb.chain_rule_grad(x0, branches, upstream=up, alpha=alpha)
-    assert math.isclose(got, expected, rel_tol=1e-9), (
+    assert math.isclose(got, expected, rel_tol=1e-5), (
         f"scaled shortcut: each block's local derivative is alpha + F'(x_l); expected {expected}, got {got}")
 
 
 def test_part2_split_gradient(nb):
     identity, branch = nb.split_gradient(2.0, lambda x: 0.2 * x, 5.0)
-    assert math.isclose(identity, 5.0) and math.isclose(branch, 2.0), (
+    assert math.isclose(identity, 5.0, rel_tol=1e-5) and math.isclose(branch, 2.0, rel_tol=1e-5), (
         f"the identity path carries upstream * 1 = 5.0 and the branch upstream * F'(x0) = 2.0; "
         f"got ({identity}, {branch})")
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 from ...kit import Trial
 from .suite import spec, test
 
+# float32 arithmetic (a torch.tensor of the scalars) is as right as Python's floats: a product of five blocks'
+# factors computed in float32 is within 1e-6 of the exact one, and each misconception's answer is far outside
+PART2_RTOL = 1e-5
+
 
 def _math_branch(t: Trial) -> list:
     """A random smooth scalar branch [family, a, b]."""
@@ -54,7 +58,7 @@ def _check_chain(t: Trial, depth: int, alpha: float | None):
     got = t.number(t.call("chain_rule_grad", x0, specs, upstream, **kwargs).result, what)
     want = t.ref.chain_rule_grad(x0, pairs, upstream, **kwargs)
     t.check(got, want, what, "dL/dx0 = upstream * product over blocks of (alpha + F_l'(x_l))",
-            rtol=1e-9, atol=1e-12,
+            rtol=PART2_RTOL, atol=1e-12,
             alternatives=lambda: _chain_variants(x0, pairs, upstream, 1.0 if alpha is None else alpha))
 
 
@@ -82,7 +86,7 @@ def chain_empty(t: Trial):
     what = f"chain_rule_grad(x0={x0:.4g}, [], upstream={upstream:.4g}, alpha={alpha:.4g})"
     got = t.number(t.call("chain_rule_grad", x0, [], upstream, alpha=alpha).result, what)
     t.check(got, upstream, what, "with no blocks x_L = x0, so dL/dx0 is the upstream gradient itself",
-            rtol=1e-12,
+            rtol=PART2_RTOL,
             alternatives=[("hard-coded worked example: 7.0 fits one example only", 7.0, "hard-coded-example")])
 
 
@@ -95,7 +99,7 @@ def split(t: Trial):
         got = t.numbers(t.call("split_gradient", x0, dspec, upstream).result, what, 2, kinds=("tuple", "list"))
         want = list(t.ref.split_gradient(x0, df, upstream))
         t.check(got, want, what, "(identity share, branch share) = (upstream * 1, upstream * F'(x0))",
-                rtol=1e-9, atol=1e-12, alternatives=[
+                rtol=PART2_RTOL, atol=1e-12, alternatives=[
                     ("the two shares are swapped: the identity path comes first", want[::-1]),
                     ("hard-coded worked example: (5.0, 2.0) fits one example only", [5.0, 2.0], "hard-coded-example"),
                     ("the upstream gradient was not multiplied in", [1.0, df(x0)], "upstream-dropped")])
