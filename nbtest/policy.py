@@ -598,6 +598,15 @@ def _loop_names(ctx: Notebook, local: frozenset[str]) -> dict[int, frozenset[str
 
 
 @functools.lru_cache(maxsize=2)
+def _base_names(ctx: Notebook) -> frozenset[str]:
+    """The names (or last attributes) every class of the notebook names as a base: read once, not once for each
+    frozen dataclass (2,000 of them held the grader's own process for a minute: red team 38)."""
+    return frozenset(getattr(b, "id", None) or getattr(b, "attr", None) for tree in ctx.trees.values()
+                     for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for b in c.bases
+                     if isinstance(b, (ast.Name, ast.Attribute)))
+
+
+@functools.lru_cache(maxsize=2)
 def _reflects(ctx: Notebook) -> bool:
     """Whether a student cell names __radd__ or __rmod__ (a def, an attribute, a string): for "ln" + s and
     "ln%d" % s, Python calls a str subclass's own first, which may return any name (red team 38)."""
@@ -666,15 +675,19 @@ class _General(ast.NodeVisitor):
             return isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "type" and \
                 len(n.args) == 1 and not n.keywords
 
-        def own_class(n, fn) -> bool:
-            """type(self) in a plain method (no decorator) that never binds self again."""
-            first = fn.args.args[0].arg if fn.args.args and not fn.decorator_list else None
-            return one_arg_type(n) and isinstance(n.args[0], ast.Name) and n.args[0].id == first and not any(
-                isinstance(m, ast.Name) and m.id == first and not isinstance(m.ctx, ast.Load) for m in ast.walk(fn))
+        def own_classes_in(fn) -> list:
+            """Each type(self) in a plain method (no decorator) that never binds self again; the method walked once
+            (once per call, 4,000 type(self) in one method held the grader's own process for minutes: red team
+            38)."""
+            if not fn.args.args or fn.decorator_list:
+                return []
+            first, nodes = fn.args.args[0].arg, list(ast.walk(fn))
+            if any(isinstance(m, ast.Name) and m.id == first and not isinstance(m.ctx, ast.Load) for m in nodes):
+                return []
+            return [n for n in nodes if one_arg_type(n) and isinstance(n.args[0], ast.Name) and n.args[0].id == first]
 
         own_classes = {n for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for fn in cls.body
-                       if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(fn)
-                       if own_class(n, fn)}
+                       if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in own_classes_in(fn)}
 
         def mark(n, calls_only=False):
             for m in ([n, *n.elts] if isinstance(n, ast.Tuple) else [n]):
@@ -717,10 +730,15 @@ class _General(ast.NodeVisitor):
                         n.type_read = not reads_annotations
         # origin = typing.get_origin(hint) (or ... or hint), then origin only compared as above, in this cell and
         # read in no other: a read too
+        read_only: dict[str, bool] = {}     # per name, asked once: a name assigned n times and read n times is n
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                uses = ctx.loads.get(node.targets[0].id, [])
-                if uses and all(ctx.trees[label] is tree and getattr(u, "class_read", False) for u, label in uses):
+                name = node.targets[0].id
+                if name not in read_only:
+                    uses = ctx.loads.get(name, [])
+                    read_only[name] = bool(uses) and all(ctx.trees[label] is tree and getattr(u, "class_read", False)
+                                                         for u, label in uses)
+                if read_only[name]:
                     for value in node.value.values if isinstance(node.value, ast.BoolOp) else [node.value]:
                         mark(value)
 
@@ -1229,9 +1247,7 @@ class _General(ast.NodeVisitor):
                 any(k.arg == "frozen" and isinstance(k.value, ast.Constant) and k.value.value is True
                     for k in d.keywords)):
             return False
-        return not any(isinstance(c, ast.ClassDef) and any(
-            isinstance(b, (ast.Name, ast.Attribute)) and (getattr(b, "id", None) or getattr(b, "attr", None)) == node.name
-            for b in c.bases) for tree in self.ctx.trees.values() for c in ast.walk(tree))
+        return node.name not in _base_names(self.ctx)
 
     def _frozen_fields(self, method: ast.FunctionDef) -> None:
         """Marks each object.__setattr__(self, "field", value) in this __post_init__ (not in a nested def): self

@@ -266,3 +266,11 @@ def test_a_quoted_line_is_the_line_python_numbers_and_stays_one_line():
     [violation] = [v for v in check_cells([("residual_add", source, True)], for_assignment(
         course.load().assignment("residual-connections").rules)) if v.rule == "process-introspection"]
     assert (violation.line, violation.quote) == (2, "import sys  # ok\\u2029 here")
+
+
+def test_a_quoted_line_is_cut_at_quote_chars():
+    """A finding quotes its line, cut at QUOTE_CHARS: thousands of findings on one 24,000-character line were each
+    escaped whole, for minutes in the grader's own process (red team 38)."""
+    line = "type(s);" * 3000
+    quoted = cellcode.quote(f"def f(s):\n    {line}\n", 2)
+    assert quoted == line[:cellcode.QUOTE_CHARS] + " ..." and cellcode.quote("x = 1\n", 1) == "x = 1"
