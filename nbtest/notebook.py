@@ -155,10 +155,13 @@ class Limits:
     into each rules.toml, and the public tests' rules test applies it, so a student meets it before uploading).
     The grader reads every code cell in its own process before any child runs, so the reading is bounded:
     a solution cell over max_cell_kb is not run; a file of more than FILE_CELLS such cells (outputs and
-    images count) is not read, nor one whose code cells hold more than CODE_CELLS such cells in all."""
+    images count) is not read, nor one whose code cells hold more than CODE_CELLS such cells in all, nor one of
+    more than MAX_CODE_CELLS code cells (each reader passes over every cell; 70,000 one-line cells, each needed by
+    the next, held the grader's own process for a minute: red team 38)."""
     max_cell_kb: int = 512
     FILE_CELLS = 64
     CODE_CELLS = 2
+    MAX_CODE_CELLS = 2000
 
     @property
     def file_bytes(self) -> int:
@@ -167,6 +170,9 @@ class Limits:
     def read(self, path: str | Path) -> dict:
         """read_notebook within these bounds; NotebookError saying which one the file is over."""
         nb = read_notebook(path, self.file_bytes)
+        if (count := sum(c.get("cell_type") == "code" for c in nb["cells"])) > self.MAX_CODE_CELLS:
+            raise NotebookError(f"{Path(path).name} has {count} code cells, more than the {self.MAX_CODE_CELLS} a "
+                                "notebook may have here; merge or delete the cells you do not need and save it again")
         code = sum(len(source_of(c).encode("utf-8")) for c in nb["cells"] if c.get("cell_type") == "code")
         if code > self.CODE_CELLS * self.max_cell_kb << 10:
             raise NotebookError(f"{Path(path).name} holds {code >> 10} KiB of code, more than the "

@@ -438,6 +438,9 @@ def test_a_notebook_graded_on_several_cores_gets_the_batchs_result(graded):
     # code the grader would read in its own process for a minute, before any child runs (extract.CODE_CELLS)
     (json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
                             "source": "#" * (300 << 10)}] * 4}).encode(), "a notebook's code cells may hold in all"),
+    # cells each reader passes over, 70,000 of them for a minute (red team 38)
+    (json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                            "source": "x = 1"}] * 2001}).encode(), "more than the 2000 a notebook may have"),
 ])
 def test_unreadable_files_score_zero_with_a_reason(grader, tmp_path, content, reason):
     path = tmp_path / "upload.ipynb"
