@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import fcntl
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -241,3 +242,34 @@ def test_a_folder_gives_its_notebooks_whatever_the_extension_s_case(tmp_path):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text("{}")
     assert [p.relative_to(tmp_path).as_posix() for p in notebooks([tmp_path])] == ["A.IPYNB", "b.ipynb", "sub/c.Ipynb"]
+
+
+def test_a_folder_tree_deeper_than_python_recurses_still_gives_its_notebooks(tmp_path):
+    """A tree 1,200 folders deep in one upload made Path.rglob raise RecursionError, and `grade FOLDER` and
+    `answers FOLDER` died before any student (red team 38); a notebook beside it is still found, and one in it."""
+    (tmp_path / "alice.ipynb").write_text("{}")
+    deep = tmp_path
+    for _ in range(1200):       # each made by hand: Path.mkdir(parents=True) recurses too
+        deep = deep / "d"
+        deep.mkdir()
+    hidden = deep / "hidden.ipynb"
+    hidden.write_text("{}")
+    try:
+        found = notebooks([tmp_path])
+    finally:     # taken down by hand, deepest first: pytest's cleanup (shutil.rmtree) recurses too
+        hidden.unlink()
+        while deep != tmp_path:
+            deep.rmdir()
+            deep = deep.parent
+    assert found == [tmp_path / "alice.ipynb", hidden]
+
+
+def test_a_name_of_bytes_that_are_no_utf8_gets_a_key(tmp_path):
+    """A folder or a dangling link named in Latin-1 (b"\\xe9ve.ipynb") in a batch: its key hashed its name as UTF-8,
+    which raised, and no student of the batch was graded (red team 38)."""
+    from autograder.core.extract import unreadable_key
+    folder = Path(os.fsdecode(bytes(tmp_path) + b"/\xe9ve.ipynb"))
+    folder.mkdir()
+    link = Path(os.fsdecode(bytes(tmp_path) + b"/\xff.ipynb"))
+    link.symlink_to(tmp_path / "nowhere")
+    assert len({unreadable_key(folder), unreadable_key(link)}) == 2

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,7 +162,8 @@ def unreadable_key(path: Path) -> str:
     try:
         return hashlib.sha256(b"unreadable:" + nbtest.read_file(path, nbtest.MAX_NOTEBOOK_BYTES)).hexdigest()
     except nbtest.NotebookError:    # missing, or refused (a link, a FIFO, a device, too large)
-        return hashlib.sha256(b"missing:" + str(path).encode()).hexdigest()
+        # os.fsencode: a name of bytes that are no UTF-8 (b"\xe9ve.ipynb") is a str with surrogates here
+        return hashlib.sha256(b"missing:" + os.fsencode(path)).hexdigest()
 
 
 def _code_cells_by_grade_id(nb: dict) -> dict[str, list[dict]]:
