@@ -95,8 +95,8 @@ def test_a_students_text_starts_no_line_of_a_table_or_a_grade_cell():
 
 @pytest.mark.slow
 def test_an_export_and_the_answers_print_a_students_terminal_controls_as_text(tmp_path):
-    """review and status of a Gradescope export (a submitter's own display name, a quoted line, a folder the
-    metadata does not list) and answers (a notebook's file name) print each as text."""
+    """review, status and report of a Gradescope export (a submitter's own display name, a quoted line, a folder
+    the metadata does not list) and answers (a notebook's file name) print each as text."""
     from autograder.lms.gradescope.late import Late
     from autograder.lms.gradescope.results import to_gradescope
     from autograder.results.result import Result, held_entry
@@ -110,10 +110,12 @@ def test_an_export_and_the_answers_print_a_students_terminal_controls_as_text(tm
     with zipfile.ZipFile(export, "a") as zf:
         zf.writestr(f"assignment_1_export/submission_{ATTACK}/mine.ipynb", b"{}")
     said = {command: run(command, ASSIGNMENT, "--gradescope-export", export) for command in ("review", "status")}
+    # report lists what it left out of the export as it is read (red team 38: printed raw)
+    said["report"] = run("report", ASSIGNMENT, "--gradescope-export", export, "--out", tmp_path / "report")
     hostile(tmp_path / "answers" / f"hostile{ATTACK}.ipynb")
     said["answers"] = run("answers", ASSIGNMENT, tmp_path / "answers", "--out", tmp_path / "pdfs")
     for command, text in said.items():
         assert not [c for c in CONTROLS if c in text], (command, text[-2000:])
     assert shown(f"import sys  # {ATTACK}") in said["review"] and shown(f"submission_{ATTACK}") in said["review"]
     assert shown("Eve \x1b]0;owned\x07\x1b[2K\u202eevil") in said["status"]
-    assert shown(f"hostile{ATTACK}.pdf") in said["answers"]
+    assert shown(f"hostile{ATTACK}.pdf") in said["answers"] and shown(f"submission_{ATTACK}") in said["report"]

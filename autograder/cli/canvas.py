@@ -14,6 +14,7 @@ from ..course import ROOT
 from ..demo.fake_canvas import build_bulk_download, pair_uploads
 from ..lms.canvas.roster import CanvasError, canvas_dir, import_roster, read_roster
 from ..nbgrading.run import nbgrader_config
+from ..results.terminal import shown
 
 
 def add_parser(commands) -> None:
@@ -93,11 +94,11 @@ def run_canvas_zip(args) -> int:
     print(f"wrote {out}:")
     for u in uploads:
         extra = " LATE" * u.late + " (+ an older upload)" * (u.earlier is not None)
-        print(f"  {u.student.id}  {u.student.name:<28} <- {u.notebook.name}{extra}")
+        print(shown(f"  {u.student.id}  {u.student.name:<28} <- {u.notebook.name}{extra}", keep=""))
     for s in roster.students[len(uploads):]:
-        print(f"  {s.id}  {s.name:<28} <- nothing (no submission)")
+        print(shown(f"  {s.id}  {s.name:<28} <- nothing (no submission)", keep=""))
     for nb in notebooks[len(uploads):]:
-        print(f"  (no roster student left for {nb.name}: not in the zip)")
+        print(shown(f"  (no roster student left for {nb.name}: not in the zip)", keep=""))
     return 0
 
 

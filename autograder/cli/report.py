@@ -13,6 +13,7 @@ from ..report.build import write_report
 from ..report.classlist import class_report_dir, from_class, from_folder, from_gradescope, from_store
 from ..results.render import review_summary
 from ..results.store import Store, StoreError
+from ..results.terminal import shown
 
 
 def add_parser(commands) -> None:
@@ -46,7 +47,7 @@ def _run(args, unpacked: Path) -> int:
     try:
         if args.gradescope_export is not None:
             export = read_export(args.gradescope_export, args.assignment)
-            print(export.left_out())
+            print(shown(export.left_out()))     # the file names students uploaded: no terminal controls
             students = from_gradescope(export, unpacked)
         elif args.results is not None:
             if not args.results.is_file():

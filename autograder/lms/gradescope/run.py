@@ -28,6 +28,7 @@ from ...course import ROOT, SOLUTIONS, Assignment, Course, CourseError
 from ...grading.batch import notebooks
 from ...grading.grader import Grader
 from ...nbgrading.answers import Questions
+from ...results.terminal import shown
 from .allowances import FILE, Granted
 from .late import lateness
 from .results import not_graded, to_gradescope
@@ -140,7 +141,7 @@ def _grade_root(grader: Grader, root: Path, a: Assignment, course: Course, quest
     write_results(root, to_gradescope(result, visibility=course.lms.visibility(a), late=late,
                                       answers=questions.answers(notebook),
                                       execution_time=time.monotonic() - start))
-    return f"{root}: {notebook.name}: {result.score} / {result.max_score} (seed {seed})"
+    return f"{root}: {shown(notebook.name, keep='')}: {result.score} / {result.max_score} (seed {seed})"
 
 
 def only_assignment(course: Course) -> str:
