@@ -10,7 +10,8 @@ from pypdf import PdfReader
 
 from autograder.lms.gradescope.pdf import write_pdf
 from autograder.lms.gradescope.results import to_gradescope
-from autograder.nbgrading.answers import MAX_CHARS, PLACEHOLDER, Answer, Questions, math_text, render
+from autograder.nbgrading import answers as written
+from autograder.nbgrading.answers import MAX_CHARS, MAX_LINES, PLACEHOLDER, Answer, Questions, math_text, render
 from autograder.results.result import Result
 from autograder.results.result import TestResult as Entry   # not collected as a test class
 from helpers import COURSE, ROOT, cli, sample_generator
@@ -116,6 +117,16 @@ def test_an_answer_that_rewrites_the_question_is_shown_whole(tmp_path):
     (tmp_path / "nb.ipynb").write_text(json.dumps(nb))
     a = QUESTIONS.answers(tmp_path / "nb.ipynb")[1]
     assert a.text == "My own heading\n\nIt decays geometrically."
+
+
+def test_an_answer_of_many_lines_is_cut_and_its_empty_items_dropped():
+    """fpdf2 lays out a block per line in time that grows with their number squared, and gives an empty list item a
+    page or more: 10,000 of them in one answer made a 38,830-page PDF in 9 minutes (red team 38)."""
+    q = written.Question("q", 2, 10, "Why?")
+    for text in ("-\n" * 10000, "- x\n" * 10000, "a\n\n" * 6666):
+        a = written.answer(q, "Why?" + text)
+        assert a.text.count("\n") < MAX_LINES and a.note.startswith("Cut at ") and f"{MAX_LINES} lines" in a.note
+    assert render("- a\n-\n- b\n") == "<ul>\n<li>a</li>\n<li>b</li>\n</ul>\n"
 
 
 def test_a_hostile_answer_is_cleaned_and_bounded(tmp_path):

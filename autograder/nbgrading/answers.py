@@ -7,7 +7,7 @@
 The question is the source notebook's text before its solution region (what the release shows
 above YOUR ANSWER HERE); the answer is what the submission's cell holds after that text, or the
 whole cell where the student edited the question. A cell left as released, emptied or deleted is
-unanswered, and `note` says which. An answer is cut at MAX_CHARS, stripped of control and bidi
+unanswered, and `note` says which. An answer is cut at MAX_CHARS and MAX_LINES, stripped of control and bidi
 characters, and rendered as Jupyter parses markdown (math never in code nor across paragraphs, `\\$` a
 dollar) with math as readable text (pylatexenc) and each image as its alt text, then cleaned like feedback
 (sanitize.py): nothing in it is fetched or run where it is shown.
@@ -34,8 +34,12 @@ from .sanitize import TAGS, clean
 PLACEHOLDER = "YOUR ANSWER HERE"        # what nbgrader's release puts in a markdown solution cell
 BEGIN = "### BEGIN SOLUTION"
 MAX_CHARS = 20_000                      # of one answer's markdown; a page or two of prose is far less
+# and of its lines: fpdf2 lays out a block per line in time that grows with their number squared, 10,000 empty
+# list items over 38,000 pages in 9 minutes (red team 38); a page of prose is some 50
+MAX_LINES = 400
 SHORT = 90                              # characters of the question in an entry's name
 ANSWER_TAGS = [t for t in TAGS if t != "img"]   # an image would be fetched from wherever the student points it
+EMPTY_ITEM = re.compile(r"<li>\s*</li>\n?")
 # C0 and C1 controls but tab and newline, and the bidi overrides that can make text read other than it is stored
 ODD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$]+?)\$", re.S)
@@ -124,10 +128,11 @@ def answer(q: Question, source: str | None) -> Answer:
     if not text or text == PLACEHOLDER:
         return Answer(q, None, f"Not answered: the cell still holds {PLACEHOLDER}." if text else
                       "Not answered: the cell is empty.")
-    if len(text) > MAX_CHARS:
-        return Answer(q, text[:MAX_CHARS], f"Cut at {MAX_CHARS:,} of its {len(text):,} characters; "
-                                           "the notebook holds the whole answer.")
-    return Answer(q, text)
+    cut = "\n".join(text[:MAX_CHARS].split("\n")[:MAX_LINES])
+    if cut == text:
+        return Answer(q, text)
+    return Answer(q, cut, f"Cut at {len(cut):,} of its {len(text):,} characters ({MAX_CHARS:,} at most, in "
+                          f"{MAX_LINES} lines); the notebook holds the whole answer.")
 
 
 def render(markdown: str) -> str:
@@ -136,7 +141,8 @@ def render(markdown: str) -> str:
         rendered = MarkdownWithMath(renderer=_AnswerHTML()).render(markdown)
     except Exception:   # noqa: BLE001 - e.g. nesting deep enough to exhaust the parser: show the source instead
         rendered = f"<pre>{html.escape(markdown)}</pre>"
-    return clean(rendered, ANSWER_TAGS)
+    # an empty list item shows nothing, and fpdf2 gives each a page or more (red team 38: 849 pages for 600)
+    return EMPTY_ITEM.sub("", clean(rendered, ANSWER_TAGS))
 
 
 class _AnswerHTML(IPythonRenderer):
