@@ -46,8 +46,13 @@ class Watch:
         for fd in (self.read, self.write):
             os.set_blocking(fd, False)
         self.modes = (0, 0)
-        # the temporary folder the code may write to, as the grader's scratch folder (its TMPDIR) is
+        # the temporary folder the code may write to, as the grader's scratch folder (its TMPDIR) is; and the
+        # folder it runs in, as the grader's child runs in its scratch folder: a file the code writes by a relative
+        # name (numpy.savetxt("losses.csv")) lands there, no event in the grade, none here, and none left beside
+        # the notebook (red team 38: the rules test failed it and said the grader would hold it)
         self.scratch = tempfile.tempdir = tempfile.mkdtemp(prefix="nbtest-")
+        self.home = os.getcwd()
+        os.chdir(self.scratch)
         self.monitor.install(self.write, self.scratch, own=tuple(sorted(tests | {PACKAGE})), guarded=(__package__,),
                         cell_of=self.cell_of, modules=self.modules)
 
@@ -56,6 +61,7 @@ class Watch:
         """At the end of the pytest run: the temporary folder removed, with what the code wrote there (torch's
         compiler cache, a student's files), so that each run leaves nothing behind."""
         if cls.current is not None:
+            os.chdir(cls.current.home)
             shutil.rmtree(cls.current.scratch, ignore_errors=True)
 
     def add(self, notebook: Path, module: str) -> None:

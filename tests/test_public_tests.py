@@ -333,3 +333,19 @@ def test_the_rules_test_shows_what_the_monitor_saw_with_its_line(tmp_path):
     assert code == 1 and failed == ["test_part1_follows_the_rules"], out
     assert re.search(r"residual_add line \d+: \[monitor\] exec: executes a code object "
                      r"\| typing.get_type_hints\(_hint\)", out), out
+
+
+def test_a_file_the_code_writes_by_a_relative_name_is_no_event_and_lands_nowhere_near(tmp_path):
+    """The grader's child runs in its scratch folder, where a file written by a relative name raises no event;
+    pytest ran the code in the student's folder, failed the rules test saying the grader would hold the part, and
+    left the file beside the notebook (red team 38). It now runs the code in its own temporary folder."""
+    notebook = nbtest.read_notebook(SOURCE_NB)
+    cell = next(c for c in notebook["cells"] if nbtest.grade_id(c) == "residual_add")
+    cell["source"] = nbtest.source_of(cell).replace(
+        "    ### BEGIN SOLUTION\n", "    ### BEGIN SOLUTION\n    numpy.savetxt(\"shapes.csv\", [list(x.shape)])\n", 1)
+    cell["source"] = "import numpy\n\n\n" + cell["source"]
+    folder = _release_copy(tmp_path, "residual-connections", notebook)
+    code, out = run_pytest(folder)
+    assert code == 0 and "[monitor]" not in out, out
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["contract.toml", "residual-connections.ipynb",
+                                                               "rules.toml", "test_public.py"])
