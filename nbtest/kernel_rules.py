@@ -445,7 +445,8 @@ class _Kernel:
             if isinstance(f, ast.Name) and f.id not in self.builtins and f.id not in self.ctx.kernels:
                 hint = " (to print a value, tl.device_print(\"h\", h))" if f.id == "print" else ""
                 self.flag(node, "kernel-python", f"calling '{f.id}' in a kernel: only tl functions, other "
-                                                 f"@triton.jit functions, range, min and max{hint}")
+                                                 f"@triton.jit functions, range, min, max, abs, int, float and "
+                                                 f"len{hint}")
             else:
                 self.expr(f)
             for a in [*node.args, *(k.value for k in node.keywords)]:

@@ -260,7 +260,9 @@ class Grader:
         """Why a name the test needs is not defined: the problem of the cell that should define it."""
         cell = self.template.owner.get(name)
         if cell is None:
-            return "the assignment does not define it either"
+            # a name only a locked cell that is no module cell binds (import numpy as np in Part 5's data cell)
+            return ("no cell the grader runs defines it: import or define it in your own code (a locked cell that "
+                    "only sets up the notebook's examples, such as one that loads data, does not run here)")
         return box.problems.get(cell, f"cell '{cell}' ran but did not define it (renamed or deleted?)")
 
     def _result(self, seed: int, entries: list[TestResult], **stamp) -> Result:
