@@ -15,6 +15,7 @@ import ast
 import builtins
 import functools
 import importlib
+import re
 import threading
 from dataclasses import dataclass
 
@@ -31,7 +32,12 @@ def parse(source: str) -> ast.Module:
     notebooks at once, could fail with SystemError "AST constructor recursion depth mismatch" and lose a batch's
     results."""
     with _PARSING:
-        return _mangled(syntax_tree(source))
+        tree = syntax_tree(source)
+    # only a class's body mangles, and only a name like __x: most cells hold neither, and skip the extra walk
+    return _mangled(tree) if "class" in source and _PRIVATE.search(source) else tree
+
+
+_PRIVATE = re.compile(r"(?<!\w)__\w*[^\W_]_?(?!\w)")    # __x, __x_: no __dunder__, nor one of underscores alone
 
 
 def _mangled(tree: ast.Module) -> ast.Module:
