@@ -17,6 +17,7 @@ import functools
 import importlib
 import re
 import threading
+import types
 from dataclasses import dataclass
 
 from .cellsource import python_lines, syntax_tree
@@ -582,32 +583,56 @@ def _is_jit(decorator, ctx: Notebook) -> bool:
     return names_one_of(ctx.resolve(target), ("triton.jit", "triton.autotune", "triton.heuristics"))
 
 
+# Dotted paths (after import aliases are resolved) that read or write files, or reach the runtime: torch.fx,
+# torch.export and torch.ao follow a dotted attribute path handed to them as a string (getattr_from_fqn, fetch_attr),
+# `__self__.__import__` of a builtin included, where the policy reads no name
+PROCESS_PATHS = ("torch.load", "torch.save", "torch.serialization", "torch.from_file", "torch.utils", "torch.ops",
+                 "torch.jit", "torch.package", "torch.multiprocessing", "torch.distributed", "torch.fx",
+                 "torch.export", "torch.ao",
+                 "numpy.load", "numpy.save", "numpy.savez", "numpy.fromfile", "numpy.memmap",
+                 "numpy.loadtxt", "numpy.genfromtxt", "numpy.lib", "triton.runtime", "triton.compiler",
+                 "triton.backends", "triton.knobs", "triton.testing", "triton.tools")
+# the packages whose objects the policy looks up to see what a path names (what a solution may import)
+LOOKED_UP = frozenset({"numpy", "torch", "triton", "typing", "dataclasses", "functools", "collections", "itertools",
+                       "math"})
+
+
+@functools.lru_cache(maxsize=None)
+def named(path: str) -> tuple[str, object]:
+    """What a dotted path rooted at an import names, looked up on the objects themselves: the path as they name
+    themselves, each module it reaches renamed by its __name__ (numpy.ma.core.np.lib is numpy.lib,
+    dataclasses.types is types), and the object, or None where the lookup stops (a package outside LOOKED_UP,
+    a name that is not a plain attribute: no module __getattr__ or property runs here)."""
+    parts = path.split(".")
+    if parts[0] not in LOOKED_UP:
+        return path, None
+    obj, name = importlib.import_module(parts[0]), parts[0]
+    for i, part in enumerate(parts[1:], 1):
+        found = vars(obj).get(part) if hasattr(obj, "__dict__") else None
+        if found is None and isinstance(obj, types.ModuleType) and not part.startswith("_") and \
+                not any(f"{obj.__name__}.{part}".startswith(p) for p in PROCESS_PATHS):
+            try:      # a submodule the notebook imports (import numpy.ma.mrecords): a library's own code
+                found = importlib.import_module(f"{obj.__name__}.{part}")
+            except Exception:
+                found = None
+        if found is None:
+            return ".".join([name, *parts[i:]]), None
+        obj = found
+        name = obj.__name__ if isinstance(obj, types.ModuleType) else f"{name}.{part}"
+    return name, obj
+
+
 @functools.lru_cache(maxsize=None)
 def names_one_of(path: str | None, paths: tuple[str, ...]) -> bool:
     """Whether a dotted path names what one of `paths` names: itself, or another path into the same installed
     package that reaches the same object (triton.language.standard.jit is triton.jit; red team 38 made kernels
-    with it that no rule read). Looked up in the modules' own dicts: no code of theirs runs."""
+    with it that no rule read). Looked up as `named` looks: no code of theirs runs."""
     if path in paths:
         return True
     if path is None or path.split(".")[0] not in {p.split(".")[0] for p in paths}:
         return False
-    found = _looked_up(path)
-    return found is not None and any(found is _looked_up(p) for p in paths)
-
-
-def _looked_up(path: str) -> object | None:
-    """The object a dotted path names, read from the dicts of the modules and classes on it; None where one
-    lacks the name, or the package is not installed."""
-    parts = path.split(".")
-    try:
-        obj = importlib.import_module(parts[0])
-    except ImportError:
-        return None
-    for part in parts[1:]:
-        obj = vars(obj).get(part) if hasattr(obj, "__dict__") else None
-        if obj is None:
-            return None
-    return obj
+    found = named(path)[1]
+    return found is not None and any(found is named(p)[1] for p in paths)
 
 
 def _is_literal(node, ctx: Notebook, names: frozenset = frozenset()) -> bool:

@@ -32,7 +32,6 @@ import builtins
 import collections
 import copy
 import functools
-import importlib
 import inspect
 import re
 import sys
@@ -40,8 +39,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .cellcode import (COMPREHENSIONS, FLAG, HONEST_MODULES, MODULE_PRIVATE, WITHHOLD, Notebook, Scopes,
-                       Violation, _arguments, _bindings, _bound_by, _locals, _plain, _results, quote)
+from .cellcode import (COMPREHENSIONS, FLAG, HONEST_MODULES, MODULE_PRIVATE, PROCESS_PATHS, WITHHOLD, Notebook,
+                       Scopes, Violation, _arguments, _bindings, _bound_by, _locals, _plain, _results, named, quote)
 from .kernel_rules import check_kernels
 
 
@@ -147,15 +146,6 @@ PROCESS_ATTRIBUTES = frozenset({
 # given as kernel[grid](...) does (so that torch.compile can trace it); the rest of torch.library replaces
 # torch's own operators in the process
 LIBRARY_LAUNCHERS = frozenset({"torch.library.wrap_triton"})
-# Dotted paths (after import aliases are resolved) that read or write files, or reach the runtime: torch.fx,
-# torch.export and torch.ao follow a dotted attribute path handed to them as a string (getattr_from_fqn, fetch_attr),
-# `__self__.__import__` of a builtin included, where the policy reads no name
-PROCESS_PATHS = ("torch.load", "torch.save", "torch.serialization", "torch.from_file", "torch.utils", "torch.ops",
-                 "torch.jit", "torch.package", "torch.multiprocessing", "torch.distributed", "torch.fx",
-                 "torch.export", "torch.ao",
-                 "numpy.load", "numpy.save", "numpy.savez", "numpy.fromfile", "numpy.memmap",
-                 "numpy.loadtxt", "numpy.genfromtxt", "numpy.lib", "triton.runtime", "triton.compiler",
-                 "triton.backends", "triton.knobs", "triton.testing", "triton.tools")
 # numpy's modules that build records and strings over a buffer (numpy.rec.array(buf), numpy.char.array): called,
 # each builds an array over any buffer it is handed, of objects too (a pointer to an object the code made up);
 # numpy's array classes themselves are known by what they are (_over_a_buffer)
@@ -241,36 +231,6 @@ def dispatch_overrides() -> dict[int, str]:
     return {id(value): f"torch.overrides.{name}" for name, value in vars(torch.overrides).items()
             if not name.startswith("_") and callable(value) and
             getattr(value, "__module__", "") in ("torch.overrides", "torch._C")}
-
-
-# the packages whose objects the policy looks up to see what a path names (what a solution may import)
-LOOKED_UP = frozenset({"numpy", "torch", "triton", "typing", "dataclasses", "functools", "collections", "itertools",
-                       "math"})
-
-
-@functools.lru_cache(maxsize=None)
-def named(path: str) -> tuple[str, object]:
-    """What a dotted path rooted at an import names, looked up on the objects themselves: the path as they name
-    themselves, each module it reaches renamed by its __name__ (numpy.ma.core.np.lib is numpy.lib,
-    dataclasses.types is types), and the object, or None where the lookup stops (a package outside LOOKED_UP,
-    a name that is not a plain attribute: no module __getattr__ or property runs here)."""
-    parts = path.split(".")
-    if parts[0] not in LOOKED_UP:
-        return path, None
-    obj, name = importlib.import_module(parts[0]), parts[0]
-    for i, part in enumerate(parts[1:], 1):
-        found = vars(obj).get(part) if hasattr(obj, "__dict__") else None
-        if found is None and isinstance(obj, types.ModuleType) and not part.startswith("_") and \
-                not any(f"{obj.__name__}.{part}".startswith(p) for p in PROCESS_PATHS):
-            try:      # a submodule the notebook imports (import numpy.ma.mrecords): a library's own code
-                found = importlib.import_module(f"{obj.__name__}.{part}")
-            except Exception:
-                found = None
-        if found is None:
-            return ".".join([name, *parts[i:]]), None
-        obj = found
-        name = obj.__name__ if isinstance(obj, types.ModuleType) else f"{name}.{part}"
-    return name, obj
 
 
 def _over_a_buffer(obj) -> bool:

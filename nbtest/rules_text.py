@@ -6,7 +6,8 @@ rules section to it.
 """
 from __future__ import annotations
 
-from .policy import HONEST_MODULES, PROCESS_PATHS, UNCOMPILED, Rules
+from .cellcode import PROCESS_PATHS
+from .policy import HONEST_MODULES, UNCOMPILED, Rules
 
 # modules a student reaches for that the list leaves out: named so the line says they hold tests too
 OFTEN_TRIED = ("copy", "time", "random", "logging")

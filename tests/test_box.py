@@ -26,7 +26,7 @@ from autograder.core.frames import FrameError, read_frame
 from autograder.core.sandbox import BACKSTOP, PROBE, Deadline, GraderError, Hung, Limits, Sandbox, Zygote
 from autograder.results.result import MAX_OUTPUT, entry, tidy
 from hostile.corpus import SEND_FRAME
-from nbtest import policy
+from nbtest import cellcode
 
 
 @pytest.fixture(scope="module")
@@ -485,7 +485,7 @@ def test_every_state_torch_applies_to_an_objects_dict_is_checked():
         module = ".".join(("torch", *parts))
         # private modules, and the paths the policy holds (files, processes, the runtime)
         if any(p.startswith("_") for p in parts) or any(module == p or module.startswith(p + ".")
-                                                          for p in policy.PROCESS_PATHS):
+                                                          for p in cellcode.PROCESS_PATHS):
             continue
         for cls in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(cls, ast.ClassDef):
