@@ -77,7 +77,7 @@ STYLES = {
             _same_shape(x, fx)
             return torch.add(x, fx)
         ''')),
-    "style-identity-flag-shortcut": ("Residual by hand, identity flag, super(Class, self)", dict(residual='''
+    "style-identity-flag-shortcut": ("Residual by hand, a private (mangled) identity flag, super(Class, self)", dict(residual='''
         class Residual(nn.Module):
             def __init__(self, sublayer: nn.Module):
                 super(Residual, self).__init__()
@@ -92,12 +92,12 @@ STYLES = {
         class ProjectionShortcut(nn.Module):
             def __init__(self, d_in: int, d_out: int):
                 nn.Module.__init__(self)
-                self._identity = d_in == d_out
-                if not self._identity:
+                self.__identity = d_in == d_out
+                if not self.__identity:
                     self.proj = nn.Linear(d_in, d_out, bias=False)
 
             def forward(self, x: Tensor) -> Tensor:
-                return x if self._identity else self.proj(x)
+                return x if self.__identity else self.proj(x)
         ''')),
     "style-functional-gelu-ffn": ("FFN from a list comprehension, functional gelu", dict(residual_ffn='''
         class ResidualFFN(nn.Module):
@@ -254,8 +254,19 @@ STYLES = {
                 nn.init.zeros_(block.ffn.fc2.bias)
             return _stack(blocks, width, d_out)
         ''')),
-    "style-float32-scalars": ("alpha and branch_scale kept as float32 buffers; stream norms over flattened tokens",
-                              dict(residual_mlp='''
+    "style-float32-scalars": ("the Part 2 gradients in float32 tensors; alpha and branch_scale kept as float32 buffers; "
+                              "stream norms over flattened tokens", dict(chain_rule_grad='''
+        def chain_rule_grad(x0, branches, upstream, alpha=1.0):
+            grad, x = torch.tensor(upstream, dtype=torch.float32), x0
+            for f, df in branches:
+                grad = grad * (alpha + df(x))
+                x = alpha * x + f(x)
+            return grad.item()
+        ''', split_gradient='''
+        def split_gradient(x0, dF, upstream):
+            up = torch.tensor(upstream, dtype=torch.float32)
+            return up.item(), (up * dF(x0)).item()
+        ''', residual_mlp='''
         class ResidualBlock(nn.Module):
             def __init__(self, d_in: int, d_out: int, alpha: float = 1.0, branch_scale: float = 1.0):
                 super().__init__()
