@@ -94,10 +94,19 @@ class Watch:
             else:
                 continue              # another notebook's
             if not label or label in labels:
-                lines.append(str(policy.Violation(label or "the submission", e.line, "monitor", policy.WITHHOLD,
-                                                  f"{e.event}: {e.detail}", policy.quote(sources.get(label, ""),
-                                                                                        e.line))))
+                lines.append(shown(policy.Violation(label or "the submission", e.line, "monitor", policy.WITHHOLD,
+                                                    f"{e.event}: {e.detail}", policy.quote(sources.get(label, ""),
+                                                                                          e.line))))
         return list(dict.fromkeys(lines))
+
+
+HOLDS = "(holds) "
+
+
+def shown(violation: policy.Violation) -> str:
+    """A broken rule as the rules test lists it: a withhold rule's line starts with HOLDS, since the grader holds
+    the tests that rest on the code's process for it; a flag rule's only flags the notebook."""
+    return (HOLDS if violation.severity == policy.WITHHOLD else "") + str(violation)
 
 
 def rule_breaks(part: int, notebook: str | Path) -> list[str]:
@@ -144,7 +153,7 @@ def rule_breaks(part: int, notebook: str | Path) -> list[str]:
             joined[label] = joined.get(label, "") + source
     found = [problem for label, source in joined.items()
              if parts.get(label) == part and (problem := limits.cell_problem(label, source))]
-    found += [str(v) for v in policy.check_cells(cells, policy.for_assignment(rules)) if parts.get(v.cell) == part]
+    found += [shown(v) for v in policy.check_cells(cells, policy.for_assignment(rules)) if parts.get(v.cell) == part]
     if Watch.current is not None and path.resolve() in Watch.current.notebooks.values():
         found += Watch.current.found(path, {label for label, p in parts.items() if p == part},
                                       {label: source for label, source, _ in cells})
@@ -168,9 +177,11 @@ def follows_rules(part: int, tests_file: str | Path) -> None:
     """For the public tests: fail, with each line, the rule and what to do instead, when this part's
     cells break a rule the grader checks (the notebook's "Rules the grader checks")."""
     broken = rule_breaks(part, _running_notebook(tests_file) or notebook_beside(tests_file))
+    holds = any(line.startswith(HOLDS) for line in broken)
     assert not broken, ("your code breaks the assignment's rules (the notebook's \"Rules the grader checks\"); the "
-                        "grader flags it for an instructor's review and holds the tests that rest on your code's "
-                        "process until then:\n"
+                        "grader flags it for an instructor's review" +
+                        (f", and each line marked {HOLDS.strip()} also holds the tests that rest on your code's process "
+                         "until then" if holds else "") + ":\n"
                         + "\n".join(f"  {line}" for line in broken))
 
 

@@ -203,8 +203,24 @@ def test_the_rules_test_shows_the_line_the_rule_and_what_to_do(tmp_path):
     shown = nbtest.rule_breaks(1, notebook)
     assert any("[process-introspection]" in line and "from torch import sys as _reexported" in line
                and "a solution needs none of it" in line for line in shown), shown
-    with pytest.raises(AssertionError, match="Rules the grader checks"):
+    assert all(line.startswith("(holds) ") for line in shown), shown
+    with pytest.raises(AssertionError, match="Rules the grader checks") as failed:
         nbtest.follows_rules(1, notebook)
+    assert "each line marked (holds) also holds the tests" in str(failed.value)
+
+
+def test_a_flag_rule_is_not_said_to_hold_tests(tmp_path):
+    """A flag rule (a library patched) only flags the notebook for review; the grader holds no test for it but
+    those that name it, so the rules test does not say it holds any (it said so of every rule)."""
+    notebook = _beside_release(tmp_path, "residual-connections",
+                               ROOT / "submissions" / "residual-connections" / "checker-cheat.ipynb")
+    parts = sorted(COURSE.assignment("residual-connections").auto)
+    shown = [line for p in parts for line in nbtest.rule_breaks(p, notebook)]
+    assert shown and all("[monkeypatch]" in line and not line.startswith("(holds)") for line in shown), shown
+    part = next(p for p in parts if nbtest.rule_breaks(p, notebook))
+    with pytest.raises(AssertionError, match="for an instructor's review:") as failed:
+        nbtest.follows_rules(part, notebook)
+    assert "holds" not in str(failed.value).split("\n")[0]
 
 
 def test_the_rules_test_reads_within_the_grader_s_bounds(tmp_path):
