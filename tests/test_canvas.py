@@ -236,6 +236,26 @@ def test_extract_archives_reports_corrupt_entries_and_keeps_the_rest(tmp_path):
     assert "submissions.zip: entry ../escape.ipynb: points outside the archive" in problems[2]
 
 
+def test_one_student_s_file_names_cannot_stop_the_extraction(tmp_path):
+    """A student names the file Canvas puts in the zip: a name 1,500 folders deep made mkdir recurse past
+    Python's limit, and one over 255 bytes raised ENAMETOOLONG; either stopped collect for the whole class.
+    Each is now that entry's problem, and the entries after it are extracted."""
+    archive, extracted = tmp_path / "archive", tmp_path / "extracted"
+    archive.mkdir()
+    with zipfile.ZipFile(archive / "submissions.zip", "w") as zf:
+        zf.writestr("a_51001_1_" + "d/" * 1500 + "nb.ipynb", b"{}")
+        zf.writestr("b_51002_2_" + "x" * 300 + ".ipynb", b"{}")
+        zf.writestr("c_51003_3_nb", b"{}")
+        zf.writestr("c_51003_3_nb/inner.ipynb", b"{}")     # a file where its folder must go
+        zf.writestr("d_51004_4_nb.ipynb", b"GOOD")
+    problems = collect.extract_archives(archive, extracted)
+    assert (extracted / "submissions" / "d_51004_4_nb.ipynb").read_bytes() == b"GOOD"
+    assert len(problems) == 3, problems
+    assert "1500 folders deep (at most 16); not extracted" in problems[0] and len(problems[0]) < 400
+    assert "cannot be written here (File name too long)" in problems[1] and len(problems[1]) < 400
+    assert "entry c_51003_3_nb/inner.ipynb: cannot be written here" in problems[2]
+
+
 def test_build_bulk_download_names_files_as_canvas(tmp_path):
     roster = rosters.read_roster(write_roster(tmp_path / "export.csv"))
     notebooks = [write_notebook(tmp_path / f"nb{i}.ipynb", f"nb{i}") for i in range(3)]

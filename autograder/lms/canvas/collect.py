@@ -166,6 +166,9 @@ def load_collection(db_url, assignment: str) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+MAX_ENTRY_FOLDERS = 16     # folders in a zip entry's path; a notebook sits a few deep at most
+
+
 def extract_archives(archive_dir: Path, extracted_dir: Path) -> list[str]:
     """Unzip each .zip in archive_dir into extracted_dir/ZIPNAME/, copy other files; list what failed.
 
@@ -197,21 +200,30 @@ def _extract_zip(file, name: str, dest: Path) -> list[str]:
         for entry in archive.infolist():
             if entry.is_dir():
                 continue
-            target = dest / entry.filename
-            if not target.resolve().is_relative_to(dest.resolve()):
-                problems.append(f"{name}: entry {entry.filename}: points outside the archive; not extracted")
+            # the entry's name is the student's file name (Canvas's display_name): cut where it is shown
+            what = f"{name}: entry {entry.filename[:200]}{'...' * (len(entry.filename) > 200)}"
+            depth = entry.filename.count("/")
+            if depth > MAX_ENTRY_FOLDERS:
+                # 1,500 folders deep made mkdir recurse past Python's limit, and collect stopped for everyone
+                problems.append(f"{what}: {depth} folders deep (at most {MAX_ENTRY_FOLDERS}); not extracted")
                 continue
             try:
+                target = dest / entry.filename
+                if not target.resolve().is_relative_to(dest.resolve()):
+                    problems.append(f"{what}: points outside the archive; not extracted")
+                    continue
                 with archive.open(entry) as member:     # its declared size is not trusted either
-                    data = nbtest.read_bounded(member, nbtest.MAX_NOTEBOOK_BYTES, f"{name}: entry {entry.filename}")
+                    data = nbtest.read_bounded(member, nbtest.MAX_NOTEBOOK_BYTES, what)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+                stamp = dt.datetime(*entry.date_time, tzinfo=dt.timezone.utc).timestamp()
+                os.utime(target, (stamp, stamp))   # the upload time, for lateness (CanvasFile.upload_time)
             except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as e:
-                problems.append(f"{name}: entry {entry.filename}: corrupt ({e}); not extracted")
-                continue
+                problems.append(f"{what}: corrupt ({e}); not extracted")
             except nbtest.NotebookError as e:
                 problems.append(f"{e}; not extracted")
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            stamp = dt.datetime(*entry.date_time, tzinfo=dt.timezone.utc).timestamp()
-            os.utime(target, (stamp, stamp))   # the upload time, for lateness (CanvasFile.upload_time)
+            except (OSError, ValueError) as e:
+                # a name over the file system's 255 bytes, a NUL in it, a file where a folder of it must go
+                problems.append(f"{what}: cannot be written here ({getattr(e, 'strerror', None) or e}); "
+                                "not extracted")
     return problems
