@@ -271,6 +271,12 @@ MAX_LITERAL_NUMBERS = 24     # more numbers than this in one literal container i
 MASK_HELPER = ".generate_square_subsequent_mask"
 
 
+def _mask_helper(path: str | None) -> bool:
+    """The mask helper of a class that has it: the same name read off a Transformer class that lacks it raises
+    AttributeError, whose .obj is the class (red team 39)."""
+    return path is not None and path.endswith(MASK_HELPER) and named(path)[1] is not None
+
+
 @dataclass(frozen=True)
 class Policy:
     allowed_imports: frozenset[str]          # module names, exact ("torch.nn.functional")
@@ -953,9 +959,9 @@ class _General(ast.NodeVisitor):
         self._held_maker(node)
         attr = node.attr
         node.value.attribute_base = True
-        if attr == MASK_HELPER[1:]:
-            node.value.mask_helper = True
         library, path = self.ctx.resolve(node.value), self.ctx.resolve(node)
+        if _mask_helper(path):
+            node.value.mask_helper = True
         if path in LIBRARY_LAUNCHERS and isinstance(node.ctx, ast.Load):
             node.value.launcher_path = True     # the .library of torch.library.wrap_triton
         if isinstance(node.ctx, ast.Store) and getattr(node, "constant_value", False) and \
@@ -982,6 +988,13 @@ class _General(ast.NodeVisitor):
         elif attr in PROCESS_ATTRIBUTES and not getattr(node, "launcher_path", False):
             self.flag(node, "process-introspection", WITHHOLD,
                       f"'.{attr}' leads from this object to the grading process; a solution needs none of it")
+        elif attr == "obj" and isinstance(node.ctx, ast.Load):
+            # Python sets it on an AttributeError: the object whose attribute was missing, a module among them,
+            # held where no rule reads its paths (red team 39: numpy.lib's as_strided through numpy.nope)
+            self.flag(node, "process-introspection", WITHHOLD,
+                      "'.obj' is, on an AttributeError, the object whose attribute was missing (a module, a "
+                      "library class), out of the rules' sight; a solution needs none of it (an attribute of your own "
+                      "needs another name)")
         elif unchecked_memory(attr) and not self._own_name(attr):
             self._unchecked(node, f"'.{attr}'")
         elif attr == "resize" and path != "numpy.resize" and not self._own_name(attr):
@@ -1055,7 +1068,7 @@ class _General(ast.NodeVisitor):
             self.flag(node, rule, severity, f"{path}: {why}")
         if self.policy.no_transformer_classes and path.startswith("torch.") and \
                 any(TRANSFORMER.match(p) for p in path.split(".")[1:]) and not getattr(node, "mask_helper", False) \
-                and not path.endswith(MASK_HELPER):
+                and not _mask_helper(path):
             self.flag(node, "transformer-class", FLAG, f"{path}: build TransformerBlock from its parts "
                                                        "(attn, ln1, ln2, ffn), not from torch's Transformer classes")
 

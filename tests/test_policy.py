@@ -792,6 +792,16 @@ FORGERIES_RESIDUAL = {
         class TransformerBlock(Layer):
             pass
         '''), {("transformer-class", FLAG)}),
+    # red team 39: the mask helper read off a Transformer class that lacks it raises AttributeError, whose .obj
+    # is the class; only the class that has the helper reads as the helper
+    "structure: a Transformer class through the mask helper it lacks": (dict(transformer_block='''
+        def layer_class():
+            try:
+                return nn.TransformerEncoderLayer.generate_square_subsequent_mask
+            except AttributeError as missing:
+                return missing.obj
+        mask = nn.Transformer.generate_square_subsequent_mask(4)
+        '''), {("transformer-class", FLAG), ("process-introspection", WITHHOLD)}),
     "structure: _modules emptied": (dict(transformer_block='''
         class TransformerBlock(nn.Module):
             def __init__(self, d_model, n_heads, norm="pre"):
