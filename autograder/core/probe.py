@@ -76,8 +76,10 @@ _storage = torch.Tensor.untyped_storage
 _storage_ptr = torch.UntypedStorage.data_ptr
 _double, _eval = nn.Module.double, nn.Module.eval
 # the structure report reads each module's own _modules and _parameters dicts: nn.Module.named_modules
-# and .parameters call the submodules' methods, which a class may override to leave a layer out
+# and .parameters call the submodules' methods, which a class may override to leave a layer out; the count
+# adds what .parameters() yields besides, which an optimizer trains (an override may add a layer, too)
 _attribute, _id, _dict_items, _dict_get = object.__getattribute__, id, dict.items, dict.get
+_parameters_of = nn.Module.parameters
 _Indexed = (nn.Sequential, nn.ModuleList)   # their children are reached by position: model[l]
 _autograd_grad, _tsum, _mul = torch.autograd.grad, torch.sum, torch.mul
 _no_grad, _set_grad_enabled, _set_default_dtype = torch.no_grad, torch.set_grad_enabled, torch.set_default_dtype
@@ -332,6 +334,10 @@ def _new(module, specs, objects, request):
             return {"error": {"type": "TypeError", "is": [],
                               "message": f"{request['cls']}(...) is a {_type(obj).__name__}, not an nn.Module"}}
         _eval(_double(obj))
+    if _isinstance(obj, _Module) and _len(_modules_of(obj)) > MAX_ITEMS:
+        # the report would list part of the tree, and a layer past the cut would go unseen
+        return {"error": {"type": "RuntimeError", "is": [],
+                          "message": f"the object holds more than {MAX_ITEMS} modules, more than the grader reads"}}
     handle = _len(objects)
     objects[handle] = obj
     return {"handle": handle, "structure": structure(obj)}
@@ -482,9 +488,14 @@ def structure(obj) -> dict:
     if not _isinstance(obj, _Module):
         return {"type": _text(_type(obj).__qualname__), "module": False}
     tree = _modules_of(obj)
+    yielded = []
+    for p in _parameters_of(obj):
+        if _len(yielded) >= 10 * MAX_ITEMS:
+            break
+        yielded.append(p)
     return {"type": _text(_type(obj).__qualname__), "module": True,
             "modules": [_describe_module(path, m) for path, m in tree[:MAX_ITEMS]],
-            "parameters": _count(tree)}
+            "parameters": _count(tree, yielded)}
 
 
 def _own(m, name: str) -> dict:
@@ -523,9 +534,10 @@ def _modules_of(obj) -> list:
     return out
 
 
-def _count(tree: list) -> int:
-    """Elements of the distinct parameters of these modules."""
+def _count(tree: list, yielded: list = ()) -> int:
+    """Elements of the distinct parameters of these modules, and of the tensors among `yielded`."""
     params = {_id(p): p for _, m in tree for p in _own(m, "_parameters").values() if _isinstance(p, _Tensor)}
+    params.update((_id(p), p) for p in yielded if _isinstance(p, _Tensor))
     return _int(_sum(_numel(p) for p in params.values()))
 
 
