@@ -144,7 +144,8 @@ class Notebook:
         for label, node, name in self.top_bindings:
             if self.student[label]:
                 self.module_bindings.setdefault(name, []).append(node)
-        self.bound = set(self.module_bindings)
+        # a `global` in a def binds at module level when the def runs (global abs; abs = ...: red team 39)
+        self.bound = set(self.module_bindings) | self.global_names
         # a name an import binds and a cell binds again otherwise (def empty_like, class triton, Any = obj, or a
         # function's `global`) holds that object, not the module's: it names no import's path (resolve)
         self.imported = dict(self.aliases)        # as the imports bind them, bound again or not (resolve)

@@ -443,7 +443,8 @@ class _Kernel:
         if isinstance(node, ast.Call):
             f = node.func
             if isinstance(f, ast.Name) and f.id not in self.builtins and f.id not in self.ctx.kernels:
-                hint = " (to print a value, tl.device_print(\"h\", h))" if f.id == "print" else ""
+                hint = " (to print a value, tl.device_print(\"h\", h))" if f.id == "print" else \
+                    f" (the notebook binds '{f.id}' to something of its own)" if f.id in KERNEL_BUILTINS else ""
                 self.flag(node, "kernel-python", f"calling '{f.id}' in a kernel: only tl functions, other "
                                                  f"@triton.jit functions, range, min, max, abs, int, float and "
                                                  f"len{hint}")
@@ -470,6 +471,7 @@ def _tl_allowed(path: str) -> bool:
     parts = path.split(".")
     if parts[:2] == ["triton", "language"]:
         rest = parts[2:]
-        return not rest or (rest[0] not in TL_REFUSED and not rest[0].startswith("_") and
-                            (len(rest) == 1 or rest[0] in TL_MODULES) and not any(p.startswith("_") for p in rest))
+        # every part: triton.language.math.core is triton.language.core (red team 39)
+        return not rest or ((len(rest) == 1 or rest[0] in TL_MODULES) and
+                            not any(p in TL_REFUSED or p.startswith("_") for p in rest))
     return path in ("triton.cdiv", "triton.next_power_of_2")

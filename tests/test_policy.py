@@ -879,6 +879,20 @@ FORGERIES_FUSED = {
             import numpy
             tl.store(h_ptr, numpy.sum(data))
         '''), {("kernel-python", FLAG), ("import", WITHHOLD), ("forbidden-module", FLAG)}),   # numpy.sum, imported in the def
+    # red team 39: a builtin's name bound by a function's `global` is the notebook's, and a refused module of
+    # triton.language is refused below tl.math too (tl.math.core is triton.language.core)
+    "kernel calls a builtin's name the notebook binds through global": (dict(fused_kernel='''
+        def _install():
+            global abs
+            abs = len
+
+
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+            h = tl.load(x_ptr + tl.arange(0, BLOCK))
+            tl.store(h_ptr + tl.arange(0, BLOCK), abs(h))
+            core = tl.math.core.semantic
+        '''), {("kernel-python", FLAG)}),
     "kernel default argument runs code at definition": (dict(fused_kernel='''
         @triton.jit(do_not_specialize=[__import__("sys").modules])
         def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
