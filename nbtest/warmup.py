@@ -68,6 +68,8 @@ def interpreter_as_on_gpu() -> None:
     if getattr(interpreter.GridExecutor.__dict__.get("__call__"), "__qualname__", "") == _INSTALLED:
         # once: the grader's child runs this again with the notebook, and counts a changed Triton class
         return
+    global _TRITON_KINDS
+    _TRITON_KINDS = _triton_kinds()
     Autotuner.do_bench = property(_benchmarker_or_run_once)
     bench = _ORIGINALS.setdefault("bench", Autotuner._bench)
 
@@ -212,7 +214,7 @@ def _readable_on_gpu(value) -> bool:
     if kind is tl.constexpr:
         return _readable_on_gpu(object.__getattribute__(value, "__dict__").get("value"))
     if issubclass(kind, (*_kernel_classes(), tl.dtype)):
-        return str(kind.__dict__.get("__module__", "")).startswith("triton.")
+        return kind in _TRITON_KINDS
     return _language_values().get(id(value)) is value
 
 
@@ -220,6 +222,26 @@ def _kernel_classes() -> tuple[type, ...]:
     """What @triton.jit and its decorators make: a JITFunction (an InterpretedFunction here), an autotuner."""
     from triton.runtime.jit import JITCallable, KernelInterface
     return KernelInterface, JITCallable
+
+
+def _triton_kinds() -> frozenset[type]:
+    """Triton's own kernel and dtype classes, read before any notebook code runs: a class of the notebook's that
+    derives from one and names a triton module as its own (red team 39) is not among them. Less the constexpr
+    functions, which run their Python on a kernel's blocks here, and on a GPU only on constexprs as it compiles
+    (red team 39: triton.constexpr_function of a def that computed the row in NumPy)."""
+    import triton.language as tl
+    from triton.runtime import jit
+
+    found, todo = set(), [*_kernel_classes(), tl.dtype]
+    while todo:
+        kind = todo.pop()
+        if kind not in found:
+            found.add(kind)
+            todo += kind.__subclasses__()
+    return frozenset(found - {getattr(jit, name, None) for name in ("ConstexprFunction", "BoundConstexprFunction")})
+
+
+_TRITON_KINDS: frozenset[type] = frozenset()      # _triton_kinds(), once Triton is imported (interpreter_as_on_gpu)
 
 
 def _language_values() -> dict:

@@ -353,6 +353,35 @@ def _taps(v):
 def tapping(out_ptr):
     offs = tl.arange(0, 4)
     tl.store(out_ptr + offs, _taps(tl.load(out_ptr + offs)))
+
+
+def _python(v):
+    return v
+
+
+IN_PYTHON = triton.constexpr_function(_python)
+
+
+class _Posing(triton.runtime.jit.JITCallable):
+    __module__ = "triton.language.extra"
+
+    def __call__(self, v):
+        return v
+
+
+POSING = _Posing(_python)
+
+
+@triton.jit
+def through_a_constexpr_function(out_ptr):
+    offs = tl.arange(0, 4)
+    tl.store(out_ptr + offs, IN_PYTHON(tl.load(out_ptr + offs)))
+
+
+@triton.jit
+def through_a_posing_class(out_ptr):
+    offs = tl.arange(0, 4)
+    tl.store(out_ptr + offs, POSING(tl.load(out_ptr + offs)))
 """
 
 
@@ -378,6 +407,11 @@ def test_a_kernel_reads_only_the_globals_a_gpu_compiler_allows(tmp_path, monkeyp
     assert torch.equal(out, torch.full((4,), 2.0))
     with pytest.raises(NameError, match="global variable SINK from within @jit.ed function _taps"):
         module.tapping[(1,)](out)
+    # red team 39: a constexpr function runs its Python on the blocks here (on a GPU only on constexprs, as it
+    # compiles), and a class of the module's own is not Triton's for naming a triton module as its own
+    for kernel, name in ((module.through_a_constexpr_function, "IN_PYTHON"), (module.through_a_posing_class, "POSING")):
+        with pytest.raises(NameError, match=f"global variable {name} from within"):
+            kernel[(1,)](out)
     assert torch.equal(out, torch.full((4,), 2.0))
 
 
