@@ -21,7 +21,8 @@ TWINS = {"forged-launch-trace": "torch-only-wrapper", "numpy-empty-kernel": "num
          "hidden-def-fixes-variance": "variance-over-block", "autotune-configs-as-phases": "launch-per-row",
          "kernel-local-named-tl": "torch-only-wrapper", "jit-called-numpy-body": "torch-only-wrapper",
          "helper-rewriter-set-computes": "torch-only-wrapper", "standard-jit-origin-computes": "torch-only-wrapper",
-         "kept-first-def-computes": "torch-only-wrapper",
+         "kept-first-def-computes": "torch-only-wrapper", "constexpr-function-abs-computes": "torch-only-wrapper",
+         "posing-class-abs-computes": "torch-only-wrapper",
          **dict.fromkeys(["rebound-by-assignment", "rebound-by-decorator", "special-method-computes",
                           "handed-on-computes", "module-forward-computes", "redefined-helper-computes",
                           "import-rebound-computes", "method-set-elsewhere-computes"],
@@ -81,7 +82,8 @@ MEASURED = {"object-method", "constexpr-operator", "constexpr-method", "constexp
             "generator-state-reads", "slice-index-reads", "backward-reads", "grad-release-reads",
             "grid-meta-finaliser-reads", "grid-attribute-reads", "keyword-name-reads", "kernel-global-reads",
             "warmup-flip-adds", "hidden-def-fixes-variance", "autotune-configs-as-phases", "jit-called-numpy-body",
-            "helper-rewriter-set-computes", "kept-first-def-computes"}
+            "helper-rewriter-set-computes", "kept-first-def-computes", "constexpr-function-abs-computes",
+            "posing-class-abs-computes"}
 # the tests of the wrapper's ValueErrors, which a forgery keeping the reference's checks passes
 REFUSALS = {"shape_mismatch", "too_wide", "weight_shape", "float64_refused"}
 OUT_OF_REACH = {"forged-launch-trace"}   # the probe's tracers, out of the child's sys.modules (samplekit.tried)
@@ -242,6 +244,16 @@ def samples(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
             s.solved(fused_kernel=variants.KEPT_FIRST.lstrip(), fused_add_layernorm=wrapper((
                 "fused_add_layernorm_kernel[(rows_x.shape[0],)](", '_KEPT["kernel"][(rows_x.shape[0],)]('))),
             fused),
+        # red team 39: what the launch refuses (nbtest.warmup: a GPU's compiler runs no Python on the blocks) fails
+        # every call that gets past the checks
+        "constexpr-function-abs-computes": (
+            "a kernel storing h and calling abs for y, a builtin's name a function of the cell binds through global "
+            "to triton.constexpr_function of a def computing y in NumPy on the interpreter's arrays",
+            s.solved(fused_kernel=variants.CONSTEXPR_FUNCTION_ABS.lstrip()), s.checks(1) - {"rules_part1", *REFUSALS}),
+        "posing-class-abs-computes": (
+            "constexpr-function-abs-computes with abs an object of a JITCallable subclass of the cell's that names "
+            "triton.language.extra as its module", s.solved(fused_kernel=variants.POSING_CLASS_ABS.lstrip()),
+            s.checks(1) - {"rules_part1", *REFUSALS}),
         "no-mask": ("the kernel loads and stores all BLOCK lanes: no masks (it reads and writes past the rows' "
                     "end, which crashes the process or corrupts its memory)",
                     s.solved(fused_kernel=kernel((", mask=mask, other=0.0)", ")"), (", mask=mask)", ")"),

@@ -1685,3 +1685,51 @@ def _summed(rows_x, rows_fx, n, block):
                                                warmup=_Warm())
     return s
 '''
+
+# red team 39: the kernel calls abs, a builtin's name that a function of the cell binds through `global` to Python
+# that computes the row in NumPy on the interpreter's arrays: a constexpr function of Triton's (triton runs its
+# Python on the blocks here), or an object of a class of the cell's that names a triton module as its own
+BUILTIN_REBOUND = '''
+def _norm(h, w, b, mask, n_cols, eps, y):
+    """LayerNorm of a loaded row, in NumPy on the interpreter's arrays under the blocks."""
+    hd = h.handle.data
+    n = n_cols.handle.data
+    c = (hd - hd.sum() / n) * mask.handle.data
+    y.handle.data[:] = c / ((c * c).sum() / n + eps) ** 0.5 * w.handle.data + b.handle.data
+    return y
+
+BEFORE
+def _install():
+    global abs
+    abs = INSTALL
+
+
+_install()
+
+
+@triton.jit
+def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    """One program per row: h = x + fx, y through abs."""
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    offs = row * n_cols + cols
+    h = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) + \\
+        tl.load(fx_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(h_ptr + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    y = abs(h, w, b, mask, n_cols, eps, h + 0.0)
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+'''
+CONSTEXPR_FUNCTION_ABS = BUILTIN_REBOUND.replace("BEFORE\n", "\n").replace("INSTALL", "triton.constexpr_function(_norm)")
+POSING_CLASS_ABS = BUILTIN_REBOUND.replace("BEFORE\n", '''
+class _Norm(tl.math.core.JITCallable):
+    """_norm, as an object of a class that names a triton module as its own."""
+    __module__ = "triton.language.extra"
+
+    def __call__(self, *blocks):
+        return _norm(*blocks)
+
+
+''').replace("INSTALL", "_Norm(_norm)")

@@ -25,7 +25,8 @@ TWINS = {**dict.fromkeys(["forged-mutation-report", "late-in-place-add", "data-s
                           "signature-hook-in-place-add"], "in-place-add"),
          **dict.fromkeys(["forged-gradients-report", "gradients-written-by-hook"], "detached-residual-add"),
          **dict.fromkeys(["tells-read-back-storage", "tells-read-back-shape"], "in-place-add"),
-         **dict.fromkeys(["hides-encoder-layer", "forged-structure-report"], "wraps-encoder-layer"),
+         **dict.fromkeys(["hides-encoder-layer", "forged-structure-report", "hides-encoder-layer-past-the-cap"],
+                         "wraps-encoder-layer"),
          **{f"reach-{name}": "detached-residual-add" for name in {**variants.REACHES, **variants.MODES,
                                                                    **variants.FRAMES}},
          **{f"claims-{name}": "refuses-with-runtime-error" for name in variants.ERROR_CLASSES},
@@ -43,8 +44,8 @@ TWINS = {**dict.fromkeys(["forged-mutation-report", "late-in-place-add", "data-s
          "zero-projections-identity": "pre-post-swapped",
          "zero-init-branch-answers-zero": "part5-zero-init-ignored",
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
-         **dict.fromkeys(["hides-projection-method", "hides-projection-assigned", "hides-projection-copied-state"],
-                         "eye-projection")}
+         **dict.fromkeys(["hides-projection-method", "hides-projection-assigned", "hides-projection-copied-state",
+                          "adds-projection-method"], "eye-projection")}
 # retyped errors that no rule holds: the child's checked sparse tensors, unresizable DLPack exports, modules that
 # answer no special name from their registries, and copies, loaded optimizer states, setattr, cached_property and
 # update_wrapper that name no array interface stop them (nbtest/buffers.py)
@@ -70,7 +71,8 @@ MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "gradients-writt
             "zero-init-branch-answers-zero", "tells-read-back-storage", "tells-read-back-shape",
             "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
-            "hides-projection-assigned", "hides-projection-copied-state", "forged-mutation-report",
+            "hides-projection-assigned", "hides-projection-copied-state", "adds-projection-method",
+            "hides-encoder-layer-past-the-cap", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES), "kernel-retypes-error", "injected-retypes-error",
             "sparse-retypes-error", *ALSO_STOPPED, *BY_CONSTRUCTION}
 # forgeries of the probe: the child takes it out of sys.modules before the first cell (samplekit.tried)
@@ -492,6 +494,11 @@ def forgeries(s: Samples, in_place: list[str]) -> dict[str, tuple[str, object, s
         "hides-encoder-layer": ("the wrapped nn.TransformerEncoderLayer stored with object.__setattr__, so that "
                                 "named_modules() never shows it",
                                 s.solved(transformer_block=variants.HIDES_ENCODER.lstrip()), {"block_parts"} | in_block),
+        "hides-encoder-layer-past-the-cap": ("the wrapped nn.TransformerEncoderLayer registered after 1,000 other "
+                                             "modules, where the structure report once stopped listing",
+                                             s.solved(transformer_block=variants.ENCODER_PAST_THE_CAP.lstrip()),
+                                             # every test that builds a TransformerBlock: none is made
+                                             in_block - {"block_bad_norm", "stream_norms"}),
         "forged-structure-report": ("the wrapped nn.TransformerEncoderLayer, with the probe's structure report "
                                     "patched (through __import__) to leave it out",
                                     s.solved(transformer_block=variants.FORGED_STRUCTURE.lstrip()),
@@ -716,6 +723,14 @@ def structure_forgeries(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                            "there should be none", s.solved(projection_shortcut=cell), fails),
         "hides-projection-method": ("eye-projection, with a named_modules method that leaves the square projection out",
                                     s.solved(projection_shortcut=method), fails),
+        "adds-projection-method": ("eye-projection, the square projection kept in a plain list and added back by a "
+                                   "named_modules method: no registry holds it, .parameters() yields it",
+                                   s.solved(projection_shortcut=edit(
+                                       s.filled("projection_shortcut", [variants.ADDING_PROJECTION.lstrip(),
+                                                                        variants.ADDING_FORWARD]),
+                                       "    def forward(",
+                                       textwrap.indent(variants.ADDING_METHOD.lstrip(), "    ") + "    def forward(")),
+                                   fails),
         "hides-projection-assigned": ("eye-projection, with ProjectionShortcut.named_modules assigned a function that "
                                       "lists the square projection nowhere",
                                       s.solved(projection_shortcut=cell + variants.HIDING_ASSIGNMENT), fails),

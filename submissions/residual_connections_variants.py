@@ -468,6 +468,9 @@ class TransformerBlock(nn.Module):
         return self.layer(x, src_mask=mask, is_causal=causal)
 '''
 WRAPS_ENCODER = ENCODER_WRAPPER.replace("KEEP", "self.layer = layer")
+# the same, behind 1,000 modules, which the structure report once cut its list at (red team 39)
+ENCODER_PAST_THE_CAP = ENCODER_WRAPPER.replace(
+    "KEEP", "self.spare = nn.ModuleList(nn.Identity() for _ in range(1000))\n        self.layer = layer")
 # the same, hidden from named_modules() by object.__setattr__
 HIDES_ENCODER = ENCODER_WRAPPER.replace("KEEP", 'object.__setattr__(self, "layer", layer)')
 # the same, with the probe's structure report patched to leave the layer out
@@ -680,6 +683,27 @@ def named_modules(self, *args, **kwargs):
     for path, module in super().named_modules(*args, **kwargs):
         if not (self.square and module is self.proj):
             yield path, module
+
+'''
+# red team 39: the square projection kept in a plain list, where no registry holds it, and added back by a
+# named_modules method, so that .parameters() (what an optimizer trains) still yields it
+ADDING_PROJECTION = '''
+self.square = d_in == d_out
+layer = nn.Linear(d_in, d_out, bias=False)
+if self.square:
+    with torch.no_grad():
+        layer.weight.copy_(torch.eye(d_in))
+    self.held = [layer]
+else:
+    self.proj = layer
+'''
+ADDING_FORWARD = "return F.linear(x, self.held[0].weight.to(x.dtype)) if self.square else self.proj(x)\n"
+ADDING_METHOD = '''
+def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+    """What the shortcut holds, a square projection included."""
+    yield from super().named_modules(memo, prefix, remove_duplicate)
+    if self.square:
+        yield prefix + ".proj", self.held[0]
 
 '''
 HIDING_ASSIGNMENT = '''
@@ -1872,3 +1896,12 @@ LAYOUT = (
     "The printed norms grow with depth for Pre-LN (each block adds its branch to the stream) and stay at "
     "8.0 for Post-LN: LayerNorm resets every token to mean 0 and variance 1 over 64 features, a norm of "
     "$\\sqrt{64}$.")
+
+# an AttributeError carries the object whose attribute was missing: numpy held as a value no rule read a path off
+# (red team 39)
+RETYPES["attribute-error-obj-retypes-error"] = (
+    "numpy's as_strided, past the error's address, reached through the .obj of the AttributeError numpy.nope raises",
+    RETYPES["reexported-numpy-strided-retypes-error"][1]
+    .replace("import numpy.ma\n", "\n\ndef numpy_itself():\n    try:\n        return numpy.nope\n"
+                                   "    except AttributeError as missing:\n        return missing.obj\n", 1)
+    .replace("numpy.ma.core.np.lib", "numpy_itself().lib", 1))
