@@ -469,6 +469,23 @@ def test_no_class_statement_binds_an_array_interface_in_the_child(zygote, how):
     assert value == want, value
 
 
+LIBRARY_CLASS = """
+import sys
+before = "PIL.Image" in sys.modules
+import PIL.Image
+def imported():
+    return f"{before} {'__array_interface__' in vars(PIL.Image.Image)}"
+"""
+
+
+def test_a_library_s_own_class_statements_are_its_own_in_the_child(zygote):
+    """PIL's Image, which matplotlib imports, defines an array interface of its own: imported from a cell, its class
+    statement raised TypeError in the child, and the cell failed to load, so a helper defined beside a plotting
+    import was lost and its tests failed (red team 39), where the import rule holds them. A class statement of a
+    library's file is its own; a cell's are checked as before (above)."""
+    assert called_in_child(zygote, LIBRARY_CLASS, "imported") == "False True"
+
+
 def test_every_state_torch_applies_to_an_objects_dict_is_checked():
     """The guard covers each class of torch's public modules whose method (a special method aside: a cell cannot
     name one) updates an object's __dict__ from what it is handed, found in torch's own source: a new one in a
