@@ -201,3 +201,19 @@ def test_a_module_cell_whose_nbgrader_metadata_was_dropped_stands_for_its_soluti
     assert extracted.cells == template.fill(source).cells and not extracted.problems
     module = nbtest.load(path, name="stripped_fused", partial=True)
     assert callable(module.fused_add_layernorm) and callable(module.fused_add_layernorm_kernel)
+
+
+def test_the_setup_cell_stripped_of_its_metadata_still_runs_first(tmp_path):
+    """residual-connections with every cell's nbgrader metadata dropped, the setup cell's `module` tag kept: its
+    solution cells then run as own cells, placed after the module cell above them, and the setup cell, its
+    grade_id gone, was none the grader knew, so they ran ahead of its imports (red team 39: 15 of 100, every
+    public test passed). A module cell with no grade_id stands for the locked cell it binds the names of."""
+    nb = nbtest.read_notebook(SOURCE_NB)
+    for cell in nb["cells"]:
+        cell.get("metadata", {}).pop("nbgrader", None)
+    path = tmp_path / "stripped.ipynb"
+    path.write_text(json.dumps(nb))
+    (tmp_path / "contract.toml").write_bytes((SOURCE_NB.parent / "contract.toml").read_bytes())
+    extracted = TEMPLATE.fill(path)
+    assert [src for _, src in extracted.cells] == [src for _, src in REFERENCE.cells]
+

@@ -50,6 +50,7 @@ class Template:
                 self.cells.append((nbtest.cell_label(cell, index), nbtest.source_of(cell), nbtest.is_solution(cell)))
         self.owner = {name: label for label, src, solution in self.cells if solution
                       for name in top_level_names(src)}
+        self.locked = {label: bound_names(src) for label, src, solution in self.cells if not solution}
         self.contract = contract_names(Path(source).parent)
 
     def fill(self, submission: Path) -> Extracted:
@@ -96,12 +97,24 @@ class Template:
         metadata stripped, each public test passed and the grade was 0)."""
         out: dict[str, list[dict]] = {}
         for cell in nb["cells"]:
-            if nbtest.is_module_cell(cell) and nbtest.grade_id(cell) is None:
-                names = top_level_names(nbtest.source_of(cell))
-                label = next((label for name, label in self.owner.items() if name in names), None)
-                if label is not None:
-                    out.setdefault(label, []).append(cell)
+            label = self._stands_for(cell)
+            if label is not None and label not in self.locked:
+                out.setdefault(label, []).append(cell)
         return out
+
+    def _stands_for(self, cell: dict) -> str | None:
+        """The source's module cell that a module cell with no grade_id stands for: the solution cell whose names it
+        defines, else the locked cell it binds most names of (the setup cell's imports), else None."""
+        if not nbtest.is_module_cell(cell) or nbtest.grade_id(cell) is not None:
+            return None
+        src = nbtest.source_of(cell)
+        names = top_level_names(src)
+        label = next((label for name, label in self.owner.items() if name in names), None)
+        if label is None:
+            bound = bound_names(src)
+            shared = {label: len(names & bound) for label, names in self.locked.items() if names & bound}
+            label = max(shared, key=shared.get, default=None)
+        return label
 
     def _take(self, label: str, src: str, cells: list, problems: dict) -> None:
         """The cell into `cells`, or into `problems` where it is over max_cell_kb."""
@@ -124,6 +137,10 @@ class Template:
                 above = label
             elif label in module and cell.get("cell_type") == "code":
                 above = label
+            elif (stands_for := self._stands_for(cell)) is not None:
+                # its nbgrader metadata dropped, the module tag kept: the setup cell still comes first (red team
+                # 39: the solution cells, own cells then, went ahead of the imports, and most of the notebook failed)
+                above = stands_for
         return out
 
     def marked(self, extracted: Extracted) -> list[tuple[str, str, bool]]:
