@@ -19,7 +19,7 @@ def imports_rule(rules: Rules) -> str:
     forbidden = f"; no {_listed(rules.forbidden_modules, 'or')}" if rules.forbidden_modules else ""
     tried = _listed([m for m in OFTEN_TRIED if m not in rules.allowed_imports], "or")
     return (f"- Import only {allowed} (and their submodules, read as the paths they are: `from torch.optim import "
-            f"SGD` is `torch.optim.SGD`), and in any cell {_listed(sorted(HONEST_MODULES))}{forbidden}. Any other "
+            f"SGD` is `torch.optim.SGD`; by name, not `from math import *`), and in any cell {_listed(sorted(HONEST_MODULES))}{forbidden}. Any other "
             f"module, of Python's standard library ({tried}, say) or another installed library (`cffi`, say), holds "
             f"the tests that rest on what your code's process reports; so do these paths, which reach the grading "
             f"process: {_listed(sorted(PROCESS_PATHS))} (`torch.jit` compiles and loads code at run time). The "
