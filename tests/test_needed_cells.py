@@ -2,9 +2,10 @@
 import json
 
 import pytest
+import torch
 
 import nbtest
-from helpers import SOURCE_NB
+from helpers import RELEASE_NB, SOURCE_NB
 
 from autograder import contract
 from autograder.core.extract import Extracted, Template
@@ -216,4 +217,24 @@ def test_the_setup_cell_stripped_of_its_metadata_still_runs_first(tmp_path):
     (tmp_path / "contract.toml").write_bytes((SOURCE_NB.parent / "contract.toml").read_bytes())
     extracted = TEMPLATE.fill(path)
     assert [src for _, src in extracted.cells] == [src for _, src in REFERENCE.cells]
+
+
+def test_a_stub_left_in_place_runs_the_def_a_later_own_cell_writes(tmp_path):
+    """A solution cell left as the release's stub, the student's code in a cell of their own below it: Run All
+    runs the later def, and so do the grader and the public tests (red team 39: both graded the stub, which no
+    module cell reads, while the notebook's own check passed the def). A scratch copy below a solved cell still
+    does not run (test_a_solution_cell_without_its_metadata_runs_as_run_all_runs_it)."""
+    reference, stubs = nbtest.read_notebook(SOURCE_NB), nbtest.read_notebook(RELEASE_NB)
+    at = next(i for i, c in enumerate(reference["cells"]) if nbtest.grade_id(c) == "residual_stream_norms")
+    solved = reference["cells"][at]
+    left = dict(solved, source=next(c for c in stubs["cells"] if nbtest.grade_id(c) == "residual_stream_norms")["source"])
+    own = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": solved["source"]}
+    path = tmp_path / "below.ipynb"
+    path.write_text(json.dumps(dict(reference, cells=reference["cells"][:at] + [left, own] + reference["cells"][at + 1:])))
+    (tmp_path / "contract.toml").write_bytes((SOURCE_NB.parent / "contract.toml").read_bytes())
+    cells = TEMPLATE.fill(path).cells
+    assert [src for _, src in cells].count(nbtest.source_of(own)) == 1
+    assert [label for label, _ in cells].index("residual_stream_norms") < len(cells) - 1
+    module = nbtest.load(path, name="stub_then_def", partial=True)
+    assert module.residual_stream_norms([], torch.ones(1, 2, 3)) == pytest.approx([3 ** 0.5])
 
