@@ -251,6 +251,7 @@ class _Kernel:
         self.locals |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         # def abs(...) in a cell, or a parameter named range, is no longer Python's
         self.builtins = KERNEL_BUILTINS - ctx.bound - self.locals
+        self.arithmetic: dict[str, bool] = {}     # arithmetic_def's answers, by def
 
     def flag(self, node, rule, message):
         self.found.append(Violation(self.label, node.lineno, rule, FLAG, message, quote(self.source, node.lineno)))
@@ -348,7 +349,7 @@ class _Kernel:
             return False
         return self.launch_arithmetic(v.body, {v.args.args[0].arg})
 
-    def launch_arithmetic(self, body, params: set[str], seen: frozenset[str] = frozenset()) -> bool:
+    def launch_arithmetic(self, body, params: set[str]) -> bool:
         """A heuristic's body, which runs inside the launch, on the launch's arguments (the tensors among them):
         it may read sizes and shapes and compute with numbers, and call a def of the notebook's that only returns
         such an expression of its own parameters (block_for(args["n_cols"])); never call a method that reads or
@@ -357,7 +358,7 @@ class _Kernel:
         allowed = params | self.builtins | self.ctx.constants
         helpers = ("triton.next_power_of_2", "triton.cdiv")
         called = {id(n.func): n.func.id for n in ast.walk(body) if isinstance(n, ast.Call) and
-                  isinstance(n.func, ast.Name) and n.func.id not in allowed and self.arithmetic_def(n.func.id, seen)}
+                  isinstance(n.func, ast.Name) and n.func.id not in allowed and self.arithmetic_def(n.func.id)}
         for n in ast.walk(body):
             if isinstance(n, ast.Name) and n.id not in allowed and id(n) not in called and \
                     self.resolve(n, params) != "triton":
@@ -373,16 +374,21 @@ class _Kernel:
                 return False
         return True
 
-    def arithmetic_def(self, name: str, seen: frozenset[str]) -> bool:
+    def arithmetic_def(self, name: str) -> bool:
         """A def of the notebook's, undecorated, of plain positional parameters, whose body (after a docstring)
-        is one `return` of launch arithmetic on them; not while it is being worked out (a recursive call)."""
-        if name not in self.ctx.functions or name in seen:
+        is one `return` of launch arithmetic on them; not while it is being worked out (a recursive call). Worked
+        out once per def: helpers calling each other twice at each of 18 levels took 2^18 readings (red team 39)."""
+        if name in self.arithmetic:
+            return self.arithmetic[name]
+        if name not in self.ctx.functions:
             return False
+        self.arithmetic[name] = False       # while it is worked out
         fn = self.ctx.functions[name][1]
         a, body = fn.args, after_docstring(fn.body)
-        return not (fn.decorator_list or a.vararg or a.kwonlyargs or a.kwarg or a.defaults) and len(body) == 1 and \
-            isinstance(body[0], ast.Return) and body[0].value is not None and \
-            self.launch_arithmetic(body[0].value, {p.arg for p in a.posonlyargs + a.args}, seen | {name})
+        self.arithmetic[name] = not (fn.decorator_list or a.vararg or a.kwonlyargs or a.kwarg or a.defaults) and \
+            len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None and \
+            self.launch_arithmetic(body[0].value, {p.arg for p in a.posonlyargs + a.args})
+        return self.arithmetic[name]
 
     def stmt(self, node):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in self.constexpr:
