@@ -58,6 +58,7 @@ bench: $(READY)
 	$(BIN)/python benchmarks/autograde_speed.py
 	$(BIN)/python benchmarks/fused_add_norm.py --out dist/bench
 	$(BIN)/python benchmarks/timing_check.py --out dist/bench
+	$(BIN)/python benchmarks/policy_scaling.py
 
 clean:
 	rm -rf $(VENV) dist instructor .pytest_cache
