@@ -237,4 +237,3 @@ def test_a_stub_left_in_place_runs_the_def_a_later_own_cell_writes(tmp_path):
     assert [label for label, _ in cells].index("residual_stream_norms") < len(cells) - 1
     module = nbtest.load(path, name="stub_then_def", partial=True)
     assert module.residual_stream_norms([], torch.ones(1, 2, 3)) == pytest.approx([3 ** 0.5])
-

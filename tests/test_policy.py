@@ -1814,4 +1814,3 @@ def test_heuristic_helpers_are_read_once_each(monkeypatch):
                         lambda self, *args: readings.append(1) or real(self, *args))
     assert policy.check_cells(with_cells(FUSED_NB, fused_kernel=helpers + kernel), FUSED) == []
     assert 0 < len(readings) <= 2 * levels
-
