@@ -56,7 +56,9 @@ def export(tmp_path):
         "submission_3": ([("Cy Clark", "51003"), ("Di Dunn", "51004")], doc(result(held=True)),
                          {"nb/x.ipynb": honest, "nb/.ipynb_checkpoints/x-checkpoint.ipynb": honest}),
         "submission_4": ([("Ed Eames", "51005")], None, {"mine.ipynb": full}),
-        "submission_5": ([("Flo Fox", "51006")], not_graded(ASSIGNMENT, "no notebook (.ipynb) was uploaded"),
+        # the upload's name, quoted in results.json, is the student's: a newline in it made a line of its own
+        "submission_5": ([("Flo Fox", "51006")], not_graded(ASSIGNMENT, "no notebook (.ipynb) was uploaded, only: "
+                                                           "a.txt\nflagged for review: 0 submissions"),
                          {"mine.py": b"x = 1"}),
     })
     with zipfile.ZipFile(path, "a") as zf:
@@ -107,6 +109,9 @@ def test_report_review_and_status_read_an_export(export, tmp_path):
     assert "read: 3 submissions, 4 students" in done.stdout and done.stdout.count("left out: submission_") == 3
     assert "late: 1: Bob Byron (51002) 2 days" in done.stdout
     assert "flagged for review: 1 submission, 4 points held: Cy Clark (51003); Di Dunn (51004)" in done.stdout
+    for command in ("report", "review", "status"):
+        lines = cli(command, ASSIGNMENT, "--gradescope-export", export).stdout.splitlines()
+        assert not [line for line in lines if line.startswith("flagged for review: 0")], (command, lines)
 
 
 @pytest.mark.parametrize("spoil, says", [

@@ -36,6 +36,7 @@ import nbtest
 from ...results.render import review_summary
 from ...results.result import Result, TestResult, count, points
 from ...results.review import Queue, ReviewError
+from ...results.terminal import shown
 from .results import WRITTEN_TAG
 
 METADATA = "submission_metadata.yml"
@@ -77,8 +78,9 @@ class Export:
     problems: list[str]
 
     def left_out(self) -> str:
-        """What the commands print first: a line per submission left out, and why."""
-        return "\n".join(f"left out: {p}" for p in self.problems) or "left out: none"
+        """What the commands print first: a line per submission left out, and why, each one line whatever its
+        text (a file name the student chose, quoted from results.json, may hold newlines: red team 39)."""
+        return "\n".join(f"left out: {shown(p, keep='')}" for p in self.problems) or "left out: none"
 
 
 def read_export(path: Path, assignment: str) -> Export:
@@ -231,8 +233,9 @@ def status_lines(export: Export) -> list[str]:
         f"{export.assignment} in {export.path} (Gradescope's Export Submissions)",
         f"read: {count(len(subs), 'submission')}, {count(sum(len(s.submitters) or 1 for s in subs), 'student')}",
         export.left_out(),
-        f"late: {len(late)}: " + (", ".join(f"{s.name} {count(s.late_days, 'day')}" for s in late) or "none"),
+        f"late: {len(late)}: " + (", ".join(f"{shown(s.name, keep='')} {count(s.late_days, 'day')}" for s in late)
+                                 or "none"),
         f"flagged for review: {count(len(flagged), 'submission')}, {count(held, 'point')} held: "
-        + (", ".join(s.name for s in flagged) or "none")
+        + (", ".join(shown(s.name, keep="") for s in flagged) or "none")
         + (f" (python -m autograder review {export.assignment} --gradescope-export {export.path})" if flagged else ""),
     ]
