@@ -449,6 +449,21 @@ _DATA_CALLS = frozenset({"min", "max", "abs", "round", "triton.next_power_of_2",
                          "set", "frozenset", "dict", "sorted", "zip", "range", "enumerate", "reversed"})
 
 
+# functions of the allowed modules that hand back numbers, or Python's own containers, of the numbers they are given
+NUMBER_FUNCTIONS = frozenset({"math.ceil", "math.floor", "math.log2", "math.log", "math.sqrt", "math.isqrt",
+                              "math.prod", "math.gcd", "itertools.product"})
+DTYPES = {"torch.": "torch.dtype", "triton.language.": "triton.language.dtype"}
+
+
+def dtype_path(path: str | None, prefix: str) -> bool:
+    """Whether a dotted path under prefix (a key of DTYPES) names a dtype of that library (torch.float16,
+    triton.language.float32): immutable data."""
+    if path is None or not path.startswith(prefix):
+        return False
+    kind = named(DTYPES[prefix])[1]
+    return isinstance(kind, type) and isinstance(named(path)[1], kind)
+
+
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
@@ -504,7 +519,7 @@ def _is_data(node, ctx: Notebook, names: frozenset[str] = frozenset()) -> bool:
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and isinstance(f.value.func, ast.Name) and \
                 f.value.func.id == "str" and "str" not in ctx.bound and all(_is_data(a, ctx, names) for a in node.args):
             return True      # str(d).removeprefix("torch."): a method of a string, given data
-        name = f.id if isinstance(f, ast.Name) and f.id not in ctx.bound else ctx.resolve(f)
+        name = _called(f, ctx)
         # a key that is a builtin of Python's (sorted(DTYPES, key=str)), or reverse=, orders data and adds none
         ordering = all(k.arg in ("key", "reverse") and (isinstance(k.value, ast.Constant) or isinstance(
             k.value, ast.Name) and k.value.id in _SCALAR_CALLS and k.value.id not in ctx.bound) for k in node.keywords)
@@ -514,6 +529,11 @@ def _is_data(node, ctx: Notebook, names: frozenset[str] = frozenset()) -> bool:
         if name == "typing.get_args" and len(node.args) == 1 and literal_type(node.args[0], ctx):
             return True      # a Literal's choices: a tuple of constants
     return _is_literal(node, ctx, names) or (isinstance(node, (ast.Name, ast.Attribute)) and ctx.resolve(node) is not None)
+
+
+def _called(func, ctx: Notebook) -> str | None:
+    """What a call's function names: a builtin's name the notebook leaves as Python's, or an import's path."""
+    return func.id if isinstance(func, ast.Name) and func.id not in ctx.bound else ctx.resolve(func)
 
 
 def _target_names(target) -> list[ast.expr]:
@@ -668,6 +688,8 @@ def _is_literal(node, ctx: Notebook, names: frozenset = frozenset()) -> bool:
         return True
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in names:
         return True       # a class of constants' name (kernel_rules._class_constants)
+    if isinstance(node, ast.Attribute) and dtype_path(ctx.resolve(node), "triton.language."):
+        return True       # tl.float32: a dtype of Triton's, which a kernel may hold (ACC: tl.constexpr = tl.float32)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         return _is_literal(node.operand, ctx, names)
     if isinstance(node, ast.BinOp):
@@ -690,9 +712,8 @@ def _is_literal(node, ctx: Notebook, names: frozenset = frozenset()) -> bool:
     if isinstance(node, (ast.Compare, ast.BoolOp)):     # a comprehension's condition (if w * s <= 16)
         return all(_is_literal(c, ctx, names) for c in ([node.left, *node.comparators] if isinstance(node, ast.Compare)
                                                          else node.values))
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _DATA_CALLS and \
-            node.func.id not in ctx.bound and not node.keywords:
-        return all(_is_literal(a, ctx, names) for a in node.args)     # range(1, 4), zip(WARPS, STAGES)
+    if isinstance(node, ast.Call) and not node.keywords and _called(node.func, ctx) in _DATA_CALLS | NUMBER_FUNCTIONS:
+        return all(_is_literal(a, ctx, names) for a in node.args)     # range(1, 4), itertools.product(WARPS, STAGES)
     if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
         bound = set(names)      # each loop's targets (for w, s in ((4, 1), (8, 2))), for what follows it
         for g in node.generators:

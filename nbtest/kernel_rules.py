@@ -13,8 +13,8 @@ import ast
 import collections
 import functools
 
-from .cellcode import (FLAG, Notebook, Violation, _arguments, _is_jit, _is_literal, _only_read, after_docstring,
-                       is_stub, library_decorator, names_one_of, quote)
+from .cellcode import (FLAG, NUMBER_FUNCTIONS, Notebook, Violation, _arguments, _is_jit, _is_literal, _only_read,
+                       after_docstring, dtype_path, is_stub, library_decorator, names_one_of, quote)
 
 SCALAR_METHODS = {"size", "dim", "numel", "stride", "element_size", "nelement", "ndimension", "is_contiguous",
                   "data_ptr", "get_device", "storage_offset", "is_floating_point",
@@ -193,7 +193,8 @@ def _decorator_constants(ctx: Notebook) -> frozenset[str]:
     (_only_read, a kernel decorator's argument a read too): each is the literal it holds (WARPS = (4, 8);
     configs=[triton.Config({}, num_warps=w) for w in WARPS])."""
     given = frozenset(id(a) for _, fn in ctx.kernels.values() for d in fn.decorator_list if isinstance(d, ast.Call)
-                      for a in [*d.args, *(k.value for k in d.keywords)])
+                      for a in [*d.args, *(k.value for k in d.keywords)]) | \
+        frozenset(id(d) for _, fn in ctx.kernels.values() for d in [*fn.args.defaults, *fn.args.kw_defaults])
     known: set[str] = set()
     while more := {name for name, nodes in ctx.module_bindings.items() if name not in known | ctx.global_names and
                    all(isinstance(n, (ast.Assign, ast.AnnAssign)) and _is_literal(n.value, ctx, frozenset(known))
@@ -275,7 +276,7 @@ class _Kernel:
                 self.flag(a, "kernel-signature", f"parameter {a.arg}: a kernel's annotations are tl.constexpr or a "
                                                  "type Triton reads (int, float, bool, tl.int64, \"fp32\")")
         for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
-            if not _is_literal(d, self.ctx):
+            if not _is_literal(d, self.ctx, self.constants | self.ctx.scalars):     # ROWS: tl.constexpr = ROWS_PER
                 self.flag(d, "kernel-signature", "a kernel parameter's default must be a plain constant")
         if args.vararg or args.kwarg:
             self.flag(fn, "kernel-signature", "*args / **kwargs in a kernel signature")
@@ -331,14 +332,14 @@ class _Kernel:
 
     def heuristic(self, v) -> bool:
         """triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])}), or a def of the
-        notebook's that only returns such an expression in place of the lambda."""
+        notebook's of such arithmetic (arithmetic_body) in place of the lambda."""
         if isinstance(v, ast.Dict):
             return all(isinstance(k, ast.Constant) and self.heuristic(x) for k, x in zip(v.keys, v.values))
         if isinstance(v, ast.Name) and v.id in self.ctx.functions:
             fn = self.ctx.functions[v.id][1]
-            body = after_docstring(fn.body)
-            return not fn.decorator_list and len(body) == 1 and isinstance(body[0], ast.Return) and \
-                body[0].value is not None and self.heuristic(ast.copy_location(ast.Lambda(fn.args, body[0].value), fn))
+            a = fn.args
+            return not (fn.decorator_list or a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg) and \
+                len(a.args) == 1 and self.arithmetic_body(after_docstring(fn.body), {a.args[0].arg})
         if isinstance(v, ast.Name) and v.id not in self.ctx.global_names:
             # a name bound once, to such a lambda or a table of them, that nothing stores into (HEURISTICS = {...})
             nodes = self.ctx.module_bindings.get(v.id, [])
@@ -356,16 +357,18 @@ class _Kernel:
         writes the data (a["h_ptr"].copy_(...), a["x_ptr"].numpy(): NumPy runs no torch operator for the tracer
         to see)."""
         allowed = params | self.builtins | self.ctx.constants
-        helpers = ("triton.next_power_of_2", "triton.cdiv")
+        helpers = {"triton.next_power_of_2", "triton.cdiv", *NUMBER_FUNCTIONS}
         called = {id(n.func): n.func.id for n in ast.walk(body) if isinstance(n, ast.Call) and
                   isinstance(n.func, ast.Name) and n.func.id not in allowed and self.arithmetic_def(n.func.id)}
         for n in ast.walk(body):
             if isinstance(n, ast.Name) and n.id not in allowed and id(n) not in called and \
-                    self.resolve(n, params) != "triton":
-                return False
-            if isinstance(n, ast.Attribute) and self.resolve(n, params) not in helpers and not (
-                    self.resolve(n, params) is None and n.attr in SCALAR_ATTRIBUTES | SCALAR_METHODS | INT_METHODS):
-                return False
+                    self.resolve(n, params) not in {"triton", "triton.language", "torch", "math", *helpers}:
+                return False      # a module whose paths the checks below read, or a helper imported by name
+            path = self.resolve(n, params) if isinstance(n, ast.Attribute) else None
+            if isinstance(n, ast.Attribute) and path not in helpers and not (
+                    path is None and n.attr in SCALAR_ATTRIBUTES | SCALAR_METHODS | INT_METHODS) and \
+                    not dtype_path(path, "torch.") and not dtype_path(path, "triton.language."):
+                return False      # a["x_ptr"].dtype == torch.float32 compares dtypes
             if isinstance(n, ast.Call) and not (self.resolve(n.func, params) in helpers or id(n.func) in called or (
                     isinstance(n.func, ast.Name) and n.func.id in self.builtins - params) or (
                     isinstance(n.func, ast.Attribute) and n.func.attr in SCALAR_METHODS | INT_METHODS)):
@@ -376,7 +379,7 @@ class _Kernel:
 
     def arithmetic_def(self, name: str) -> bool:
         """A def of the notebook's, undecorated, of plain positional parameters, whose body (after a docstring)
-        is one `return` of launch arithmetic on them; not while it is being worked out (a recursive call). Worked
+        is launch arithmetic on them (arithmetic_body); not while it is being worked out (a recursive call). Worked
         out once per def: helpers calling each other twice at each of 18 levels took 2^18 readings (red team 39)."""
         if name in self.arithmetic:
             return self.arithmetic[name]
@@ -384,11 +387,25 @@ class _Kernel:
             return False
         self.arithmetic[name] = False       # while it is worked out
         fn = self.ctx.functions[name][1]
-        a, body = fn.args, after_docstring(fn.body)
+        a = fn.args
         self.arithmetic[name] = not (fn.decorator_list or a.vararg or a.kwonlyargs or a.kwarg or a.defaults) and \
-            len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None and \
-            self.launch_arithmetic(body[0].value, {p.arg for p in a.posonlyargs + a.args})
+            self.arithmetic_body(after_docstring(fn.body), {p.arg for p in a.posonlyargs + a.args})
         return self.arithmetic[name]
+
+    def arithmetic_body(self, body: list, params: set[str]) -> bool:
+        """A def's statements, each of launch arithmetic on its parameters and the names it assigns: an assignment
+        to plain names, an if, a return (n = args["n_cols"]; if n <= 1024: return 4; return 8)."""
+        names = params | {t.id for s in body for n in ast.walk(s) if isinstance(n, ast.Assign)
+                          for t in n.targets if isinstance(t, ast.Name)}
+        for stmt in body:
+            if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets) or \
+                    isinstance(stmt, ast.Return) and stmt.value is not None:
+                if not self.launch_arithmetic(stmt.value, names):
+                    return False
+            elif not (isinstance(stmt, ast.If) and self.launch_arithmetic(stmt.test, names) and
+                      self.arithmetic_body(stmt.body, names) and self.arithmetic_body(stmt.orelse, names)):
+                return False
+        return True
 
     def stmt(self, node):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in self.constexpr:

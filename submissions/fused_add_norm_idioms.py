@@ -625,4 +625,45 @@ IDIOMS = [
                 tl.store(y_ptr + base + start + offs, ((h - mean) * rstd * w + b).to(y_ptr.dtype.element_ty), mask=m)
                 start += BLOCK
         '''),
+    # red team 39: a dtype kept in a module-level constexpr, a parameter's default read from a module-level number,
+    # and heuristics of math, of a dtype compared, and of a def of several statements (honest E: c32, c78, c69,
+    # c60c, c98; configs over itertools.product: tests/test_policy.py)
+    (("dtype-constexpr-global", "default-from-a-constant", "math-heuristic", "dtype-heuristic",
+      "if-ladder-heuristic"), "fused_kernel", '''
+        import math
+
+        ACC: tl.constexpr = tl.float32
+        ROWS_PER_PROGRAM = 1
+
+
+        def wide_rows(args):
+            """Whether a row takes more than one 1024-wide tile."""
+            n = args["n_cols"]
+            if n <= 1024:
+                return False
+            return True
+
+
+        @triton.heuristics({"WIDE": wide_rows, "LOG_N": lambda args: math.ceil(math.log2(args["n_cols"])),
+                            "FP32": lambda args: args["x_ptr"].dtype == torch.float32})
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps,
+                                       BLOCK: tl.constexpr, WIDE: tl.constexpr, LOG_N: tl.constexpr,
+                                       FP32: tl.constexpr, ROWS: tl.constexpr = ROWS_PER_PROGRAM):
+            """One program per row, computed in ACC; WIDE, LOG_N and FP32 describe the launch."""
+            tl.static_assert(BLOCK >= 1)
+            row = tl.program_id(0).to(tl.int64) * ROWS
+            cols = tl.arange(0, BLOCK)
+            mask = cols < n_cols
+            offs = row * n_cols + cols
+            h = tl.load(x_ptr + offs, mask=mask, other=0.0).to(ACC) + \\
+                tl.load(fx_ptr + offs, mask=mask, other=0.0).to(ACC)
+            tl.store(h_ptr + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
+            mean = tl.sum(h, axis=0) / n_cols
+            centred = tl.where(mask, h - mean, 0.0)
+            rstd = tl.rsqrt(tl.sum(centred * centred, axis=0) / n_cols + eps)
+            w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(ACC)
+            b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(ACC)
+            tl.store(y_ptr + offs, (centred * rstd * w + b).to(y_ptr.dtype.element_ty), mask=mask)
+        '''),
 ]

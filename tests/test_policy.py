@@ -1814,3 +1814,26 @@ def test_heuristic_helpers_are_read_once_each(monkeypatch):
                         lambda self, *args: readings.append(1) or real(self, *args))
     assert policy.check_cells(with_cells(FUSED_NB, fused_kernel=helpers + kernel), FUSED) == []
     assert 0 < len(readings) <= 2 * levels
+
+
+@pytest.mark.parametrize("decorator, held", [
+    ('@triton.autotune(configs=[triton.Config({}, num_warps=w, num_stages=s)\n'
+     '                          for w, s in itertools.product((2, 4), (1, 2))], key=["n_cols"])', False),
+    ('@triton.heuristics({"LOG_N": lambda args: math.ceil(math.log2(args["n_cols"]))})', False),
+    ('@triton.heuristics({"FP32": lambda args: args["x_ptr"].dtype == torch.float32})', False),
+    ('@triton.heuristics({"WIDE": wide})', False),
+    ('@triton.heuristics({"N": lambda args: torch.cuda.device_count()})', True),
+    ('@triton.heuristics({"N": copies})', True),
+])
+def test_launch_arithmetic_of_allowed_modules_and_plain_defs_passes(decorator, held):
+    """A kernel decorator's arguments run inside the launch, on its tensors: numbers of math and itertools, a dtype
+    compared, and a def of several statements of such arithmetic are honest (red team 39: each held 10 points);
+    reaching torch.cuda or calling a tensor's methods is not."""
+    defs = ("import itertools\nimport math\n\n\ndef wide(args):\n    n = args[\"n_cols\"]\n    if n <= 1024:\n"
+            "        return False\n    return True\n\n\ndef copies(args):\n    t = args[\"x_ptr\"]\n    t.copy_(t)\n"
+            "    return 1\n\n\n")
+    kernel = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"].replace(
+        "@triton.jit", decorator + "\n@triton.jit", 1)
+    found = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=defs + kernel), FUSED))
+    assert found == ({("kernel-decorator", FLAG)} if held else set()), found
+
