@@ -8,7 +8,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from pypdf import PdfReader
 
-from autograder.lms.gradescope.pdf import write_pdf
+from autograder.lms.gradescope.pdf import MAX_BLOCKS, write_pdf
 from autograder.lms.gradescope.results import to_gradescope
 from autograder.nbgrading import answers as written
 from autograder.nbgrading.answers import MAX_CHARS, MAX_LINES, PLACEHOLDER, Answer, Questions, math_text, render
@@ -250,6 +250,19 @@ def test_a_hostile_answer_gives_a_bounded_pdf(pdfs):
 
 
 FUZZED = 8, 8      # PDFs, generated answers on each (loading the fonts is most of a PDF's time)
+
+
+def test_an_answer_of_thousands_of_blocks_on_one_line_is_written_as_its_text(tmp_path):
+    """MAX_LINES counts lines, and 4,985 <hr> on one line are one: fpdf2 laid each out again at every block after
+    it, 25 s and 72 pages an answer (red team 39). Past MAX_BLOCKS the answer is written as its text, which
+    takes a page or two; an answer under it is still rendered."""
+    q = QUESTIONS.questions[0]
+    assert write_pdf([Answer(q, "A rule: " + "<hr>" * 4985)], tmp_path / "rules.pdf", "rules") < 10
+    flat = " ".join(pdf_text(tmp_path / "rules.pdf")[1].split())
+    assert f"more than {MAX_BLOCKS} paragraphs" in flat and "A rule: <hr><hr>" in flat
+    write_pdf([Answer(q, "A rule: " + "<hr>" * 50)], tmp_path / "fifty.pdf", "fifty")
+    flat = " ".join(pdf_text(tmp_path / "fifty.pdf")[1].split())
+    assert "A rule:" in flat and "<hr>" not in flat and "as written" not in flat
 
 
 def test_an_in_page_link_and_a_heading_give_a_pdf_with_their_text(tmp_path):

@@ -39,6 +39,11 @@ NOWHERE = re.compile(r'<a\b(?![^>]*\bhref="[^#"])[^>]*>(.*?)</a>', re.S)
 CELL = re.compile(r"(<t[dh]\b[^>]*>)(.*?)(</t[dh]>)", re.S)
 # (matched on the stripped text: \s* around [^<]* backtracked in cubic time over a cell of spaces, red team 37)
 ONE_TAG = re.compile(r"[^<]*|<(\w+)\b[^>]*>[^<]*</\1>", re.S)
+# the blocks fpdf2 lays out one after another, each time laying out again those before it in time that grows with
+# their number squared: 4,985 <hr> on one line of an answer took 25 s and 72 pages (red team 39); more than
+# MAX_BLOCKS in one answer, which no page of prose comes near, and its text is written as it is
+BLOCK = re.compile(r"<(?:p|hr|br|li|tr|h[1-6]|pre|blockquote|div|table|ul|ol|dl|dt|dd)\b", re.I)
+MAX_BLOCKS = 400
 
 
 _WRITING: ContextVar[str] = ContextVar("writing", default="")   # the PDF being written, for fpdf2's warnings
@@ -98,17 +103,19 @@ def _layout(answers: list[Answer], title: str, rendered: bool) -> FPDF:
 
 def _html(pdf: FPDF, rendered: str | None, text: str, size: int) -> None:
     """rendered through fpdf2's HTML subset, links to nowhere and mixed table cells as their text; where fpdf2
-    fails on it (or for None), the rest as text, whole."""
+    fails on it, or it has more than MAX_BLOCKS blocks (or for None), the text, whole."""
     pdf.set_font(SANS, "", size)
-    if rendered is not None:
+    blocks = len(BLOCK.findall(rendered)) if rendered is not None else 0
+    if rendered is not None and blocks <= MAX_BLOCKS:
         try:
             pdf.write_html(CELL.sub(_cell_as_text, NOWHERE.sub(r"\1", rendered)), font_family=SANS, tag_styles=CODE_STYLES)
             return
         except Exception:   # noqa: BLE001 - a student's markup fpdf2 cannot lay out (odd tables, say)
             pass
     pdf.set_font(SANS, "I", size)
-    pdf.multi_cell(0, size * 0.5, "(fpdf2 could not lay this answer out; here it is as written:)",
-                   new_x="LMARGIN", new_y="NEXT")
+    why = f"it has more than {MAX_BLOCKS} paragraphs, rules and items" if blocks > MAX_BLOCKS else \
+        "fpdf2 could not lay this answer out"
+    pdf.multi_cell(0, size * 0.5, f"({why}; here it is as written:)", new_x="LMARGIN", new_y="NEXT")
     pdf.set_font(SANS, "", size)
     pdf.multi_cell(0, size * 0.5, text)
 
