@@ -112,7 +112,7 @@ class Template:
         label = next((label for name, label in self.owner.items() if name in names), None)
         if label is None:
             bound = bound_names(src)
-            shared = {label: len(names & bound) for label, names in self.locked.items() if names & bound}
+            shared = {label: len(there & bound) for label, there in self.locked.items() if there & bound}
             label = max(shared, key=shared.get, default=None)
         return label
 
