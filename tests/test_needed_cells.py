@@ -237,3 +237,10 @@ def test_a_stub_left_in_place_runs_the_def_a_later_own_cell_writes(tmp_path):
     assert [label for label, _ in cells].index("residual_stream_norms") < len(cells) - 1
     module = nbtest.load(path, name="stub_then_def", partial=True)
     assert module.residual_stream_norms([], torch.ones(1, 2, 3)) == pytest.approx([3 ** 0.5])
+    # the def at the end, under a copy of the setup cell (its metadata pasted with it): still after the stub, as in
+    # Run All; the copy placed it right after the setup cell, where the stub ran later and won
+    setup = next(c for c in reference["cells"] if nbtest.grade_id(c) == "setup")
+    path.write_text(json.dumps(dict(reference, cells=reference["cells"][:at] + [left] + reference["cells"][at + 1:]
+                                    + [setup, own])))
+    labels = [label for label, _ in TEMPLATE.fill(path).cells]
+    assert labels.index("residual_stream_norms") < labels.index(f"cell {len(reference['cells']) + 1}")

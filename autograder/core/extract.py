@@ -127,20 +127,22 @@ class Template:
         """The student's own cells the module cells and the contract need (nbtest.own_cells_needed), as (label,
         the label of the module cell above it or None, source): Run All runs them in their place, so does the
         grader."""
-        module = {label for label, _, _ in self.cells}
-        out, above = [], None
+        order = {label: i for i, (label, _, _) in enumerate(self.cells)}
+        out, above, reached = [], None, -1      # reached: the furthest module cell of the source's seen so far
         needed = set(own_cells_needed(nb["cells"], self.contract))
         for index, cell in enumerate(nb["cells"]):
             label = nbtest.cell_label(cell, index)
             if index in needed:
                 out.append((label, above, nbtest.source_of(cell)))
                 above = label
-            elif label in module and cell.get("cell_type") == "code":
-                above = label
-            elif (stands_for := self._stands_for(cell)) is not None:
-                # its nbgrader metadata dropped, the module tag kept: the setup cell still comes first (red team
-                # 39: the solution cells, own cells then, went ahead of the imports, and most of the notebook failed)
-                above = stands_for
+                continue
+            # its nbgrader metadata dropped, the module tag kept, a module cell stands for the source's (red team 39:
+            # without it, the solution cells, own cells then, went ahead of the imports and most of the notebook failed)
+            stands_for = label if label in order and cell.get("cell_type") == "code" else self._stands_for(cell)
+            # a copy of an earlier module cell (the setup cell pasted lower down) moves nothing back: the own cells
+            # below it run after everything above them, as in Run All (red team 39: a stub then ran after the def)
+            if stands_for is not None and order[stands_for] > reached:
+                above, reached = stands_for, order[stands_for]
         return out
 
     def marked(self, extracted: Extracted) -> list[tuple[str, str, bool]]:
