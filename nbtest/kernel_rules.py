@@ -58,10 +58,29 @@ def check_kernels(ctx: Notebook) -> list[Violation]:
     for name, (label, fn) in ctx.kernels.items():
         if not is_stub(fn):
             out += _Kernel(label, ctx.sources[label], ctx, fn, constants).run()
-    named = {node.id for _, fn in ctx.kernels.values() for d in fn.decorator_list for node in ast.walk(d)
-             if isinstance(node, ast.Name)}
-    checked = set(ctx.kernels) | (named & (set(ctx.functions) | set(ctx.classes)))
+    roots = [n for _, fn in ctx.kernels.values() for n in [*fn.decorator_list, *fn.args.defaults, *fn.args.kw_defaults]
+             if n is not None]
+    checked = set(ctx.kernels) | (_reached(ctx, roots) & (set(ctx.functions) | set(ctx.classes)))
     return out + _rebound(ctx, checked) + _kernel_attributes(ctx)
+
+
+def _reached(ctx: Notebook, roots: list[ast.AST]) -> set[str]:
+    """The names these nodes read, and those read in turn by the defs, classes and module-level values they name
+    (a heuristic's helper, a table's def, a default's class of constants): the rules read each by its last binding,
+    so each must keep it (red team 39: a helper of a heuristic def, a def in a table and a default's class, each
+    bound again to an object that ran Python on the blocks)."""
+    seen: set[str] = set()
+    todo = [n.id for root in roots for n in ast.walk(root) if isinstance(n, ast.Name)]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        found = ctx.functions.get(name) or ctx.classes.get(name)
+        nodes = [found[1]] if found else [b.value for b in ctx.module_bindings.get(name, [])
+                                          if isinstance(b, (ast.Assign, ast.AnnAssign)) and b.value is not None]
+        todo += [n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in seen]
+    return seen
 
 
 def _unread_kernels(ctx: Notebook) -> list[Violation]:

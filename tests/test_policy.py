@@ -1837,3 +1837,41 @@ def test_launch_arithmetic_of_allowed_modules_and_plain_defs_passes(decorator, h
     found = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=defs + kernel), FUSED))
     assert found == ({("kernel-decorator", FLAG)} if held else set()), found
 
+
+def test_what_a_kernels_defaults_and_heuristics_reach_keeps_its_def():
+    """The kernel rules read a heuristic's helper, a table's def and a default's class of constants by their last
+    binding, so each is checked for being bound again, as the names a decorator writes are (red team 39: each,
+    bound again to an object of the notebook's, ran Python on the blocks, 40 to its twin's 37.33)."""
+    kernel = textwrap.dedent('''
+        class Tune:
+            EPS = 1e-5
+
+
+        def fix_for(n):
+            return n
+
+
+        def pick(args):
+            n = args["n_cols"]
+            return fix_for(n)
+
+
+        def wide(args):
+            return args["n_cols"] > 1024
+
+
+        fix_for = max
+        Tune = dict
+        wide = min
+        HEURISTICS = {"FIX": pick, "WIDE": wide}
+
+
+        @triton.heuristics(HEURISTICS)
+        @triton.jit
+        def fused_add_layernorm_kernel(x_ptr, fx_ptr, w_ptr, b_ptr, h_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr,
+                                       FIX: tl.constexpr, WIDE: tl.constexpr, E: tl.constexpr = Tune.EPS):
+            pass
+        ''')
+    found = policy.check_cells(with_cells(FUSED_NB, fused_kernel=kernel), FUSED)
+    assert {v.quote.split(" = ")[0] for v in found if v.rule == "rebound"} == {"fix_for", "Tune", "wide"}, found
+
