@@ -329,18 +329,36 @@ def _new(module, specs, objects, request):
         args = [_decode(a, specs, objects) for a in request.get("args", [])]
         kwargs = {k: _decode(v, specs, objects) for k, v in request.get("kwargs", {}).items()}
         obj = cls(*args, **kwargs)
-    if request.get("double"):
-        if not _isinstance(obj, _Module):
-            return {"error": {"type": "TypeError", "is": [],
-                              "message": f"{request['cls']}(...) is a {_type(obj).__name__}, not an nn.Module"}}
-        _eval(_double(obj))
-    if _isinstance(obj, _Module) and _len(_modules_of(obj)) > MAX_ITEMS:
+    if request.get("double") and not _isinstance(obj, _Module):
+        return {"error": {"type": "TypeError", "is": [],
+                          "message": f"{request['cls']}(...) is a {_type(obj).__name__}, not an nn.Module"}}
+    # read as made, in training mode, as an optimizer is handed its parameters, before the grader's double and eval
+    yielded = _yielded(obj)
+    if _isinstance(obj, _Module) and (_len(_modules_of(obj)) > MAX_ITEMS or yielded is None):
         # the report would list part of the tree, and a layer past the cut would go unseen
         return {"error": {"type": "RuntimeError", "is": [],
-                          "message": f"the object holds more than {MAX_ITEMS} modules, more than the grader reads"}}
+                          "message": f"the object holds more than {MAX_ITEMS} modules or {10 * MAX_ITEMS} parameters, "
+                                     "more than the grader reads"}}
+    report = structure(obj, yielded)
+    if request.get("double"):
+        _eval(_double(obj))
     handle = _len(objects)
     objects[handle] = obj
-    return {"handle": handle, "structure": structure(obj)}
+    return {"handle": handle, "structure": report}
+
+
+def _yielded(obj) -> list | None:
+    """What obj.parameters() yields, through nn.Module's own method and through the class's (an override of
+    parameters, named_parameters or named_modules may add a layer no registry holds); None past 10 * MAX_ITEMS."""
+    if not _isinstance(obj, _Module):
+        return []
+    out = []
+    for found in (_parameters_of(obj), _type(obj).parameters(obj)):
+        for p in found:
+            if _len(out) >= 10 * MAX_ITEMS:
+                return None
+            out.append(p)
+    return out
 
 
 def _load(module, specs, objects, request):
@@ -483,16 +501,12 @@ def encode(value, depth: int = 0):
     return {"kind": "object", "type": _text(_getattr(_type(value), "__qualname__", "?"))}
 
 
-def structure(obj) -> dict:
-    """What an object is built from: its modules, their torch.nn base classes and sizes."""
+def structure(obj, yielded: list = ()) -> dict:
+    """What an object is built from: its modules, their torch.nn base classes and sizes; its parameters counted with
+    the tensors among `yielded` (_yielded)."""
     if not _isinstance(obj, _Module):
         return {"type": _text(_type(obj).__qualname__), "module": False}
     tree = _modules_of(obj)
-    yielded = []
-    for p in _parameters_of(obj):
-        if _len(yielded) >= 10 * MAX_ITEMS:
-            break
-        yielded.append(p)
     return {"type": _text(_type(obj).__qualname__), "module": True,
             "modules": [_describe_module(path, m) for path, m in tree[:MAX_ITEMS]],
             "parameters": _count(tree, yielded)}
