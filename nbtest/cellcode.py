@@ -629,10 +629,11 @@ def _is_jit(decorator, ctx: Notebook) -> bool:
 
 # Dotted paths (after import aliases are resolved) that read or write files, or reach the runtime: torch.fx,
 # torch.export and torch.ao follow a dotted attribute path handed to them as a string (getattr_from_fqn, fetch_attr),
-# `__self__.__import__` of a builtin included, where the policy reads no name
+# `__self__.__import__` of a builtin included, where the policy reads no name; torch.get_device_module hands back a
+# module (torch.cpu, which holds torch), whose paths no rule reads off a call's result (red team 39)
 PROCESS_PATHS = ("torch.load", "torch.save", "torch.serialization", "torch.from_file", "torch.utils", "torch.ops",
                  "torch.jit", "torch.package", "torch.multiprocessing", "torch.distributed", "torch.fx",
-                 "torch.export", "torch.ao",
+                 "torch.export", "torch.ao", "torch.get_device_module",
                  "numpy.load", "numpy.save", "numpy.savez", "numpy.fromfile", "numpy.memmap",
                  "numpy.loadtxt", "numpy.genfromtxt", "numpy.lib", "triton.runtime", "triton.compiler",
                  "triton.backends", "triton.knobs", "triton.testing", "triton.tools")
