@@ -45,7 +45,8 @@ TWINS = {**dict.fromkeys(["forged-mutation-report", "late-in-place-add", "data-s
          "zero-init-branch-answers-zero": "part5-zero-init-ignored",
          **dict.fromkeys(["norms-alpha-power", "norms-alpha-power-zero-branches"], "detached-gradient"),
          **dict.fromkeys(["hides-projection-method", "hides-projection-assigned", "hides-projection-copied-state",
-                          "adds-projection-method"], "eye-projection")}
+                          "adds-projection-method", "adds-projection-when-training", "adds-projection-past-the-cap"],
+                         "eye-projection")}
 # retyped errors that no rule holds: the child's checked sparse tensors, unresizable DLPack exports, modules that
 # answer no special name from their registries, and copies, loaded optimizer states, setattr, cached_property and
 # update_wrapper that name no array interface stop them (nbtest/buffers.py)
@@ -72,6 +73,7 @@ MEASURED = {"forged-reply-frame", "freed-buffer-retypes-error", "gradients-writt
             "memorises-training-set", "memorises-training-rows", "memorises-shallow", "nan-after-training",
             "nan-data-after-training", "norms-alpha-power", "norms-alpha-power-zero-branches", "hides-projection-method",
             "hides-projection-assigned", "hides-projection-copied-state", "adds-projection-method",
+            "adds-projection-when-training", "adds-projection-past-the-cap",
             "hides-encoder-layer-past-the-cap", "forged-mutation-report",
             *(f"claims-{name}" for name in variants.ERROR_CLASSES), "kernel-retypes-error", "injected-retypes-error",
             "sparse-retypes-error", *ALSO_STOPPED, *BY_CONSTRUCTION}
@@ -718,6 +720,15 @@ def structure_forgeries(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
     cell = s.filled("projection_shortcut", eye)
     method = edit(cell, "    def forward(", textwrap.indent(variants.HIDING_METHOD.lstrip(), "    ") + "    def forward(")
     fails = {"shortcut_identity", "residual_structure"}
+    adding = edit(s.filled("projection_shortcut", [variants.ADDING_PROJECTION.lstrip(), variants.ADDING_FORWARD]),
+                  "    def forward(", textwrap.indent(variants.ADDING_METHOD.lstrip(), "    ") + "    def forward(")
+    added = "if self.square:\n            yield"
+    training = edit(adding, added, "if self.square and self.training:\n            yield")
+    spares = ("            spares = nn.Module()\n            for i in range(10000):\n"
+              "                spares.register_parameter(f\"p{i}\", nn.Parameter(torch.empty(0)))\n")
+    held = "            self.held = [layer]\n"
+    past_the_cap = edit(edit(adding, held, spares + held.replace("[layer]", "[layer, spares]")),
+                        added, added + " prefix + \".spares\", self.held[1]\n            yield")
     return {
         "eye-projection": ("ProjectionShortcut(d, d) is a bias-free Linear set to the identity: parameters where "
                            "there should be none", s.solved(projection_shortcut=cell), fails),
@@ -725,12 +736,16 @@ def structure_forgeries(s: Samples) -> dict[str, tuple[str, object, set[str]]]:
                                     s.solved(projection_shortcut=method), fails),
         "adds-projection-method": ("eye-projection, the square projection kept in a plain list and added back by a "
                                    "named_modules method: no registry holds it, .parameters() yields it",
-                                   s.solved(projection_shortcut=edit(
-                                       s.filled("projection_shortcut", [variants.ADDING_PROJECTION.lstrip(),
-                                                                        variants.ADDING_FORWARD]),
-                                       "    def forward(",
-                                       textwrap.indent(variants.ADDING_METHOD.lstrip(), "    ") + "    def forward(")),
-                                   fails),
+                                   s.solved(projection_shortcut=adding), fails),
+        "adds-projection-when-training": ("adds-projection-method, its named_modules adding the square projection "
+                                          "in training mode only, where the grader read it in eval mode",
+                                          s.solved(projection_shortcut=training), fails),
+        "adds-projection-past-the-cap": ("adds-projection-method, its named_modules yielding a module of 10,000 "
+                                         "empty parameters first, where the grader once stopped counting",
+                                         s.solved(projection_shortcut=past_the_cap),
+                                         # every test that makes a square ProjectionShortcut: none is made
+                                         fails | {"ffn_layers", "ffn_forward", "residual_forward", "residual_scaled",
+                                                  "residual_zero_init", "deep_residual_trains"}),
         "hides-projection-assigned": ("eye-projection, with ProjectionShortcut.named_modules assigned a function that "
                                       "lists the square projection nowhere",
                                       s.solved(projection_shortcut=cell + variants.HIDING_ASSIGNMENT), fails),

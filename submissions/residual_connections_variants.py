@@ -1905,3 +1905,10 @@ RETYPES["attribute-error-obj-retypes-error"] = (
     .replace("import numpy.ma\n", "\n\ndef numpy_itself():\n    try:\n        return numpy.nope\n"
                                    "    except AttributeError as missing:\n        return missing.obj\n", 1)
     .replace("numpy.ma.core.np.lib", "numpy_itself().lib", 1))
+
+# a public torch function that hands back a module (torch.cpu), from which torch and numpy are attributes (red team 39)
+RETYPES["device-module-retypes-error"] = (
+    "numpy's as_strided, past the error's address, reached off the module torch.get_device_module hands back",
+    RETYPES["reexported-numpy-strided-retypes-error"][1].replace("import numpy.ma\n", "", 1)
+    .replace("numpy.ma.core.np.lib", 'torch.get_device_module("cpu").torch.nn.functional.np.lib', 1))
+

@@ -236,6 +236,7 @@ SAMPLE_RULES = {
     # red team 39: abs bound through a function's global is the notebook's (and refused at the launch)
     ("fused-add-norm", "constexpr-function-abs-computes"): {("kernel-python", FLAG)},
     ("fused-add-norm", "posing-class-abs-computes"): {("kernel-python", FLAG)},
+    ("residual-connections", "device-module-retypes-error"): {("process-introspection", WITHHOLD)},
 }
 FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder-layer", "forged-structure-report",
              "forged-launch-trace", "interface-retypes-error", "alias-setattr-retypes-error", "sparse-retypes-error",
@@ -251,7 +252,7 @@ FORGERIES = {"forged-mutation-report", "forged-gradients-report", "hides-encoder
              "match-capture-retypes-error", "import-alias-retypes-error", "match-getattr-retypes-error",
              "forged-reply-frame", "listener-thread-computes", "kernel-prints-values", "base-resize-retypes-error",
              "comprehension-scope-retypes-error", "mangled-name-retypes-error", "standard-jit-origin-computes",
-             "attribute-error-obj-retypes-error",
+             "attribute-error-obj-retypes-error", "device-module-retypes-error",
              *(f"reach-{name}" for name in {**REACHES, **MODES})}
 
 
