@@ -145,8 +145,9 @@ class Notebook:
         for label, node, name in self.top_bindings:
             if self.student[label]:
                 self.module_bindings.setdefault(name, []).append(node)
-        # a `global` in a def binds at module level when the def runs (global abs; abs = ...: red team 39)
-        self.bound = set(self.module_bindings) | self.global_names
+        # a `global` in a def binds at module level when the def runs (global abs; abs = ...: red team 39); a
+        # module-level def the notebook never names or decorates never runs, however its body reads
+        self.bound = set(self.module_bindings) | _run_globals(self.trees.values())
         # a name an import binds and a cell binds again otherwise (def empty_like, class triton, Any = obj, or a
         # function's `global`) holds that object, not the module's: it names no import's path (resolve)
         self.imported = dict(self.aliases)        # as the imports bind them, bound again or not (resolve)
@@ -859,6 +860,25 @@ class Scopes:
             return chain[-1]
         return next((s for s in reversed(chain[:-1]) if self.kinds[s] is not ast.ClassDef and
                      (s, name) in self.bindings), None)
+
+
+def _run_globals(trees) -> set[str]:
+    """The names a `global` statement names in any def that may run: all but those in a module-level def, with no
+    decorator, whose name no cell reads (a scratch cell's `def remember(v): global max; max = v`, never called) and
+    Python calls on no occasion of its own (a module's __getattr__ runs for any name the module lacks)."""
+    trees = list(trees)
+    read = {n.id for tree in trees for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    idle = {id(node) for tree in trees for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not node.decorator_list and node.name not in read and not node.name.startswith("__")}
+    out: set[str] = set()
+    for tree in trees:
+        todo = [(node, id(node) in idle) for node in tree.body]
+        while todo:
+            node, quiet = todo.pop()
+            if isinstance(node, ast.Global) and not quiet:
+                out.update(node.names)
+            todo += [(child, quiet) for child in ast.iter_child_nodes(node)]
+    return out
 
 
 def _plain(text) -> bool:

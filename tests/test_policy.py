@@ -1876,3 +1876,19 @@ def test_what_a_kernels_defaults_and_heuristics_reach_keeps_its_def():
     found = policy.check_cells(with_cells(FUSED_NB, fused_kernel=kernel), FUSED)
     assert {v.quote.split(" = ")[0] for v in found if v.rule == "rebound"} == {"fix_for", "Tune", "wide"}, found
 
+
+@pytest.mark.parametrize("scratch, expected", [
+    ("def remember(v):\n    global max\n    max = v\n", set()),                 # never called: never runs
+    ("def remember(v):\n    global max\n    max = v\n\n\nremember(min)\n", {("kernel-python", FLAG)}),
+    # Python calls a module's __getattr__ for a name it lacks (a protocol finding of its own, too)
+    ("def __getattr__(name):\n    global max\n    max = min\n", {("kernel-python", FLAG), ("protocol", WITHHOLD)}),
+])
+def test_a_global_binds_a_builtins_name_only_where_its_def_may_run(scratch, expected):
+    """A kernel's `max` is Python's unless the notebook binds the name, by a `global` too (red team 39: abs bound to a
+    constexpr function that computed y in NumPy); a `global` in a scratch def that nothing calls binds nothing, and
+    flagged honest kernels (red team 39: 26.67 of 40)."""
+    kernel = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"].replace(
+        "var = tl.sum(centred * centred, axis=0) / n_cols", "var = max(tl.sum(centred * centred, axis=0) / n_cols, 0.0)")
+    found = policy.check_cells(with_cells(FUSED_NB, fused_kernel=scratch + "\n\n" + kernel), FUSED)
+    assert rules(found) == expected, found
+
