@@ -327,9 +327,9 @@ class _Kernel:
             for v in [*d.args, *(k.value for k in d.keywords)]:
                 if not (_is_literal(v, self.ctx, self.constants) or self.heuristic(v) or self.data_function(v)):
                     self.flag(v, "kernel-decorator", "decorator arguments must be plain data (numbers, strings, "
-                                                     "triton.Config(...), lists of them, small lambdas of args; a "
-                                                     "lambda may call a def of yours that only returns such "
-                                                     "arithmetic)")
+                                                     "triton.Config(...), lists of them, small lambdas of args, or a "
+                                                     "def of yours of arithmetic on sizes and dtypes: assignments, "
+                                                     "ifs, whiles and returns, no call of a tensor's methods)")
 
     def data_function(self, v) -> bool:
         """configs=get_autotune_config(), as Triton's matmul tutorial writes it: a call, with no arguments, of
@@ -413,15 +413,20 @@ class _Kernel:
 
     def arithmetic_body(self, body: list, params: set[str]) -> bool:
         """A def's statements, each of launch arithmetic on its parameters and the names it assigns: an assignment
-        to plain names, an if, a return (n = args["n_cols"]; if n <= 1024: return 4; return 8)."""
-        names = params | {t.id for s in body for n in ast.walk(s) if isinstance(n, ast.Assign)
-                          for t in n.targets if isinstance(t, ast.Name)}
+        (augmented or annotated) to plain names or tuples of them, an if, a while, a return (n = args["n_cols"];
+        w = 1; while w * 256 < n and w < 16: w *= 2; return w)."""
+        targets = [t for s in body for n in ast.walk(s) for t in (
+            n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign))
+            else [])]
+        names = params | {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
         for stmt in body:
-            if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets) or \
-                    isinstance(stmt, ast.Return) and stmt.value is not None:
-                if not self.launch_arithmetic(stmt.value, names):
+            if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)):
+                plain = all(isinstance(n, (ast.Name, ast.Tuple, ast.Store)) for t in (
+                    stmt.targets if isinstance(stmt, ast.Assign) else [] if isinstance(stmt, ast.Return)
+                    else [stmt.target]) for n in ast.walk(t))
+                if not plain or stmt.value is None or not self.launch_arithmetic(stmt.value, names):
                     return False
-            elif not (isinstance(stmt, ast.If) and self.launch_arithmetic(stmt.test, names) and
+            elif not (isinstance(stmt, (ast.If, ast.While)) and self.launch_arithmetic(stmt.test, names) and
                       self.arithmetic_body(stmt.body, names) and self.arithmetic_body(stmt.orelse, names)):
                 return False
         return True

@@ -1823,6 +1823,7 @@ def test_heuristic_helpers_are_read_once_each(monkeypatch):
     ('@triton.heuristics({"LOG_N": lambda args: math.ceil(math.log2(args["n_cols"]))})', False),
     ('@triton.heuristics({"FP32": lambda args: args["x_ptr"].dtype == torch.float32})', False),
     ('@triton.heuristics({"WIDE": wide})', False),
+    ('@triton.heuristics({"W": warps})', False),
     ('@triton.heuristics({"N": lambda args: torch.cuda.device_count()})', True),
     ('@triton.heuristics({"N": copies})', True),
 ])
@@ -1832,7 +1833,8 @@ def test_launch_arithmetic_of_allowed_modules_and_plain_defs_passes(decorator, h
     reaching torch.cuda or calling a tensor's methods is not."""
     defs = ("import itertools\nimport math\n\n\ndef wide(args):\n    n = args[\"n_cols\"]\n    if n <= 1024:\n"
             "        return False\n    return True\n\n\ndef copies(args):\n    t = args[\"x_ptr\"]\n    t.copy_(t)\n"
-            "    return 1\n\n\n")
+            "    return 1\n\n\ndef warps(args):\n    w, most = 1, 16\n    w: int = w\n"
+            "    while w * 256 < args[\"n_cols\"] and w < most:\n        w *= 2\n    return w\n\n\n")
     kernel = dict((label, src) for label, src, _ in solution(FUSED_NB))["fused_kernel"].replace(
         "@triton.jit", decorator + "\n@triton.jit", 1)
     found = rules(policy.check_cells(with_cells(FUSED_NB, fused_kernel=defs + kernel), FUSED))
