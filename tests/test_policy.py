@@ -1893,4 +1893,3 @@ def test_a_global_binds_a_builtins_name_only_where_its_def_may_run(scratch, expe
         "var = tl.sum(centred * centred, axis=0) / n_cols", "var = max(tl.sum(centred * centred, axis=0) / n_cols, 0.0)")
     found = policy.check_cells(with_cells(FUSED_NB, fused_kernel=scratch + "\n\n" + kernel), FUSED)
     assert rules(found) == expected, found
-
