@@ -794,8 +794,17 @@ class _General(ast.NodeVisitor):
                     self.flag(node, "process-introspection", WITHHOLD,
                               f"'{a.name}' from {node.module} is the module or internal it re-exports, which "
                               "reaches the grading process; a solution needs none of it")
-                self._path(node, f"{node.module}.{a.name}")
+                self._path(node, f"{node.module}.{a.name}", mask_helper=self._mask_helper_only(a.asname or a.name))
         self.generic_visit(node)
+
+    def _mask_helper_only(self, name: str) -> bool:
+        """Whether every read of this name in the notebook is name.generate_square_subsequent_mask (from torch.nn
+        import Transformer, for its mask helper alone: red team 39, an honest block flagged)."""
+        reads = [(n, parent) for tree in self.ctx.trees.values() for parent in ast.walk(tree)
+                 for n in ast.iter_child_nodes(parent) if isinstance(n, ast.Name) and n.id == name and
+                 isinstance(n.ctx, ast.Load)]
+        return bool(reads) and all(isinstance(parent, ast.Attribute) and parent.value is n and
+                                   parent.attr == MASK_HELPER[1:] for n, parent in reads)
 
     def _module(self, node, name: str, via: str | None = None):
         """An import of `name`, or `via`, a path that reaches that module as another's attribute
@@ -1038,7 +1047,7 @@ class _General(ast.NodeVisitor):
         """A name the notebook gives an object of its own that no library of the sparse and storage rule has."""
         return name in self.ctx.own_names and name not in library_names()
 
-    def _path(self, node, path: str):
+    def _path(self, node, path: str, mask_helper: bool = False):
         canonical, obj = named(path)
         reexported = dispatch_overrides().get(id(obj)) if obj is not None and path.startswith("torch.") else None
         if reexported is not None and "overrides" not in path.split("."):
@@ -1068,7 +1077,7 @@ class _General(ast.NodeVisitor):
             self.flag(node, rule, severity, f"{path}: {why}")
         if self.policy.no_transformer_classes and path.startswith("torch.") and \
                 any(TRANSFORMER.match(p) for p in path.split(".")[1:]) and not getattr(node, "mask_helper", False) \
-                and not _mask_helper(path):
+                and not _mask_helper(path) and not (mask_helper and _mask_helper(path + MASK_HELPER)):
             self.flag(node, "transformer-class", FLAG, f"{path}: build TransformerBlock from its parts "
                                                        "(attn, ln1, ln2, ffn), not from torch's Transformer classes")
 

@@ -1893,3 +1893,16 @@ def test_a_global_binds_a_builtins_name_only_where_its_def_may_run(scratch, expe
         "var = tl.sum(centred * centred, axis=0) / n_cols", "var = max(tl.sum(centred * centred, axis=0) / n_cols, 0.0)")
     found = policy.check_cells(with_cells(FUSED_NB, fused_kernel=scratch + "\n\n" + kernel), FUSED)
     assert rules(found) == expected, found
+
+
+@pytest.mark.parametrize("source, held", [
+    ("from torch.nn import Transformer\nmask = Transformer.generate_square_subsequent_mask(4)\n", False),
+    ("from torch.nn import Transformer as TF\nmask = TF.generate_square_subsequent_mask(4)\n", False),
+    ("from torch.nn import Transformer\nmask = Transformer.generate_square_subsequent_mask(4)\n"
+     "layer = Transformer(8, 2)\n", True),
+])
+def test_transformer_imported_for_its_mask_helper_alone_is_no_transformer_class(source, held):
+    """nn.Transformer's causal-mask helper is a static function, not a layer: imported by name and read only as
+    Transformer.generate_square_subsequent_mask, the import was flagged all the same (red team 39: 97 of 100)."""
+    found = rules(policy.check_cells(with_cells(RESIDUAL_NB, transformer_block=source), RESIDUAL))
+    assert found == ({("transformer-class", FLAG)} if held else set()), found
