@@ -103,10 +103,12 @@ class Watch:
 HOLDS = "(holds) "
 
 
-def shown(violation: policy.Violation) -> str:
+def shown(violation: policy.Violation, holding: frozenset[str] = frozenset()) -> str:
     """A broken rule as the rules test lists it: a withhold rule's line starts with HOLDS, since the grader holds
-    the tests that rest on the code's process for it; a flag rule's only flags the notebook."""
-    return (HOLDS if violation.severity == policy.WITHHOLD else "") + str(violation)
+    the tests that rest on the code's process for it, and so does a rule of `holding` (rules.toml's: the flag rules
+    some hidden test is held by); any other flag rule's only flags the notebook."""
+    holds = violation.severity == policy.WITHHOLD or violation.rule in holding
+    return (HOLDS if holds else "") + str(violation)
 
 
 def rule_breaks(part: int, notebook: str | Path) -> list[str]:
@@ -124,6 +126,7 @@ def rule_breaks(part: int, notebook: str | Path) -> list[str]:
         table = {**course["assignments"][path.parent.name].get("policy", {}),
                  "max_cell_kb": course["grading"]["max_cell_kb"]}
     limits = Limits(table.pop("max_cell_kb", Limits.max_cell_kb))
+    holding = frozenset(table.pop("holding", ()))
     rules = types.SimpleNamespace(**{"allowed_imports": (), "forbidden_modules": (), "no_transformer_classes": False,
                                       **table})
     contract = tomllib.loads((path.parent / "contract.toml").read_text(encoding="utf-8"))
@@ -153,7 +156,8 @@ def rule_breaks(part: int, notebook: str | Path) -> list[str]:
             joined[label] = joined.get(label, "") + source
     found = [problem for label, source in joined.items()
              if parts.get(label) == part and (problem := limits.cell_problem(label, source))]
-    found += [shown(v) for v in policy.check_cells(cells, policy.for_assignment(rules)) if parts.get(v.cell) == part]
+    found += [shown(v, holding) for v in policy.check_cells(cells, policy.for_assignment(rules))
+              if parts.get(v.cell) == part]
     if Watch.current is not None and path.resolve() in Watch.current.notebooks.values():
         found += Watch.current.found(path, {label for label, p in parts.items() if p == part},
                                       {label: source for label, source, _ in cells})
@@ -180,8 +184,8 @@ def follows_rules(part: int, tests_file: str | Path) -> None:
     holds = any(line.startswith(HOLDS) for line in broken)
     assert not broken, ("your code breaks the assignment's rules (the notebook's \"Rules the grader checks\"); the "
                         "grader flags it for an instructor's review" +
-                        (f", and each line marked {HOLDS.strip()} also holds the tests that rest on your code's process "
-                         "until then" if holds else "") + ":\n"
+                        (f", and each line marked {HOLDS.strip()} also holds tests (those that rest on your code's "
+                         "process, or on what the rule guards) until then" if holds else "") + ":\n"
                         + "\n".join(f"  {line}" for line in broken))
 
 

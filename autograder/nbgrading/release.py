@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbtest
 
+from .. import suites
 from ..course import ROOT, Course, Rules
 from .run import nbgrader
 
@@ -37,14 +38,16 @@ def generate(course: Course, release_dir: Path = RELEASE) -> list[str]:
             nbgrader("generate_assignment", name, "--force", "--log-level=WARN",
                      f"--CourseDirectory.release_directory={release_dir}",
                      f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook.db", capture=True)
+            holding = sorted({rule for test in suites.load(name).tests for rule in test.held_by})
             (release_dir / name / RULES).write_text(rules_toml(course.assignment(name).rules,
-                                                               course.grading.max_cell_kb))
+                                                               course.grading.max_cell_kb, holding))
     return list(course.assignments)
 
 
-def rules_toml(rules: Rules, max_cell_kb: int) -> str:
+def rules_toml(rules: Rules, max_cell_kb: int, holding: list[str] = ()) -> str:
     """course.toml's [assignments.X.policy] table and its grading.max_cell_kb (nbtest's Limits), as the student
-    release carries them."""
+    release carries them, and the flag rules that hold tests of the hidden suite's (its held_by), so that the rules
+    test says which broken rules hold tests."""
     lines = [RULES_HEADER]
     for f in dataclasses.fields(rules):
         value = getattr(rules, f.name)
@@ -52,6 +55,7 @@ def rules_toml(rules: Rules, max_cell_kb: int) -> str:
                 else "true" if value is True else "false" if value is False else json.dumps(value))
         lines.append(f"{f.name} = {text}")
     lines.append(f"max_cell_kb = {max_cell_kb}   # a larger solution cell is not run; README.md, \"Submit\"")
+    lines.append("holding = [" + ", ".join(json.dumps(r) for r in holding) + "]   # broken, these hold tests too")
     return "\n".join(lines) + "\n"
 
 
