@@ -128,7 +128,7 @@ SHOWN = {
     "norms-alpha-power": {k: v for k, v in DETACHED.items() if k != "norms_random"},
     "norms-alpha-power-zero-branches": DETACHED,
     **dict.fromkeys(["eye-projection", "hides-projection-method", "hides-projection-assigned",
-                     "hides-projection-copied-state"],
+                     "hides-projection-copied-state", "adds-projection-method", "adds-projection-when-training"],
                     {"shortcut_identity": "projection-shortcut"}),
 }
 # a forgery of the probe finds none (OUT_OF_REACH): its forged report never lands, so its twin's mistakes show
