@@ -18,7 +18,6 @@ import importlib
 import re
 import threading
 import types
-import weakref
 from dataclasses import dataclass
 
 from .cellsource import python_lines, syntax_tree
@@ -282,6 +281,11 @@ class Notebook:
             self.constants |= {t.id for t in targets if isinstance(t, ast.Name)}
         elif student and isinstance(node, ast.ClassDef) and _plain_class(node, self):
             self.classes[node.name] = (label, node)
+
+    @functools.cached_property
+    def table_reads(self) -> tuple[set[int], dict[str, list[ast.Name]], dict[str, bool]]:
+        """_reads of this notebook, worked out when first asked."""
+        return _reads(self)
 
     def resolve(self, node, imported: bool = False) -> str | None:
         """The dotted path of Name / Attribute chains rooted at an import ("F.gelu" -> torch.nn.functional.gelu).
@@ -564,7 +568,7 @@ def _only_read(name: str, ctx: Notebook, also: frozenset[int] = frozenset()) -> 
     item (NAME[key]), a read method (NAME.get(k), NAME.copy()), a builtin reader's argument (dict(NAME),
     len(NAME)), a ** unpacking ({**NAME}, f(**NAME)), a loop over it, the right of `in`, an f-string's value,
     or one of the nodes `also` (by id)."""
-    read, uses, answers = _reads(ctx)
+    read, uses, answers = ctx.table_reads
     if not also and name in answers:
         return answers[name]
     named = uses.get(name, [])
@@ -575,15 +579,10 @@ def _only_read(name: str, ctx: Notebook, also: frozenset[int] = frozenset()) -> 
     return answer
 
 
-_READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()      # Notebook -> _reads(ctx)
-
-
 def _reads(ctx: Notebook) -> tuple[set[int], dict[str, list[ast.Name]], dict[str, bool]]:
-    """The ids of the nodes the notebook only reads (_only_read), its Name nodes by name, and _only_read's answers
-    so far: walked once per notebook, each name answered once, not once per use (2,000 constants beside an
-    autotuned kernel took 54 s, 2,000 reads of one table 122 s: red team 39)."""
-    if ctx in _READS:
-        return _READS[ctx]
+    """The ids of the nodes the notebook only reads (_only_read), its Name nodes by name, and a dict for _only_read's
+    answers: walked once per notebook (Notebook.table_reads), each name answered once, not once per use (2,000
+    constants beside an autotuned kernel took 54 s, 2,000 reads of one table 122 s: red team 39)."""
     read: set[int] = set()
     uses: dict[str, list[ast.Name]] = {}
     for tree in ctx.trees.values():
@@ -607,8 +606,7 @@ def _reads(ctx: Notebook) -> tuple[set[int], dict[str, list[ast.Name]], dict[str
                 read.add(id(n.value))
             elif isinstance(n, ast.Name):
                 uses.setdefault(n.id, []).append(n)
-    _READS[ctx] = read, uses, {}
-    return _READS[ctx]
+    return read, uses, {}
 
 
 def literal_type(node, ctx: Notebook) -> bool:
