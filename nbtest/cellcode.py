@@ -864,19 +864,22 @@ def _run_globals(trees) -> set[str]:
     """The names a `global` statement names in any def that may run: all but those in a module-level def, with no
     decorator, whose name no cell reads (a scratch cell's `def remember(v): global max; max = v`, never called) and
     Python calls on no occasion of its own (a module's __getattr__ runs for any name the module lacks)."""
-    trees = list(trees)
-    read = {n.id for tree in trees for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    idle = {id(node) for tree in trees for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and not node.decorator_list and node.name not in read and not node.name.startswith("__")}
-    out: set[str] = set()
+    read: set[str] = set()
+    declared = []         # (a statement at a cell's top, the names the global statements in it declare)
     for tree in trees:
-        todo = [(node, id(node) in idle) for node in tree.body]
-        while todo:
-            node, quiet = todo.pop()
-            if isinstance(node, ast.Global) and not quiet:
-                out.update(node.names)
-            todo += [(child, quiet) for child in ast.iter_child_nodes(node)]
-    return out
+        for top in tree.body:
+            names = set()
+            for n in ast.walk(top):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    read.add(n.id)
+                elif isinstance(n, ast.Global):
+                    names.update(n.names)
+            if names:
+                declared.append((top, names))
+    return {name for top, names in declared
+            if not (isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) and not top.decorator_list and
+                    top.name not in read and not top.name.startswith("__"))
+            for name in names}
 
 
 def _plain(text) -> bool:
