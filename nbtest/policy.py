@@ -794,7 +794,7 @@ class _General(ast.NodeVisitor):
                     self.flag(node, "process-introspection", WITHHOLD,
                               f"'{a.name}' from {node.module} is the module or internal it re-exports, which "
                               "reaches the grading process; a solution needs none of it")
-                self._path(node, f"{node.module}.{a.name}", mask_helper=self._mask_helper_only(a.asname or a.name))
+                self._path(node, f"{node.module}.{a.name}", imported_as=a.asname or a.name)
         self.generic_visit(node)
 
     def _mask_helper_only(self, name: str) -> bool:
@@ -1047,7 +1047,8 @@ class _General(ast.NodeVisitor):
         """A name the notebook gives an object of its own that no library of the sparse and storage rule has."""
         return name in self.ctx.own_names and name not in library_names()
 
-    def _path(self, node, path: str, mask_helper: bool = False):
+    def _path(self, node, path: str, imported_as: str | None = None):
+        """What a dotted path reaches; imported_as: the name a `from` import binds it to."""
         canonical, obj = named(path)
         reexported = dispatch_overrides().get(id(obj)) if obj is not None and path.startswith("torch.") else None
         if reexported is not None and "overrides" not in path.split("."):
@@ -1077,7 +1078,8 @@ class _General(ast.NodeVisitor):
             self.flag(node, rule, severity, f"{path}: {why}")
         if self.policy.no_transformer_classes and path.startswith("torch.") and \
                 any(TRANSFORMER.match(p) for p in path.split(".")[1:]) and not getattr(node, "mask_helper", False) \
-                and not _mask_helper(path) and not (mask_helper and _mask_helper(path + MASK_HELPER)):
+                and not _mask_helper(path) and not (imported_as and _mask_helper(path + MASK_HELPER) and
+                                                    self._mask_helper_only(imported_as)):
             self.flag(node, "transformer-class", FLAG, f"{path}: build TransformerBlock from its parts "
                                                        "(attn, ln1, ln2, ffn), not from torch's Transformer classes")
 
