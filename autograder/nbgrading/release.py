@@ -55,7 +55,7 @@ def rules_toml(rules: Rules, max_cell_kb: int, holding: list[str] = ()) -> str:
                 else "true" if value is True else "false" if value is False else json.dumps(value))
         lines.append(f"{f.name} = {text}")
     lines.append(f"max_cell_kb = {max_cell_kb}   # a larger solution cell is not run; README.md, \"Submit\"")
-    lines.append("holding = [" + ", ".join(json.dumps(r) for r in holding) + "]   # broken, these hold tests too")
+    lines.append(f"holding = {json.dumps(list(holding))}   # broken, these hold tests too")
     return "\n".join(lines) + "\n"
 
 
